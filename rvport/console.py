@@ -1,0 +1,54 @@
+"""Output: one Rich console for people (stderr) and plain lines when not on a terminal or in CI."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from rich.console import Console
+
+
+def detect_ci() -> str | None:
+    """Which CI system runs us, if any: 'github', 'gitlab' or 'generic'."""
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        return "github"
+    if os.environ.get("GITLAB_CI"):
+        return "gitlab"
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        return "generic"
+    return None
+
+
+@dataclass
+class UI:
+    """How this run talks: console for humans, CI mode, debug."""
+
+    console: Console
+    err: Console
+    ci: str | None = None
+    debug: bool = False
+
+    @property
+    def live(self) -> bool:
+        return self.err.is_terminal and self.ci is None
+
+
+_ui: UI | None = None
+
+
+def ui() -> UI:
+    global _ui
+    if _ui is None:
+        configure()
+    assert _ui is not None
+    return _ui
+
+
+def configure(*, ci: str | None = None, force_ci: bool = False, debug: bool = False) -> UI:
+    global _ui
+    ci = ci or detect_ci() or ("generic" if force_ci else None)
+    no_color = bool(os.environ.get("NO_COLOR")) or ci is not None and not sys.stdout.isatty()
+    _ui = UI(console=Console(no_color=no_color, highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 140),
+             err=Console(stderr=True, no_color=no_color, highlight=False), ci=ci, debug=debug)
+    return _ui

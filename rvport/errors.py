@@ -1,0 +1,115 @@
+"""Typed errors: what failed, why, and what to do. Only the CLI turns them into exit codes.
+
+Exit codes (documented in docs/exit-codes.md; one per kind):
+    0  success
+    1  verification failed (an artifact is not what the profile promised)
+    2  usage error (bad option or argument)
+    3  recipe or profile invalid (file, line, hint)
+    4  source integrity: a digest mismatch, or a patch that does not apply
+    5  source unavailable: network, mirror or offline cache miss
+    6  host not ready (docker, buildx, binfmt, qemu, disk)
+    7  build stage failed
+    8  interrupted (Ctrl-C)
+    9  internal error (a bug: run again with --debug and report it)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    VERIFY_FAILED = 1
+    USAGE = 2
+    RECIPE_INVALID = 3
+    INTEGRITY = 4
+    SOURCE_UNAVAILABLE = 5
+    HOST_NOT_READY = 6
+    BUILD_FAILED = 7
+    INTERRUPTED = 8
+    INTERNAL = 9
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One located problem: where, what, and what to do."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+    hint: str | None = None
+
+    def location(self) -> str:
+        if self.file is None:
+            return ""
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def render(self) -> str:
+        loc = self.location()
+        text = f"{loc}: {self.message}" if loc else self.message
+        if self.hint:
+            text += f"\n    hint: {self.hint}"
+        return text
+
+
+class RvportError(Exception):
+    """Base of every error rvport reports without a traceback."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+    def __init__(self, message: str, *, hint: str | None = None, problems: list[Problem] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.problems: list[Problem] = list(problems or [])
+
+    def render(self) -> str:
+        lines = [self.message]
+        lines += ["  " + p.render().replace("\n", "\n  ") for p in self.problems]
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return "\n".join(lines)
+
+
+class UsageError(RvportError):
+    exit_code = ExitCode.USAGE
+
+
+class RecipeError(RvportError):
+    exit_code = ExitCode.RECIPE_INVALID
+
+
+class IntegrityError(RvportError):
+    exit_code = ExitCode.INTEGRITY
+
+
+class SourceUnavailable(RvportError):
+    exit_code = ExitCode.SOURCE_UNAVAILABLE
+
+
+class HostNotReady(RvportError):
+    exit_code = ExitCode.HOST_NOT_READY
+
+
+class BuildFailed(RvportError):
+    exit_code = ExitCode.BUILD_FAILED
+
+
+class VerifyFailed(RvportError):
+    exit_code = ExitCode.VERIFY_FAILED
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProblemList:
+    """Collects problems so a run can report all of them together."""
+
+    items: list[Problem] = field(default_factory=list)
+
+    def add(self, message: str, *, file: str | None = None, line: int | None = None,
+            hint: str | None = None) -> None:
+        self.items.append(Problem(message=message, file=file, line=line, hint=hint))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)

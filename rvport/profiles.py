@@ -1,0 +1,111 @@
+"""Target profiles as data: flags, recipe knobs, QEMU CPU model, verifier expectations."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Mapping
+
+import yaml
+
+from .errors import UsageError
+
+_MULTI = re.compile(r"^(z[a-z0-9]+|s[a-z0-9]+|x[a-z0-9]+)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    name: str
+    description: str
+    march: str
+    mabi: str
+    vlen: int
+    requires: frozenset[str]
+    qemu_cpu: str
+    knobs: Mapping[str, str]
+
+    @property
+    def cflags(self) -> tuple[str, ...]:
+        return (f"-march={self.march}", f"-mabi={self.mabi}")
+
+    @property
+    def float_abi(self) -> str:
+        return {"lp64d": "double", "lp64f": "single", "lp64": "soft"}[self.mabi]
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        """Every extension an object built for this profile may carry."""
+        isa = isa_rules()
+        return expand(parse_march(self.march)) | frozenset(isa["tolerated"])
+
+    @property
+    def baseline(self) -> frozenset[str]:
+        """What any artifact for this profile must carry, whatever compiler made it (rv64gc)."""
+        return frozenset({"i", "m", "a", "f", "d", "c"} if self.mabi == "lp64d" else {"i"})
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name, "march": self.march, "mabi": self.mabi, "vlen": self.vlen,
+            "cflags": list(self.cflags), "qemu_cpu": self.qemu_cpu, "knobs": dict(self.knobs),
+            "requires": sorted(self.requires), "float_abi": self.float_abi,
+        }
+
+
+@cache
+def isa_rules() -> dict:
+    return yaml.safe_load(resources.files("rvport.data").joinpath("isa.yaml").read_text())
+
+
+def parse_march(march: str) -> frozenset[str]:
+    """Split an -march string (rv64gcv_zvfh_zvl256b) into extension names, g expanded."""
+    s = march.lower()
+    if not s.startswith(("rv64", "rv32")):
+        raise ValueError(f"not a RISC-V arch string: {march!r}")
+    parts = s[4:].split("_")
+    exts: set[str] = set()
+    singles = parts[0]
+    for ch in singles:
+        if ch == "g":
+            exts.update(isa_rules()["g"])
+        elif ch.isalpha():
+            exts.add(ch)
+    for p in parts[1:]:
+        if p and _MULTI.match(p):
+            exts.add(p)
+    return frozenset(exts)
+
+
+def expand(exts: frozenset[str] | set[str]) -> frozenset[str]:
+    """Close a set of extensions under the implication rules."""
+    rules: dict[str, list[str]] = isa_rules()["implies"]
+    out = set(exts)
+    todo = list(exts)
+    while todo:
+        e = todo.pop()
+        for dep in rules.get(e, []):
+            if dep not in out:
+                out.add(dep)
+                todo.append(dep)
+    return frozenset(out)
+
+
+@cache
+def load_profiles() -> dict[str, Profile]:
+    data = yaml.safe_load(resources.files("rvport.data").joinpath("profiles.yaml").read_text())
+    out: dict[str, Profile] = {}
+    for name, p in data["profiles"].items():
+        out[name] = Profile(
+            name=name, description=p["description"], march=p["march"], mabi=p["mabi"], vlen=int(p["vlen"]),
+            requires=frozenset(p["requires"]), qemu_cpu=p["qemu_cpu"],
+            knobs={k: str(v) for k, v in (p.get("knobs") or {}).items()},
+        )
+    return out
+
+
+def get_profile(name: str) -> Profile:
+    profiles = load_profiles()
+    if name not in profiles:
+        raise UsageError(f"unknown profile {name!r}", hint=f"choose one of: {', '.join(profiles)}")
+    return profiles[name]

@@ -1,0 +1,358 @@
+"""Recipes: frozen values loaded from recipes/*.yaml, validated with file:line errors.
+
+A recipe file holds one project and one or more versions of it. `Catalogue.resolve("name")` picks the default
+version (the one marked `default`, else the newest hermetic one); `name==version` picks another.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Mapping
+
+from packaging.version import InvalidVersion, Version
+
+from .errors import Problem, RecipeError, UsageError
+from .schema import validate
+from .yamlsrc import LDict, line_of, load_yaml
+
+
+class Kind(StrEnum):
+    PYTHON_WHEEL = "python-wheel"
+    CARGO_STATICLIB = "cargo-staticlib"
+    GO_BINARY = "go-binary"
+    TORCH_WHEEL = "torch-wheel"
+
+
+class SourceKind(StrEnum):
+    PYPI = "pypi"
+    URL = "url"
+    GIT = "git"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    name: str
+    kind: SourceKind
+    sha256: str | None            # None: to be recorded on first verified fetch (`rvport pin`)
+    url: str | None = None        # for url sources
+    project: str | None = None    # for pypi sources
+    version: str | None = None
+    filename: str | None = None
+    repo: str | None = None       # for git sources
+    commit: str | None = None
+    tag: str | None = None
+    recorded: str | None = None   # date the digest was recorded by rvport, if it was
+    dest: str | None = None       # where it is unpacked inside the source tree (None: it is the tree)
+    cmake_var: str | None = None  # handed to CMake as -D<var>=<dir> (FetchContent source dirs)
+    line: int | None = None
+
+    @property
+    def pinned(self) -> bool:
+        return self.sha256 is not None
+
+    @property
+    def archive_name(self) -> str:
+        """A file name for the downloaded archive."""
+        if self.kind is SourceKind.PYPI:
+            return self.filename or f"{self.project}-{self.version}.tar.gz"
+        if self.kind is SourceKind.GIT:
+            return f"{self.repo.rstrip('/').rsplit('/', 1)[-1]}-{self.commit}.tar.gz"
+        return self.url.rsplit("/", 1)[-1]
+
+    @property
+    def origin(self) -> str:
+        if self.kind is SourceKind.PYPI:
+            return f"pypi:{self.project}=={self.version}"
+        if self.kind is SourceKind.GIT:
+            return f"git:{self.repo}@{self.commit}"
+        return self.url or ""
+
+    @property
+    def fetch_url(self) -> str | None:
+        """The URL to download, when it is known without asking an index."""
+        if self.kind is SourceKind.URL:
+            return self.url
+        if self.kind is SourceKind.GIT and self.repo and "github.com" in self.repo:
+            return f"{self.repo.rstrip('/').removesuffix('.git')}/archive/{self.commit}.tar.gz"
+        return None
+
+    def to_json(self) -> dict:
+        d = {"name": self.name, "kind": self.kind.value, "origin": self.origin, "archive": self.archive_name,
+             "sha256": self.sha256 or "to be recorded on first verified fetch"}
+        for k in ("url", "project", "version", "filename", "repo", "commit", "tag", "recorded", "dest",
+                  "cmake_var"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        if self.fetch_url:
+            d["fetch_url"] = self.fetch_url
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class PinnedFile:
+    path: Path                    # absolute path of the file shipped with the recipe
+    rel: str                      # path relative to recipes/
+    sha256: str
+    dest: str | None = None
+    strip: int = 1
+    note: str | None = None
+    line: int | None = None
+
+    def to_json(self) -> dict:
+        d = {"file": self.rel, "sha256": self.sha256, "strip": self.strip}
+        if self.dest:
+            d["dest"] = self.dest
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolchain:
+    base: str = "debian-trixie"
+    debian: tuple[str, ...] = ()
+    go: str | None = None
+    rust: str | None = None
+
+    def to_json(self) -> dict:
+        return {"base": self.base, "debian": list(self.debian), "go": self.go, "rust": self.rust}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Output:
+    glob: str
+    type: str
+    isa: str = "profile"          # "profile": must carry the profile's promised extensions; "baseline": rv64gc
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe:
+    """One version of one recipe, with the recipe-wide fields merged in."""
+
+    name: str
+    version: str
+    kind: Kind
+    description: str
+    file: Path
+    sources: tuple[Source, ...]
+    patches: tuple[PinnedFile, ...] = ()
+    lockfiles: tuple[PinnedFile, ...] = ()
+    vendor: str | None = None
+    depends: tuple[str, ...] = ()
+    toolchain: Toolchain = field(default_factory=Toolchain)
+    env: Mapping[str, str] = field(default_factory=dict)
+    build: tuple[str, ...] = ()
+    outputs: tuple[Output, ...] = ()
+    smoke: str | None = None
+    smoke_debian: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ("native", "qemu")
+    hermetic: bool = True
+    is_default: bool = False
+    note: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+@cache
+def recipe_schema() -> dict:
+    return json.loads(resources.files("rvport.data").joinpath("recipe.schema.json").read_text())
+
+
+def default_recipes_dir() -> Path:
+    """recipes/ beside the package (a source checkout), else ./recipes; RVPORT_RECIPES overrides."""
+    env = os.environ.get("RVPORT_RECIPES")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent.parent / "recipes"
+    return here if here.is_dir() else Path.cwd() / "recipes"
+
+
+def _source(d: LDict) -> Source:
+    common = dict(name=d["name"], sha256=d.get("sha256"), dest=d.get("dest"), cmake_var=d.get("cmake_var"),
+                  recorded=(d.get("recorded") or {}).get("date"), line=d.line)
+    if "pypi" in d:
+        p = d["pypi"]
+        return Source(kind=SourceKind.PYPI, project=p["project"], version=p["version"],
+                      filename=p.get("filename"), **common)
+    if "git" in d:
+        g = d["git"]
+        return Source(kind=SourceKind.GIT, repo=g["repo"], commit=g["commit"], tag=g.get("tag"), **common)
+    return Source(kind=SourceKind.URL, url=d["url"], **common)
+
+
+def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedFile:
+    path = (root / d["file"]).resolve()
+    if not path.is_file():
+        problems.append(Problem(message=f"pinned file {d['file']!r} does not exist", file=file, line=d.line,
+                                hint=f"add it under {root}/ or fix the path"))
+    return PinnedFile(path=path, rel=d["file"], sha256=d["sha256"], dest=d.get("dest"),
+                      strip=int(d.get("strip", 1)), note=d.get("note"), line=d.line)
+
+
+def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
+    base = base or Toolchain()
+    if not d:
+        return base
+    return Toolchain(base=d.get("base", base.base), debian=tuple(d.get("debian", base.debian)),
+                     go=d.get("go", base.go), rust=d.get("rust", base.rust))
+
+
+def load_recipe_file(path: Path, root: Path) -> tuple[list[Recipe], list[Problem]]:
+    file = str(path)
+    doc, problem = load_yaml(path)
+    if problem:
+        return [], [problem]
+    if not isinstance(doc, dict):
+        return [], [Problem(message="a recipe file must be a YAML mapping", file=file, line=1,
+                            hint="see docs/recipes.md for the format")]
+    problems = validate(doc, recipe_schema(), file=file)
+    if problems:
+        return [], problems
+    if doc["name"] != path.stem:
+        problems.append(Problem(message=f"recipe name {doc['name']!r} differs from its file name {path.stem!r}",
+                                file=file, line=line_of(doc, "name"), hint=f"rename the file to {doc['name']}.yaml"))
+    recipes: list[Recipe] = []
+    top_tc = _toolchain(doc.get("toolchain"))
+    seen: set[str] = set()
+    for i, v in enumerate(doc["versions"]):
+        vline = line_of(doc["versions"], i)
+        try:
+            Version(v["version"])
+        except InvalidVersion:
+            problems.append(Problem(message=f"version {v['version']!r} is not a PEP 440 version", file=file,
+                                    line=vline, hint="use a version such as 1.2.3"))
+        if v["version"] in seen:
+            problems.append(Problem(message=f"version {v['version']} is listed twice", file=file, line=vline))
+        seen.add(v["version"])
+        names = [s["name"] for s in v["sources"]]
+        if len(set(names)) != len(names):
+            problems.append(Problem(message="source names must be unique within a version", file=file, line=vline))
+        env = {**(doc.get("env") or {}), **(v.get("env") or {})}
+        recipes.append(Recipe(
+            name=doc["name"], version=v["version"], kind=Kind(doc["kind"]), description=doc.get("description", ""),
+            file=path, sources=tuple(_source(s) for s in v["sources"]),
+            patches=tuple(_pinned(p, root, file, problems) for p in v.get("patches", [])),
+            lockfiles=tuple(_pinned(p, root, file, problems) for p in v.get("lockfiles", [])),
+            vendor=v.get("vendor"), depends=tuple(v.get("depends", [])),
+            toolchain=_toolchain(v.get("toolchain"), top_tc), env=env,
+            build=tuple(v.get("build") or doc.get("build") or ()),
+            outputs=tuple(Output(glob=o["glob"], type=o["type"], isa=o.get("isa", "profile"))
+                          for o in doc.get("outputs", [])),
+            smoke=(doc.get("smoke") or {}).get("script"),
+            smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])),
+            modes=tuple(doc.get("modes", ["native", "qemu"])),
+            hermetic=bool(v.get("hermetic", True)), is_default=bool(v.get("default", False)), note=v.get("note"),
+        ))
+        if not recipes[-1].build:
+            problems.append(Problem(message="no build commands", file=file, line=vline,
+                                    hint="add `build:` at the top level or in this version"))
+    return recipes, problems
+
+
+@dataclass(frozen=True, kw_only=True)
+class Catalogue:
+    root: Path
+    recipes: Mapping[str, tuple[Recipe, ...]]   # name -> versions, newest first
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.recipes)
+
+    def default(self, name: str) -> Recipe:
+        versions = self.recipes[name]
+        marked = [r for r in versions if r.is_default]
+        if marked:
+            return marked[0]
+        hermetic = [r for r in versions if r.hermetic]
+        return (hermetic or list(versions))[0]
+
+    def resolve(self, ref: str) -> Recipe:
+        name, _, version = ref.partition("==")
+        name = name.strip()
+        if name not in self.recipes:
+            raise UsageError(f"unknown recipe {name!r}", hint=f"known recipes: {', '.join(self.names)}")
+        if not version:
+            return self.default(name)
+        for r in self.recipes[name]:
+            if r.version == version.strip():
+                return r
+        known = ", ".join(r.version for r in self.recipes[name])
+        raise UsageError(f"recipe {name!r} has no version {version!r}", hint=f"known versions: {known}")
+
+
+def load_catalogue(root: Path | None = None) -> Catalogue:
+    """Load every recipe; collect all problems of all files and raise them together."""
+    root = (root or default_recipes_dir()).resolve()
+    if not root.is_dir():
+        raise RecipeError(f"recipe directory {root} not found",
+                          hint="run from a checkout of rvport, or set RVPORT_RECIPES / --recipes")
+    problems: list[Problem] = []
+    by_name: dict[str, list[Recipe]] = {}
+    files = sorted(root.glob("*.yaml"))
+    for path in files:
+        recs, probs = load_recipe_file(path, root)
+        problems += probs
+        for r in recs:
+            by_name.setdefault(r.name, []).append(r)
+    # dependencies: known names, no cycles
+    for name, versions in by_name.items():
+        for r in versions:
+            for dep in r.depends:
+                if dep.partition("==")[0] not in by_name:
+                    problems.append(Problem(message=f"{r.ref} depends on unknown recipe {dep!r}", file=str(r.file),
+                                            line=_depends_line(r),
+                                            hint=f"known recipes: {', '.join(sorted(by_name))}"))
+    if not problems:
+        cycle = _find_cycle({n: {d.partition('==')[0] for r in vs for d in r.depends} for n, vs in by_name.items()})
+        if cycle:
+            first = by_name[cycle[0]][0]
+            problems.append(Problem(message=f"dependency cycle: {' -> '.join(cycle)}", file=str(first.file),
+                                    line=_depends_line(first), hint="remove one of these dependencies"))
+    if problems:
+        n = len(problems)
+        raise RecipeError(f"{n} problem{'s' if n > 1 else ''} in the recipes under {root}", problems=problems)
+    ordered = {n: tuple(sorted(v, key=lambda r: Version(r.version), reverse=True)) for n, v in by_name.items()}
+    return Catalogue(root=root, recipes=ordered)
+
+
+def _depends_line(r: Recipe) -> int | None:
+    try:
+        for i, line in enumerate(r.file.read_text().splitlines(), 1):
+            if line.strip().startswith("depends:"):
+                return i
+    except OSError:
+        pass
+    return None
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state:
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state:
+            found = visit(n)
+            if found:
+                return found
+    return None
