@@ -1,0 +1,110 @@
+"""The one door for external programs (patch, tar, cargo, docker, ...).
+
+`run()` logs the shell-quoted command at debug level, checks that the program exists, turns exit codes into
+readable errors (127 -> "not found", negative -> the signal's name) and returns the completed process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from .errors import BuildFailed, HostNotReady
+
+log = logging.getLogger("rvport.proc")
+
+# What to tell the user when a program is missing; anything else gets a generic hint.
+_INSTALL_HINTS = {
+    "patch": "install it: apt-get install patch",
+    "git": "install it: apt-get install git",
+    "tar": "install it: apt-get install tar",
+    "cargo": "install a Rust toolchain (rustup, or apt-get install cargo) and put cargo on PATH",
+    "docker": "install Docker Engine and the buildx plugin (see docs/host-setup.md)",
+    "pip": "install pip for this Python: python -m ensurepip",
+}
+
+
+class ProgramNotFound(HostNotReady):
+    """The program to run is not installed (or not on PATH)."""
+
+    def __init__(self, program: str, cmd: Sequence[str]):
+        name = Path(program).name
+        super().__init__(f"not found: {name} (needed to run: {shlex.join(cmd)})",
+                         hint=_INSTALL_HINTS.get(name, f"install {name}, or put it on PATH"))
+        self.program = program
+
+
+class CommandFailed(BuildFailed):
+    """A program ran and failed; carries its exit status and output for the caller to re-word."""
+
+    def __init__(self, cmd: Sequence[str], *, returncode: int | None, stdout: str = "", stderr: str = "",
+                 reason: str, hint: str | None = None):
+        super().__init__(f"command failed ({reason}): {shlex.join(cmd)}", hint=hint)
+        self.cmd = list(cmd)
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.reason = reason
+
+
+def describe_status(returncode: int) -> str:
+    """A readable line for an exit status: 'exit 2', 'killed by SIGKILL', 'not found (exit 127)'."""
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    if returncode == 127:
+        return "not found (exit 127)"
+    if returncode == 126:
+        return "not executable (exit 126)"
+    if returncode > 128 and returncode - 128 in {s.value for s in signal.Signals}:
+        return f"exit {returncode} ({signal.Signals(returncode - 128).name})"
+    return f"exit {returncode}"
+
+
+def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
+    path = (env or os.environ).get("PATH", os.defpath)
+    return shutil.which(program, path=path)
+
+
+def run(cmd: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
+        check: bool = True, capture: bool = False, timeout: float | None = None,
+        input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `cmd` (a list, never a shell string). Raises ProgramNotFound or, with check, CommandFailed."""
+    cmd = [str(c) for c in cmd]
+    if not cmd:
+        raise ValueError("empty command")
+    log.debug("$ %s%s", shlex.join(cmd), f"    (in {cwd})" if cwd else "")
+    exe = cmd[0]
+    if os.sep not in exe and which(exe, env) is None:
+        raise ProgramNotFound(exe, cmd)
+    try:
+        cp = subprocess.run(cmd, cwd=cwd, env=dict(env) if env is not None else None, text=True,
+                            capture_output=capture, timeout=timeout, input=input, check=False)
+    except FileNotFoundError as e:
+        if cwd is not None and not Path(cwd).is_dir():
+            raise CommandFailed(cmd, returncode=None, reason=f"working directory {cwd} does not exist") from e
+        raise ProgramNotFound(exe, cmd) from e
+    except PermissionError as e:
+        raise CommandFailed(cmd, returncode=None, reason=f"cannot execute {exe}: {e.strerror}",
+                            hint=f"check the permissions of {exe}") from e
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise CommandFailed(cmd, returncode=None, stdout=out, stderr=err, reason=f"timed out after {timeout:g}s",
+                            hint="raise the timeout, or look for a step waiting on the network or input") from e
+    if cp.returncode != 0:
+        log.debug("  -> %s", describe_status(cp.returncode))
+        if check:
+            hint = ("a program it runs is not installed: install it (the output names it)"
+                    if cp.returncode == 127 else None)
+            raise CommandFailed(cmd, returncode=cp.returncode, stdout=cp.stdout or "", stderr=cp.stderr or "",
+                                reason=describe_status(cp.returncode), hint=hint)
+    return cp
