@@ -1,0 +1,41 @@
+"""Sources you can trust: download once, verify SHA256 while streaming, cache by digest, mirror, offline, patch.
+
+Public API (what the planner and the build runner call):
+
+    fetch_options(cache_dir=, mirror=, offline=, ca=, to=) -> FetchOptions
+    locate(source, cache, mirror, offline=False) -> "cache" | "mirror" | "network" | "missing"
+    fetch_source(source, options) -> Fetched              fetch_sources(sources, options) -> list[Fetched]
+    prepare_tree(recipe, options) -> PreparedTree         the build context for docker buildx
+    pin_recipe(recipe, options) -> list[Pinned]           record digests of unpinned sources in the YAML
+    ca_bundle(explicit=None) -> Path                      the CA bundle every request verifies with
+    ca_bundle_env(path_in_stage) -> dict[str, str]        env vars that make build stages trust it
+    default_cache_dir() -> Path
+
+See docs/sources.md for the cache and mirror layouts.
+"""
+
+from .cache import Cache, default_cache_dir, sha256_file
+from .fetch import (
+    Fetched,
+    Fetcher,
+    FetchOptions,
+    ca_bundle,
+    ca_bundle_env,
+    fetch_options,
+    fetch_source,
+    fetch_sources,
+    fill_mirror,
+    locate,
+    mirror_candidates,
+)
+from .pin import Pinned, insert_pin, pin_recipe
+from .pypi import IndexConfig, find_sdist, index_config, parse_pip_config_list, parse_simple_page
+from .tree import PreparedTree, apply_patch, prepare_tree, tree_key, unpack, vendor_crates, verify_pinned
+
+__all__ = [
+    "Cache", "FetchOptions", "Fetched", "Fetcher", "IndexConfig", "Pinned", "PreparedTree", "apply_patch",
+    "ca_bundle", "ca_bundle_env", "default_cache_dir", "fetch_options", "fetch_source", "fetch_sources",
+    "fill_mirror", "find_sdist", "index_config", "insert_pin", "locate", "mirror_candidates",
+    "parse_pip_config_list", "parse_simple_page", "pin_recipe", "prepare_tree", "sha256_file", "tree_key",
+    "unpack", "vendor_crates", "verify_pinned",
+]

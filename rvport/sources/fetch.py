@@ -1,0 +1,403 @@
+"""Fetching sources: cache, then mirror, then network; SHA256 checked while the bytes stream.
+
+Every download goes to <cache>/tmp/<lock>.part under an exclusive per-digest lock, is verified, and is renamed
+to <cache>/sha256/<hex>. A mismatch deletes the file and raises IntegrityError; nothing partial is ever read
+as a cache entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import logging
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal, Mapping, Sequence
+
+import requests
+from packaging.utils import canonicalize_name
+
+from .. import __version__
+from ..errors import IntegrityError, SourceUnavailable, UsageError
+from ..recipes import Source, SourceKind
+from .cache import CHUNK, HEX64, Cache, atomic_copy, default_cache_dir, origin_key
+from .pypi import IndexConfig, find_sdist, index_config
+
+log = logging.getLogger("rvport.sources")
+
+Where = Literal["cache", "mirror", "network", "missing"]
+SYSTEM_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+CA_ENV_VARS = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "PIP_CERT", "CURL_CA_BUNDLE")
+
+
+# --------------------------------------------------------------------------------------------- CA bundle
+
+def ca_bundle(explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The CA bundle rvport verifies TLS with (and hands to build stages that download).
+
+    Order: the explicit --ca-bundle; REQUESTS_CA_BUNDLE, SSL_CERT_FILE, PIP_CERT, CURL_CA_BUNDLE (the first
+    that names an existing file); the system bundle; certifi's. Verification itself is never turned off.
+    """
+    env = os.environ if env is None else env
+    if explicit:
+        p = Path(explicit).expanduser()
+        if not p.is_file():
+            raise UsageError(f"--ca-bundle {p}: no such file",
+                             hint="pass a PEM file holding the CA certificates to trust (e.g. your proxy's CA)")
+        return p
+    for var in CA_ENV_VARS:
+        value = env.get(var)
+        if value:
+            if Path(value).is_file():
+                return Path(value)
+            log.warning("%s=%s is not a file; ignoring it", var, value)
+    if SYSTEM_BUNDLE.is_file():
+        return SYSTEM_BUNDLE
+    import certifi  # noqa: PLC0415 - only when nothing better exists
+
+    return Path(certifi.where())
+
+
+def ca_bundle_env(path_in_stage: str) -> dict[str, str]:
+    """Environment variables that make common download tools in a build stage trust `path_in_stage`."""
+    return {var: path_in_stage for var in (*CA_ENV_VARS, "CARGO_HTTP_CAINFO", "GIT_SSL_CAINFO",
+                                             "NODE_EXTRA_CA_CERTS")}
+
+
+# --------------------------------------------------------------------------------------------- options
+
+@dataclass(frozen=True, kw_only=True)
+class FetchOptions:
+    cache: Cache
+    mirror: Path | None = None          # consulted before the network
+    offline: bool = False               # never touch the network
+    ca_bundle: Path | None = None       # None: chosen by ca_bundle() when first needed
+    fill_mirror: Path | None = None     # `fetch --to DIR`: also copy every file into this mirror
+    index: IndexConfig | None = None    # None: read from pip's configuration when first needed
+    connect_timeout: float = 20.0
+    read_timeout: float = 60.0
+    retries: int = 4
+    backoff: float = 1.0                # seconds before the first retry; doubles each time
+
+
+def fetch_options(*, cache_dir: str | os.PathLike[str] | None = None, mirror: str | os.PathLike[str] | None = None,
+                  offline: bool = False, ca: str | os.PathLike[str] | None = None,
+                  to: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> FetchOptions:
+    """Options from CLI values, falling back to RVPORT_CACHE_DIR / RVPORT_MIRROR / RVPORT_OFFLINE."""
+    env = dict(os.environ) if env is None else dict(env)
+    root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir(env)
+    mirror = mirror or env.get("RVPORT_MIRROR") or None
+    mirror_path = Path(mirror).expanduser() if mirror else None
+    if mirror_path is not None and not mirror_path.is_dir():
+        raise UsageError(f"mirror {mirror_path} is not a directory",
+                         hint="create it with `rvport fetch --all --to DIR` on a connected host")
+    offline = offline or env.get("RVPORT_OFFLINE", "").lower() in ("1", "true", "yes")
+    return FetchOptions(cache=Cache(root=root), mirror=mirror_path, offline=offline,
+                        ca_bundle=ca_bundle(ca, env) if ca else None,
+                        fill_mirror=Path(to).expanduser() if to else None)
+
+
+# --------------------------------------------------------------------------------------------- results
+
+@dataclass(frozen=True, kw_only=True)
+class Fetched:
+    source: Source
+    path: Path                                  # the verified blob in the cache
+    sha256: str
+    size: int
+    origin: Literal["cache", "mirror", "network"]
+    filename: str                               # the archive's name (upstream's, when known)
+    url: str | None = None                      # what was downloaded, when it came from the network
+    recorded: bool = False                      # True: the source had no pin; this digest was just recorded
+
+    def to_json(self) -> dict:
+        d = {"name": self.source.name, "origin": self.source.origin, "from": self.origin, "sha256": self.sha256,
+             "size": self.size, "filename": self.filename}
+        if self.url:
+            d["url"] = self.url
+        if self.recorded:
+            d["recorded"] = True
+        return d
+
+
+# --------------------------------------------------------------------------------------------- locate
+
+def mirror_candidates(source: Source, mirror: Path, sha256: str | None = None) -> list[Path]:
+    """Files in a mirror that may hold the source: by digest first, then by archive name."""
+    out: list[Path] = []
+    digest = sha256 or source.sha256
+    if digest:
+        out.append(mirror / "sha256" / digest)
+    names = [source.archive_name]
+    if source.kind is SourceKind.PYPI and source.project and not source.filename:
+        # PEP 625 sdist names use the normalised project name with underscores
+        names.append(f"{canonicalize_name(source.project).replace('-', '_')}-{source.version}.tar.gz")
+    out += [mirror / n for n in dict.fromkeys(names)]
+    return out
+
+
+def _in_mirror(source: Source, mirror: Path | None) -> Path | None:
+    if mirror is None:
+        return None
+    return next((p for p in mirror_candidates(source, mirror) if p.is_file()), None)
+
+
+def _can_download(source: Source) -> bool:
+    return source.kind is SourceKind.PYPI or source.fetch_url is not None
+
+
+def locate(source: Source, cache: Cache | Path, mirror: Path | None, *, offline: bool = False) -> Where:
+    """Where a fetch of `source` would get it from. Looks only at the file system."""
+    cache = cache if isinstance(cache, Cache) else Cache(root=Path(cache))
+    if cache.lookup(source) is not None:
+        return "cache"
+    if _in_mirror(source, mirror) is not None:
+        return "mirror"
+    if offline or not _can_download(source):
+        return "missing"
+    return "network"
+
+
+# --------------------------------------------------------------------------------------------- network
+
+class _Session(requests.Session):
+    """A requests session that always verifies against one CA bundle (environment cannot override it)."""
+
+    def __init__(self, bundle: Path):
+        super().__init__()
+        self.bundle = str(bundle)
+        self.headers["User-Agent"] = f"rvport/{__version__} {self.headers.get('User-Agent', '')}".strip()
+
+    def request(self, method, url, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        kwargs["verify"] = self.bundle
+        return super().request(method, url, *args, **kwargs)
+
+
+class _Retry(Exception):
+    pass
+
+
+@dataclass(kw_only=True)
+class Fetcher:
+    """Fetches many sources with one HTTP session; reads pip's configuration at most once."""
+
+    options: FetchOptions
+    _session: _Session | None = field(default=None, init=False, repr=False)
+    _index: IndexConfig | None = field(default=None, init=False, repr=False)
+
+    @property
+    def session(self) -> _Session:
+        if self._session is None:
+            self._session = _Session(self.options.ca_bundle or ca_bundle())
+        return self._session
+
+    @property
+    def index(self) -> IndexConfig:
+        if self._index is None:
+            self._index = self.options.index or index_config()
+        return self._index
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+
+    def __enter__(self) -> Fetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- one source
+    def fetch(self, source: Source) -> Fetched:
+        opts, cache = self.options, self.options.cache
+        lockname = source.sha256 or f"origin-{origin_key(source)}"
+        with cache.lock(lockname):
+            hit = cache.lookup(source)
+            if hit is not None:
+                result = Fetched(source=source, path=hit, sha256=hit.name, size=hit.stat().st_size, origin="cache",
+                                 filename=source.archive_name)
+            else:
+                result = self._get_into_cache(source, lockname)
+        if opts.fill_mirror is not None:
+            fill_mirror(result, opts.fill_mirror)
+        return result
+
+    def _get_into_cache(self, source: Source, lockname: str) -> Fetched:
+        opts, cache = self.options, self.options.cache
+        part = cache.part_path(lockname)
+        part.unlink(missing_ok=True)    # left by a killed run; we hold the lock, so nobody is writing it
+        try:
+            found = _in_mirror(source, opts.mirror)
+            url: str | None = None
+            filename = source.archive_name
+            if found is not None:
+                origin: Literal["mirror", "network"] = "mirror"
+                digest, size = _copy_hashing(found, part)
+                where = f"mirror file {found}"
+            elif opts.offline:
+                raise SourceUnavailable(
+                    f"source {source.name!r} ({source.origin}) is not in the cache"
+                    + (f" nor in the mirror {opts.mirror}" if opts.mirror else "") + ", and --offline forbids the network",
+                    hint=f"put {source.archive_name} into a mirror directory and pass --mirror DIR (or RVPORT_MIRROR); "
+                         "fill one on a connected host with `rvport fetch --all --to DIR`")
+            elif not _can_download(source):
+                raise SourceUnavailable(
+                    f"source {source.name!r}: no archive URL is known for {source.origin}",
+                    hint="use a url: source with the forge's archive URL, or provide the file with --mirror DIR")
+            else:
+                origin = "network"
+                url, filename = self._resolve(source)
+                digest, size = self._download(url, part, label=f"source {source.name!r}")
+                where = url
+            if source.sha256 and digest != source.sha256:
+                part.unlink(missing_ok=True)
+                raise IntegrityError(
+                    f"source {source.name!r} ({source.origin}) failed its digest check; the file was deleted\n"
+                    f"  expected sha256 {source.sha256}\n  actual   sha256 {digest}  ({size} bytes, from {where})",
+                    hint=(f"replace or remove {found}; " if found is not None else "")
+                    + "if upstream really changed the file, verify it and update the pin in the recipe; "
+                      "otherwise suspect the mirror, a proxy or the network")
+            blob = cache.commit_blob(part, digest)
+            if not source.sha256:
+                cache.write_ref(source, digest, date=dt.date.today().isoformat())
+            return Fetched(source=source, path=blob, sha256=digest, size=size, origin=origin, filename=filename,
+                           url=url, recorded=not source.sha256)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+
+    def _resolve(self, source: Source) -> tuple[str, str]:
+        if source.kind is SourceKind.PYPI:
+            f = find_sdist(self.session, source, self.index, timeout=self.options.connect_timeout)
+            return f.url, f.filename
+        assert source.fetch_url
+        return source.fetch_url, source.archive_name
+
+    # ---------------------------------------------------------------- streaming download
+    def _download(self, url: str, part: Path, *, label: str) -> tuple[str, int]:
+        """Stream `url` into `part`, hashing as it goes; retry with backoff, resuming with Range when allowed."""
+        opts = self.options
+        h, have, attempt = hashlib.sha256(), 0, 0
+        with open(part, "wb") as f:
+            while True:
+                headers = {"Range": f"bytes={have}-"} if have else {}
+                try:
+                    with self.session.get(url, stream=True, headers=headers,
+                                          timeout=(opts.connect_timeout, opts.read_timeout)) as r:
+                        if r.status_code in (429, 500, 502, 503, 504):
+                            raise _Retry(f"HTTP {r.status_code}")
+                        if r.status_code == 416 and have:       # cannot resume: start over
+                            f.seek(0), f.truncate()
+                            h, have = hashlib.sha256(), 0
+                            raise _Retry("HTTP 416 on resume")
+                        if r.status_code == 206 and have and _range_start(r) == have:
+                            log.debug("resuming %s at byte %d", url, have)
+                        elif r.status_code == 200:
+                            if have:
+                                log.debug("server ignored Range; restarting %s", url)
+                                f.seek(0), f.truncate()
+                                h, have = hashlib.sha256(), 0
+                        else:
+                            raise SourceUnavailable(f"{label}: HTTP {r.status_code} {r.reason} from {url}",
+                                                    hint=_hint_for_status(r.status_code))
+                        for chunk in r.iter_content(CHUNK):
+                            f.write(chunk)
+                            h.update(chunk)
+                            have += len(chunk)
+                        f.flush()
+                        os.fsync(f.fileno())
+                        return h.hexdigest(), have
+                except requests.exceptions.SSLError as e:
+                    raise SourceUnavailable(f"{label}: TLS verification failed for {url}: {e}",
+                                            hint="behind a TLS-intercepting proxy pass its CA with --ca-bundle FILE "
+                                                 f"(now {self.session.bundle})") from e
+                except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+                        _Retry) as e:
+                    attempt += 1
+                    if attempt > opts.retries:
+                        raise SourceUnavailable(
+                            f"{label}: download of {url} failed after {attempt} attempts; nothing was "
+                            f"kept: {_short(e)}",
+                            hint="check the network or proxy and run again, or use --mirror DIR") from e
+                    delay = opts.backoff * 2 ** (attempt - 1)
+                    log.info("%s: %s; retry %d/%d in %.1fs", label, _short(e), attempt, opts.retries, delay)
+                    time.sleep(delay)
+                except requests.RequestException as e:
+                    raise SourceUnavailable(f"{label}: download of {url} failed: {_short(e)}",
+                                            hint="check the URL in the recipe") from e
+
+
+def _range_start(r: requests.Response) -> int | None:
+    cr = r.headers.get("Content-Range", "")          # "bytes 100-999/1000"
+    try:
+        return int(cr.split()[1].split("-")[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def _hint_for_status(status: int) -> str:
+    if status in (401, 403):
+        return "the server refused access: check credentials or the proxy, or use --mirror DIR"
+    if status in (404, 410):
+        return "the file is gone from this URL: fix the recipe's URL, or provide the file with --mirror DIR"
+    return "check the URL in the recipe, or provide the file with --mirror DIR"
+
+
+def _short(e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return text if len(text) < 300 else text[:300] + "..."
+
+
+def _copy_hashing(src: Path, part: Path) -> tuple[str, int]:
+    h, size = hashlib.sha256(), 0
+    with open(src, "rb") as f, open(part, "wb") as out:
+        for chunk in iter(lambda: f.read(CHUNK), b""):
+            out.write(chunk)
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def fill_mirror(result: Fetched, mirror: Path) -> list[Path]:
+    """Copy a verified blob into a mirror: DIR/<archive name> and DIR/sha256/<hex> (atomic, idempotent)."""
+    targets = [mirror / "sha256" / result.sha256]
+    targets += [mirror / n for n in dict.fromkeys((result.source.archive_name, result.filename))]
+    written: list[Path] = []
+    for t in targets:
+        with contextlib.suppress(OSError):
+            if t.is_file() and t.stat().st_size == result.size and _same_digest(t, result.sha256):
+                continue
+        atomic_copy(result.path, t)
+        written.append(t)
+    return written
+
+
+def _same_digest(path: Path, sha256: str) -> bool:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest() == sha256
+
+
+# --------------------------------------------------------------------------------------------- API
+
+def fetch_source(source: Source, options: FetchOptions) -> Fetched:
+    with Fetcher(options=options) as f:
+        return f.fetch(source)
+
+
+def fetch_sources(sources: Sequence[Source], options: FetchOptions) -> list[Fetched]:
+    with Fetcher(options=options) as f:
+        return [f.fetch(s) for s in sources]
+
+
+def with_offline(options: FetchOptions, offline: bool = True) -> FetchOptions:
+    return replace(options, offline=offline)
+
+
+__all__ = ["CA_ENV_VARS", "Fetched", "FetchOptions", "Fetcher", "HEX64", "ca_bundle", "ca_bundle_env",
+           "fetch_options", "fetch_source", "fetch_sources", "fill_mirror", "locate", "mirror_candidates"]

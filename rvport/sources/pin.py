@@ -1,0 +1,113 @@
+"""`rvport pin`: record the digest of sources whose upstream publishes none, by a minimal edit of the YAML.
+
+The edit inserts two lines at the end of the source's mapping, at its key indentation:
+
+    sha256: <hex>
+    recorded: {by: rvport, date: YYYY-MM-DD}
+
+Comments and layout are kept; the file is re-read afterwards and restored if the edit did not parse as meant.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import RecipeError, UsageError
+from ..recipes import Recipe, Source, load_recipe_file
+from .cache import atomic_write_text
+from .fetch import Fetched, Fetcher, FetchOptions
+
+_LEAD = re.compile(r"^(\s*(?:-\s+)*)(\S)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pinned:
+    source: str
+    sha256: str
+    file: Path
+    line: int                  # where the sha256 line was written (1-based)
+    fetched: Fetched
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "sha256": self.sha256, "file": str(self.file), "line": self.line}
+
+
+def _block_end(lines: list[str], start: int, indent: int) -> int:
+    """Index of the last content line of the mapping that starts at line index `start`."""
+    end = start
+    for i in range(start + 1, len(lines)):
+        text = lines[i]
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if len(text) - len(text.lstrip(" ")) < indent:
+            break
+        end = i
+    return end
+
+
+def insert_pin(text: str, source: Source, sha256: str, date: str) -> tuple[str, int]:
+    """Return the YAML text with the pin lines added under `source`, and the 1-based line of `sha256:`."""
+    if not source.line:
+        raise UsageError(f"source {source.name!r}: its line in the recipe file is unknown")
+    lines = text.splitlines(keepends=True)
+    start = source.line - 1
+    m = _LEAD.match(lines[start]) if start < len(lines) else None
+    if m is None or m.group(2) == "{":
+        raise UsageError(f"source {source.name!r}: cannot edit its mapping at line {source.line}",
+                         hint="write the source as a block mapping (one key per line), then run `rvport pin` again")
+    indent = len(m.group(1))
+    end = _block_end(lines, start, indent)
+    block = lines[start:end + 1]
+    if any(re.match(rf"^\s{{{indent}}}sha256\s*:", ln) for ln in block[1:]) or "sha256:" in lines[start]:
+        raise UsageError(f"source {source.name!r} already has a sha256 line", hint="edit it by hand if it is wrong")
+    eol = "\r\n" if lines[end].endswith("\r\n") else "\n"
+    if not lines[end].endswith(("\n", "\r")):
+        lines[end] += eol
+    new = [f"{' ' * indent}sha256: {sha256}{eol}"]
+    if not any(re.match(rf"^\s{{{indent}}}recorded\s*:", ln) for ln in block[1:]):
+        new.append(f"{' ' * indent}recorded: {{by: rvport, date: {date}}}{eol}")
+    lines[end + 1:end + 1] = new
+    return "".join(lines), end + 2
+
+
+def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None = None) -> list[Pinned]:
+    """Fetch each unpinned source of `recipe` once and write its digest into the recipe file."""
+    todo = [s for s in recipe.sources if not s.sha256]
+    if not todo:
+        return []
+    date = (today or dt.date.today()).isoformat()
+    with Fetcher(options=options) as fetcher:
+        fetched = [fetcher.fetch(s) for s in todo]
+    path = recipe.file
+    original = path.read_text(encoding="utf-8")
+    text = original
+    lines_written: dict[str, int] = {}
+    # bottom-up, so earlier line numbers stay valid
+    for f in sorted(fetched, key=lambda f: f.source.line or 0, reverse=True):
+        text, line = insert_pin(text, f.source, f.sha256, date)
+        lines_written[f.source.name] = line
+    # lines below an insertion moved down by the lines inserted above them
+    shift = {f.source.name: 2 * sum(1 for g in fetched if (g.source.line or 0) < (f.source.line or 0))
+             for f in fetched}
+    atomic_write_text(path, text)
+    recipes, problems = load_recipe_file(path, _recipes_root(recipe))
+    again = next((r for r in recipes if r.version == recipe.version), None)
+    got = {s.name: s.sha256 for s in again.sources} if again else {}
+    if problems or any(got.get(f.source.name) != f.sha256 for f in fetched):
+        atomic_write_text(path, original)
+        raise RecipeError(f"could not write the pins into {path} without breaking it; the file was restored",
+                          problems=problems, hint="add the sha256 lines by hand: " + ", ".join(
+                              f"{f.source.name}: {f.sha256}" for f in fetched))
+    return [Pinned(source=f.source.name, sha256=f.sha256, file=path,
+                   line=lines_written[f.source.name] + shift[f.source.name], fetched=f) for f in fetched]
+
+
+def _recipes_root(recipe: Recipe) -> Path:
+    for pf in (*recipe.patches, *recipe.lockfiles):
+        rel_parts = Path(pf.rel).parts
+        return Path(*pf.path.parts[:len(pf.path.parts) - len(rel_parts)])
+    return recipe.file.parent

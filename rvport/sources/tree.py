@@ -1,0 +1,222 @@
+"""Prepared source trees: unpack, copy lock files, apply patches, vendor crates; content-addressed and atomic.
+
+The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files, vendoring).
+It is built in a temporary directory beside it and renamed into place, under a lock; a present tree is reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import proc
+from ..errors import IntegrityError, RecipeError, SourceUnavailable
+from ..recipes import PinnedFile, Recipe
+from .cache import atomic_write_text, sha256_file
+from .fetch import Fetched, Fetcher, FetchOptions, ca_bundle
+
+TREE_FORMAT = 1     # bump when the way trees are made changes, so old trees are not reused
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedTree:
+    recipe: str                          # name==version
+    key: str
+    path: Path                           # the tree: hand it to docker buildx as the build context
+    fetched: tuple[Fetched, ...]         # per source: digest and where it came from in this run
+    reused: bool                         # True: the tree was already in the cache
+
+    def to_json(self) -> dict:
+        return {"recipe": self.recipe, "key": self.key, "path": str(self.path), "reused": self.reused,
+                "sources": [f.to_json() for f in self.fetched]}
+
+
+def verify_pinned(pf: PinnedFile, what: str) -> None:
+    if not pf.path.is_file():
+        raise IntegrityError(f"{what} {pf.rel} is missing ({pf.path})", hint="restore it from the recipe repository")
+    actual = sha256_file(pf.path)
+    if actual != pf.sha256:
+        raise IntegrityError(f"{what} {pf.rel} does not match its pin\n  expected sha256 {pf.sha256}\n"
+                             f"  actual   sha256 {actual}",
+                             hint="restore the file, or if the change is intended, update its sha256 in the recipe")
+
+
+def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
+    """Key of the prepared tree: digests of sources (by name), patches and lock files, plus vendoring."""
+    doc = {
+        "format": TREE_FORMAT,
+        "sources": [[s.name, digests[s.name], s.dest or ""] for s in recipe.sources],
+        "patches": [[p.rel, p.sha256, p.strip] for p in recipe.patches],
+        "lockfiles": [[p.rel, p.sha256, p.dest or ""] for p in recipe.lockfiles],
+        "vendor": recipe.vendor or "",
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def prepare_tree(recipe: Recipe, options: FetchOptions, *, fetcher: Fetcher | None = None) -> PreparedTree:
+    """Fetch every source of `recipe` and return its prepared source tree (built once, then reused)."""
+    for pf in recipe.patches:
+        verify_pinned(pf, "patch")
+    for pf in recipe.lockfiles:
+        verify_pinned(pf, "lock file")
+    own = fetcher is None
+    fetcher = fetcher or Fetcher(options=options)
+    try:
+        fetched = tuple(fetcher.fetch(s) for s in recipe.sources)
+    finally:
+        if own:
+            fetcher.close()
+    key = tree_key(recipe, {f.source.name: f.sha256 for f in fetched})
+    cache = options.cache
+    final = cache.tree(key)
+    with cache.lock(f"tree-{key}"):
+        if final.is_dir():
+            return PreparedTree(recipe=recipe.ref, key=key, path=final, fetched=fetched, reused=True)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        for stale in final.parent.glob(f".{key}.*"):      # left by a killed run; we hold the lock
+            shutil.rmtree(stale, ignore_errors=True)
+        work = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}."))
+        try:
+            tree = work / "tree"
+            _assemble(recipe, fetched, tree, work, options)
+            os.replace(tree, final)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        meta = {"recipe": recipe.ref, "key": key, "format": TREE_FORMAT,
+                "sources": [f.to_json() for f in fetched],
+                "patches": [p.to_json() for p in recipe.patches],
+                "lockfiles": [p.to_json() for p in recipe.lockfiles], "vendor": recipe.vendor}
+        atomic_write_text(final.parent / f"{key}.json", json.dumps(meta, sort_keys=True, indent=2) + "\n")
+    return PreparedTree(recipe=recipe.ref, key=key, path=final, fetched=fetched, reused=False)
+
+
+def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Path, options: FetchOptions) -> None:
+    main = next((f for f in fetched if f.source.dest is None), None)
+    if main is None:
+        tree.mkdir()
+    for f in fetched:
+        if f is main:
+            unpack(f.path, tree, name=f.filename, scratch=work)
+        else:
+            dest = _inside(tree, f.source.dest or f"_deps/{f.source.name}", recipe)
+            unpack(f.path, dest, name=f.filename, scratch=work)
+    for pf in recipe.lockfiles:
+        target = _inside(tree, pf.dest or pf.path.name, recipe)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(pf.path, target)
+    for pf in recipe.patches:
+        apply_patch(pf, tree)
+    if recipe.vendor == "cargo":
+        vendor_crates(recipe, tree, options)
+
+
+def _inside(tree: Path, rel: str, recipe: Recipe) -> Path:
+    target = (tree / rel).resolve()
+    if not target.is_relative_to(tree.resolve()):
+        raise RecipeError(f"{recipe.ref}: destination {rel!r} leaves the source tree (in {recipe.file})",
+                          hint="use a relative path inside the tree")
+    return target
+
+
+def unpack(archive: Path, dest: Path, *, name: str, scratch: Path) -> None:
+    """Unpack a .tar.* or .zip archive into `dest`, stripping its single top directory if it has one."""
+    stage = Path(tempfile.mkdtemp(dir=scratch, prefix="unpack."))
+    try:
+        if name.endswith(".zip") or zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as z:
+                for member in z.namelist():
+                    if not (stage / member).resolve().is_relative_to(stage.resolve()):
+                        raise IntegrityError(f"{name}: archive member {member!r} escapes the tree",
+                                             hint="the archive is malformed or malicious; do not use it")
+                z.extractall(stage)
+        else:
+            try:
+                with tarfile.open(archive) as t:
+                    t.extractall(stage, filter="data")
+            except (tarfile.TarError, OSError) as e:
+                raise IntegrityError(f"{name}: cannot unpack: {e}",
+                                     hint="the archive is damaged or not a tar/zip file; check the recipe's source")
+        entries = list(stage.iterdir())
+        root = entries[0] if len(entries) == 1 and entries[0].is_dir() else stage
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.exists():
+            for child in root.iterdir():
+                os.replace(child, dest / child.name)
+        else:
+            os.replace(root, dest)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+_REJECT = re.compile(r"(Hunk #\d+ FAILED.*|.*can't find file to patch.*|.*malformed patch.*|"
+                     r".*Reversed \(or previously applied\) patch detected.*|.*saving rejects to file.*)")
+
+
+def apply_patch(pf: PinnedFile, tree: Path) -> None:
+    """Apply one pinned patch with `patch -p<strip>`; a rejected hunk is an IntegrityError naming the patch."""
+    cmd = ["patch", f"-p{pf.strip}", "--batch", "--forward", "--no-backup-if-mismatch", "-r", "-",
+           "-i", str(pf.path)]
+    cp = proc.run(cmd, cwd=tree, capture=True, check=False, timeout=300)
+    if cp.returncode != 0:
+        out = (cp.stdout or "") + (cp.stderr or "")
+        lines = [ln.strip() for ln in out.splitlines() if _REJECT.match(ln.strip())] or out.strip().splitlines()[-8:]
+        raise IntegrityError(f"patch {pf.rel} does not apply (patch -p{pf.strip}):\n  " + "\n  ".join(lines),
+                             hint="the patch does not fit this source: fix or regenerate the patch, check its "
+                                  "strip level, and update its sha256 in the recipe")
+
+
+CARGO_CONFIG = """\
+# written by rvport: crates come from the vendored directory, never the network
+[source.crates-io]
+replace-with = "vendored-sources"
+
+[source.vendored-sources]
+directory = "vendor"
+
+[net]
+offline = true
+"""
+
+
+def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
+    """`cargo vendor --locked` on the host into <tree>/vendor, and point cargo at it via <tree>/.cargo/config.toml."""
+    locks = [pf for pf in recipe.lockfiles if (pf.dest or pf.path.name).endswith("Cargo.lock")]
+    lock_rel = (locks[0].dest or locks[0].path.name) if locks else "Cargo.lock"
+    manifest = tree / Path(lock_rel).parent / "Cargo.toml"
+    if not manifest.is_file():
+        raise RecipeError(f"{recipe.ref}: vendor: cargo needs {manifest.relative_to(tree)} in the source tree",
+                          hint="set the lock file's dest beside the Cargo.toml to vendor for")
+    cargo = proc.which("cargo") or (str(Path.home() / ".cargo/bin/cargo")
+                                    if (Path.home() / ".cargo/bin/cargo").is_file() else "cargo")
+    env = dict(os.environ)
+    env["CARGO_HTTP_CAINFO"] = str(options.ca_bundle or ca_bundle())
+    cmd = [cargo, "vendor", "--locked", "--versioned-dirs", "--manifest-path", str(manifest), str(tree / "vendor")]
+    if options.offline:
+        cmd.insert(2, "--offline")
+    try:
+        proc.run(cmd, cwd=tree, env=env, capture=True, timeout=1800)
+    except proc.CommandFailed as e:
+        tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
+        if "needs to be updated" in tail or "--locked was passed" in tail:
+            raise IntegrityError(f"{recipe.ref}: the pinned Cargo.lock does not fit the sources:\n  {tail}",
+                                 hint="regenerate the lock file for this version and update its pin") from e
+        raise SourceUnavailable(f"{recipe.ref}: cargo vendor failed ({e.reason}):\n  {tail}",
+                                hint="crates are downloaded on the host: check network/proxy (--ca-bundle); "
+                                     "offline, reuse a tree prepared earlier") from e
+    cfg = tree / ".cargo" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        existing = cfg.read_text()
+        if existing.strip():
+            raise RecipeError(f"{recipe.ref}: the source already has .cargo/config.toml; rvport will not merge it",
+                              hint="patch the source's .cargo/config.toml away, or vendor by hand")
+    cfg.write_text(CARGO_CONFIG)
