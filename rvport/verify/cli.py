@@ -1,0 +1,56 @@
+"""`rvport verify ...`: parse, call verify_paths, render. Registered in rvport/cli.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..console import ui
+from ..errors import UsageError, VerifyFailed
+from ..profiles import get_profile
+from . import verify_paths
+from .policy import IsaLevel
+from .report import render_table, write_json, write_junit
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Prove artifacts' architecture, ABI and RISC-V extensions from their ELF files.")
+
+
+@app.command("artifacts")
+def artifacts(
+    paths: List[Path] = typer.Argument(..., help="Wheels, .a archives, ELF files, or directories of them."),
+    profile: str = typer.Option("rv64gc", "--profile", "-p", help="Target profile to verify against."),
+    isa: str = typer.Option(IsaLevel.PROFILE.value, "--isa", metavar="profile|baseline",
+                            help="profile: require every extension the profile promises; "
+                                 "baseline: require rv64gc only (Rust/Go code); the ceiling applies to both."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the report as JSON to this file."),
+    junit_out: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML (one case per artifact)."),
+    every_member: bool = typer.Option(False, "--all", help="Show a row for every ELF file, not only failures."),
+) -> None:
+    """Verify artifacts against a target profile. Exit 0 if all pass, 1 if any fails, 2 on usage errors."""
+    prof = get_profile(profile)
+    # Checked here, not by a click Choice, so a bad value is an rvport UsageError (exit 2).
+    level = _isa_level(isa)
+    for out in (json_out, junit_out):
+        if out is not None and not out.parent.is_dir():
+            raise UsageError(f"cannot write {out}: no directory {out.parent}")
+    report = verify_paths(list(paths), prof, isa=level)
+    if json_out is not None:
+        write_json(report, json_out)
+    if junit_out is not None:
+        write_junit(report, junit_out)
+    render_table(report, ui().console, every_member=every_member)
+    if not report.ok:
+        raise VerifyFailed(f"{len(report.failed)} of {len(report.artifacts)} artifact(s) are not what "
+                           f"profile {prof.name} (isa {level}) promises",
+                           hint="see the reasons above; --json FILE has every fact")
+
+
+def _isa_level(value: str) -> IsaLevel:
+    try:
+        return IsaLevel(value.lower())
+    except ValueError:
+        raise UsageError(f"unknown --isa level {value!r}",
+                         hint=f"choose one of: {', '.join(level.value for level in IsaLevel)}") from None

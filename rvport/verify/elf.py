@@ -1,0 +1,299 @@
+"""Facts from one ELF stream (pyelftools): class, byte order, machine, float ABI, RVC, RISC-V arch
+attribute, GLIBC versions needed, DT_NEEDED, Go build info. No policy here: only what the file says."""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from typing import BinaryIO, Mapping
+
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection
+
+ELF_MAGIC = b"\x7fELF"
+
+# e_flags bits of the RISC-V psABI.
+EF_RISCV_RVC = 0x1
+EF_RISCV_FLOAT_ABI_MASK = 0x6
+EF_RISCV_RVE = 0x8
+EF_RISCV_TSO = 0x10
+FLOAT_ABIS = {0x0: "soft", 0x2: "single", 0x4: "double", 0x6: "quad"}
+
+# .riscv.attributes tags (psABI): even tags carry a ULEB128, odd ones a NUL-terminated string.
+TAG_FILE = 1
+TAG_RISCV_ARCH = 5
+
+GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
+
+_GLIBC = re.compile(r"^GLIBC_(\d+)\.(\d+)(?:\.\d+)?$")
+_SINGLE = re.compile(r"([a-z])(\d+(?:p\d+)?)?")
+_MULTI = re.compile(r"^([a-z][a-z0-9]*?[a-z])(\d+(?:p\d+)?)?$")
+
+
+class ElfReadError(Exception):
+    """The stream is not a readable ELF file (truncated, corrupt, or not ELF at all)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoBuildInfo:
+    go_version: str
+    main_module: str | None
+    path: str | None
+    goos: str | None
+    goarch: str | None
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"go_version": self.go_version, "main_module": self.main_module, "path": self.path,
+                "goos": self.goos, "goarch": self.goarch, "settings": dict(sorted(self.settings.items()))}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ElfFacts:
+    elf_class: int                      # 32 or 64
+    little_endian: bool
+    machine: str                        # pyelftools name, e.g. EM_RISCV, EM_X86_64
+    elf_type: str                       # ET_REL, ET_DYN, ET_EXEC, ...
+    e_flags: int
+    arch: str | None                    # Tag_RISCV_arch string, None when there is no attribute
+    extensions: Mapping[str, str]       # parsed arch string: {"v": "1p0", ...}
+    glibc: tuple[tuple[int, int], ...]  # every GLIBC_x.y version needed, sorted
+    needed: tuple[str, ...]             # DT_NEEDED
+    go: GoBuildInfo | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def is_riscv(self) -> bool:
+        return self.machine == "EM_RISCV"
+
+    @property
+    def float_abi(self) -> str | None:
+        return FLOAT_ABIS[self.e_flags & EF_RISCV_FLOAT_ABI_MASK] if self.is_riscv else None
+
+    @property
+    def rvc(self) -> bool | None:
+        return bool(self.e_flags & EF_RISCV_RVC) if self.is_riscv else None
+
+    @property
+    def max_glibc(self) -> tuple[int, int] | None:
+        return self.glibc[-1] if self.glibc else None
+
+    def to_json(self) -> dict:
+        mg = self.max_glibc
+        return {
+            "class": self.elf_class, "endian": "little" if self.little_endian else "big",
+            "machine": self.machine, "type": self.elf_type, "e_flags": f"0x{self.e_flags:x}",
+            "float_abi": self.float_abi, "rvc": self.rvc, "arch": self.arch,
+            "extensions": dict(sorted(self.extensions.items())),
+            "glibc": f"{mg[0]}.{mg[1]}" if mg else None, "needed": list(self.needed),
+            "go": self.go.to_json() if self.go else None,
+        }
+
+
+def is_elf(head: bytes) -> bool:
+    return head[:4] == ELF_MAGIC
+
+
+def parse_arch_string(arch: str) -> dict[str, str]:
+    """Split a Tag_RISCV_arch string (rv64i2p1_m2p0_..._zvl256b1p0) into {extension: version}.
+
+    Versions keep the attribute's spelling ("2p1"); an extension without one maps to "". Raises ValueError
+    on a string that is not a RISC-V arch string."""
+    s = arch.strip().lower()
+    m = re.match(r"^rv(32|64|128)", s)
+    if not m:
+        raise ValueError(f"not a RISC-V arch string: {arch!r}")
+    out: dict[str, str] = {}
+    tokens = s[m.end():].split("_")
+    head = tokens[0]
+    pos = 0
+    while pos < len(head):
+        sm = _SINGLE.match(head, pos)
+        if not sm or sm.end() == pos:
+            raise ValueError(f"cannot parse {head[pos:]!r} in arch string {arch!r}")
+        if sm.group(1) in "zsx":   # a multi-letter extension glued to the single letters
+            raise ValueError(f"cannot parse {head[pos:]!r} in arch string {arch!r}")
+        out[sm.group(1)] = sm.group(2) or ""
+        pos = sm.end()
+    for tok in tokens[1:]:
+        if not tok:
+            continue
+        mm = _MULTI.match(tok)
+        if mm and tok[0] in "zsx":
+            out[mm.group(1)] = mm.group(2) or ""
+            continue
+        # single letters after an underscore (rv64i2p1_m2p0_a2p1 form)
+        pos = 0
+        while pos < len(tok):
+            sm = _SINGLE.match(tok, pos)
+            if not sm or sm.end() == pos or sm.group(1) in "zsx":
+                raise ValueError(f"cannot parse {tok!r} in arch string {arch!r}")
+            out[sm.group(1)] = sm.group(2) or ""
+            pos = sm.end()
+    if "g" in out:   # never emitted by toolchains, but accept it like -march does
+        ver = out.pop("g")
+        for e in ("i", "m", "a", "f", "d", "zicsr", "zifencei"):
+            out.setdefault(e, ver)
+    return out
+
+
+def _uleb(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated ULEB128")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return result, pos
+
+
+def parse_riscv_attributes(data: bytes, *, little_endian: bool = True) -> dict[int, int | str]:
+    """Decode the file-scope attributes of a .riscv.attributes section ("A" format, vendor "riscv")."""
+    order = "little" if little_endian else "big"
+    if not data or data[0:1] != b"A":
+        raise ValueError("attribute section does not start with format version 'A'")
+    out: dict[int, int | str] = {}
+    pos = 1
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise ValueError("truncated attribute subsection")
+        length = int.from_bytes(data[pos:pos + 4], order)
+        end = pos + length
+        if length < 5 or end > len(data):
+            raise ValueError("bad attribute subsection length")
+        nul = data.index(b"\0", pos + 4, end)
+        vendor = data[pos + 4:nul]
+        p = nul + 1
+        if vendor == b"riscv":
+            while p < end:
+                start_of_sub = p
+                tag, p = _uleb(data, p)
+                if p + 4 > end:
+                    raise ValueError("truncated attribute sub-subsection")
+                size = int.from_bytes(data[p:p + 4], order)  # counts the tag and this size field
+                sub_end = start_of_sub + size
+                if size < 5 or sub_end > end:
+                    raise ValueError("bad attribute sub-subsection length")
+                p += 4
+                if tag != TAG_FILE:
+                    p = sub_end
+                    continue
+                while p < sub_end:
+                    atag, p = _uleb(data, p)
+                    if atag % 2:  # odd: string
+                        z = data.index(b"\0", p, sub_end)
+                        out[atag] = data[p:z].decode("ascii", "replace")
+                        p = z + 1
+                    else:
+                        out[atag], p = _uleb(data, p)
+        pos = end
+    return out
+
+
+def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    return _uleb(data, pos)
+
+
+def parse_go_buildinfo(blob: bytes) -> GoBuildInfo | None:
+    """Decode Go's embedded build info (Go >= 1.18 inline format) from the bytes of .go.buildinfo."""
+    at = blob.find(GO_BUILDINFO_MAGIC)
+    if at < 0 or at + 32 > len(blob):
+        return None
+    flags = blob[at + 15]
+    if not flags & 0x2:
+        # Go < 1.18 stored pointers to the strings; say what we found, not more.
+        return GoBuildInfo(go_version="unknown (pre-1.18 build info)", main_module=None, path=None,
+                           goos=None, goarch=None)
+    pos = at + 32
+    n, pos = _read_uvarint(blob, pos)
+    version = blob[pos:pos + n].decode("utf-8", "replace")
+    pos += n
+    n, pos = _read_uvarint(blob, pos)
+    mod = blob[pos:pos + n]
+    if len(mod) >= 33 and mod[-17:-16] == b"\n":
+        mod = mod[16:-16]
+    settings: dict[str, str] = {}
+    main_module = path = None
+    for line in mod.decode("utf-8", "replace").splitlines():
+        parts = line.split("\t")
+        if parts[0] == "path" and len(parts) > 1:
+            path = parts[1]
+        elif parts[0] == "mod" and len(parts) > 1:
+            main_module = parts[1] + (f"@{parts[2]}" if len(parts) > 2 and parts[2] else "")
+        elif parts[0] == "build" and len(parts) > 1 and "=" in parts[1]:
+            k, _, v = parts[1].partition("=")
+            settings[k] = v
+    return GoBuildInfo(go_version=version, main_module=main_module, path=path,
+                       goos=settings.get("GOOS"), goarch=settings.get("GOARCH"), settings=settings)
+
+
+def read_elf(stream: BinaryIO) -> ElfFacts:
+    """Read the facts of one ELF file from a seekable binary stream. Raises ElfReadError on any file that
+    cannot be read: the data is untrusted, so every parser failure becomes a reason, never a crash."""
+    try:
+        return _read_elf(stream)
+    except ElfReadError:
+        raise
+    except Exception as e:  # pyelftools raises many kinds on corrupt input
+        raise ElfReadError(f"corrupt or truncated ELF file ({type(e).__name__}: {e})") from e
+
+
+def read_elf_bytes(data: bytes) -> ElfFacts:
+    return read_elf(io.BytesIO(data))
+
+
+def _read_elf(stream: BinaryIO) -> ElfFacts:
+    stream.seek(0)
+    if not is_elf(stream.read(4)):
+        raise ElfReadError("not an ELF file")
+    stream.seek(0)
+    elf = ELFFile(stream)
+    hdr = elf.header
+    notes: list[str] = []
+    little = elf.little_endian
+    machine = str(hdr["e_machine"])
+    arch: str | None = None
+    exts: dict[str, str] = {}
+    glibc: set[tuple[int, int]] = set()
+    needed: list[str] = []
+    go: GoBuildInfo | None = None
+    for sec in elf.iter_sections():
+        name = sec.name
+        if name == ".riscv.attributes" or sec["sh_type"] == "SHT_RISCV_ATTRIBUTES":
+            if machine != "EM_RISCV":
+                continue
+            attrs = parse_riscv_attributes(sec.data(), little_endian=little)
+            a = attrs.get(TAG_RISCV_ARCH)
+            if isinstance(a, str):
+                arch = a
+                try:
+                    exts = parse_arch_string(a)
+                except ValueError as e:
+                    raise ElfReadError(f"unreadable Tag_RISCV_arch: {e}") from e
+        elif isinstance(sec, GNUVerNeedSection):
+            for _verneed, aux_iter in sec.iter_versions():
+                for aux in aux_iter:
+                    m = _GLIBC.match(aux.name)
+                    if m:
+                        glibc.add((int(m.group(1)), int(m.group(2))))
+        elif isinstance(sec, DynamicSection):
+            for tag in sec.iter_tags("DT_NEEDED"):
+                needed.append(tag.needed)
+        elif name == ".go.buildinfo":
+            go = parse_go_buildinfo(sec.data())
+    if go is None and elf.num_sections() == 0:
+        # Stripped of section headers: look for Go build info in the first writable load segment.
+        for seg in elf.iter_segments("PT_LOAD"):
+            if seg["p_flags"] & 0x2:
+                go = parse_go_buildinfo(seg.data()[:1 << 16])
+                break
+    return ElfFacts(
+        elf_class=elf.elfclass, little_endian=little, machine=machine, elf_type=str(hdr["e_type"]),
+        e_flags=int(hdr["e_flags"]), arch=arch, extensions=exts, glibc=tuple(sorted(glibc)),
+        needed=tuple(needed), go=go, notes=tuple(notes),
+    )

@@ -1,0 +1,262 @@
+"""Facts + profile + ISA level -> verdict with reasons. Pure: no I/O.
+
+Each rule is a small function listed in ELF_RULES; a rule returns the reasons it fails for and the notes it
+wants shown. The order of ELF_RULES is the order of the reasons in the report."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Callable, Iterable
+
+from packaging.tags import Tag
+
+from ..profiles import Profile, expand
+from .elf import EF_RISCV_RVE, ElfFacts
+
+# Legacy manylinux aliases (PEP 600): alias -> glibc (major, minor).
+MANYLINUX_ALIASES = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+# The first glibc with a riscv64 port: no riscv64 object can need less, so no tag below it makes sense.
+RISCV64_MIN_GLIBC = (2, 27)
+# Only RVV 1.0 is the "v" the profiles mean (T-Head's 0.7.1 is a different, incompatible extension).
+MIN_VERSIONS = {"v": (1, 0)}
+
+_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_(.+)$")
+_MUSLLINUX = re.compile(r"^musllinux_(\d+)_(\d+)_(.+)$")
+_VERSION = re.compile(r"^(\d+)(?:p(\d+))?$")
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+
+
+class IsaLevel(StrEnum):
+    PROFILE = "profile"    # the arch attribute must carry everything the profile promises (Profile.requires)
+    BASELINE = "baseline"  # only Profile.baseline (e.g. Rust or Go code built for riscv64gc); ceiling still applies
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgement:
+    verdict: Verdict
+    reasons: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is Verdict.PASS
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuleContext:
+    profile: Profile
+    isa: IsaLevel
+
+    @property
+    def required(self) -> frozenset[str]:
+        return self.profile.requires if self.isa is IsaLevel.PROFILE else self.profile.baseline
+
+
+RuleResult = tuple[list[str], list[str]]   # (reasons it fails for, notes)
+Rule = Callable[[ElfFacts, RuleContext], RuleResult]
+
+
+def glibc_str(v: tuple[int, int] | None) -> str | None:
+    return f"{v[0]}.{v[1]}" if v else None
+
+
+def manylinux_for(glibc: tuple[int, int] | None, arch: str = "riscv64") -> str:
+    """The most compatible manylinux tag an object needing `glibc` can carry."""
+    need = glibc or (0, 0)
+    if arch == "riscv64":
+        need = max(need, RISCV64_MIN_GLIBC)
+    elif not glibc:
+        need = MANYLINUX_ALIASES["manylinux2014"]
+    return f"manylinux_{need[0]}_{need[1]}_{arch}"
+
+
+def _ver(v: str) -> tuple[int, int]:
+    m = _VERSION.match(v)
+    return (int(m.group(1)), int(m.group(2) or 0)) if m else (0, 0)
+
+
+def _fmt(exts: Iterable[str]) -> str:
+    return ", ".join(sorted(exts))
+
+
+def maximal(exts: frozenset[str]) -> frozenset[str]:
+    """Drop every extension another one in the set already implies (v implies zve64d, zvl128b, ...)."""
+    implied: set[str] = set()
+    for e in exts:
+        implied |= expand(frozenset({e})) - {e}
+    return frozenset(exts - implied)
+
+
+# ---- rules for one ELF file ---------------------------------------------------------------------------
+
+def rule_class(f: ElfFacts, c: RuleContext) -> RuleResult:
+    return ([] if f.elf_class == 64 else [f"ELFCLASS{f.elf_class}: not a 64-bit object"]), []
+
+
+def rule_endian(f: ElfFacts, c: RuleContext) -> RuleResult:
+    return ([] if f.little_endian else ["big-endian: riscv64 is little-endian"]), []
+
+
+def rule_machine(f: ElfFacts, c: RuleContext) -> RuleResult:
+    if f.is_riscv:
+        return [], []
+    name = f.machine.removeprefix("EM_").lower().replace("_", "-")
+    return [f"machine is {name} ({f.machine}), not RISC-V (EM_RISCV)"], []
+
+
+def rule_float_abi(f: ElfFacts, c: RuleContext) -> RuleResult:
+    if not f.is_riscv:
+        return [], []
+    want = c.profile.float_abi
+    reasons = []
+    if f.float_abi != want:
+        reasons.append(f"float ABI is {f.float_abi} (e_flags 0x{f.e_flags:x}) but profile {c.profile.name} "
+                       f"needs {want} ({c.profile.mabi})")
+    if f.e_flags & EF_RISCV_RVE:
+        reasons.append("RVE (embedded, 16 registers) ABI flag set: not an RV64G object")
+    return reasons, []
+
+
+def rule_rvc(f: ElfFacts, c: RuleContext) -> RuleResult:
+    if not f.is_riscv:
+        return [], []
+    if f.rvc and "c" not in c.profile.allowed:
+        return [f"e_flags has RVC (compressed instructions) but profile {c.profile.name} has no c"], []
+    if not f.rvc and "c" in c.required:
+        return [f"e_flags lacks RVC (compressed instructions) that profile {c.profile.name} promises"], []
+    return [], []
+
+
+def rule_extensions(f: ElfFacts, c: RuleContext) -> RuleResult:
+    if not f.is_riscv:
+        return [], []
+    p = c.profile
+    if f.arch is None:
+        if f.go is not None:
+            what = "a Go binary carries no .riscv.attributes"
+        else:
+            what = "no .riscv.attributes arch string"
+        if c.isa is IsaLevel.BASELINE:
+            return [], [f"{what}: extensions unproven, passed on header checks alone (isa baseline)"]
+        return [f"{what}: cannot prove the extensions profile {p.name} promises "
+                f"({_fmt(p.requires)}); verify it with --isa baseline if it is built for riscv64gc only"], []
+    reasons: list[str] = []
+    notes: list[str] = []
+    exts = frozenset(f.extensions)
+    if not f.arch.lower().startswith("rv64"):
+        reasons.append(f"arch {f.arch.split('_')[0][:6]} is not rv64")
+    missing = c.required - expand(exts)
+    if missing:
+        level = "promises" if c.isa is IsaLevel.PROFILE else "needs as baseline"
+        reasons.append(f"arch string lacks {_fmt(missing)} that profile {p.name} {level}")
+    beyond = exts - p.allowed
+    if beyond:
+        reasons.append(f"needs {_fmt(maximal(beyond))}, beyond profile {p.name} ({p.march}): "
+                       "code for a wider target does not belong in this artifact")
+    for ext, (maj, mnr) in MIN_VERSIONS.items():
+        if ext in f.extensions and _ver(f.extensions[ext]) < (maj, mnr):
+            reasons.append(f"{ext} version {f.extensions[ext]} is older than {maj}p{mnr}")
+    return reasons, notes
+
+
+def rule_go(f: ElfFacts, c: RuleContext) -> RuleResult:
+    g = f.go
+    if g is None:
+        return [], []
+    reasons = []
+    if g.goarch is not None and g.goarch != "riscv64":
+        reasons.append(f"Go build info says GOARCH={g.goarch}, not riscv64")
+    if g.goos is not None and g.goos != "linux":
+        reasons.append(f"Go build info says GOOS={g.goos}, not linux")
+    where = f"{g.goos}/{g.goarch}" if g.goos or g.goarch else "GOOS/GOARCH unknown"
+    note = f"Go {g.go_version}, {where}" + (f", main module {g.main_module}" if g.main_module else "")
+    return reasons, [note]
+
+
+def rule_glibc(f: ElfFacts, c: RuleContext) -> RuleResult:
+    if not f.glibc:
+        return [], []
+    return [], [f"needs GLIBC_{glibc_str(f.max_glibc)}: can carry {manylinux_for(f.max_glibc)} or later"]
+
+
+ELF_RULES: tuple[Rule, ...] = (rule_class, rule_endian, rule_machine, rule_float_abi, rule_rvc,
+                               rule_extensions, rule_go, rule_glibc)
+
+
+def judge_elf(facts: ElfFacts, profile: Profile, isa: IsaLevel | str = IsaLevel.PROFILE) -> Judgement:
+    ctx = RuleContext(profile=profile, isa=IsaLevel(isa))
+    reasons: list[str] = []
+    notes: list[str] = list(facts.notes)
+    for rule in ELF_RULES:
+        r, n = rule(facts, ctx)
+        reasons += r
+        notes += n
+    return Judgement(verdict=Verdict.FAIL if reasons else Verdict.PASS, reasons=tuple(reasons),
+                     notes=tuple(notes))
+
+
+# ---- rules for a wheel's tags ----------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformClaim:
+    """What one platform tag promises: the architecture and the libc floor."""
+
+    tag: str
+    arch: str | None            # None for "any"
+    libc: str | None            # "glibc", "musl" or None (linux_*: no promise)
+    version: tuple[int, int] | None
+
+
+def parse_platform(platform: str) -> PlatformClaim:
+    if platform == "any":
+        return PlatformClaim(tag=platform, arch=None, libc=None, version=None)
+    m = _MANYLINUX.match(platform)
+    if m:
+        return PlatformClaim(tag=platform, arch=m.group(3), libc="glibc",
+                             version=(int(m.group(1)), int(m.group(2))))
+    for alias, ver in MANYLINUX_ALIASES.items():
+        if platform.startswith(alias + "_"):
+            return PlatformClaim(tag=platform, arch=platform[len(alias) + 1:], libc="glibc", version=ver)
+    m = _MUSLLINUX.match(platform)
+    if m:
+        return PlatformClaim(tag=platform, arch=m.group(3), libc="musl",
+                             version=(int(m.group(1)), int(m.group(2))))
+    if platform.startswith("linux_"):
+        return PlatformClaim(tag=platform, arch=platform[len("linux_"):], libc=None, version=None)
+    return PlatformClaim(tag=platform, arch=platform, libc=None, version=None)
+
+
+def judge_wheel_tags(tags: Iterable[Tag], elfs: list[tuple[str, ElfFacts]]) -> Judgement:
+    """Check a wheel's platform tags against the ELF files inside it: architecture and glibc floor."""
+    claims = sorted({parse_platform(t.platform) for t in tags}, key=lambda c: c.tag)
+    reasons: list[str] = []
+    notes: list[str] = []
+    if not elfs:
+        if any(c.arch is not None for c in claims):
+            reasons.append("wheel has a platform tag but no ELF file to prove it")
+        return Judgement(verdict=Verdict.FAIL if reasons else Verdict.PASS, reasons=tuple(reasons))
+    for c in claims:
+        if c.arch is None:
+            reasons.append(f"wheel is tagged {c.tag} (pure) but contains {len(elfs)} ELF file(s)")
+        elif c.arch != "riscv64":
+            reasons.append(f"wheel platform tag {c.tag} is for {c.arch}, not riscv64")
+    needing = [(name, f.max_glibc) for name, f in elfs if f.max_glibc]
+    if needing:
+        worst_name, worst = max(needing, key=lambda x: x[1])
+        notes.append(f"highest symbol version needed: GLIBC_{glibc_str(worst)} ({worst_name}): "
+                     f"can carry {manylinux_for(worst)}")
+        for c in claims:
+            if c.libc == "glibc" and c.version is not None and c.version < worst:
+                reasons.append(f"tagged {c.tag} (glibc {glibc_str(c.version)}) but {worst_name} needs "
+                               f"GLIBC_{glibc_str(worst)}: the tag can be no lower than "
+                               f"{manylinux_for(worst, c.arch or 'riscv64')}")
+            elif c.libc == "musl":
+                reasons.append(f"tagged {c.tag} (musl) but {worst_name} needs glibc (GLIBC_{glibc_str(worst)})")
+    return Judgement(verdict=Verdict.FAIL if reasons else Verdict.PASS, reasons=tuple(reasons),
+                     notes=tuple(notes))

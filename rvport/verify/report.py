@@ -1,0 +1,90 @@
+"""Render a VerifyReport: a Rich table for people, JSON (schema-versioned) and JUnit XML for machines."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .model import ArtifactResult, VerifyReport
+from .policy import Verdict
+
+_STYLE = {Verdict.PASS: "green", Verdict.FAIL: "bold red"}
+
+
+def _verdict(v: Verdict) -> Text:
+    return Text(str(v).upper(), style=_STYLE[v])
+
+
+def _rows(a: ArtifactResult, every_member: bool) -> list[tuple[str, str, Verdict, str]]:
+    rows: list[tuple[str, str, Verdict, str]] = []
+    for r in a.reasons:
+        rows.append((a.path, "-", Verdict.FAIL, r))
+    shown = a.members if every_member else a.failed_members
+    for m in shown:
+        text = "; ".join(m.reasons) if m.reasons else "; ".join(m.notes) or "ok"
+        rows.append((a.path, m.name or "-", m.verdict, text))
+    passing = len(a.members) - len(a.failed_members)
+    if not every_member and passing:
+        if len(a.members) == 1 and a.members[0].name is None:
+            m = a.members[0]
+            rows.append((a.path, "-", m.verdict, "; ".join(m.notes) or "ok"))
+        else:
+            rows.append((a.path, f"{passing} ELF file(s)", Verdict.PASS, "ok"))
+    if not rows:
+        rows.append((a.path, "-", a.verdict, "; ".join(a.notes) or ("ok" if a.ok else "failed")))
+    return rows
+
+
+def render_table(report: VerifyReport, console: Console, *, every_member: bool = False) -> None:
+    title = (f"rvport verify: profile {report.profile} ({report.march}, {report.mabi}), "
+             f"isa {report.isa}")
+    table = Table(title=title, show_lines=False, expand=False)
+    table.add_column("file", overflow="fold")
+    table.add_column("member", overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("reason", overflow="fold")
+    for a in report.artifacts:
+        for path, member, verdict, reason in _rows(a, every_member):
+            table.add_row(path, member, _verdict(verdict), reason)
+    console.print(table)
+    n, bad = len(report.artifacts), len(report.failed)
+    if report.ok:
+        console.print(f"[green]{n} artifact(s) verified for {report.profile}[/]")
+    else:
+        console.print(f"[bold red]{bad} of {n} artifact(s) failed verification for {report.profile}[/]")
+
+
+def to_junit(report: VerifyReport) -> str:
+    """JUnit XML: one test suite, one test case per artifact; failures carry every reason."""
+    failures = len(report.failed)
+    suites = ET.Element("testsuites", name="rvport verify", tests=str(len(report.artifacts)),
+                        failures=str(failures), errors="0")
+    suite = ET.SubElement(suites, "testsuite", name=f"rvport.verify.{report.profile}",
+                          tests=str(len(report.artifacts)), failures=str(failures), errors="0", skipped="0")
+    props = ET.SubElement(suite, "properties")
+    for k, v in (("profile", report.profile), ("march", report.march), ("mabi", report.mabi),
+                 ("isa", str(report.isa))):
+        ET.SubElement(props, "property", name=k, value=v)
+    for a in report.artifacts:
+        case = ET.SubElement(suite, "testcase", classname=f"rvport.verify.{report.profile}", name=a.path)
+        if not a.ok:
+            reasons = a.all_reasons() or ["failed"]
+            fail = ET.SubElement(case, "failure", message=reasons[0], type="VerifyFailed")
+            fail.text = "\n".join(reasons)
+        out = [f"{m.name or a.path}: {'; '.join(m.notes)}" for m in a.members if m.notes] + list(a.notes)
+        if out:
+            ET.SubElement(case, "system-out").text = "\n".join(out)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def write_json(report: VerifyReport, path: Path) -> None:
+    path.write_text(report.dumps())
+
+
+def write_junit(report: VerifyReport, path: Path) -> None:
+    path.write_text(to_junit(report))
