@@ -11,11 +11,13 @@ import typer
 from . import __version__
 from .console import configure, ui
 from .errors import ExitCode, RvportError
+from .sources_cli import register as register_sources
 from .verify.cli import app as verify_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Pinned recipes in, proven riscv64 artifacts out.")
 app.add_typer(verify_app, name="verify")
+register_sources(app)  # fetch, pin (rvport/sources_cli.py)
 
 
 def _version(value: bool) -> None:

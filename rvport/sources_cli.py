@@ -1,0 +1,112 @@
+"""CLI commands for sources: `rvport fetch` and `rvport pin`. Parse, call rvport.sources, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from .console import ui
+from .errors import RvportError, UsageError
+from .recipes import Recipe, load_catalogue
+from .sources import Fetched, Fetcher, fetch_options, pin_recipe, prepare_tree
+
+CACHE_OPT = typer.Option(None, "--cache-dir", envvar="RVPORT_CACHE_DIR", show_envvar=True,
+                         help="Download cache (default: $XDG_CACHE_HOME/rvport or ~/.cache/rvport).")
+MIRROR_OPT = typer.Option(None, "--mirror", envvar="RVPORT_MIRROR", show_envvar=True,
+                          help="Directory of source archives consulted before the network (see docs/sources.md).")
+OFFLINE_OPT = typer.Option(False, "--offline", help="Never use the network; fail when a source is missing.")
+CA_OPT = typer.Option(None, "--ca-bundle", envvar="RVPORT_CA_BUNDLE", show_envvar=True,
+                      help="CA certificates to verify TLS with (default: REQUESTS_CA_BUNDLE, SSL_CERT_FILE, "
+                           "PIP_CERT, CURL_CA_BUNDLE, the system bundle, certifi).")
+RECIPES_OPT = typer.Option(None, "--recipes", envvar="RVPORT_RECIPES", help="Recipe directory.")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _table(rows: list[tuple[str, Fetched]]) -> Table:
+    t = Table(title="sources", show_lines=False)
+    for col in ("recipe", "source", "from", "sha256", "size"):
+        t.add_column(col, justify="right" if col == "size" else "left", no_wrap=col == "sha256")
+    for ref, f in rows:
+        digest = f.sha256 + (" (recorded)" if f.recorded else "")
+        t.add_row(ref, f.source.name, f.origin, digest, _size(f.size))
+    return t
+
+
+def _select(recipes: list[str], all_: bool, root: Optional[Path]) -> list[Recipe]:
+    cat = load_catalogue(root)
+    if all_:
+        if recipes:
+            raise UsageError("give recipe names or --all, not both")
+        return [r for name in cat.names for r in cat.recipes[name]]
+    if not recipes:
+        raise UsageError("name the recipes to fetch, or pass --all", hint=f"known recipes: {', '.join(cat.names)}")
+    return [cat.resolve(ref) for ref in recipes]
+
+
+def fetch(
+    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    all_: bool = typer.Option(False, "--all", help="Every version of every recipe."),
+    to: Optional[Path] = typer.Option(None, "--to", help="Also copy every source into this mirror directory."),
+    tree: bool = typer.Option(False, "--tree", help="Also prepare the source trees (patches, vendored crates)."),
+    cache_dir: Optional[Path] = CACHE_OPT,
+    mirror: Optional[Path] = MIRROR_OPT,
+    offline: bool = OFFLINE_OPT,
+    ca_bundle: Optional[Path] = CA_OPT,
+    recipes_dir: Optional[Path] = RECIPES_OPT,
+) -> None:
+    """Download and verify sources (SHA256) into the cache; optionally fill a mirror for offline hosts."""
+    selected = _select(list(recipes or []), all_, recipes_dir)
+    opts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle, to=to)
+    u = ui()
+    rows: list[tuple[str, Fetched]] = []
+    try:
+        with Fetcher(options=opts) as fetcher:
+            for r in selected:
+                for s in r.sources:
+                    rows.append((r.ref, fetcher.fetch(s)))
+                if tree:
+                    pt = prepare_tree(r, opts, fetcher=fetcher)
+                    u.err.print(f"{r.ref}: tree {'reused' if pt.reused else 'prepared'} at {pt.path}")
+    except RvportError:
+        if rows:
+            u.console.print(_table(rows))
+        raise
+    u.console.print(_table(rows))
+    if to:
+        u.err.print(f"mirror filled: {to} (use it with --mirror {to})")
+
+
+def pin(
+    recipe: str = typer.Argument(..., metavar="RECIPE[==VERSION]"),
+    cache_dir: Optional[Path] = CACHE_OPT,
+    mirror: Optional[Path] = MIRROR_OPT,
+    offline: bool = OFFLINE_OPT,
+    ca_bundle: Optional[Path] = CA_OPT,
+    recipes_dir: Optional[Path] = RECIPES_OPT,
+) -> None:
+    """Record the SHA256 of sources without a published digest in the recipe YAML (later fetches must match)."""
+    r = load_catalogue(recipes_dir).resolve(recipe)
+    opts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle)
+    pinned = pin_recipe(r, opts)
+    u = ui()
+    if not pinned:
+        u.err.print(f"{r.ref}: every source already has a sha256; nothing to pin")
+        return
+    for p in pinned:
+        u.console.print(f"{r.ref}: {p.source}: sha256 {p.sha256} written to {p.file}:{p.line}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `fetch` and `pin` to the main app."""
+    app.command("fetch")(fetch)
+    app.command("pin")(pin)
