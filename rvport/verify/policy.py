@@ -129,6 +129,8 @@ def rule_rvc(f: ElfFacts, c: RuleContext) -> RuleResult:
     if f.rvc and "c" not in c.profile.allowed:
         return [f"e_flags has RVC (compressed instructions) but profile {c.profile.name} has no c"], []
     if not f.rvc and "c" in c.required:
+        if c.isa is IsaLevel.BASELINE:   # e.g. Go emits no compressed instructions: runs on any rv64gc
+            return [], ["e_flags has no RVC: uses no compressed instructions"]
         return [f"e_flags lacks RVC (compressed instructions) that profile {c.profile.name} promises"], []
     return [], []
 
