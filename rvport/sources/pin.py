@@ -3,7 +3,7 @@
 The edit inserts two lines at the end of the source's mapping, at its key indentation:
 
     sha256: <hex>
-    recorded: {by: rvport, date: YYYY-MM-DD}
+    recorded: {by: rvport, date: 'YYYY-MM-DD'}
 
 Comments and layout are kept; the file is re-read afterwards and restored if the edit did not parse as meant.
 """
@@ -69,7 +69,8 @@ def insert_pin(text: str, source: Source, sha256: str, date: str) -> tuple[str, 
         lines[end] += eol
     new = [f"{' ' * indent}sha256: {sha256}{eol}"]
     if not any(re.match(rf"^\s{{{indent}}}recorded\s*:", ln) for ln in block[1:]):
-        new.append(f"{' ' * indent}recorded: {{by: rvport, date: {date}}}{eol}")
+        # quoted: unquoted, YAML reads a date, and the recipe schema wants a string
+        new.append(f"{' ' * indent}recorded: {{by: rvport, date: '{date}'}}{eol}")
     lines[end + 1:end + 1] = new
     return "".join(lines), end + 2
 

@@ -1,0 +1,216 @@
+"""Prepared trees, patches, lock files, pin and the CLI, against a loopback server and tiny real archives."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fixtures.httpserver import Route, serve  # noqa: E402
+
+from rvport.errors import ExitCode, IntegrityError  # noqa: E402
+from rvport.recipes import load_catalogue  # noqa: E402
+from rvport.sources import Cache, FetchOptions, insert_pin, pin_recipe, prepare_tree  # noqa: E402
+
+
+def targz(files: dict[str, str], top: str | None) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}" if top else name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+MAIN = targz({"hello.c": "int main(void) {\n    return 1;\n}\n", "README": "demo\n"}, "demo-1.0")
+DEP = targz({"dep.h": "#define DEP 1\n"}, "dep-2.0")
+GOOD_PATCH = textwrap.dedent("""\
+    --- a/hello.c
+    +++ b/hello.c
+    @@ -1,3 +1,3 @@
+     int main(void) {
+    -    return 1;
+    +    return 0;
+     }
+""")
+BAD_PATCH = GOOD_PATCH.replace("return 1;", "return 42;").replace("return 0;", "return 7;")
+LOCK = "# a lock file\n"
+
+
+def write_recipes(root: Path, base: str, *, patch: str = GOOD_PATCH, main_sha: str | None = None,
+                  patch_sha: str | None = None) -> Path:
+    (root / "demo").mkdir(parents=True, exist_ok=True)
+    (root / "demo" / "fix.patch").write_text(patch)
+    (root / "demo" / "demo.lock").write_text(LOCK)
+    text = textwrap.dedent(f"""\
+        schema: 1
+        name: demo
+        kind: python-wheel
+        build:
+          - make
+        versions:
+          # the only version
+          - version: "1.0"
+            sources:
+              - name: main
+                url: {base}/demo-1.0.tar.gz
+              - name: dep   # an extra source
+                url: {base}/dep-2.0.tar.gz
+                sha256: {sha(DEP)}
+                dest: third_party/dep
+            patches:
+              - file: demo/fix.patch
+                sha256: {patch_sha or sha(patch.encode())}
+            lockfiles:
+              - file: demo/demo.lock
+                sha256: {sha(LOCK.encode())}
+                dest: locks/demo.lock
+        """)
+    if main_sha:
+        text = text.replace("demo-1.0.tar.gz\n", f"demo-1.0.tar.gz\n        sha256: {main_sha}\n")
+    (root / "demo.yaml").write_text(text)
+    return root
+
+
+def routes() -> dict[str, Route]:
+    return {"/demo-1.0.tar.gz": Route(body=MAIN), "/dep-2.0.tar.gz": Route(body=DEP)}
+
+
+def options(tmp_path: Path, **kw) -> FetchOptions:
+    return FetchOptions(cache=Cache(root=tmp_path / "cache"), backoff=0.01, **kw)
+
+
+def test_prepared_tree_is_built_once_and_reused(tmp_path):
+    with serve(routes()) as srv:
+        root = write_recipes(tmp_path / "recipes", srv.base, main_sha=sha(MAIN))
+        recipe = load_catalogue(root).resolve("demo")
+        pt = prepare_tree(recipe, options(tmp_path))
+        assert not pt.reused and pt.path.parent == tmp_path / "cache" / "trees"
+        assert (pt.path / "hello.c").read_text().count("return 0;") == 1          # patched, top dir stripped
+        assert (pt.path / "third_party" / "dep" / "dep.h").is_file()               # extra source at dest
+        assert (pt.path / "locks" / "demo.lock").read_text() == LOCK
+        assert not list(pt.path.rglob("*.orig")) and not list(pt.path.rglob("*.rej"))
+        assert [f.origin for f in pt.fetched] == ["network", "network"]
+        meta = (pt.path.parent / f"{pt.key}.json").read_text()
+        assert '"from": "network"' in meta
+        again = prepare_tree(recipe, options(tmp_path))
+        assert again.reused and again.path == pt.path and [f.origin for f in again.fetched] == ["cache", "cache"]
+        assert srv.hits("/demo-1.0.tar.gz") == 1
+    assert not [p for p in (tmp_path / "cache" / "trees").iterdir() if p.name.startswith(".")]
+
+
+def test_patch_that_does_not_apply_is_a_clear_error(tmp_path):
+    with serve(routes()) as srv:
+        root = write_recipes(tmp_path / "recipes", srv.base, patch=BAD_PATCH, main_sha=sha(MAIN))
+        recipe = load_catalogue(root).resolve("demo")
+        with pytest.raises(IntegrityError) as e:
+            prepare_tree(recipe, options(tmp_path))
+    msg = e.value.render()
+    assert "demo/fix.patch does not apply" in msg and "Hunk #1 FAILED" in msg
+    assert e.value.exit_code == ExitCode.INTEGRITY
+    trees = tmp_path / "cache" / "trees"
+    assert [p.name for p in trees.iterdir() if not p.name.startswith(".")] == []
+    assert not [p for p in trees.iterdir() if p.is_dir()]                   # no half-made tree left behind
+
+
+def test_patch_whose_digest_does_not_match_its_pin_is_refused(tmp_path):
+    root = write_recipes(tmp_path / "recipes", "http://127.0.0.1:9", main_sha=sha(MAIN), patch_sha="e" * 64)
+    recipe = load_catalogue(root).resolve("demo")
+    with pytest.raises(IntegrityError, match="demo/fix.patch does not match its pin"):
+        prepare_tree(recipe, options(tmp_path))
+    assert not (tmp_path / "cache" / "sha256").exists()                     # refused before any download
+
+
+def test_pin_writes_the_digest_in_place_and_later_fetches_check_it(tmp_path):
+    with serve(routes()) as srv:
+        root = write_recipes(tmp_path / "recipes", srv.base)
+        path = root / "demo.yaml"
+        before = path.read_text()
+        recipe = load_catalogue(root).resolve("demo")
+        assert recipe.sources[0].sha256 is None
+        import datetime as dt
+        pinned = pin_recipe(recipe, options(tmp_path), today=dt.date(2026, 1, 2))
+        assert [p.source for p in pinned] == ["main"] and pinned[0].sha256 == sha(MAIN)
+        after = path.read_text()
+        added = [ln for ln in after.splitlines() if ln not in before.splitlines()]
+        assert added == [f"        sha256: {sha(MAIN)}", "        recorded: {by: rvport, date: '2026-01-02'}"]
+        assert after.splitlines()[pinned[0].line - 1].strip() == f"sha256: {sha(MAIN)}"
+        assert "# the only version" in after and "# an extra source" in after      # comments kept
+        again = load_catalogue(root).resolve("demo")
+        assert again.sources[0].sha256 == sha(MAIN) and again.sources[0].recorded == "2026-01-02"
+        assert pin_recipe(again, options(tmp_path)) == []
+        # upstream changes the file: a fresh cache now refuses it
+        srv.routes["/demo-1.0.tar.gz"] = Route(body=targz({"hello.c": "evil\n"}, "demo-1.0"))
+        with pytest.raises(IntegrityError, match="'main'"):
+            prepare_tree(again, FetchOptions(cache=Cache(root=tmp_path / "cache2"), backoff=0.01))
+
+
+def test_insert_pin_handles_nested_mappings_and_end_of_file(tmp_path):
+    from rvport.recipes import Source, SourceKind
+    text = "versions:\n  - sources:\n      - name: a\n        pypi:\n          project: a\n          version: '1'"
+    src = Source(name="a", kind=SourceKind.PYPI, project="a", version="1", sha256=None, line=3)
+    out, line = insert_pin(text, src, "f" * 64, "2026-01-02")
+    assert out.endswith("version: '1'\n        sha256: " + "f" * 64 + "\n        recorded: {by: rvport, date: '2026-01-02'}\n")
+    assert line == 7
+    import yaml
+    assert yaml.safe_load(out)["versions"][0]["sources"][0]["sha256"] == "f" * 64
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from rvport.cli import main; main()", *args],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "300", **env},
+                          timeout=120)
+
+
+def test_cli_fetch_fill_mirror_and_offline(tmp_path):
+    with serve(routes()) as srv:
+        root = write_recipes(tmp_path / "recipes", srv.base, main_sha=sha(MAIN))
+        env = {"RVPORT_RECIPES": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c1")}
+        cp = run_cli("fetch", "--all", "--to", str(tmp_path / "mirror"), env=env)
+        assert cp.returncode == 0, cp.stderr
+        assert "network" in cp.stdout and sha(MAIN) in cp.stdout and "main" in cp.stdout
+    assert (tmp_path / "mirror" / "demo-1.0.tar.gz").is_file()
+    assert (tmp_path / "mirror" / "sha256" / sha(DEP)).is_file()
+    # air-gapped: a fresh cache, no server, the mirror only
+    env = {"RVPORT_RECIPES": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c2")}
+    cp = run_cli("fetch", "demo", "--offline", "--mirror", str(tmp_path / "mirror"), "--tree", env=env)
+    assert cp.returncode == 0, cp.stderr
+    assert "mirror" in cp.stdout and "tree prepared" in cp.stderr
+    # without the mirror: a clear message and the source-unavailable exit code
+    env["RVPORT_CACHE_DIR"] = str(tmp_path / "c3")
+    cp = run_cli("fetch", "demo", "--offline", env=env)
+    assert cp.returncode == ExitCode.SOURCE_UNAVAILABLE, cp.stderr
+    assert "--offline forbids the network" in cp.stderr and "--mirror" in cp.stderr
+
+
+def test_cli_integrity_exit_code(tmp_path):
+    with serve(routes()) as srv:
+        root = write_recipes(tmp_path / "recipes", srv.base, main_sha="a" * 64)
+        env = {"RVPORT_RECIPES": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c")}
+        cp = run_cli("fetch", "demo", env=env)
+    assert cp.returncode == ExitCode.INTEGRITY
+    assert "expected sha256 " + "a" * 64 in cp.stderr and "actual   sha256 " + sha(MAIN) in cp.stderr
+
+
+def test_cli_pin(tmp_path):
+    with serve(routes()) as srv:
+        root = write_recipes(tmp_path / "recipes", srv.base)
+        env = {"RVPORT_RECIPES": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c")}
+        cp = run_cli("pin", "demo", env=env)
+        assert cp.returncode == 0, cp.stderr
+        assert f"sha256 {sha(MAIN)} written" in cp.stdout
+        assert load_catalogue(root).resolve("demo").sources[0].sha256 == sha(MAIN)
