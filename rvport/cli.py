@@ -10,7 +10,8 @@ import typer
 
 from . import __version__
 from .console import configure, ui
-from .errors import ExitCode, RvportError
+from .errors import ExitCode, RvportError, UsageError
+from .sources_cli import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
 from .sources_cli import register as register_sources
 from .verify.cli import app as verify_app
 
@@ -33,6 +34,141 @@ def main_options(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     configure(force_ci=ci, debug=debug)
+
+
+
+# ------------------------------------------------------------------------------------------------- plan
+PROFILE_OPT = typer.Option("rvv256", "--profile", "-p", help="Target profile: rv64gc, rvv128, rvv256, rvv256-bf16.")
+MODE_OPT = typer.Option("auto", "--mode", "-m", help="auto, native, qemu or cross (auto picks per recipe).")
+TAG_OPT = typer.Option("local", "--tag", "-t", help="Tag for the images and the result.")
+OUT_OPT = typer.Option(Path("out"), "--output", "-o", help="Output directory (plan.json, result.json, artifacts/, logs/).")
+JOBS_OPT = typer.Option(None, "--jobs", "-j", help="Parallel compile jobs (default: bounded by cores and memory).")
+BUILDER_OPT = typer.Option(None, "--builder", help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).")
+
+
+def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline):
+    from .host import gather
+    from .planner import Mode, Request, make_plan
+    from .profiles import get_profile
+    from .recipes import load_catalogue
+    from .sources import fetch_options, locate
+
+    try:
+        mode_v = Mode(mode)
+    except ValueError:
+        raise UsageError(f"unknown mode {mode!r}", hint="choose auto, native, qemu or cross") from None
+    if all_ and recipes:
+        raise UsageError("give recipe names or --all, not both")
+    cat = load_catalogue(recipes_dir)
+    fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline)
+    req = Request(refs=tuple(recipes or ()), all=all_, profile=get_profile(profile), mode=mode_v, tag=tag,
+                  jobs=jobs, builder=builder)
+    plan = make_plan(cat, req, gather(),
+                     locate=lambda s: str(locate(s, fopts.cache, fopts.mirror, offline=fopts.offline)))
+    return plan, fopts
+
+
+@app.command()
+def plan(
+    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
+    profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
+    jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT,
+    fmt: str = typer.Option("json", "--format", help="json (plan.json) or bake (docker-bake.json too)."),
+    recipes_dir: Optional[Path] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
+    mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT,
+) -> None:
+    """Resolve recipes into a plan (printed, and written to OUTPUT/plan.json) before anything runs."""
+    from . import manifest, views
+
+    p, _ = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline)
+    u = ui()
+    u.console.print(views.plan_table(p))
+    for w in p.warnings:
+        u.console.print(f"[yellow]note:[/] {w}")
+    path = manifest.write(output / "plan.json", p.to_json())
+    u.console.print(f"wrote {path}")
+
+
+# ------------------------------------------------------------------------------------------------ build
+@app.command()
+def build(
+    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
+    profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
+    jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT,
+    base_image: Optional[str] = typer.Option(None, "--base-image", help="Use this image (REF@sha256:...) as the riscv64 base instead of bootstrapping one."),
+    no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
+    recipes_dir: Optional[Path] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
+    mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
+) -> None:
+    """Run the plan in Docker buildx stages; export artifacts; verify them; write OUTPUT/result.json."""
+    from . import manifest, views
+    from .progress import reporter
+    from .runner import BuildOptions, Runner
+    from .sources import fetch_options
+
+    p, _ = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline)
+    fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle)
+    if base_image and "@sha256:" not in base_image:
+        raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
+    u = ui()
+    output.mkdir(parents=True, exist_ok=True)
+    manifest.write(output / "plan.json", p.to_json())
+    opts = BuildOptions(output=output, fetch=fopts, builder=builder, base_image=base_image, smoke=not no_smoke)
+    rep = reporter(u.err, u.ci, u.live)
+    for s in p.stages:
+        rep.add(s.name, s.mode.value)
+    try:
+        with rep:
+            doc = Runner(p, opts, rep).run()
+    finally:
+        rpath = output / "result.json"
+        if rpath.is_file():
+            import json
+            doc = json.loads(rpath.read_text())
+            u.console.print(views.result_table(doc))
+            u.console.print(f"wrote {rpath}")
+
+
+# ---------------------------------------------------------------------------------------------- recipes
+recipes_app = typer.Typer(no_args_is_help=True, help="List and show recipes.")
+app.add_typer(recipes_app, name="recipes")
+
+
+@recipes_app.command("list")
+def recipes_list(recipes_dir: Optional[Path] = RECIPES_OPT) -> None:
+    """Every recipe with its versions (default in bold)."""
+    from . import views
+    from .recipes import load_catalogue
+
+    ui().console.print(views.recipes_table(load_catalogue(recipes_dir)))
+
+
+@recipes_app.command("show")
+def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]"),
+                 recipes_dir: Optional[Path] = RECIPES_OPT) -> None:
+    """Everything a recipe pins: sources, patches, lock files, toolchain, env, commands."""
+    from . import views
+    from .recipes import load_catalogue
+
+    ui().console.print(views.recipe_detail(load_catalogue(recipes_dir).resolve(name)))
+
+
+# ----------------------------------------------------------------------------------------------- doctor
+@app.command()
+def doctor(builder: Optional[str] = BUILDER_OPT) -> None:
+    """What this host can do for a riscv64 build, and what to fix. Exit 0 when a build can run, 6 if not."""
+    from . import views
+    from .doctor import can_build, run_checks
+    from .errors import HostNotReady
+    from .host import gather
+
+    checks = run_checks(gather(), builder=builder)
+    ui().console.print(views.checks_table(checks))
+    if not can_build(checks):
+        raise HostNotReady("this host cannot run a riscv64 build yet", hint="apply the fixes above, or run scripts/setup-host as root")
+    ui().console.print("[green]ready:[/] a riscv64 build can run here")
 
 
 def main() -> None:

@@ -1,0 +1,217 @@
+"""Base images: a Debian rootfs made with debootstrap and loaded with buildx, or an image named by digest.
+
+Built once and reused while its inputs (spec file, architecture, mirror) are unchanged: the image tag carries
+the inputs' digest. What was installed (the suite's Release file digest, every package version) is recorded
+beside the cache entry and in result.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from . import buildx, proc
+from .errors import HostNotReady, RecipeError
+from .schema import validate
+from .sources.cache import atomic_write_text
+from .yamlsrc import load_yaml
+
+DEBIAN_ARCH = {"linux/riscv64": "riscv64", "linux/amd64": "amd64", "linux/arm64": "arm64"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaseSpec:
+    name: str
+    suite: str
+    variant: str
+    components: tuple[str, ...]
+    packages: tuple[str, ...]
+    arch: str                      # "target" (riscv64) or "build" (the host's platform)
+    image: str | None              # a digest-pinned image replaces debootstrap
+    file: Path
+    text_sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaseImage:
+    spec: str
+    tag: str
+    image_id: str
+    platform: str
+    key: str
+    source: str                    # "debootstrap" or the digest reference
+    release_sha256: str | None = None
+    packages: dict[str, str] = field(default_factory=dict)
+    reused: bool = False
+
+    def to_json(self) -> dict:
+        return {"spec": self.spec, "tag": self.tag, "image_id": self.image_id, "platform": self.platform,
+                "key": self.key, "source": self.source, "release_sha256": self.release_sha256,
+                "packages": dict(sorted(self.packages.items())), "reused": self.reused}
+
+
+@cache
+def _schema() -> dict:
+    return json.loads(resources.files("rvport.data").joinpath("base.schema.json").read_text())
+
+
+def default_toolchains_dir() -> Path:
+    here = Path(__file__).resolve().parent.parent / "toolchains"
+    return here if here.is_dir() else Path.cwd() / "toolchains"
+
+
+def load_base_spec(name: str, root: Path | None = None) -> BaseSpec:
+    path = (root or default_toolchains_dir()) / f"{name}.yaml"
+    if not path.is_file():
+        raise RecipeError(f"base {name!r} not found at {path}",
+                          hint="bases live in toolchains/<name>.yaml; see toolchains/debian-trixie.yaml")
+    doc, problem = load_yaml(path)
+    problems = [problem] if problem else validate(doc, _schema(), file=str(path))
+    if problems:
+        raise RecipeError(f"invalid base spec {path}", problems=problems)
+    return BaseSpec(name=doc["name"], suite=doc["suite"], variant=doc.get("variant", "minbase"),
+                    components=tuple(doc.get("components", ["main"])), packages=tuple(doc["packages"]),
+                    arch=doc.get("arch", "target"), image=doc.get("image"), file=path,
+                    text_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def host_debian_mirror(sources_dir: Path = Path("/etc/apt/sources.list.d"),
+                       sources_list: Path = Path("/etc/apt/sources.list")) -> str | None:
+    """The host's own Debian mirror (first URIs of a deb822 stanza, or a one-line `deb` entry), if any.
+
+    debootstrap then uses what the host already uses; with none found, debootstrap's own default applies.
+    """
+    for f in sorted(sources_dir.glob("*.sources")):
+        for stanza in f.read_text(errors="replace").split("\n\n"):
+            fields = dict(l.split(":", 1) for l in stanza.splitlines() if ":" in l and not l.startswith("#"))
+            suites = fields.get("Suites", "")
+            if "security" in suites or "security" in fields.get("URIs", ""):
+                continue
+            if fields.get("URIs"):
+                return fields["URIs"].split()[0].strip()
+    if sources_list.is_file():
+        for line in sources_list.read_text(errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "deb" and "security" not in line:
+                url = [p for p in parts[1:] if "://" in p]
+                if url:
+                    return url[0]
+    return None
+
+
+def base_key(spec: BaseSpec, platform: str, mirror: str | None) -> str:
+    doc = {"spec": spec.text_sha256, "platform": platform, "mirror": mirror or "debootstrap-default", "v": 1}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def parse_dpkg_status(text: str) -> dict[str, str]:
+    """Installed package -> version from a dpkg status file."""
+    out: dict[str, str] = {}
+    for stanza in text.split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in stanza.splitlines():
+            if line and not line[0].isspace() and ":" in line:
+                k, _, v = line.partition(":")
+                fields[k] = v.strip()
+        if fields.get("Package") and "installed" in fields.get("Status", "").split()[-1:]:
+            out[fields["Package"]] = fields.get("Version", "")
+    return out
+
+
+def _release_digest(rootfs: Path) -> str | None:
+    lists = rootfs / "var/lib/apt/lists"
+    for f in sorted(lists.glob("*_InRelease")) + sorted(lists.glob("*_Release")):
+        return hashlib.sha256(f.read_bytes()).hexdigest()
+    return None
+
+
+def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Path,
+                on_line: Callable[[str], None] | None = None, builder: str | None = None,
+                image_override: str | None = None) -> BaseImage:
+    """The base image for `platform`, built (debootstrap + buildx --load) only when not already present."""
+    ref = image_override or spec.image
+    if ref:
+        info = buildx.image_info(ref)
+        if info is None:
+            raise HostNotReady(f"base image {ref} is not in the engine and no registry may be reachable",
+                               hint="load it first (docker load / pull on a connected host), or drop the "
+                                    "override to bootstrap the base with debootstrap")
+        return BaseImage(spec=spec.name, tag=ref, image_id=info["id"], platform=platform, key=ref, source=ref,
+                         reused=True)
+    mirror = host_debian_mirror()
+    key = base_key(spec, platform, mirror)
+    arch = DEBIAN_ARCH.get(platform)
+    if arch is None:
+        raise HostNotReady(f"no Debian architecture for platform {platform}")
+    tag = f"rvport/base:{spec.name}-{arch}-{key[:12]}"
+    meta_path = cache_dir / "bases" / f"{key}.json"
+    info = buildx.image_info(tag)
+    if info is not None and meta_path.is_file():
+        meta = json.loads(meta_path.read_text())
+        return BaseImage(spec=spec.name, tag=tag, image_id=info["id"], platform=platform, key=key,
+                         source="debootstrap", release_sha256=meta.get("release_sha256"),
+                         packages=meta.get("packages", {}), reused=True)
+    if proc.which("debootstrap") is None:
+        raise HostNotReady("debootstrap is needed to make the base image (no registry is used)",
+                           hint="apt-get install debootstrap (scripts/setup-host does it), or name a base "
+                                "image by digest with --base-image")
+    work = Path(tempfile.mkdtemp(prefix="rvport-base-", dir=_tmp_root(cache_dir)))
+    try:
+        rootfs = work / "rootfs"
+        cmd = ["debootstrap", f"--arch={arch}", f"--variant={spec.variant}",
+               f"--components={','.join(spec.components)}", f"--include={','.join(spec.packages)}",
+               spec.suite, str(rootfs)]
+        if mirror:
+            cmd.append(mirror)
+        rc = proc.stream(cmd, on_line=on_line or (lambda _l: None), log_path=log_path)
+        if rc != 0:
+            raise HostNotReady(f"debootstrap failed ({proc.describe_status(rc)}) for {spec.name} ({arch})",
+                               hint=f"see {log_path}; under emulation the riscv64 binfmt handler must be "
+                                    "registered (rvport doctor)")
+        packages = parse_dpkg_status((rootfs / "var/lib/dpkg/status").read_text(errors="replace"))
+        release = _release_digest(rootfs)
+        # apt lists and caches are not part of the image
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for p in (rootfs / junk).glob("*"):
+                if p.is_file():
+                    p.unlink()
+        ctx = work / "ctx"
+        ctx.mkdir()
+        with tarfile.open(ctx / "rootfs.tar", "w") as tar:
+            for p in sorted(rootfs.iterdir()):
+                if p.name in ("proc", "sys", "dev"):
+                    ti = tar.gettarinfo(str(p), arcname=p.name)
+                    tar.addfile(ti)
+                    continue
+                tar.add(str(p), arcname=p.name)
+        (ctx / "Dockerfile").write_text("FROM scratch\nADD rootfs.tar /\nENV LANG=C.UTF-8\nCMD [\"/bin/bash\"]\n")
+        buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=platform, tag=tag,
+                                      load=True, builder=builder,
+                                      labels=(("org.rvport.base", spec.name), ("org.rvport.key", key))),
+                     log_path=log_path, on_line=on_line)
+        info = buildx.image_info(tag)
+        if info is None:
+            raise HostNotReady(f"base image {tag} was built but is not in the engine",
+                               hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
+        atomic_write_text(meta_path, json.dumps({"tag": tag, "release_sha256": release, "packages": packages,
+                                                 "mirror": mirror, "spec": spec.name}, sort_keys=True, indent=1))
+        return BaseImage(spec=spec.name, tag=tag, image_id=info["id"], platform=platform, key=key,
+                         source="debootstrap", release_sha256=release, packages=packages)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _tmp_root(cache_dir: Path) -> Path:
+    p = cache_dir / "tmp"
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+

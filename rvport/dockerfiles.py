@@ -1,0 +1,69 @@
+"""Renders stage Dockerfiles from the templates in dockerfiles/ (placeholders are @@NAME@@)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+_PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
+
+# Which template builds which stage; cross stages (a build-platform container with a riscv64 cross
+# toolchain) have their own templates per kind.
+TEMPLATES: Mapping[str, str] = {
+    "toolchain": "toolchain.Dockerfile",
+    "build": "build.Dockerfile",
+    "smoke": "smoke.Dockerfile",
+}
+
+
+def default_dockerfiles_dir() -> Path:
+    here = Path(__file__).resolve().parent.parent / "dockerfiles"
+    return here if here.is_dir() else Path.cwd() / "dockerfiles"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rendered:
+    template: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def render(stage: str, values: Mapping[str, str], root: Path | None = None) -> Rendered:
+    name = TEMPLATES[stage]
+    text = ((root or default_dockerfiles_dir()) / name).read_text()
+    missing = sorted(set(_PLACEHOLDER.findall(text)) - set(values))
+    if missing:
+        raise KeyError(f"{name}: no value for {', '.join(missing)}")
+    return Rendered(template=name, text=_PLACEHOLDER.sub(lambda m: values[m.group(1)], text))
+
+
+def env_lines(env: Mapping[str, str]) -> str:
+    """ENV instructions with JSON-quoted values (Dockerfile accepts "..." with JSON escapes)."""
+    return "\n".join(f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.items()))
+
+
+def build_script(commands: list[str] | tuple[str, ...]) -> str:
+    return "#!/bin/sh\n# rvport: the recipe's build commands, run with sh -eux in /src\n" + "\n".join(commands) + "\n"
+
+
+def smoke_commands(kind: str, script: str) -> tuple[str, str]:
+    """(install, run) shell snippets for a smoke test of this build kind."""
+    if kind in ("python-wheel", "torch-wheel"):
+        install = ("python3 -m pip install --no-index --no-deps --break-system-packages "
+                   "--find-links /artifacts $(find /artifacts -name '*.whl')")
+    else:
+        install = "true"
+    run = "sh /rvport/smoke" if script.lstrip().startswith("#!") else "python3 /rvport/smoke"
+    return install, run
+
+
+def packages_arg(packages: list[str] | tuple[str, ...]) -> str:
+    return " ".join(shlex.quote(p) for p in sorted(set(packages)))

@@ -1,0 +1,67 @@
+"""Host facts for the planner and `rvport doctor`: gathered here, passed to pure code as values."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+_ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64",
+                 "riscv64": "riscv64"}
+DOCKER_PLATFORM = {"x86_64": "linux/amd64", "aarch64": "linux/arm64", "riscv64": "linux/riscv64"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostFacts:
+    arch: str                       # x86_64 | aarch64 | riscv64 | ...
+    cpus: int
+    mem_bytes: int
+    binfmt_riscv64: bool = False    # a riscv64 binfmt_misc handler is registered
+
+    @property
+    def platform(self) -> str:
+        return DOCKER_PLATFORM.get(self.arch, f"linux/{self.arch}")
+
+    @property
+    def is_riscv64(self) -> bool:
+        return self.arch == "riscv64"
+
+    def to_json(self) -> dict:
+        return {"arch": self.arch, "cpus": self.cpus, "mem_bytes": self.mem_bytes,
+                "binfmt_riscv64": self.binfmt_riscv64, "platform": self.platform}
+
+
+def normalize_arch(machine: str) -> str:
+    return _ARCH_ALIASES.get(machine.lower(), machine.lower())
+
+
+def _mem_bytes() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def binfmt_handler(name: str = "qemu-riscv64") -> dict[str, str] | None:
+    """The registered binfmt_misc entry for `name` as key/value lines, or None."""
+    path = Path("/proc/sys/fs/binfmt_misc") / name
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    out: dict[str, str] = {"state": text.splitlines()[0].strip() if text else ""}
+    for line in text.splitlines()[1:]:
+        k, _, v = line.partition(" ")
+        out[k.rstrip(":")] = v.strip()
+    return out
+
+
+def gather() -> HostFacts:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    h = binfmt_handler()
+    return HostFacts(arch=normalize_arch(platform.machine()), cpus=cpus, mem_bytes=_mem_bytes(),
+                     binfmt_riscv64=bool(h and h.get("state") == "enabled"))

@@ -1,0 +1,27 @@
+"""Versioned JSON documents (plan, result): sorted keys, schema version, atomic writes, JSON Schemas."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from .sources.cache import atomic_write_text
+
+RESULT_SCHEMA = 1
+
+
+def dumps(doc: dict) -> str:
+    return json.dumps(doc, sort_keys=True, indent=2) + "\n"
+
+
+def write(path: Path, doc: dict) -> Path:
+    atomic_write_text(path, dumps(doc))
+    return path
+
+
+@cache
+def schema(name: str) -> dict:
+    """The JSON Schema for a document kind: 'plan', 'result', 'recipe', 'verify'."""
+    return json.loads(resources.files("rvport.data").joinpath(f"{name}.schema.json").read_text())

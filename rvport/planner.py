@@ -1,0 +1,238 @@
+"""Pure planning: catalogue + request + host facts -> Plan. No I/O, no docker.
+
+Everything a build will do is decided here and shown before anything runs: stage order, the mode of each
+stage with its reason, the exact environment (profile flags and knobs expanded), the commands, and where
+each source will come from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Callable, Mapping, Sequence
+
+from .errors import UsageError
+from .host import HostFacts
+from .profiles import Profile
+from .recipes import Catalogue, Kind, Recipe, Source
+
+PLAN_SCHEMA = 1
+RISCV64 = "linux/riscv64"
+TRIPLE = "riscv64-linux-gnu"
+RUST_TARGET = "riscv64gc-unknown-linux-gnu"
+
+# Memory one compile job may need, by build kind: bounds --jobs so a small host is not driven into OOM.
+JOB_MEMORY_GIB: Mapping[Kind, float] = {
+    Kind.PYTHON_WHEEL: 1.5, Kind.CARGO_STATICLIB: 2.0, Kind.GO_BINARY: 1.5, Kind.TORCH_WHEEL: 4.0,
+}
+# Kinds whose compile can run on the build platform with a riscv64 cross toolchain.
+CROSS_KINDS = frozenset({Kind.CARGO_STATICLIB, Kind.GO_BINARY})
+
+
+class Mode(StrEnum):
+    AUTO = "auto"
+    NATIVE = "native"
+    QEMU = "qemu"
+    CROSS = "cross"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    refs: tuple[str, ...]           # recipe refs (name or name==version); empty with all=True
+    all: bool = False
+    profile: Profile
+    mode: Mode = Mode.AUTO
+    tag: str = "local"
+    jobs: int | None = None         # None: bounded by cores and memory
+    builder: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stage:
+    recipe: Recipe
+    mode: Mode
+    mode_reason: str
+    platform: str                   # platform the stage's container runs as
+    emulated: bool                  # runs riscv64 code through QEMU user mode
+    jobs: int
+    env: Mapping[str, str]
+    commands: tuple[str, ...]
+    depends: tuple[str, ...]        # recipe names, already earlier in the plan
+    source_locations: Mapping[str, str]
+    key: str                        # content address of the stage's inputs (dependencies' keys included)
+
+    @property
+    def name(self) -> str:
+        return self.recipe.name
+
+    def to_json(self) -> dict:
+        r = self.recipe
+        return {
+            "recipe": r.name, "version": r.version, "kind": r.kind.value, "file": str(r.file),
+            "mode": self.mode.value, "mode_reason": self.mode_reason, "platform": self.platform,
+            "emulated": self.emulated, "jobs": self.jobs, "env": dict(sorted(self.env.items())),
+            "commands": list(self.commands), "depends": list(self.depends), "key": self.key,
+            "sources": [dict(s.to_json(), location=self.source_locations.get(s.name, "unknown"))
+                        for s in r.sources],
+            "patches": [p.to_json() for p in r.patches],
+            "lockfiles": [p.to_json() for p in r.lockfiles],
+            "vendor": r.vendor,
+            "toolchain": r.toolchain.to_json(),
+            "outputs": [{"glob": o.glob, "type": o.type, "isa": o.isa} for o in r.outputs],
+            "smoke": {"script": r.smoke, "debian": list(r.smoke_debian)} if r.smoke else None,
+            "hermetic": r.hermetic,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    request: Request
+    host: HostFacts
+    stages: tuple[Stage, ...]
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def stage(self, name: str) -> Stage:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def to_json(self) -> dict:
+        return {
+            "schema": PLAN_SCHEMA, "kind": "rvport-plan", "tag": self.request.tag,
+            "profile": self.request.profile.to_json(), "mode": self.request.mode.value,
+            "builder": self.request.builder, "host": self.host.to_json(),
+            "order": [s.name for s in self.stages], "stages": [s.to_json() for s in self.stages],
+            "warnings": list(self.warnings),
+        }
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand(value: str, ctx: Mapping[str, str]) -> str:
+    """Expand ${NAME} for names the planner knows; leave the rest for the shell."""
+    return _VAR.sub(lambda m: ctx.get(m.group(1), m.group(0)), value)
+
+
+def bound_jobs(kind: Kind, host: HostFacts, requested: int | None) -> int:
+    by_mem = max(1, int(host.mem_bytes / (JOB_MEMORY_GIB[kind] * 2**30)))
+    limit = max(1, min(host.cpus, by_mem))
+    return limit if requested is None else max(1, min(requested, by_mem))
+
+
+def decide_mode(recipe: Recipe, requested: Mode, host: HostFacts) -> tuple[Mode, str]:
+    if host.is_riscv64:
+        if requested in (Mode.AUTO, Mode.NATIVE):
+            return Mode.NATIVE, "host is riscv64: stages run natively"
+        if requested is Mode.QEMU:
+            return Mode.NATIVE, "host is riscv64: no emulation needed, running natively"
+    if requested is Mode.NATIVE:
+        raise UsageError(f"--mode native needs a riscv64 host; this host is {host.arch}",
+                         hint="use --mode qemu (emulation) or --mode auto, or --builder with a riscv64 node")
+    can_cross = recipe.kind in CROSS_KINDS and "cross" in recipe.modes
+    if requested is Mode.CROSS:
+        if not can_cross:
+            raise UsageError(f"{recipe.ref} ({recipe.kind.value}) cannot be cross-compiled",
+                             hint="cross mode is for cargo-staticlib and go-binary recipes that list it in "
+                                  "`modes`; use --mode auto to let rvport choose per recipe")
+        return Mode.CROSS, f"requested: compiled on {host.platform} with a riscv64 cross toolchain"
+    if requested is Mode.AUTO and can_cross:
+        return Mode.CROSS, (f"auto: {recipe.kind.value} cross-compiles on {host.platform}, many times faster "
+                            "than emulation")
+    why = "requested" if requested is Mode.QEMU else f"auto: {recipe.kind.value} builds in a riscv64 stage"
+    return Mode.QEMU, f"{why} under QEMU user emulation on {host.arch}"
+
+
+def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[str, str]:
+    ctx = {
+        "RVPORT_PROFILE": profile.name, "RVPORT_MARCH": profile.march, "RVPORT_MABI": profile.mabi,
+        "RVPORT_CFLAGS": " ".join(profile.cflags), "RVPORT_VLEN": str(profile.vlen),
+        "RVPORT_JOBS": str(jobs), "RVPORT_VERSION": recipe.version, "RVPORT_OUT": "/out",
+        "RVPORT_TRIPLE": TRIPLE, "RVPORT_RUST_TARGET": RUST_TARGET, "RVPORT_MODE": mode.value,
+        **profile.knobs,
+    }
+    env = dict(ctx)
+    if mode is not Mode.CROSS:
+        # every emulated process sees exactly the profile's ISA in /proc/cpuinfo (ignored natively)
+        env["QEMU_CPU"] = profile.qemu_cpu
+    for k, v in recipe.env.items():
+        env[k] = expand(v, ctx)
+    return env
+
+
+def _resolve_order(cat: Catalogue, roots: Sequence[Recipe]) -> list[Recipe]:
+    """Dependencies first; a dependency named without a version uses its default."""
+    chosen: dict[str, Recipe] = {}
+    for r in roots:
+        if r.name in chosen and chosen[r.name].version != r.version:
+            raise UsageError(f"two versions of {r.name} requested: {chosen[r.name].version} and {r.version}")
+        chosen[r.name] = r
+    order: list[Recipe] = []
+    done: set[str] = set()
+
+    def visit(r: Recipe) -> None:
+        if r.name in done:
+            return
+        for dep in r.depends:
+            d = chosen.get(dep.partition("==")[0]) or cat.resolve(dep)
+            chosen.setdefault(d.name, d)
+            visit(d)
+        done.add(r.name)
+        order.append(r)
+
+    for r in roots:
+        visit(r)
+    return order
+
+
+def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, str], commands: Sequence[str],
+              dep_keys: Sequence[str]) -> str:
+    doc = {
+        "recipe": recipe.ref, "kind": recipe.kind.value, "mode": mode.value, "profile": profile.to_json(),
+        "sources": [s.to_json() for s in recipe.sources], "patches": [p.sha256 for p in recipe.patches],
+        "lockfiles": [p.sha256 for p in recipe.lockfiles], "vendor": recipe.vendor,
+        "toolchain": recipe.toolchain.to_json(), "env": dict(sorted(env.items())), "commands": list(commands),
+        "outputs": [(o.glob, o.type, o.isa) for o in recipe.outputs], "smoke": recipe.smoke,
+        "smoke_debian": list(recipe.smoke_debian), "deps": list(dep_keys),
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def make_plan(cat: Catalogue, req: Request, host: HostFacts,
+              locate: Callable[[Source], str] = lambda s: "unknown") -> Plan:
+    if req.all:
+        roots = [cat.default(n) for n in cat.names]
+    else:
+        if not req.refs:
+            raise UsageError("no recipe named", hint="name one or more recipes, or use --all")
+        roots = [cat.resolve(ref) for ref in req.refs]
+    stages: list[Stage] = []
+    keys: dict[str, str] = {}
+    warnings: list[str] = []
+    for r in _resolve_order(cat, roots):
+        mode, reason = decide_mode(r, req.mode, host)
+        jobs = bound_jobs(r.kind, host, req.jobs)
+        env = stage_env(r, req.profile, mode, jobs)
+        deps = tuple(d.partition("==")[0] for d in r.depends)
+        key = stage_key(r, req.profile, mode, env, r.build, [keys[d] for d in deps])
+        keys[r.name] = key
+        locations = {s.name: locate(s) for s in r.sources}
+        unpinned = [s.name for s in r.sources if not s.pinned]
+        if unpinned:
+            warnings.append(f"{r.ref}: {', '.join(unpinned)} to be recorded on first verified fetch "
+                            f"(`rvport pin {r.ref}`)")
+        missing = [n for n, loc in locations.items() if loc == "missing"]
+        if missing:
+            warnings.append(f"{r.ref}: {', '.join(missing)} not in the cache or mirror and the network is off; "
+                            "use --mirror DIR with a filled mirror")
+        stages.append(Stage(
+            recipe=r, mode=mode, mode_reason=reason,
+            platform=host.platform if mode is Mode.CROSS else RISCV64,
+            emulated=mode is Mode.QEMU, jobs=jobs, env=env, commands=r.build, depends=deps,
+            source_locations=locations, key=key,
+        ))
+    return Plan(request=req, host=host, stages=tuple(stages), warnings=tuple(warnings))

@@ -1,0 +1,396 @@
+"""Executes a Plan stage by stage in Docker buildx; exports artifacts; writes result.json.
+
+Per stage: prepare the verified source tree (fetch), make sure the toolchain image exists, build with no
+network, check the expected outputs, verify them, run the smoke test, then commit the artifacts to the
+content-addressed artifact cache and copy them into the output directory. Nothing half-made is ever left in
+the output or the cache: every result is made in a temporary directory and renamed into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import buildx, dockerfiles, manifest
+from .baseimage import BaseImage, ensure_base, load_base_spec
+from .errors import BuildFailed, RvportError, VerifyFailed
+from .planner import Mode, Plan, Stage
+from .progress import Reporter
+from .sources.cache import sha256_file
+from .sources.fetch import FetchOptions, ca_bundle
+from .sources.tree import prepare_tree
+
+RUNNER_FORMAT = 1   # bump when the way stages are built changes, so old artifact cache entries are not reused
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions:
+    output: Path
+    fetch: FetchOptions
+    builder: str | None = None
+    base_image: str | None = None       # a digest-pinned image instead of the bootstrapped base
+    smoke: bool = True
+    verify: bool = True
+
+
+@dataclass
+class StageRecord:
+    """What happened to one stage; becomes one entry of result.json."""
+
+    stage: Stage
+    status: str = "not run"             # ok | cached | failed | interrupted | not run
+    timings: dict[str, float] = field(default_factory=dict)
+    images: dict[str, str] = field(default_factory=dict)
+    artifacts: list[dict] = field(default_factory=list)
+    verify: dict | None = None
+    smoke: dict | None = None
+    sources: list[dict] = field(default_factory=list)
+    toolchain_packages: dict[str, str] = field(default_factory=dict)
+    key: str | None = None
+    error: str | None = None
+    log_tail: list[str] = field(default_factory=list)
+    log: str | None = None
+
+    def to_json(self) -> dict:
+        s = self.stage
+        return {
+            "recipe": s.name, "version": s.recipe.version, "kind": s.recipe.kind.value, "mode": s.mode.value,
+            "platform": s.platform, "status": self.status, "timings": {k: round(v, 2) for k, v in self.timings.items()},
+            "commands": list(s.commands), "env": dict(sorted(s.env.items())), "images": self.images,
+            "key": self.key, "plan_key": s.key, "artifacts": self.artifacts, "verify": self.verify,
+            "smoke": self.smoke, "sources": self.sources, "toolchain_packages": self.toolchain_packages,
+            "error": self.error, "log_tail": self.log_tail, "log": self.log,
+        }
+
+
+class _Timer:
+    def __init__(self, rec: StageRecord, name: str):
+        self.rec, self.name = rec, name
+
+    def __enter__(self) -> None:
+        self.t0 = time.monotonic()
+
+    def __exit__(self, *exc: object) -> None:
+        self.rec.timings[self.name] = self.rec.timings.get(self.name, 0.0) + time.monotonic() - self.t0
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _link_tree(src: Path, dest: Path) -> None:
+    """Copy a tree with hard links where possible (same filesystem), plain copies elsewhere."""
+    def link(s: str, d: str) -> None:
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+    shutil.copytree(src, dest, symlinks=True, copy_function=link)
+
+
+def _matches(root: Path, pattern: str) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and fnmatch.fnmatch(p.name, pattern))
+
+
+def _describe(path: Path, root: Path) -> dict:
+    return {"path": str(path.relative_to(root)), "size": path.stat().st_size, "sha256": sha256_file(path)}
+
+
+class Runner:
+    def __init__(self, plan: Plan, opts: BuildOptions, rep: Reporter):
+        self.plan, self.opts, self.rep = plan, opts, rep
+        self.profile = plan.request.profile
+        self.cache_root = opts.fetch.cache.root
+        self.logs = opts.output / "logs"
+        self.records = [StageRecord(stage=s) for s in plan.stages]
+        self.bases: dict[str, BaseImage] = {}
+        self.stage_outputs: dict[str, Path] = {}
+        self._ca: Path | None = None
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _tmp(self, prefix: str) -> Path:
+        root = self.cache_root / "tmp"
+        root.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+
+    def _ca_bundle(self) -> Path | None:
+        if self._ca is None:
+            try:
+                self._ca = self.opts.fetch.ca_bundle or ca_bundle()
+            except RvportError:
+                self._ca = None
+        return self._ca
+
+    def _secrets(self) -> tuple[tuple[str, Path], ...]:
+        ca = self._ca_bundle()
+        return (("rvport-ca", ca),) if ca else ()
+
+    def _base(self, spec_name: str, platform: str, rec: StageRecord) -> BaseImage:
+        key = f"{spec_name}@{platform}"
+        if key not in self.bases:
+            self.rep.step(rec.stage.name, f"base image {spec_name} ({platform})")
+            with _Timer(rec, "base"):
+                self.bases[key] = ensure_base(
+                    load_base_spec(spec_name), platform=platform, cache_dir=self.cache_root,
+                    log_path=self.logs / f"base-{spec_name}.log", builder=self.opts.builder,
+                    on_line=lambda l: self.rep.line(rec.stage.name, l), image_override=self.opts.base_image)
+        return self.bases[key]
+
+    def _image_with_packages(self, base: BaseImage, packages: tuple[str, ...], what: str,
+                             rec: StageRecord) -> tuple[str, dict[str, str]]:
+        """base + Debian packages, as a loaded image (made once per inputs); returns (tag, packages)."""
+        if not packages:
+            return base.tag, {}
+        rendered = dockerfiles.render("toolchain", {
+            "BASE": base.tag, "QEMU_CPU": self.profile.qemu_cpu,
+            "PACKAGES": dockerfiles.packages_arg(packages)})
+        key = _key(base.image_id, rendered.sha256)
+        tag = f"rvport/toolchain:{rec.stage.name}-{what}-{key[:12]}"
+        if buildx.image_info(tag) is None:
+            ctx = self._tmp(f"tc-{rec.stage.name}-")
+            try:
+                (ctx / "Dockerfile").write_text(rendered.text)
+                buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=base.platform,
+                                              tag=tag, load=True, builder=self.opts.builder,
+                                              secrets=self._secrets(), labels=(("org.rvport.key", key),)),
+                             log_path=self._log(rec), on_line=lambda l: self.rep.line(rec.stage.name, l))
+            finally:
+                shutil.rmtree(ctx, ignore_errors=True)
+        pkgs = self._toolchain_packages(tag)
+        return tag, pkgs
+
+    def _toolchain_packages(self, tag: str) -> dict[str, str]:
+        try:
+            cp = buildx.run_container(tag, ["cat", "/rvport-toolchain-packages.txt"], check=False, timeout=120)
+        except RvportError:
+            return {}
+        out = {}
+        for line in cp.stdout.splitlines():
+            k, _, v = line.partition("=")
+            if k:
+                out[k] = v
+        return out
+
+    def _log(self, rec: StageRecord) -> Path:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        rec.log = str(self.logs / f"{rec.stage.name}.log")
+        return Path(rec.log)
+
+    # ------------------------------------------------------------------------------------------ stages
+    def run(self) -> dict:
+        started = time.time()
+        status = "ok"
+        failing: str | None = None
+        error: RvportError | None = None
+        try:
+            for rec in self.records:
+                self.rep.begin(rec.stage.name, f"{rec.stage.recipe.ref} [{rec.stage.mode.value}]")
+                try:
+                    self._run_stage(rec)
+                except KeyboardInterrupt:
+                    rec.status = "interrupted"
+                    self.rep.end(rec.stage.name, "interrupted")
+                    raise
+                except RvportError as e:
+                    rec.status = "failed"
+                    rec.error = e.render()
+                    rec.log_tail = getattr(e, "log_tail", None) or _tail(rec.log)
+                    self.rep.end(rec.stage.name, "failed")
+                    status, failing, error = "failed", rec.stage.name, e
+                    break
+                self.rep.end(rec.stage.name, rec.status)
+        except KeyboardInterrupt:
+            status = "interrupted"
+            failing = next((r.stage.name for r in self.records if r.status == "interrupted"), None)
+            self._write_result(started, status, failing)
+            raise
+        doc = self._write_result(started, status, failing)
+        if error is not None:
+            raise error
+        return doc
+
+    def _write_result(self, started: float, status: str, failing: str | None) -> dict:
+        doc = {
+            "schema": manifest.RESULT_SCHEMA, "kind": "rvport-result", "status": status,
+            "failing_stage": failing, "tag": self.plan.request.tag, "profile": self.profile.to_json(),
+            "host": self.plan.host.to_json(), "builder": self.opts.builder,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "duration_s": round(time.time() - started, 2),
+            "base_images": {k: b.to_json() for k, b in self.bases.items()},
+            "stages": [r.to_json() for r in self.records],
+            "artifacts": [dict(a, recipe=r.stage.name) for r in self.records for a in r.artifacts],
+        }
+        manifest.write(self.opts.output / "result.json", doc)
+        return doc
+
+    def _run_stage(self, rec: StageRecord) -> None:
+        st = rec.stage
+        name = st.name
+        log = self._log(rec)
+        on_line = lambda l: self.rep.line(name, l)  # noqa: E731
+
+        self.rep.step(name, "fetching and preparing sources")
+        with _Timer(rec, "fetch"):
+            tree = prepare_tree(st.recipe, self.opts.fetch)
+        rec.sources = [f.to_json() for f in tree.fetched]
+
+        if st.mode is Mode.CROSS:
+            raise BuildFailed(f"{st.recipe.ref}: cross stages are not available in this version",
+                              hint="use --mode qemu (or native on a riscv64 host)")
+        base = self._base(st.recipe.toolchain.base, "linux/riscv64", rec)
+        rec.images["base"] = base.image_id
+        self.rep.step(name, "toolchain image")
+        with _Timer(rec, "toolchain"):
+            tc_tag, rec.toolchain_packages = self._image_with_packages(base, st.recipe.toolchain.debian,
+                                                                       "build", rec)
+        rec.images["toolchain"] = buildx.image_info(tc_tag)["id"]
+
+        rendered = dockerfiles.render("build", {
+            "TOOLCHAIN": tc_tag, "ENV": dockerfiles.env_lines(st.env), "PROFILE": self.profile.name})
+        script = dockerfiles.build_script(st.commands)
+        dep_keys = [self._record(d).key or "" for d in st.depends]
+        rec.key = _key(f"runner-{RUNNER_FORMAT}", st.key, tree.key, rec.images["toolchain"], rendered.sha256,
+                       script, *dep_keys, str(self.opts.smoke), str(self.opts.verify))
+        store = self.cache_root / "artifacts" / rec.key
+        if (store / "manifest.json").is_file():
+            self.rep.step(name, "unchanged inputs: reusing verified artifacts")
+            meta = json.loads((store / "manifest.json").read_text())
+            rec.verify, rec.smoke = meta.get("verify"), meta.get("smoke")
+            rec.status = "cached"
+        else:
+            self._build_into_store(rec, tree.path, rendered, script, base, store, log, on_line)
+            rec.status = "ok"
+        self._export(rec, store)
+
+    def _record(self, name: str) -> StageRecord:
+        return next(r for r in self.records if r.stage.name == name)
+
+    def _build_into_store(self, rec: StageRecord, tree: Path, rendered: dockerfiles.Rendered, script: str,
+                          base: BaseImage, store: Path, log: Path, on_line: Callable[[str], None]) -> None:
+        st = rec.stage
+        ctx = self._tmp(f"ctx-{st.name}-")
+        out = self._tmp(f"out-{st.name}-")
+        try:
+            self.rep.step(st.name, "staging the build context")
+            _link_tree(tree, ctx / "src")
+            (ctx / "deps").mkdir()
+            for dep in st.depends:
+                _link_tree(self.stage_outputs[dep], ctx / "deps" / dep)
+            (ctx / "rvport-build.sh").write_text(script)
+            (ctx / "Dockerfile").write_text(rendered.text)
+            (ctx / ".dockerignore").write_text("Dockerfile\n")
+            self.rep.step(st.name, "building (no network)")
+            with _Timer(rec, "build"):
+                buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=st.platform,
+                                              output_dir=out / "files", network="none", builder=self.opts.builder),
+                             log_path=log, on_line=on_line)
+            files = out / "files"
+            missing = [o.glob for o in st.recipe.outputs if not _matches(files, o.glob)]
+            if missing:
+                raise BuildFailed(f"{st.recipe.ref}: the build left no {', '.join(missing)} in $RVPORT_OUT",
+                                  hint=f"check the build commands in {st.recipe.file}; full log: {log}")
+            if self.opts.verify:
+                self.rep.step(st.name, "verifying artifacts")
+                with _Timer(rec, "verify"):
+                    rec.verify = self._verify(st, files)
+            if self.opts.smoke and st.recipe.smoke:
+                self.rep.step(st.name, "smoke test in a clean riscv64 container")
+                with _Timer(rec, "smoke"):
+                    rec.smoke = self._smoke(rec, files, base, log, on_line)
+            meta = {"recipe": st.recipe.ref, "key": rec.key, "verify": rec.verify, "smoke": rec.smoke,
+                    "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()]}
+            (out / "manifest.json").write_text(manifest.dumps(meta))
+            store.parent.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(store, ignore_errors=True)
+            os.replace(out, store)     # atomic: the store entry appears complete or not at all
+        finally:
+            shutil.rmtree(ctx, ignore_errors=True)
+            shutil.rmtree(out, ignore_errors=True)
+
+    def _verify(self, st: Stage, files: Path) -> dict:
+        from .verify import verify_paths
+
+        reports = []
+        ok = True
+        for o in st.recipe.outputs:
+            paths = _matches(files, o.glob)
+            report = verify_paths(paths, self.profile, isa=o.isa)
+            reports.append(report.to_json())
+            ok = ok and report.ok
+        doc = {"ok": ok, "reports": reports}
+        if not ok:
+            reasons = []
+            for r in reports:
+                for a in r.get("artifacts", []):
+                    if not a.get("ok", True):
+                        reasons.append(f"{a.get('path')}: {'; '.join(a.get('reasons', [])[:3])}")
+            e = VerifyFailed(f"{st.recipe.ref}: artifacts failed verification for profile {self.profile.name}",
+                             hint="see the verdicts in result.json (stages[].verify)")
+            e.problems = []
+            for line in reasons[:10]:
+                from .errors import Problem
+                e.problems.append(Problem(message=line))
+            raise e
+        return doc
+
+    def _smoke(self, rec: StageRecord, files: Path, base: BaseImage, log: Path,
+               on_line: Callable[[str], None]) -> dict:
+        st = rec.stage
+        image, _ = self._image_with_packages(base, st.recipe.smoke_debian, "smoke", rec)
+        install, run = dockerfiles.smoke_commands(st.recipe.kind.value, st.recipe.smoke or "")
+        rendered = dockerfiles.render("smoke", {"IMAGE": image, "QEMU_CPU": self.profile.qemu_cpu,
+                                                "INSTALL": install, "RUN": run})
+        ctx = self._tmp(f"smoke-{st.name}-")
+        out = self._tmp(f"smoke-out-{st.name}-")
+        try:
+            _link_tree(files, ctx / "artifacts")
+            (ctx / "rvport-smoke").write_text(st.recipe.smoke or "")
+            (ctx / "Dockerfile").write_text(rendered.text)
+            buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform="linux/riscv64",
+                                          output_dir=out, network="none", builder=self.opts.builder,
+                                          no_cache=True),
+                         log_path=log, on_line=on_line)
+            text = (out / "rvport-smoke.log").read_text(errors="replace")
+            return {"status": "passed", "output": text.strip().splitlines()[-5:]}
+        finally:
+            shutil.rmtree(ctx, ignore_errors=True)
+            shutil.rmtree(out, ignore_errors=True)
+
+    def _export(self, rec: StageRecord, store: Path) -> None:
+        """Copy the stage's artifacts into OUTPUT/artifacts/<recipe>/ atomically."""
+        files = store / "files"
+        final = self.opts.output / "artifacts" / rec.stage.name
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{rec.stage.name}.", dir=final.parent))
+        try:
+            shutil.rmtree(tmp)
+            shutil.copytree(files, tmp)
+            old = None
+            if final.exists():
+                old = final.with_name(f".{final.name}.old-{os.getpid()}")
+                os.replace(final, old)
+            os.replace(tmp, final)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(tmp)
+        rec.artifacts = [_describe(p, self.opts.output / "artifacts") for p in sorted(final.rglob("*"))
+                         if p.is_file()]
+        self.stage_outputs[rec.stage.name] = final
+
+
+def _tail(log: str | None, n: int = 30) -> list[str]:
+    if not log or not Path(log).is_file():
+        return []
+    with open(log, errors="replace") as f:
+        return [l.rstrip("\n") for l in f.readlines()[-n:]]
