@@ -108,3 +108,44 @@ def run(cmd: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, env: M
             raise CommandFailed(cmd, returncode=cp.returncode, stdout=cp.stdout or "", stderr=cp.stderr or "",
                                 reason=describe_status(cp.returncode), hint=hint)
     return cp
+
+
+def stream(cmd: Sequence[str], *, on_line, log_path: Path | None = None, cwd: str | os.PathLike[str] | None = None,
+           env: Mapping[str, str] | None = None) -> int:
+    """Run `cmd`, handing each output line (stdout and stderr merged) to `on_line` and to `log_path`.
+
+    Returns the exit status. Ctrl-C (or any exception) terminates the whole process group before re-raising,
+    so no child goes on writing after rvport stopped.
+    """
+    cmd = [str(c) for c in cmd]
+    log.debug("$ %s%s", shlex.join(cmd), f"    (in {cwd})" if cwd else "")
+    if os.sep not in cmd[0] and which(cmd[0], env) is None:
+        raise ProgramNotFound(cmd[0], cmd)
+    logf = open(log_path, "a", encoding="utf-8") if log_path else None
+    try:
+        if logf:
+            logf.write(f"$ {shlex.join(cmd)}\n")
+            logf.flush()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env) if env is not None else None, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1, errors="replace",
+                                start_new_session=True)
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if logf:
+                    logf.write(line)
+                on_line(line.rstrip("\n"))
+            return proc.wait()
+        except BaseException:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            raise
+    finally:
+        if logf:
+            logf.close()
