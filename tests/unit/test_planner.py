@@ -1,0 +1,139 @@
+"""Pure planning: order, modes with reasons, expanded flags, keys; for x86-64 and riscv64 hosts alike."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from rvport import manifest
+from rvport.errors import UsageError
+from rvport.host import HostFacts
+from rvport.planner import Mode, Request, bound_jobs, expand, make_plan
+from rvport.profiles import get_profile
+from rvport.recipes import Kind, load_catalogue
+
+X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
+RV = HostFacts(arch="riscv64", cpus=64, mem_bytes=128 * 2**30)
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalogue()
+
+
+def plan(cat, *refs, profile="rvv256", mode=Mode.AUTO, host=X86, all_=False, jobs=None):
+    return make_plan(cat, Request(refs=refs, all=all_, profile=get_profile(profile), mode=mode, jobs=jobs), host)
+
+
+def test_all_recipes_in_dependency_order(cat):
+    p = plan(cat, all_=True)
+    order = [s.name for s in p.stages]
+    assert set(order) == {"msgspec", "sentencepiece", "tiktoken", "torch", "vllm", "glide-ffi", "semantic-router"}
+    assert order.index("torch") < order.index("vllm")
+    assert order.index("glide-ffi") < order.index("semantic-router")
+
+
+def test_plan_json_validates_and_holds_every_pin(cat):
+    doc = plan(cat, all_=True).to_json()
+    jsonschema.validate(doc, manifest.schema("plan"))
+    text = manifest.dumps(doc)
+    assert json.loads(text) == doc
+    for digest in ("a0d57d3ca7734542eb6861e72d974ab051e6cf73ea6b01b263f77170593362be",
+                   "3d2b5e824b5622038dc7b490897efe05ebbbb9e7350fc142f3ecc8789ef9bdf6",
+                   "231dec90efcdccf1b565a1416107736f1e09b1a08fe736ef9d6363e626d03874",
+                   "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112",
+                   "180f3883f8c98bbf6647e3da4660edcbc091c5bc", "9afc5a421886f44085f9070a8fbd878b80724f64"):
+        assert digest in text
+    assert "to be recorded on first verified fetch" in text
+    assert list(json.loads(text)) == sorted(doc)   # written with sorted keys
+
+
+def test_dependency_pulled_in_first(cat):
+    p = plan(cat, "vllm")
+    assert [s.name for s in p.stages] == ["torch", "vllm"]
+    assert p.stage("vllm").depends == ("torch",)
+
+
+def test_modes_on_x86(cat):
+    p = plan(cat, all_=True)
+    assert p.stage("msgspec").mode is Mode.QEMU and "QEMU" in p.stage("msgspec").mode_reason
+    assert p.stage("glide-ffi").mode is Mode.CROSS and "cross" in p.stage("glide-ffi").mode_reason
+    assert p.stage("semantic-router").mode is Mode.CROSS
+    assert p.stage("msgspec").platform == "linux/riscv64" and p.stage("msgspec").emulated
+    assert p.stage("glide-ffi").platform == "linux/amd64"
+
+
+def test_modes_on_a_riscv64_host(cat):
+    p = plan(cat, all_=True, host=RV)
+    assert all(s.mode is Mode.NATIVE and not s.emulated for s in p.stages)
+    assert "riscv64" in p.stages[0].mode_reason
+
+
+def test_native_on_x86_is_refused(cat):
+    with pytest.raises(UsageError, match="riscv64 host"):
+        plan(cat, "msgspec", mode=Mode.NATIVE)
+
+
+def test_cross_for_a_wheel_is_refused(cat):
+    with pytest.raises(UsageError, match="cannot be cross-compiled"):
+        plan(cat, "msgspec", mode=Mode.CROSS)
+
+
+def test_profile_flags_and_knobs_are_expanded(cat):
+    p = plan(cat, "msgspec", "vllm", profile="rvv128")
+    env = p.stage("msgspec").env
+    assert env["CFLAGS"] == "-O2 -march=rv64gcv_zvfh_zvl128b -mabi=lp64d"
+    assert env["QEMU_CPU"].startswith("rv64,v=true,vlen=128")
+    assert "zvfbfmin=false" in env["QEMU_CPU"]
+    venv = p.stage("vllm").env
+    assert venv["VLLM_TARGET_DEVICE"] == "cpu"
+    assert "-DVLLM_RVV_VLEN=128" in venv["CMAKE_ARGS"]
+    assert "VLLM_CPU_RVV_BF16" not in venv or venv["VLLM_CPU_RVV_BF16"] != "1"
+
+
+def test_bf16_profile_sets_the_bf16_knob(cat):
+    venv = plan(cat, "vllm", profile="rvv256-bf16").stage("vllm").env
+    assert venv["VLLM_CPU_RVV_BF16"] == "1"
+    assert "zvfbfmin=true" in venv["QEMU_CPU"]
+    assert "-DVLLM_RVV_VLEN=256" in venv["CMAKE_ARGS"]
+
+
+def test_scalar_profile_sets_vlen_zero(cat):
+    venv = plan(cat, "vllm", profile="rv64gc").stage("vllm").env
+    assert "-DVLLM_RVV_VLEN=0" in venv["CMAKE_ARGS"] and "v=false" in venv["QEMU_CPU"]
+
+
+def test_cross_stages_get_no_qemu_cpu(cat):
+    assert "QEMU_CPU" not in plan(cat, "glide-ffi").stage("glide-ffi").env
+
+
+def test_keys_change_with_inputs_and_propagate_to_dependents(cat):
+    a = plan(cat, "vllm", profile="rvv256")
+    b = plan(cat, "vllm", profile="rvv128")
+    assert a.stage("vllm").key != b.stage("vllm").key
+    assert plan(cat, "vllm").stage("vllm").key == a.stage("vllm").key      # deterministic
+
+
+def test_jobs_bounded_by_memory():
+    small = HostFacts(arch="x86_64", cpus=64, mem_bytes=8 * 2**30)
+    assert bound_jobs(Kind.TORCH_WHEEL, small, None) == 2
+    assert bound_jobs(Kind.PYTHON_WHEEL, X86, None) == 2
+    assert bound_jobs(Kind.TORCH_WHEEL, small, 32) == 2
+    assert bound_jobs(Kind.PYTHON_WHEEL, X86, 1) == 1
+
+
+def test_expand_leaves_unknown_names_to_the_shell():
+    assert expand("${A} ${B} $C", {"A": "1"}) == "1 ${B} $C"
+
+
+def test_source_locations_come_from_the_locator(cat):
+    p = make_plan(cat, Request(refs=("msgspec",), profile=get_profile("rvv256")), X86, locate=lambda s: "missing")
+    assert p.stage("msgspec").source_locations == {"sdist": "missing"}
+    assert any("--mirror" in w for w in p.warnings)
+
+
+def test_empty_request_is_a_usage_error(cat):
+    with pytest.raises(UsageError, match="no recipe named"):
+        plan(cat)

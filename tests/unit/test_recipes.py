@@ -1,0 +1,166 @@
+"""Recipe loading: the shipped catalogue, and every kind of bad input with file, line and hint."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from rvport.errors import ExitCode, RecipeError, UsageError
+from rvport.recipes import default_recipes_dir, load_catalogue, recipe_schema
+from rvport.sources.cache import sha256_file
+
+GOOD = """\
+schema: 1
+name: {name}
+kind: python-wheel
+build: [echo build]
+outputs: [{{glob: "*.whl", type: wheel}}]
+versions:
+  - version: "1.0"
+    sources:
+      - name: sdist
+        pypi: {{project: {name}, version: "1.0"}}
+        sha256: {digest}
+{extra}"""
+
+
+def write(root: Path, name: str, extra: str = "", digest: str = "a" * 64, text: str | None = None) -> Path:
+    p = root / f"{name}.yaml"
+    p.write_text(text if text is not None else GOOD.format(name=name, digest=digest, extra=extra))
+    return p
+
+
+def problems(root: Path) -> list:
+    with pytest.raises(RecipeError) as ei:
+        load_catalogue(root)
+    assert ei.value.exit_code == ExitCode.RECIPE_INVALID
+    return ei.value.problems
+
+
+def test_shipped_catalogue_validates_against_the_json_schema():
+    root = default_recipes_dir()
+    files = sorted(root.glob("*.yaml"))
+    assert {f.stem for f in files} >= {"msgspec", "sentencepiece", "tiktoken", "torch", "vllm", "glide-ffi",
+                                       "semantic-router"}
+    for f in files:
+        jsonschema.validate(yaml.safe_load(f.read_text()), recipe_schema())
+    cat = load_catalogue(root)
+    assert len(cat.names) == len(files)
+
+
+def test_shipped_pins_are_the_published_ones():
+    cat = load_catalogue()
+    assert cat.default("msgspec").sources[0].sha256 == "a0d57d3ca7734542eb6861e72d974ab051e6cf73ea6b01b263f77170593362be"
+    assert cat.default("sentencepiece").version == "0.2.2"
+    assert cat.resolve("sentencepiece==0.2.3").sources[0].sha256 == (
+        "21618ad31f0453a1ebf5ec58defed99758d54af0b670546ecac639ddd8b86fbd")
+    assert cat.default("tiktoken").sources[0].sha256 == "231dec90efcdccf1b565a1416107736f1e09b1a08fe736ef9d6363e626d03874"
+    assert cat.default("vllm").sources[0].sha256 == "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"
+    glide = cat.default("glide-ffi").sources[0]
+    assert glide.commit == "180f3883f8c98bbf6647e3da4660edcbc091c5bc" and glide.sha256 is None
+    router = cat.default("semantic-router").sources[0]
+    assert router.commit == "9afc5a421886f44085f9070a8fbd878b80724f64"
+
+
+def test_every_shipped_patch_and_lock_file_matches_its_pin():
+    cat = load_catalogue()
+    for versions in cat.recipes.values():
+        for r in versions:
+            for pf in (*r.patches, *r.lockfiles):
+                assert sha256_file(pf.path) == pf.sha256, pf.rel
+
+
+def test_sentencepiece_022_patch_drops_the_abseil_clone():
+    sp = load_catalogue().resolve("sentencepiece==0.2.2")
+    text = sp.patches[0].path.read_text()
+    assert "third_party/abseil-cpp/CMakeLists.txt" in text and "FetchContent_Populate" in text
+    assert sp.hermetic and sp.is_default
+
+
+def test_unknown_key_is_reported_with_its_line(tmp_path):
+    write(tmp_path, "a", extra="    colour: blue\n")
+    (p,) = problems(tmp_path)
+    assert p.file.endswith("a.yaml") and p.line == 12
+    assert "unknown key 'colour'" in p.message and "allowed keys" in p.hint
+
+
+def test_bad_digest_is_reported_with_its_line_and_a_hint(tmp_path):
+    write(tmp_path, "a", digest="abc123")
+    (p,) = problems(tmp_path)
+    assert p.line == 11 and "sha256" in p.message and "64 lowercase hex" in p.hint
+
+
+def test_yaml_syntax_error_has_a_line(tmp_path):
+    write(tmp_path, "a", text="schema: 1\nname: a\nkind: [python-wheel\n")
+    (p,) = problems(tmp_path)
+    assert "YAML syntax error" in p.message and p.line is not None
+
+
+def test_unknown_dependency(tmp_path):
+    write(tmp_path, "a", extra="    depends: [nothere]\n")
+    (p,) = problems(tmp_path)
+    assert "unknown recipe 'nothere'" in p.message and p.line == 12
+
+
+def test_dependency_cycle(tmp_path):
+    write(tmp_path, "a", extra="    depends: [b]\n")
+    write(tmp_path, "b", extra="    depends: [a]\n")
+    (p,) = problems(tmp_path)
+    assert "dependency cycle: a -> b -> a" in p.message
+
+
+def test_all_problems_of_a_run_are_reported_together(tmp_path):
+    write(tmp_path, "a", digest="xyz")
+    write(tmp_path, "b", extra="    colour: blue\n")
+    write(tmp_path, "c", text="schema: 2\nname: c\n")
+    probs = problems(tmp_path)
+    files = {Path(p.file).name for p in probs}
+    assert files == {"a.yaml", "b.yaml", "c.yaml"}
+    assert len(probs) >= 4   # c: wrong schema, missing kind, missing versions
+
+
+def test_name_must_match_file(tmp_path):
+    write(tmp_path, "a", text=GOOD.format(name="zzz", digest="a" * 64, extra=""))
+    (p,) = problems(tmp_path)
+    assert "differs from its file name" in p.message
+
+
+def test_missing_patch_file(tmp_path):
+    write(tmp_path, "a", extra=f"    patches:\n      - file: a/x.patch\n        sha256: {'b' * 64}\n")
+    (p,) = problems(tmp_path)
+    assert "does not exist" in p.message
+
+
+def test_versions_default_and_selection(tmp_path):
+    text = GOOD.format(name="a", digest="a" * 64, extra="") + textwrap.indent(textwrap.dedent("""\
+        - version: "2.0"
+          hermetic: false
+          sources:
+            - name: sdist
+              pypi: {project: a, version: "2.0"}
+        - version: "1.5"
+          sources:
+            - name: sdist
+              pypi: {project: a, version: "1.5"}
+    """), "  ")
+    write(tmp_path, "a", text=text)
+    cat = load_catalogue(tmp_path)
+    assert [r.version for r in cat.recipes["a"]] == ["2.0", "1.5", "1.0"]
+    assert cat.default("a").version == "1.5"          # newest hermetic
+    assert cat.resolve("a==2.0").version == "2.0"
+    with pytest.raises(UsageError, match="no version '9'"):
+        cat.resolve("a==9")
+    with pytest.raises(UsageError, match="unknown recipe"):
+        cat.resolve("b")
+
+
+def test_schema_file_is_valid_json_schema():
+    jsonschema.Draft202012Validator.check_schema(recipe_schema())
+    for name in ("plan", "result", "base"):
+        path = Path(__file__).resolve().parents[2] / "rvport" / "data" / f"{name}.schema.json"
+        jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
