@@ -15,13 +15,13 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, Mapping, Sequence
+from typing import Callable, Literal, Mapping, Sequence
 
 import requests
 from packaging.utils import canonicalize_name
 
 from .. import __version__
-from ..errors import IntegrityError, SourceUnavailable, UsageError
+from ..errors import IntegrityError, RvportError, SourceUnavailable, UsageError
 from ..recipes import Source, SourceKind
 from .cache import CHUNK, HEX64, Cache, atomic_copy, default_cache_dir, origin_key
 from .pypi import IndexConfig, find_sdist, index_config
@@ -35,11 +35,13 @@ CA_ENV_VARS = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "PIP_CERT", "CURL_CA_BUNDL
 
 # --------------------------------------------------------------------------------------------- CA bundle
 
-def ca_bundle(explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Path:
+def ca_bundle(explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None, *,
+              pip_cert: Callable[[], str | None] | None = None) -> Path:
     """The CA bundle rvport verifies TLS with (and hands to build stages that download).
 
     Order: the explicit --ca-bundle; REQUESTS_CA_BUNDLE, SSL_CERT_FILE, PIP_CERT, CURL_CA_BUNDLE (the first
-    that names an existing file); the system bundle; certifi's. Verification itself is never turned off.
+    that names an existing file); `cert` from pip's configuration (when `pip_cert` is given); the system
+    bundle; certifi's. Verification itself is never turned off.
     """
     env = os.environ if env is None else env
     if explicit:
@@ -54,6 +56,9 @@ def ca_bundle(explicit: str | os.PathLike[str] | None = None, env: Mapping[str, 
             if Path(value).is_file():
                 return Path(value)
             log.warning("%s=%s is not a file; ignoring it", var, value)
+    conf = pip_cert() if pip_cert else None
+    if conf and Path(conf).expanduser().is_file():
+        return Path(conf).expanduser()
     if SYSTEM_BUNDLE.is_file():
         return SYSTEM_BUNDLE
     import certifi  # noqa: PLC0415 - only when nothing better exists
@@ -191,8 +196,15 @@ class Fetcher:
     @property
     def session(self) -> _Session:
         if self._session is None:
-            self._session = _Session(self.options.ca_bundle or ca_bundle())
+            self._session = _Session(self.options.ca_bundle or ca_bundle(pip_cert=self._pip_cert))
         return self._session
+
+    def _pip_cert(self) -> str | None:
+        try:
+            return self.index.cert
+        except RvportError as e:       # no pip configuration: not needed to pick a bundle
+            log.debug("pip configuration unavailable: %s", e.message)
+            return None
 
     @property
     def index(self) -> IndexConfig:

@@ -335,3 +335,10 @@ def test_index_config_from_environment():
     assert cfg.index_url == "http://127.0.0.1:3/simple"
     cfg = index_config({}, pip_config_text="")
     assert cfg.index_url.startswith("https://") and cfg.origin == "pip default"
+
+
+def test_ca_bundle_falls_back_to_pip_cert(tmp_path):
+    pem = tmp_path / "pip.pem"
+    pem.write_text("-----BEGIN CERTIFICATE-----\n")
+    assert ca_bundle(env={}, pip_cert=lambda: str(pem)) == pem
+    assert ca_bundle(env={"SSL_CERT_FILE": str(pem)}, pip_cert=lambda: None) == pem
