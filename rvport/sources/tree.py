@@ -199,11 +199,12 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
                                     if (Path.home() / ".cargo/bin/cargo").is_file() else "cargo")
     env = dict(os.environ)
     env["CARGO_HTTP_CAINFO"] = str(options.ca_bundle or ca_bundle())
-    cmd = [cargo, "vendor", "--locked", "--versioned-dirs", "--manifest-path", str(manifest), str(tree / "vendor")]
+    # a relative "vendor" (cwd = tree): the configuration cargo prints then stays valid wherever the tree goes
+    cmd = [cargo, "vendor", "--locked", "--versioned-dirs", "--manifest-path", str(manifest), "vendor"]
     if options.offline:
         cmd.insert(2, "--offline")
     try:
-        proc.run(cmd, cwd=tree, env=env, capture=True, timeout=1800)
+        cp = proc.run(cmd, cwd=tree, env=env, capture=True, timeout=1800)
     except proc.CommandFailed as e:
         tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
         if "needs to be updated" in tail or "--locked was passed" in tail:
@@ -219,4 +220,10 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
         if existing.strip():
             raise RecipeError(f"{recipe.ref}: the source already has .cargo/config.toml; rvport will not merge it",
                               hint="patch the source's .cargo/config.toml away, or vendor by hand")
-    cfg.write_text(CARGO_CONFIG)
+    printed = (cp.stdout or "").strip()
+    if "[source.crates-io]" in printed and 'directory = "vendor"' in printed:
+        # cargo's own snippet also covers git dependencies, which CARGO_CONFIG alone would not
+        cfg.write_text("# written by rvport from `cargo vendor`: crates come from vendor/, never the network\n"
+                       + printed + "\n\n[net]\noffline = true\n")
+    else:
+        cfg.write_text(CARGO_CONFIG)
