@@ -1,0 +1,60 @@
+"""Helpers for integration tests that drive the real Docker engine, buildx and QEMU."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from rvport.host import gather
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def docker_ready() -> str | None:
+    try:
+        subprocess.run(["docker", "buildx", "version"], check=True, capture_output=True, timeout=60)
+        subprocess.run(["docker", "info"], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"docker/buildx not usable: {e}"
+    h = gather()
+    if not h.is_riscv64 and not h.binfmt_riscv64:
+        return "no riscv64 binfmt handler (run scripts/setup-host)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def engine() -> None:
+    why = docker_ready()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(f"integration tests need the engine in CI: {why}")
+        pytest.skip(why)
+
+
+def tarball(name: str, files: dict[str, str], dest: Path) -> tuple[str, str]:
+    """A reproducible NAME.tar.gz holding NAME/<files>, written into dest; returns (file name, sha256)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for rel, text in sorted(files.items()):
+            data = text.encode()
+            ti = tarfile.TarInfo(f"{name}/{rel}")
+            ti.size, ti.mtime, ti.mode = len(data), 0, 0o644
+            tar.addfile(ti, io.BytesIO(data))
+    blob = buf.getvalue()
+    fname = f"{name}.tar.gz"
+    (dest / fname).write_bytes(blob)
+    return fname, hashlib.sha256(blob).hexdigest()
+
+
+def rvport(*args: str, env: dict | None = None, timeout: float = 3000, **kw) -> subprocess.CompletedProcess:
+    """Run the real CLI as a user would; output is captured and echoed on failure by the caller."""
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "rvport", "--ci", *args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, **kw)

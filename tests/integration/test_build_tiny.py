@@ -1,0 +1,177 @@
+"""Real buildx stages on tiny projects made by the tests: a Rust staticlib and a cgo Go program linked with
+it (the shape of glide-ffi and the semantic router), a failing stage, and an interrupted one."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from rvport import manifest
+
+from .conftest import rvport, tarball
+
+pytestmark = pytest.mark.integration
+
+RUST = {
+    "Cargo.toml": '[package]\nname = "tinyffi"\nversion = "1.0.0"\nedition = "2021"\n\n'
+                  '[lib]\ncrate-type = ["staticlib"]\n\n[profile.release]\nopt-level = 2\n',
+    "Cargo.lock": "version = 3\n\n[[package]]\nname = \"tinyffi\"\nversion = \"1.0.0\"\n",
+    "src/lib.rs": "#[no_mangle]\npub extern \"C\" fn tiny_mul_add(a: i64, b: i64, c: i64) -> i64 { a * b + c }\n",
+}
+GO = {
+    "go.mod": "module example.org/tinygo\n\ngo 1.22\n",
+    "main.go": (
+        "package main\n\n/*\n#cgo LDFLAGS: /deps/tinyrust/libtinyffi.a -ldl -lpthread -lm\n#include <stdint.h>\n"
+        "int64_t tiny_mul_add(int64_t a, int64_t b, int64_t c);\n*/\nimport \"C\"\nimport \"fmt\"\n\n"
+        "func main() { fmt.Println(\"ffi says\", int64(C.tiny_mul_add(6, 7, 0))) }\n"),
+}
+
+RUST_RECIPE = """\
+schema: 1
+name: tinyrust
+kind: cargo-staticlib
+toolchain: {{debian: [cargo, rustc]}}
+env:
+  CARGO_NET_OFFLINE: "true"
+build:
+  - cargo build --release --offline --locked
+  - cp target/release/libtinyffi.a "$RVPORT_OUT/"
+outputs:
+  - {{glob: "*.a", type: staticlib, isa: baseline}}
+versions:
+  - version: "1.0.0"
+    sources:
+      - name: src
+        url: https://example.invalid/{fname}
+        sha256: {sha}
+"""
+GO_RECIPE = """\
+schema: 1
+name: tinygo
+kind: go-binary
+toolchain: {{debian: [golang-go]}}
+env:
+  CGO_ENABLED: "1"
+  GOFLAGS: -mod=mod
+  GOTOOLCHAIN: local
+build:
+  - go build -o "$RVPORT_OUT/tinygo" .
+outputs:
+  - {{glob: tinygo, type: executable, isa: baseline}}
+smoke:
+  script: |
+    #!/bin/sh
+    set -eu
+    out=$(/artifacts/tinygo)
+    echo "$out"
+    [ "$out" = "ffi says 42" ]
+versions:
+  - version: "1.0.0"
+    depends: [tinyrust]
+    sources:
+      - name: src
+        url: https://example.invalid/{fname}
+        sha256: {sha}
+"""
+FAIL_RECIPE = """\
+schema: 1
+name: {name}
+kind: python-wheel
+build:
+  - echo starting the build of {name}
+  - {cmd}
+outputs:
+  - {{glob: "*.whl", type: wheel}}
+versions:
+  - version: "1.0.0"
+    sources:
+      - name: src
+        url: https://example.invalid/{fname}
+        sha256: {sha}
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny")
+    mirror, recipes = root / "mirror", root / "recipes"
+    mirror.mkdir()
+    recipes.mkdir()
+    f, s = tarball("tinyrust-1.0.0", RUST, mirror)
+    (recipes / "tinyrust.yaml").write_text(RUST_RECIPE.format(fname=f, sha=s))
+    f, s = tarball("tinygo-1.0.0", GO, mirror)
+    (recipes / "tinygo.yaml").write_text(GO_RECIPE.format(fname=f, sha=s))
+    f, s = tarball("broken-1.0.0", {"README": "nothing to build\n"}, mirror)
+    (recipes / "broken.yaml").write_text(FAIL_RECIPE.format(name="broken", fname=f, sha=s, cmd="exit 3"))
+    f, s = tarball("slow-1.0.0", {"README": "slow\n"}, mirror)
+    (recipes / "slow.yaml").write_text(FAIL_RECIPE.format(name="slow", fname=f, sha=s,
+                                                          cmd="sleep 631"))
+    return root
+
+
+def common(tiny: Path, out: Path) -> list[str]:
+    return ["--recipes", str(tiny / "recipes"), "--mirror", str(tiny / "mirror"), "--offline",
+            "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", "qemu"]
+
+
+def test_rust_staticlib_and_cgo_go_program_under_qemu(engine, tiny, tmp_path):
+    out = tmp_path / "out"
+    cp = rvport("build", "tinygo", *common(tiny, out))
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    doc = json.loads((out / "result.json").read_text())
+    jsonschema.validate(doc, manifest.schema("result"))
+    assert [s["recipe"] for s in doc["stages"]] == ["tinyrust", "tinygo"]
+    rust, go = doc["stages"]
+    assert rust["status"] == go["status"] == "ok"
+    assert rust["verify"]["ok"] and go["verify"]["ok"]
+    assert go["smoke"]["status"] == "passed" and "ffi says 42" in "\n".join(go["smoke"]["output"])
+    assert (out / "artifacts" / "tinyrust" / "libtinyffi.a").is_file()
+    assert (out / "artifacts" / "tinygo" / "tinygo").is_file()
+    assert go["env"]["QEMU_CPU"].startswith("rv64,v=true,vlen=256")
+    # the exported files are what result.json says
+    cp = rvport("verify", "artifacts", str(out / "artifacts"), "--profile", "rvv256", "--isa", "baseline")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+
+
+def test_a_failing_stage_writes_result_json_and_exits_7(engine, tiny, tmp_path):
+    out = tmp_path / "out"
+    cp = rvport("build", "broken", *common(tiny, out))
+    assert cp.returncode == 7, cp.stdout + cp.stderr
+    assert "error:" in cp.stderr and "Traceback" not in cp.stderr
+    doc = json.loads((out / "result.json").read_text())
+    assert doc["status"] == "failed" and doc["failing_stage"] == "broken"
+    (st,) = doc["stages"]
+    assert st["status"] == "failed" and st["log_tail"]
+    assert any("starting the build of broken" in line for line in st["log_tail"])
+    assert not (out / "artifacts" / "broken").exists()
+    assert (out / "logs" / "broken.log").is_file()
+
+
+def test_ctrl_c_stops_the_build_and_leaves_no_artifact(engine, tiny, tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "rvport", "--ci", "build", "slow", *common(tiny, out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 900
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        if "starting the build of slow" in line or time.monotonic() > deadline:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 8, "".join(seen) + rest
+    doc = json.loads((out / "result.json").read_text())
+    assert doc["status"] == "interrupted" and doc["failing_stage"] == "slow"
+    assert not (out / "artifacts").exists() or not any((out / "artifacts").iterdir())
+    # the buildx process is gone: nothing is still running the sleep
+    time.sleep(2)
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "sleep 631" not in ps

@@ -1,0 +1,73 @@
+"""The main job, for real: msgspec, sentencepiece 0.2.2 and tiktoken wheels built from their pinned sdists
+under QEMU with no network in their compile stages, verified, smoke-tested; then a no-op rebuild."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import jsonschema
+import pytest
+
+from rvport import manifest
+
+from .conftest import rvport
+
+pytestmark = [pytest.mark.integration, pytest.mark.network]
+
+WHEELS = ("msgspec", "sentencepiece", "tiktoken")
+
+
+@pytest.fixture(scope="module")
+def built(engine, tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheels") / "out"
+    cp = rvport("build", *WHEELS, "--profile", "rvv256", "--tag", "local", "--output", str(out))
+    assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
+    return out, json.loads((out / "result.json").read_text())
+
+
+def test_result_lists_verified_smoke_tested_wheels(built):
+    out, doc = built
+    jsonschema.validate(doc, manifest.schema("result"))
+    assert doc["status"] == "ok"
+    stages = {s["recipe"]: s for s in doc["stages"]}
+    assert set(stages) == set(WHEELS)
+    for name, st in stages.items():
+        assert st["status"] in ("ok", "cached"), name
+        assert st["verify"]["ok"], st["verify"]
+        assert st["smoke"]["status"] == "passed", st["smoke"]
+        (art,) = [a for a in st["artifacts"] if a["path"].endswith(".whl")]
+        assert art["path"].startswith(f"{name}/") and "linux_riscv64" in art["path"]
+        assert len(art["sha256"]) == 64 and art["size"] > 0
+        assert (out / "artifacts" / art["path"]).is_file()
+    assert "ok" in "\n".join(stages["msgspec"]["smoke"]["output"])
+    assert stages["sentencepiece"]["version"] == "0.2.2"
+
+
+def test_compile_stages_had_no_network(built):
+    out, doc = built
+    for name in WHEELS:
+        log = (out / "logs" / f"{name}.log").read_text()
+        build_cmds = [l for l in log.splitlines() if l.startswith("$ docker buildx build")]
+        assert any("--network none" in l and "type=local" in l for l in build_cmds), name
+
+
+def test_wheels_carry_the_profile_isa(built):
+    out, _ = built
+    cp = rvport("verify", "artifacts", str(out / "artifacts" / "msgspec"), str(out / "artifacts" / "sentencepiece"),
+                "--profile", "rvv256")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    # and the same wheel is refused for a smaller vector profile: it needs zvl256b
+    cp = rvport("verify", "artifacts", str(out / "artifacts" / "msgspec"), "--profile", "rvv128")
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    whl = next((out / "artifacts" / "tiktoken").glob("*.whl"))
+    assert any(n.endswith(".so") for n in zipfile.ZipFile(whl).namelist())
+
+
+def test_second_build_with_nothing_changed_is_a_no_op(built):
+    out, first = built
+    cp = rvport("build", *WHEELS, "--profile", "rvv256", "--tag", "local", "--output", str(out))
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    doc = json.loads((out / "result.json").read_text())
+    assert [s["status"] for s in doc["stages"]] == ["cached"] * 3
+    assert {a["sha256"] for a in doc["artifacts"]} == {a["sha256"] for a in first["artifacts"]}
