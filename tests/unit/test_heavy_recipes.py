@@ -1,0 +1,215 @@
+"""The heavy recipes (torch, vllm, glide-ffi, semantic-router) and the pinned toolchains, as data."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rvport.errors import RecipeError
+from rvport.recipes import load_catalogue
+from rvport.toolchains import load_toolchains
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("torch", "vllm", "glide-ffi", "semantic-router")
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalogue(ROOT / "recipes")
+
+
+@pytest.fixture(scope="module")
+def toolchains():
+    return load_toolchains(ROOT / "toolchains")
+
+
+def test_heavy_recipes_load(cat):
+    for name in HEAVY:
+        assert name in cat.names
+    assert cat.resolve("torch").version == "2.14.0"
+    assert cat.resolve("vllm").version == "0.33.0"
+    assert cat.resolve("glide-ffi").version == "2.3.0"
+    assert cat.resolve("semantic-router").version == "0.3.0"
+
+
+def test_torch_flags(cat):
+    r = cat.resolve("torch")
+    assert r.kind == "torch-wheel"
+    env = r.env
+    for flag in ("USE_CUDA", "USE_ROCM", "USE_XPU", "USE_MPS", "USE_MKLDNN", "USE_FBGEMM", "USE_NNPACK",
+                 "USE_QNNPACK", "USE_XNNPACK", "USE_KINETO", "BUILD_TEST"):
+        assert env[flag] == "0", flag
+    assert env["USE_OPENMP"] == "1" and env["BLAS"] == "OpenBLAS" and env["USE_LAPACK"] == "1"
+    assert env["USE_DISTRIBUTED"] == "1" and env["USE_GLOO"] == "1"   # vLLM's CPU worker needs gloo
+    assert env["PYTORCH_BUILD_VERSION"] == "${RVPORT_VERSION}"
+    assert env["MAX_JOBS"] == "${RVPORT_JOBS}"
+    assert "${RVPORT_CFLAGS}" in env["CFLAGS"] and "${RVPORT_CFLAGS}" in env["CXXFLAGS"]
+    assert "libopenblas-dev" in r.toolchain.debian
+    (src,) = r.sources
+    assert src.url == "https://github.com/pytorch/pytorch/releases/download/v2.14.0/pytorch-v2.14.0.tar.gz"
+    assert src.sha256 is None and not r.hermetic                     # to be recorded on first verified fetch
+    assert any('"$RVPORT_OUT"' in c and "--no-index" in c for c in r.build)
+    assert [o.type for o in r.outputs] == ["wheel"]
+    assert "backward()" in r.smoke and "@" in r.smoke
+
+
+def test_vllm_flags(cat):
+    r = cat.resolve("vllm")
+    env = r.env
+    assert env["VLLM_TARGET_DEVICE"] == "cpu"
+    assert "-DVLLM_RVV_VLEN=${VLLM_RVV_VLEN}" in shlex.split(env["CMAKE_ARGS"])
+    assert "-DFETCHCONTENT_FULLY_DISCONNECTED=ON" in shlex.split(env["CMAKE_ARGS"])
+    assert "VLLM_CPU_RVV_BF16" not in env          # exported by the stage for rvv256-bf16 only
+    assert env["SETUPTOOLS_SCM_PRETEND_VERSION"] == "${RVPORT_VERSION}"
+    assert r.depends == ("torch",)
+    sdist, onednn = r.sources
+    assert (sdist.project, sdist.version) == ("vllm", "0.33.0")
+    assert sdist.sha256 == "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"
+    assert onednn.cmake_var == "FETCHCONTENT_SOURCE_DIR_ONEDNN"
+    assert env["FETCHCONTENT_SOURCE_DIR_ONEDNN"] == f"/src/{onednn.dest}"
+    install = [c for c in r.build if "pip install" in c]
+    assert install and "--find-links /deps/torch" in install[0] and "--no-index" in install[0]
+    assert [(o.type, o.isa) for o in r.outputs] == [("wheel", "profile")]
+    # the trap is documented where the recipe is read
+    text = r.file.read_text()
+    assert "/proc/cpuinfo" in text and "zvfhmin" in text and "zvfbfmin" in text and "QEMU_CPU" in text
+
+
+def test_vllm_knobs_exist_in_every_profile():
+    profiles = yaml.safe_load((ROOT / "rvport" / "data" / "profiles.yaml").read_text())["profiles"]
+    for name, p in profiles.items():
+        assert p["knobs"]["VLLM_RVV_VLEN"] in {"0", "128", "256"}, name
+
+
+def test_glide_ffi(cat):
+    r = cat.resolve("glide-ffi")
+    assert r.kind == "cargo-staticlib"
+    assert set(r.modes) == {"native", "qemu", "cross"}
+    (src,) = r.sources
+    assert src.repo == "https://github.com/valkey-io/valkey-glide"
+    assert src.commit == "180f3883f8c98bbf6647e3da4660edcbc091c5bc" and src.tag == "v2.3.0"
+    assert r.vendor == "cargo"
+    assert r.toolchain.rust == "rust-1.90.0"
+    assert "protobuf-compiler" in r.toolchain.debian
+    cargo = [c for c in r.build if "cargo build" in c]
+    assert cargo and "--release" in cargo[0] and "--locked" in cargo[0] and "--offline" in cargo[0]
+    assert "--target" in cargo[0] and "$RVPORT_RUST_TARGET" in cargo[0] and cargo[0].startswith("cd ffi")
+    assert "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER" in r.env
+    assert any("libglide_ffi.a" in c and "$RVPORT_OUT" in c for c in r.build)
+    assert [(o.glob, o.type, o.isa) for o in r.outputs] == [("libglide_ffi.a", "staticlib", "baseline")]
+    # no faked lock: without one the version must say it is not hermetic, and why
+    if not r.lockfiles:
+        assert not r.hermetic and "Cargo.lock" in (r.note or "")
+    assert r.smoke.startswith("#!/bin/sh")
+
+
+def test_semantic_router(cat):
+    r = cat.resolve("semantic-router")
+    assert r.kind == "go-binary"
+    assert set(r.modes) == {"native", "qemu", "cross"}
+    (src,) = r.sources
+    assert src.repo == "https://github.com/vllm-project/semantic-router"
+    assert src.commit == "9afc5a421886f44085f9070a8fbd878b80724f64" and src.tag == "v0.3.0"
+    assert r.depends == ("glide-ffi",)
+    assert r.vendor == "go"
+    assert r.toolchain.go == "go-1.25.14"
+    env = r.env
+    assert env["CGO_ENABLED"] == "1" and env["GOARCH"] == "riscv64"
+    ld = shlex.split(env["CGO_LDFLAGS"])
+    assert "-L/deps/glide-ffi" in ld and {"-lm", "-ldl", "-lpthread"} <= set(ld)
+    assert env["GOFLAGS"] == "-mod=vendor"
+    assert [(o.type, o.isa) for o in r.outputs] == [("executable", "baseline")]
+    assert r.smoke.startswith("#!/bin/sh\n")
+    patches = [p for p in r.patches if "riscv64" in p.rel]
+    if not patches:                               # no patch that might not apply: say so instead
+        assert not r.hermetic and "build" in (r.note or "") and "patch" in (r.note or "")
+
+
+def test_vendor_enum_has_go():
+    schema = json.loads((ROOT / "rvport" / "data" / "recipe.schema.json").read_text())
+    assert schema["$defs"]["version"]["properties"]["vendor"]["enum"] == ["cargo", "go"]
+
+
+def test_toolchain_names_used_by_recipes_exist(cat, toolchains):
+    for name in HEAVY:
+        tc = cat.resolve(name).toolchain
+        for pinned in (tc.go, tc.rust):
+            if pinned and pinned != "debian":
+                assert pinned in toolchains, (name, pinned)
+
+
+@pytest.mark.parametrize("name", HEAVY)
+def test_pinned_files_match_their_digests(cat, name):
+    for r in cat.recipes[name]:
+        for f in (*r.patches, *r.lockfiles):
+            assert f.path.is_file(), f.rel
+            assert hashlib.sha256(f.path.read_bytes()).hexdigest() == f.sha256, f.rel
+
+
+def test_every_pinned_file_in_the_catalogue_matches(cat):
+    for versions in cat.recipes.values():
+        for r in versions:
+            for f in (*r.patches, *r.lockfiles):
+                assert hashlib.sha256(f.path.read_bytes()).hexdigest() == f.sha256, f.rel
+
+
+def test_toolchains_load(toolchains):
+    go = toolchains["go-1.25.14"]
+    assert go.version == "1.25.14" and go.install == "/usr/local/go" and go.path == ("/usr/local/go/bin",)
+    assert go.archive_for("linux/riscv64").sha256 == \
+        "c47a1bd1ca1fef087920c9a5d648af77a90071f5af305b6e4c426a3dea982983"
+    assert go.archive_for("linux/riscv64").url == "https://go.dev/dl/go1.25.14.linux-riscv64.tar.gz"
+    assert go.archive_for("linux/amd64").sha256 == \
+        "a21ae5633a269bcd7e90cf767e48225633795e99d831742cbf3397064fee7712"
+    rust = toolchains["rust-1.90.0"]
+    assert rust.archive_for("linux/riscv64").sha256 == \
+        "bc2760ab21d5531fafb867f244f045fa3da7bfd16694ea74f77af3695c298867"
+    assert rust.archive_for("linux/amd64").sha256 == \
+        "bff8974f2d3ee6c0e6ac926b533f65bbdd3697d2c2b925bdae5f45b9eed10a67"
+    std = rust.targets["riscv64gc-unknown-linux-gnu"]
+    assert std.sha256 == "675dc5556d9d879101d2401b693fcf79edac8f00a49249e2e0f19cecd172ce51"
+    assert std.url == "https://static.rust-lang.org/dist/rust-std-1.90.0-riscv64gc-unknown-linux-gnu.tar.xz"
+    assert rust.setup and "install.sh" in rust.setup[0]
+    for spec in toolchains.values():
+        for a in (*spec.archives.values(), *spec.targets.values()):
+            assert a.url.startswith("https://") and len(a.sha256) == 64
+
+
+def test_toolchain_files_match_schema_with_jsonschema():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "rvport" / "data" / "toolchain.schema.json").read_text())
+    for path in sorted((ROOT / "toolchains").glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        if doc.get("kind", "archive") == "archive":
+            jsonschema.validate(doc, schema)
+
+
+def test_toolchain_errors_are_located(tmp_path):
+    (tmp_path / "go-9.yaml").write_text(
+        "schema: 1\nname: go-9\nkind: archive\nversion: '9'\ninstall: /usr/local/go\npath: [/usr/local/go/bin]\n"
+        "archives:\n  linux/riscv64: {url: https://example.org/go.tgz, sha256: nothex}\n"
+        "  sparc/solaris: {url: https://example.org/go2.tgz, sha256: " + "a" * 64 + "}\n")
+    (tmp_path / "other.yaml").write_text(
+        "schema: 1\nname: wrong\nkind: archive\nversion: '1'\ninstall: /opt/x\npath: [/opt/x/bin]\n"
+        "archives:\n  linux/amd64: {url: https://example.org/x.tgz, sha256: " + "b" * 64 + "}\n")
+    (tmp_path / "base.yaml").write_text("schema: 1\nname: base\nkind: debian\nsuite: trixie\n")
+    with pytest.raises(RecipeError) as e:
+        load_toolchains(tmp_path)
+    rendered = e.value.render()
+    assert "go-9.yaml:8" in rendered and "sha256" in rendered
+    assert "other.yaml:2" in rendered and "differs from its file name" in rendered
+    assert "base.yaml" not in rendered                 # other kinds are not this loader's business
+
+
+def test_toolchain_platform_keys_checked(tmp_path):
+    (tmp_path / "go-9.yaml").write_text(
+        "schema: 1\nname: go-9\nkind: archive\nversion: '9'\ninstall: /usr/local/go\npath: [/usr/local/go/bin]\n"
+        "archives:\n  sparc/solaris: {url: https://example.org/go2.tgz, sha256: " + "a" * 64 + "}\n")
+    with pytest.raises(RecipeError) as e:
+        load_toolchains(tmp_path)
+    assert "go-9.yaml:8" in e.value.render() and "not a build platform" in e.value.render()
