@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
-from elftools.elf.gnuversions import GNUVerNeedSection
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -232,6 +232,35 @@ def parse_go_buildinfo(blob: bytes) -> GoBuildInfo | None:
                        goos=settings.get("GOOS"), goarch=settings.get("GOARCH"), settings=settings)
 
 
+def _verneed_names(data: bytes, strtab: bytes, little: bool, count: int) -> list[str]:
+    """Version names in a .gnu.version_r section (Elf32/64_Verneed and _Vernaux are both 16 bytes).
+    Parsed here, bounded by the section's size, so a corrupt chain cannot loop forever."""
+    fmt = "<" if little else ">"
+    names: list[str] = []
+    limit = len(data) // 16 + 1
+    pos = 0
+    for _ in range(min(count, limit)):
+        if pos + 16 > len(data):
+            raise ElfReadError("truncated .gnu.version_r entry")
+        _ver, cnt, _file, aux, nxt = struct.unpack_from(fmt + "HHIII", data, pos)
+        apos = pos + aux
+        for _ in range(min(cnt, limit)):
+            if apos + 16 > len(data):
+                raise ElfReadError("truncated .gnu.version_r auxiliary entry")
+            _hash, _flags, _other, name, anext = struct.unpack_from(fmt + "IHHII", data, apos)
+            end = strtab.find(b"\0", name)
+            if name >= len(strtab) or end < 0:
+                raise ElfReadError("version name outside the string table")
+            names.append(strtab[name:end].decode("ascii", "replace"))
+            if not anext:
+                break
+            apos += anext
+        if not nxt:
+            break
+        pos += nxt
+    return names
+
+
 def read_elf(stream: BinaryIO) -> ElfFacts:
     """Read the facts of one ELF file from a seekable binary stream. Raises ElfReadError on any file that
     cannot be read: the data is untrusted, so every parser failure becomes a reason, never a crash."""
@@ -275,12 +304,12 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
                     exts = parse_arch_string(a)
                 except ValueError as e:
                     raise ElfReadError(f"unreadable Tag_RISCV_arch: {e}") from e
-        elif isinstance(sec, GNUVerNeedSection):
-            for _verneed, aux_iter in sec.iter_versions():
-                for aux in aux_iter:
-                    m = _GLIBC.match(aux.name)
-                    if m:
-                        glibc.add((int(m.group(1)), int(m.group(2))))
+        elif sec["sh_type"] == "SHT_GNU_verneed":
+            strtab = elf.get_section(sec["sh_link"])
+            for vname in _verneed_names(sec.data(), strtab.data(), little, int(sec["sh_info"])):
+                m = _GLIBC.match(vname)
+                if m:
+                    glibc.add((int(m.group(1)), int(m.group(2))))
         elif isinstance(sec, DynamicSection):
             for tag in sec.iter_tags("DT_NEEDED"):
                 needed.append(tag.needed)

@@ -1,0 +1,23 @@
+"""Session fixtures for the verifier's tests: real ELF files built once per session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+_ROOT = Path(__file__).resolve().parents[2]
+if str(_ROOT) not in sys.path:   # so `tests.fixtures` imports however pytest is started
+    sys.path.insert(0, str(_ROOT))
+
+from tests.fixtures.elfs import ElfFixtures, build_fixtures, docker_ready  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def elf_fixtures(tmp_path_factory: pytest.TempPathFactory) -> ElfFixtures:
+    """riscv64 (cross GCC 14 in docker), x86-64 (host gcc) and Go ELF files, built once per session."""
+    why = docker_ready()
+    if why:
+        pytest.skip(why)
+    return build_fixtures(tmp_path_factory.mktemp("elfs"))

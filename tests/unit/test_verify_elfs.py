@@ -1,0 +1,293 @@
+"""The verifier on real ELF files: riscv64 from Debian's cross GCC 14 (docker), x86-64 from the host gcc, Go
+from the host Go; archives and wheels assembled from them. Fixtures are built once per session."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from rvport.errors import UsageError
+from rvport.profiles import get_profile
+from rvport.verify import verify_paths
+from tests.fixtures.elfs import ElfFixtures, make_wheel, record_hash
+
+pytestmark = pytest.mark.integration
+
+
+def verify(paths, profile="rv64gc", isa="profile"):
+    return verify_paths([Path(p) for p in paths], get_profile(profile), isa=isa)
+
+
+def one(path, profile="rv64gc", isa="profile"):
+    r = verify([path], profile, isa)
+    assert len(r.artifacts) == 1
+    return r.artifacts[0]
+
+
+def reasons(artifact) -> str:
+    return "\n".join(artifact.all_reasons())
+
+
+# ---- objects, shared objects, executables -------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,profile,ok,why", [
+    ("rv64gc.o", "rv64gc", True, ""),
+    ("rvv128.o", "rvv128", True, ""),
+    ("rvv256.o", "rvv256", True, ""),
+    ("intrin256.o", "rvv256", True, ""),
+    ("rvv128.o", "rv64gc", False, "needs v, zvfh, beyond profile rv64gc"),
+    ("rvv256.o", "rvv128", False, "needs zvl256b, beyond profile rvv128"),
+    ("rvv128.o", "rvv256", False, "lacks zvl256b that profile rvv256 promises"),
+    ("rv64gc.o", "rvv128", False, "lacks v, zvfh, zvl128b that profile rvv128 promises"),
+    ("soft.o", "rv64gc", False, "float ABI is soft (e_flags 0x1) but profile rv64gc needs double (lp64d)"),
+    ("x86.o", "rv64gc", False, "machine is x86-64 (EM_X86_64), not RISC-V"),
+    ("librv64gc.so", "rv64gc", True, ""),
+    ("librvv128.so", "rvv128", True, ""),
+    ("librvv256.so", "rvv256", True, ""),
+    ("librvv256.so", "rv64gc", False, "beyond profile rv64gc"),
+    ("libx86.so", "rv64gc", False, "not RISC-V"),
+    ("hello", "rv64gc", True, ""),
+    ("hello-x86", "rv64gc", False, "not RISC-V"),
+])
+def test_single_elf_files(elf_fixtures: ElfFixtures, name, profile, ok, why):
+    a = one(elf_fixtures.path(name), profile)
+    assert a.ok is ok, reasons(a)
+    assert why in reasons(a)
+    assert a.kind == "elf" and a.sha256 and a.size
+
+
+def test_facts_of_real_files(elf_fixtures: ElfFixtures):
+    m = one(elf_fixtures.path("rvv256.o"), "rvv256").members[0]
+    f = m.facts
+    assert f.elf_class == 64 and f.little_endian and f.is_riscv and f.elf_type == "ET_REL"
+    assert f.float_abi == "double" and f.rvc is True
+    assert f.extensions["v"] == "1p0" and "zvl256b" in f.extensions and "zvfh" in f.extensions
+    so = one(elf_fixtures.path("libnewglibc.so"), "rv64gc").members[0]
+    assert so.facts.max_glibc == (2, 36) and "libc.so.6" in so.facts.needed
+    assert any("GLIBC_2.36" in n and "manylinux_2_36_riscv64" in n for n in so.notes)
+    exe = one(elf_fixtures.path("hello"), "rv64gc").members[0]
+    assert exe.facts.elf_type in ("ET_DYN", "ET_EXEC") and "libc.so.6" in exe.facts.needed
+    soft = one(elf_fixtures.path("soft.o"), "rv64gc").members[0].facts
+    assert soft.float_abi == "soft" and "d" not in soft.extensions
+
+
+def test_baseline_level(elf_fixtures: ElfFixtures):
+    # rv64gc code (e.g. Rust/Go built for riscv64gc) in an rvv256 artifact: fine at baseline ...
+    assert one(elf_fixtures.path("librv64gc.so"), "rvv256", "baseline").ok
+    assert not one(elf_fixtures.path("librv64gc.so"), "rvv256", "profile").ok
+    # ... but the ceiling still applies.
+    a = one(elf_fixtures.path("rvv256.o"), "rvv128", "baseline")
+    assert not a.ok and "needs zvl256b, beyond profile rvv128" in reasons(a)
+
+
+def test_go_binaries(elf_fixtures: ElfFixtures):
+    if not elf_fixtures.go:
+        pytest.skip("no Go toolchain on this host (apt-get install golang-go)")
+    a = one(elf_fixtures.path("hello-go-riscv64"), "rv64gc", "profile")
+    assert not a.ok and "Go binary carries no .riscv.attributes: cannot prove" in reasons(a)
+    a = one(elf_fixtures.path("hello-go-riscv64"), "rvv256", "baseline")
+    assert a.ok, reasons(a)
+    m = a.members[0]
+    assert m.facts.go.goarch == "riscv64" and m.facts.go.goos == "linux"
+    assert m.facts.go.go_version.startswith("go1.") and m.facts.go.main_module.startswith("example.com/hello")
+    assert any("header checks alone" in n for n in m.notes)
+    a = one(elf_fixtures.path("hello-go-amd64"), "rv64gc", "baseline")
+    assert not a.ok and "GOARCH=amd64" in reasons(a) and "not RISC-V" in reasons(a)
+
+
+# ---- archives ---------------------------------------------------------------------------------------------------
+
+def test_archive_of_rv64gc_objects(elf_fixtures: ElfFixtures):
+    a = one(elf_fixtures.path("librv64gc.a"))
+    assert a.ok and a.kind == "archive", reasons(a)
+    assert [m.name for m in a.members] == ["rv64gc.o", "a_long_member_name_for_the_gnu_table_rv64gc.o"]
+
+
+def test_mixed_archive_names_the_bad_members(elf_fixtures: ElfFixtures):
+    a = one(elf_fixtures.path("libmixed.a"))
+    assert not a.ok
+    by = {m.name: m for m in a.members}
+    assert by["rv64gc.o"].ok
+    assert "not RISC-V" in " ".join(by["x86.o"].reasons)
+    assert "beyond profile rv64gc" in " ".join(by["another_long_member_name_rvv256.o"].reasons)
+    assert "x86.o: machine is x86-64" in reasons(a)
+
+
+# ---- wheels -----------------------------------------------------------------------------------------------------
+
+TAG39 = "cp312-cp312-manylinux_2_39_riscv64"
+
+
+def test_good_wheel(elf_fixtures: ElfFixtures, tmp_path):
+    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {
+        "demo/__init__.py": b"", "demo/_vec.cpython-312-riscv64-linux-gnu.so": elf_fixtures.read("librvv256.so"),
+        "demo/libs/libnew.so": elf_fixtures.read("libnewglibc.so")})
+    a = one(whl, "rvv256", "baseline")
+    assert a.ok and a.kind == "wheel", reasons(a)
+    assert a.wheel.record_checked == 5 and a.wheel.max_glibc == "2.36"
+    assert a.wheel.manylinux == "manylinux_2_36_riscv64"
+    assert {m.name for m in a.members} == {"demo/_vec.cpython-312-riscv64-linux-gnu.so", "demo/libs/libnew.so"}
+
+
+def test_wheel_glibc_above_its_tag(elf_fixtures: ElfFixtures, tmp_path):
+    whl = make_wheel(tmp_path, "demo", "1.0", "cp312-cp312-manylinux_2_31_riscv64",
+                     {"demo/libs/libnew.so": elf_fixtures.read("libnewglibc.so")})
+    a = one(whl)
+    assert not a.ok
+    assert "tagged manylinux_2_31_riscv64 (glibc 2.31) but demo/libs/libnew.so needs GLIBC_2.36" in reasons(a)
+
+
+def test_wheel_with_x86_member_or_x86_tag(elf_fixtures: ElfFixtures, tmp_path):
+    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/_x.so": elf_fixtures.read("libx86.so")})
+    a = one(whl)
+    assert not a.ok and "demo/_x.so: machine is x86-64" in reasons(a)
+    whl = make_wheel(tmp_path, "demo", "2.0", "cp312-cp312-manylinux_2_17_x86_64",
+                     {"demo/_x.so": elf_fixtures.read("librv64gc.so")})
+    a = one(whl)
+    assert not a.ok and "manylinux_2_17_x86_64 is for x86_64, not riscv64" in reasons(a)
+
+
+def test_wheel_containing_archive_names_member(elf_fixtures: ElfFixtures, tmp_path):
+    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/lib/libmixed.a": elf_fixtures.read("libmixed.a")})
+    a = one(whl)
+    assert "demo/lib/libmixed.a(x86.o): machine is x86-64" in reasons(a)
+
+
+def test_wheel_record_checks(elf_fixtures: ElfFixtures, tmp_path):
+    so = elf_fixtures.read("librv64gc.so")
+    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/_x.so": so},
+                     record_overrides={"demo/_x.so": record_hash(b"something else")})
+    assert "demo/_x.so: RECORD sha256 mismatch" in reasons(one(whl))
+    whl = make_wheel(tmp_path, "demo", "1.1", TAG39, {"demo/_x.so": so, "demo/extra.py": b"x=1\n"},
+                     omit_from_record=("demo/extra.py",))
+    assert "demo/extra.py: not listed in RECORD" in reasons(one(whl))
+    whl = make_wheel(tmp_path, "demo", "1.2", TAG39, {"demo/_x.so": so},
+                     record_overrides={"demo/_x.so": "md5=abc"})
+    assert "RECORD hash algorithm 'md5' is not accepted" in reasons(one(whl))
+
+
+def test_stored_wheel_and_bad_name(elf_fixtures: ElfFixtures, tmp_path):
+    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/_x.so": elf_fixtures.read("librv64gc.so")},
+                     compression=zipfile.ZIP_STORED)
+    assert one(whl).ok
+    bad = tmp_path / "not-a-wheel-name.whl"
+    shutil.copy(whl, bad)
+    assert "invalid wheel file name" in reasons(one(bad))
+
+
+# ---- corrupt and truncated input: a failed verdict, never a crash --------------------------------------------
+
+def test_truncated_and_corrupt_files(elf_fixtures: ElfFixtures, tmp_path):
+    so = elf_fixtures.read("librvv256.so")
+    (tmp_path / "trunc.so").write_bytes(so[:200])
+    (tmp_path / "trunc.a").write_bytes(elf_fixtures.read("libmixed.a")[:3000])
+    (tmp_path / "elfmagic.so").write_bytes(b"\x7fELF" + b"\xff" * 60)
+    (tmp_path / "notes.txt").write_text("hello")
+    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/_x.so": so})
+    blob = whl.read_bytes()
+    (tmp_path / "demo-1.0-cp312-cp312-linux_riscv64.whl").write_bytes(blob[: len(blob) // 2])
+    whl.unlink()
+    r = verify([tmp_path], "rvv256")
+    by = {Path(a.path).name: a for a in r.artifacts}
+    assert set(by) == {"trunc.so", "trunc.a", "elfmagic.so", "demo-1.0-cp312-cp312-linux_riscv64.whl"}
+    assert all(not a.ok for a in r.artifacts)
+    assert "corrupt or truncated ELF file" in reasons(by["trunc.so"])
+    assert "truncated" in reasons(by["trunc.a"])
+    assert "corrupt or truncated ELF file" in reasons(by["elfmagic.so"])
+    assert "not a readable zip file" in reasons(by["demo-1.0-cp312-cp312-linux_riscv64.whl"])
+    assert "not an ELF file" in reasons(one(tmp_path / "notes.txt"))
+
+
+def test_random_corruption_never_crashes(elf_fixtures: ElfFixtures, tmp_path):
+    rng = random.Random(5)
+    originals = [elf_fixtures.read(n) for n in ("librvv256.so", "rvv128.o", "hello", "libmixed.a")]
+    for i in range(150):
+        data = bytearray(rng.choice(originals))
+        for _ in range(rng.randint(1, 40)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            data = data[: rng.randrange(4, len(data))]
+        p = tmp_path / f"m{i}.bin"
+        p.write_bytes(bytes(data))
+        r = verify([p], "rvv256")
+        assert len(r.artifacts) == 1   # a verdict, whatever it is
+
+
+# ---- directories, API errors --------------------------------------------------------------------------------
+
+def test_directory_walk(elf_fixtures: ElfFixtures, tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    shutil.copy(elf_fixtures.path("librvv256.so"), tmp_path / "a" / "b" / "libv.so")
+    shutil.copy(elf_fixtures.path("rvv256.o"), tmp_path / "a" / "v.o")
+    (tmp_path / "a" / "README").write_text("not an artifact")
+    (tmp_path / "a" / "link.so").symlink_to(tmp_path / "a" / "b" / "libv.so")
+    r = verify([tmp_path], "rvv256")
+    assert r.ok and [Path(a.path).name for a in r.artifacts] == ["v.o", "libv.so"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = verify([empty])
+    assert not r.ok and "no wheel, ELF file or ar archive" in reasons(r.artifacts[0])
+
+
+def test_usage_errors(tmp_path):
+    with pytest.raises(UsageError):
+        verify([tmp_path / "missing"])
+    with pytest.raises(UsageError):
+        verify([tmp_path], isa="everything")
+    with pytest.raises(UsageError):
+        verify([])
+
+
+# ---- the CLI ----------------------------------------------------------------------------------------------------
+
+def rvport(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from rvport.cli import main; main()", *args],
+                          capture_output=True, text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+
+
+def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):
+    js, xml = tmp_path / "v.json", tmp_path / "v.xml"
+    r = rvport("verify", "artifacts", str(elf_fixtures.path("librvv256.so")), str(elf_fixtures.path("rvv256.o")),
+               "--profile", "rvv256", "--json", str(js), "--junit", str(xml))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASS" in r.stdout
+    schema = json.loads(resources.files("rvport.data").joinpath("verify.schema.json").read_text())
+    doc = json.loads(js.read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["ok"] and doc["profile"]["name"] == "rvv256" and doc["isa"] == "profile"
+    assert len(ET.parse(xml).getroot().findall("./testsuite/testcase")) == 2
+
+    r = rvport("verify", "artifacts", str(elf_fixtures.path("libmixed.a")), "--json", str(js), "--junit", str(xml))
+    assert r.returncode == 1
+    assert "x86.o" in r.stdout and "FAIL" in r.stdout and "not RISC-V" in r.stdout
+    doc = json.loads(js.read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["ok"] is False and doc["summary"]["failed"] == 1
+    failure = ET.parse(xml).getroot().find("./testsuite/testcase/failure")
+    assert failure is not None and "x86.o" in failure.text
+
+    r = rvport("verify", "artifacts", str(elf_fixtures.path("librv64gc.so")), "--profile", "rvv256",
+               "--isa", "baseline")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["verify", "artifacts", "/nonexistent/x.whl"],
+    ["verify", "artifacts", ".", "--profile", "rv128x"],
+    ["verify", "artifacts", ".", "--isa", "everything"],
+    ["verify", "artifacts", ".", "--json", "/nonexistent/dir/v.json"],
+])
+def test_cli_usage_errors(args):
+    r = rvport(*args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "error:" in r.stderr

@@ -1,0 +1,278 @@
+"""Pure verifier logic, no docker: arch strings, attributes, rules, wheel tags, ar parsing, Go build info,
+JSON and JUnit rendering."""
+
+from __future__ import annotations
+
+import json
+import struct
+import xml.etree.ElementTree as ET
+from importlib import resources
+
+import jsonschema
+import pytest
+from packaging.tags import parse_tag
+
+from rvport.profiles import get_profile
+from rvport.verify.artifacts import ArchiveError, iter_ar_members
+from rvport.verify.elf import (ElfFacts, GoBuildInfo, parse_arch_string, parse_go_buildinfo,
+                               parse_riscv_attributes)
+from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport
+from rvport.verify.policy import (IsaLevel, Verdict, judge_elf, judge_wheel_tags, manylinux_for, maximal,
+                                  parse_platform)
+from rvport.verify.report import to_junit
+
+GC_ARCH = "rv64i2p1_m2p0_a2p1_f2p2_d2p2_c2p0_zicsr2p0_zifencei2p0_zmmul1p0_zaamo1p0_zalrsc1p0"
+V256_ARCH = (GC_ARCH.replace("c2p0_", "c2p0_v1p0_") + "_zfhmin1p0_zve32f1p0_zve32x1p0_zve64d1p0_zve64f1p0"
+             "_zve64x1p0_zvfh1p0_zvfhmin1p0_zvl128b1p0_zvl256b1p0_zvl32b1p0_zvl64b1p0")
+V128_ARCH = V256_ARCH.replace("_zvl256b1p0", "")
+
+
+def facts(*, arch: str | None = GC_ARCH, e_flags: int = 0x5, machine: str = "EM_RISCV", elf_class: int = 64,
+          little: bool = True, glibc: tuple = (), go: GoBuildInfo | None = None) -> ElfFacts:
+    return ElfFacts(elf_class=elf_class, little_endian=little, machine=machine, elf_type="ET_DYN",
+                    e_flags=e_flags, arch=arch, extensions=parse_arch_string(arch) if arch else {},
+                    glibc=glibc, needed=("libc.so.6",), go=go)
+
+
+# ---- arch strings and attributes ------------------------------------------------------------------------
+
+def test_parse_arch_string_gcc14_form():
+    exts = parse_arch_string(V256_ARCH)
+    assert exts["i"] == "2p1" and exts["v"] == "1p0" and exts["zvl256b"] == "1p0" and exts["zvfh"] == "1p0"
+    assert "zvl512b" not in exts
+
+
+def test_parse_arch_string_compact_and_g_forms():
+    assert parse_arch_string("rv64imafdc") == {e: "" for e in "imafdc"}
+    exts = parse_arch_string("rv64i2p0m2p0a2p0f2p0d2p0c2p0_xtheadba1p0")
+    assert exts["xtheadba"] == "1p0" and exts["c"] == "2p0"
+    g = parse_arch_string("rv64gc")
+    assert {"i", "m", "a", "f", "d", "zicsr", "zifencei", "c"} <= set(g)
+
+
+@pytest.mark.parametrize("bad", ["x86_64", "", "rv64i2p1_!!", "rv64i2p1zba"])
+def test_parse_arch_string_rejects_garbage(bad):
+    with pytest.raises(ValueError):
+        parse_arch_string(bad)
+
+
+def _attr_section(arch: str) -> bytes:
+    body = bytes([4, 16]) + bytes([5]) + arch.encode() + b"\0" + bytes([6, 0])
+    sub = bytes([1]) + struct.pack("<I", 5 + len(body)) + body
+    vendor = b"riscv\0"
+    return b"A" + struct.pack("<I", 4 + len(vendor) + len(sub)) + vendor + sub
+
+
+def test_parse_riscv_attributes():
+    attrs = parse_riscv_attributes(_attr_section(V256_ARCH))
+    assert attrs[5] == V256_ARCH and attrs[4] == 16 and attrs[6] == 0
+
+
+@pytest.mark.parametrize("blob", [b"", b"B", b"A\x50\0\0\0riscv\0", _attr_section(GC_ARCH)[:-7]])
+def test_parse_riscv_attributes_corrupt(blob):
+    with pytest.raises(ValueError):
+        parse_riscv_attributes(blob)
+
+
+# ---- rules -------------------------------------------------------------------------------------------------
+
+def test_rv64gc_object_passes_rv64gc():
+    j = judge_elf(facts(), get_profile("rv64gc"))
+    assert j.verdict is Verdict.PASS, j.reasons
+
+
+def test_vector_object_exceeds_scalar_and_narrower_profiles():
+    j = judge_elf(facts(arch=V256_ARCH), get_profile("rv64gc"))
+    assert j.verdict is Verdict.FAIL
+    assert any("beyond profile rv64gc" in r and "v, zvfh, zvl256b" in r for r in j.reasons)
+    j = judge_elf(facts(arch=V256_ARCH), get_profile("rvv128"))
+    assert [r for r in j.reasons if "beyond" in r][0].startswith("needs zvl256b, beyond profile rvv128")
+    assert judge_elf(facts(arch=V256_ARCH), get_profile("rvv256")).ok
+
+
+def test_bf16_exceeds_rvv256_ceiling_even_at_baseline():
+    arch = V256_ARCH + "_zfbfmin1p0_zvfbfmin1p0"
+    j = judge_elf(facts(arch=arch), get_profile("rvv256"), IsaLevel.BASELINE)
+    assert not j.ok and any("zvfbfmin" in r and "beyond" in r for r in j.reasons)
+    assert judge_elf(facts(arch=arch), get_profile("rvv256-bf16")).ok
+
+
+def test_profile_level_requires_promised_extensions_baseline_does_not():
+    j = judge_elf(facts(arch=V128_ARCH), get_profile("rvv256"))
+    assert not j.ok and any("lacks zvl256b" in r for r in j.reasons)
+    j = judge_elf(facts(arch=GC_ARCH), get_profile("rvv256"), IsaLevel.BASELINE)
+    assert j.ok, j.reasons
+
+
+def test_float_abi_and_rvc():
+    j = judge_elf(facts(e_flags=0x1), get_profile("rv64gc"))
+    assert any("float ABI is soft" in r and "lp64d" in r for r in j.reasons)
+    j = judge_elf(facts(e_flags=0x3), get_profile("rv64gc"))
+    assert any("float ABI is single" in r for r in j.reasons)
+    j = judge_elf(facts(e_flags=0x4), get_profile("rv64gc"))
+    assert any("lacks RVC" in r for r in j.reasons)
+    j = judge_elf(facts(e_flags=0x4), get_profile("rv64gc"), IsaLevel.BASELINE)
+    assert j.ok and any("no RVC" in n for n in j.notes)
+
+
+def test_header_checks():
+    j = judge_elf(facts(machine="EM_X86_64", arch=None, e_flags=0), get_profile("rv64gc"))
+    assert j.reasons == ("machine is x86-64 (EM_X86_64), not RISC-V (EM_RISCV)",)
+    j = judge_elf(facts(elf_class=32), get_profile("rv64gc"))
+    assert any("ELFCLASS32" in r for r in j.reasons)
+    j = judge_elf(facts(little=False), get_profile("rv64gc"))
+    assert any("big-endian" in r for r in j.reasons)
+    j = judge_elf(facts(arch="rv32i2p1_m2p0_a2p1_f2p2_d2p2_c2p0"), get_profile("rv64gc"))
+    assert any("not rv64" in r for r in j.reasons)
+
+
+def test_no_attributes_profile_fails_baseline_passes_with_note():
+    go = GoBuildInfo(go_version="go1.22.1", main_module="example.com/x", path="example.com/x",
+                     goos="linux", goarch="riscv64")
+    j = judge_elf(facts(arch=None, go=go), get_profile("rv64gc"))
+    assert not j.ok and any("Go binary carries no .riscv.attributes" in r and "--isa baseline" in r
+                            for r in j.reasons)
+    j = judge_elf(facts(arch=None, go=go), get_profile("rvv256"), "baseline")
+    assert j.ok and any("header checks alone" in n for n in j.notes)
+    assert any("go1.22.1, linux/riscv64, main module example.com/x" in n for n in j.notes)
+
+
+def test_go_goarch_mismatch_fails():
+    go = GoBuildInfo(go_version="go1.22.1", main_module=None, path=None, goos="linux", goarch="arm64")
+    j = judge_elf(facts(arch=None, go=go), get_profile("rv64gc"), "baseline")
+    assert any("GOARCH=arm64" in r for r in j.reasons)
+
+
+def test_v0p7_is_not_rvv1():
+    j = judge_elf(facts(arch=GC_ARCH + "_v0p7"), get_profile("rvv128"), IsaLevel.BASELINE)
+    assert any("older than 1p0" in r for r in j.reasons)
+
+
+def test_maximal():
+    from rvport.profiles import expand
+    assert maximal(expand(frozenset({"v", "zvl256b", "zvfh"})) - {"d", "f", "zicsr"}) == {"v", "zvl256b", "zvfh"}
+
+
+# ---- glibc and wheel tags ----------------------------------------------------------------------------------
+
+def test_manylinux_mapping():
+    assert manylinux_for((2, 36)) == "manylinux_2_36_riscv64"
+    assert manylinux_for((2, 17)) == "manylinux_2_27_riscv64"   # no riscv64 glibc before 2.27
+    assert manylinux_for(None) == "manylinux_2_27_riscv64"
+    assert parse_platform("manylinux2014_x86_64").version == (2, 17)
+    assert parse_platform("manylinux_2_39_riscv64").arch == "riscv64"
+    assert parse_platform("musllinux_1_2_riscv64").libc == "musl"
+    assert parse_platform("linux_riscv64").version is None
+    assert parse_platform("any").arch is None
+
+
+def test_wheel_tag_glibc_floor():
+    elfs = [("pkg/_a.so", facts(glibc=((2, 27), (2, 36))))]
+    j = judge_wheel_tags(parse_tag("cp312-cp312-manylinux_2_31_riscv64"), elfs)
+    assert not j.ok and "manylinux_2_36_riscv64" in j.reasons[0] and "GLIBC_2.36" in j.reasons[0]
+    assert judge_wheel_tags(parse_tag("cp312-cp312-manylinux_2_39_riscv64"), elfs).ok
+    assert judge_wheel_tags(parse_tag("cp312-cp312-linux_riscv64"), elfs).ok
+    j = judge_wheel_tags(parse_tag("cp312-cp312-musllinux_1_2_riscv64"), elfs)
+    assert any("musl" in r for r in j.reasons)
+
+
+def test_wheel_tag_arch_and_purity():
+    elfs = [("pkg/_a.so", facts())]
+    j = judge_wheel_tags(parse_tag("cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64"), elfs)
+    assert any("is for x86_64, not riscv64" in r for r in j.reasons)
+    assert any("ELF" in r for r in judge_wheel_tags(parse_tag("py3-none-any"), elfs).reasons)
+    assert not judge_wheel_tags(parse_tag("py3-none-linux_riscv64"), []).ok
+    assert judge_wheel_tags(parse_tag("py3-none-any"), []).ok
+
+
+# ---- ar archives ----------------------------------------------------------------------------------------------
+
+def _ar_member(name: str, data: bytes) -> bytes:
+    hdr = f"{name:<16}{0:<12}{0:<6}{0:<6}{644:<8}{len(data):<10}`\n".encode()
+    return hdr + data + (b"\n" if len(data) % 2 else b"")
+
+
+def test_gnu_ar_with_symbol_table_and_long_names():
+    longname = "a_member_with_a_name_longer_than_sixteen.o"
+    table = f"{longname}/\n".encode()
+    blob = (b"!<arch>\n" + _ar_member("/", b"\0\0\0\0") + _ar_member("/SYM64/", b"\0" * 8)
+            + _ar_member("//", table) + _ar_member("short.o/", b"\x7fELFabc") + _ar_member("/0", b"xyz"))
+    assert list(iter_ar_members(blob)) == [("short.o", b"\x7fELFabc"), (longname, b"xyz")]
+
+
+def test_bsd_ar_names():
+    blob = b"!<arch>\n" + _ar_member("#1/20", b"bsd_long_name_x.o\0\0\0" + b"data")
+    assert list(iter_ar_members(blob)) == [("bsd_long_name_x.o", b"data")]
+
+
+@pytest.mark.parametrize("blob,msg", [
+    (b"!<thin>\n", "thin archive"),
+    (b"garbage!", "not an ar archive"),
+    (b"!<arch>\n" + _ar_member("x.o/", b"12345678")[:-3], "truncated"),
+    (b"!<arch>\nshort", "truncated member header"),
+])
+def test_bad_archives(blob, msg):
+    with pytest.raises(ArchiveError, match=msg):
+        list(iter_ar_members(blob))
+
+
+# ---- Go build info ---------------------------------------------------------------------------------------------
+
+def _buildinfo(version: str, mod: str) -> bytes:
+    def s(b: bytes) -> bytes:
+        return bytes([len(b)]) + b if len(b) < 128 else bytes([len(b) & 0x7F | 0x80, len(b) >> 7]) + b
+    sentinel = b"0" * 15 + b"\n"
+    head = b"\xff Go buildinf:" + bytes([8, 2]) + b"\0" * 16
+    return b"pad" + head + s(version.encode()) + s(sentinel + mod.encode() + sentinel[:-1] + b"\n")
+
+
+def test_go_buildinfo_inline_format():
+    mod = ("path\texample.com/router/cmd\nmod\texample.com/router\tv1.2.3\th1:abc=\n"
+           "build\tCGO_ENABLED=1\nbuild\tGOARCH=riscv64\nbuild\tGOOS=linux\n")
+    info = parse_go_buildinfo(_buildinfo("go1.22.4", mod))
+    assert info is not None
+    assert (info.go_version, info.goos, info.goarch) == ("go1.22.4", "linux", "riscv64")
+    assert info.main_module == "example.com/router@v1.2.3" and info.path == "example.com/router/cmd"
+    assert info.settings["CGO_ENABLED"] == "1"
+    assert parse_go_buildinfo(b"no magic here") is None
+
+
+# ---- reports ----------------------------------------------------------------------------------------------------
+
+def _report() -> VerifyReport:
+    good = ArtifactResult(path="dist/ok.whl", kind=ArtifactKind.WHEEL, verdict=Verdict.PASS,
+                          members=(MemberResult(name="pkg/_a.so", verdict=Verdict.PASS, facts=facts()),))
+    bad = ArtifactResult(path="dist/libx.a", kind=ArtifactKind.ARCHIVE, verdict=Verdict.FAIL,
+                         members=(MemberResult(name="x86.o", verdict=Verdict.FAIL,
+                                               reasons=("machine is x86-64 (EM_X86_64), not RISC-V",),
+                                               facts=facts(machine="EM_X86_64", arch=None, e_flags=0)),))
+    return VerifyReport(profile="rv64gc", march="rv64gc", mabi="lp64d", isa=IsaLevel.PROFILE,
+                        artifacts=(good, bad))
+
+
+def schema() -> dict:
+    return json.loads(resources.files("rvport.data").joinpath("verify.schema.json").read_text())
+
+
+def test_json_is_versioned_sorted_and_valid():
+    r = _report()
+    doc = json.loads(r.dumps())
+    jsonschema.validate(doc, schema())
+    assert doc["schema_version"] == 1 and doc["ok"] is False
+    assert doc["summary"] == {"artifacts": 2, "passed": 1, "failed": 1, "elf_files": 2}
+    assert r.dumps() == json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def test_empty_report_is_not_ok():
+    assert not VerifyReport(profile="rv64gc", march="rv64gc", mabi="lp64d", isa=IsaLevel.PROFILE,
+                            artifacts=()).ok
+
+
+def test_junit_one_case_per_artifact():
+    root = ET.fromstring(to_junit(_report()))
+    cases = root.findall("./testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["dist/ok.whl", "dist/libx.a"]
+    assert cases[0].find("failure") is None
+    fail = cases[1].find("failure")
+    assert fail is not None and "x86.o: machine is x86-64" in fail.text
+    assert root.get("tests") == "2" and root.get("failures") == "1"
