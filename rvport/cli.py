@@ -39,7 +39,7 @@ def main_options(
 
 # ------------------------------------------------------------------------------------------------- plan
 PROFILE_OPT = typer.Option("rvv256", "--profile", "-p", help="Target profile: rv64gc, rvv128, rvv256, rvv256-bf16.")
-MODE_OPT = typer.Option("auto", "--mode", "-m", help="auto, native, qemu or cross (auto picks per recipe).")
+MODE_OPT = typer.Option("auto", "--mode", "-m", help="auto, native, qemu, cross or accelerated (auto picks per recipe).")
 TAG_OPT = typer.Option("local", "--tag", "-t", help="Tag for the images and the result.")
 OUT_OPT = typer.Option(Path("out"), "--output", "-o", help="Output directory (plan.json, result.json, artifacts/, logs/).")
 JOBS_OPT = typer.Option(None, "--jobs", "-j", help="Parallel compile jobs (default: bounded by cores and memory).")
@@ -56,7 +56,7 @@ def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_d
     try:
         mode_v = Mode(mode)
     except ValueError:
-        raise UsageError(f"unknown mode {mode!r}", hint="choose auto, native, qemu or cross") from None
+        raise UsageError(f"unknown mode {mode!r}", hint="choose auto, native, qemu, cross or accelerated") from None
     if all_ and recipes:
         raise UsageError("give recipe names or --all, not both")
     cat = load_catalogue(recipes_dir)

@@ -30,6 +30,8 @@ JOB_MEMORY_GIB: Mapping[Kind, float] = {
 }
 # Kinds whose compile can run on the build platform with a riscv64 cross toolchain.
 CROSS_KINDS = frozenset({Kind.CARGO_STATICLIB, Kind.GO_BINARY})
+# Hosts whose native cross compilers can stand in for a riscv64 stage's own (accelerated mode).
+ACCELERATED_HOSTS = frozenset({"x86_64", "aarch64"})
 
 
 class Mode(StrEnum):
@@ -37,6 +39,7 @@ class Mode(StrEnum):
     NATIVE = "native"
     QEMU = "qemu"
     CROSS = "cross"
+    ACCELERATED = "accelerated"   # a riscv64 stage whose compilers run as native cross compilers
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,6 +146,17 @@ def decide_mode(recipe: Recipe, requested: Mode, host: HostFacts) -> tuple[Mode,
     if requested is Mode.AUTO and can_cross:
         return Mode.CROSS, (f"auto: {recipe.kind.value} cross-compiles on {host.platform}, many times faster "
                             "than emulation")
+    can_accelerate = "accelerated" in recipe.modes and host.arch in ACCELERATED_HOSTS
+    if requested is Mode.ACCELERATED:
+        if not can_accelerate:
+            raise UsageError(f"{recipe.ref} cannot run accelerated on {host.arch}",
+                             hint="accelerated stages need an x86_64 or aarch64 host and a recipe that lists "
+                                  "`accelerated` in `modes`; use --mode qemu or --mode auto")
+        return Mode.ACCELERATED, ("requested: riscv64 stage under QEMU with its compilers running as native "
+                                  f"{host.arch} cross compilers")
+    if requested is Mode.AUTO and can_accelerate:
+        return Mode.ACCELERATED, ("auto: riscv64 stage under QEMU with its compilers running as native "
+                                  f"{host.arch} cross compilers (proven for this recipe)")
     why = "requested" if requested is Mode.QEMU else f"auto: {recipe.kind.value} builds in a riscv64 stage"
     return Mode.QEMU, f"{why} under QEMU user emulation on {host.arch}"
 
@@ -232,7 +246,7 @@ def make_plan(cat: Catalogue, req: Request, host: HostFacts,
         stages.append(Stage(
             recipe=r, mode=mode, mode_reason=reason,
             platform=host.platform if mode is Mode.CROSS else RISCV64,
-            emulated=mode is Mode.QEMU, jobs=jobs, env=env, commands=r.build, depends=deps,
+            emulated=mode in (Mode.QEMU, Mode.ACCELERATED), jobs=jobs, env=env, commands=r.build, depends=deps,
             source_locations=locations, key=key,
         ))
     return Plan(request=req, host=host, stages=tuple(stages), warnings=tuple(warnings))

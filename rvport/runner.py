@@ -243,8 +243,8 @@ class Runner:
             tree = prepare_tree(st.recipe, self.opts.fetch)
         rec.sources = [f.to_json() for f in tree.fetched]
 
-        if st.mode is Mode.CROSS:
-            raise BuildFailed(f"{st.recipe.ref}: cross stages are not available in this version",
+        if st.mode in (Mode.CROSS, Mode.ACCELERATED):
+            raise BuildFailed(f"{st.recipe.ref}: {st.mode.value} stages are not available in this version",
                               hint="use --mode qemu (or native on a riscv64 host)")
         base = self._base(st.recipe.toolchain.base, "linux/riscv64", rec)
         rec.images["base"] = base.image_id
