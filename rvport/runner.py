@@ -22,7 +22,7 @@ from typing import Callable
 
 from . import buildx, dockerfiles, manifest
 from .baseimage import BaseImage, ensure_base, load_base_spec
-from .errors import BuildFailed, RvportError, VerifyFailed
+from .errors import BuildFailed, Problem, RvportError, VerifyFailed
 from .planner import Mode, Plan, Stage
 from .progress import Reporter
 from .sources.cache import sha256_file
@@ -317,30 +317,22 @@ class Runner:
             shutil.rmtree(out, ignore_errors=True)
 
     def _verify(self, st: Stage, files: Path) -> dict:
+        """Verify every expected output at its ISA level; a failure stops the stage with the reasons."""
         from .verify import verify_paths
 
-        reports = []
-        ok = True
+        reports, failures = [], []
         for o in st.recipe.outputs:
-            paths = _matches(files, o.glob)
-            report = verify_paths(paths, self.profile, isa=o.isa)
-            reports.append(report.to_json())
-            ok = ok and report.ok
-        doc = {"ok": ok, "reports": reports}
-        if not ok:
-            reasons = []
-            for r in reports:
-                for a in r.get("artifacts", []):
-                    if not a.get("ok", True):
-                        reasons.append(f"{a.get('path')}: {'; '.join(a.get('reasons', [])[:3])}")
-            e = VerifyFailed(f"{st.recipe.ref}: artifacts failed verification for profile {self.profile.name}",
-                             hint="see the verdicts in result.json (stages[].verify)")
-            e.problems = []
-            for line in reasons[:10]:
-                from .errors import Problem
-                e.problems.append(Problem(message=line))
-            raise e
-        return doc
+            report = verify_paths(_matches(files, o.glob), self.profile, isa=o.isa)
+            doc = report.to_json()
+            for a in doc["artifacts"]:      # paths relative to the stage's output, not a temporary directory
+                a["path"] = str(Path(a["path"]).relative_to(files))
+            reports.append(doc)
+            failures += [f"{Path(a.path).relative_to(files)}: {r}" for a in report.failed for r in a.all_reasons()]
+        if failures:
+            raise VerifyFailed(f"{st.recipe.ref}: artifacts failed verification for profile {self.profile.name}",
+                               hint="the verdicts are in result.json (stages[].verify)",
+                               problems=[Problem(message=f) for f in failures[:10]])
+        return {"ok": True, "reports": reports}
 
     def _smoke(self, rec: StageRecord, files: Path, base: BaseImage, log: Path,
                on_line: Callable[[str], None]) -> dict:
