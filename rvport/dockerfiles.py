@@ -8,7 +8,11 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from .planner import Stage
+    from .recipes import Recipe
 
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
 
@@ -18,6 +22,8 @@ TEMPLATES: Mapping[str, str] = {
     "toolchain": "toolchain.Dockerfile",
     "build": "build.Dockerfile",
     "smoke": "smoke.Dockerfile",
+    "cross": "cross.Dockerfile",
+    "cross-toolchain": "cross-toolchain.Dockerfile",
 }
 
 
@@ -67,3 +73,24 @@ def smoke_commands(kind: str, script: str) -> tuple[str, str]:
 
 def packages_arg(packages: list[str] | tuple[str, ...]) -> str:
     return " ".join(shlex.quote(p) for p in sorted(set(packages)))
+
+
+def stage_dockerfile(stage: "Stage", toolchain: str, profile: str, root: Path | None = None) -> Rendered:
+    """The build stage's Dockerfile, as the runner builds it: cross stages get the kind's cross env."""
+    from . import cross
+    from .planner import Mode
+
+    values = {"TOOLCHAIN": toolchain, "ENV": env_lines(stage.env), "PROFILE": profile}
+    if stage.mode is Mode.CROSS:
+        return render("cross", {**values, "CROSS_ENV": env_lines(cross.ENV[stage.recipe.kind])}, root)
+    return render("build", values, root)
+
+
+def cross_toolchain_dockerfile(recipe: "Recipe", base: str, root: Path | None = None) -> Rendered:
+    """The image a cross stage compiles in: build-platform base + the kind's cross packages (rvport/cross.py)."""
+    from . import cross
+
+    return render("cross-toolchain", {
+        "BASE": base, "FOREIGN_ARCH": cross.FOREIGN_ARCH, "PACKAGES": packages_arg(cross.packages(recipe)),
+        "SAME_VERSION": cross.same_version_check(recipe.kind), "VERSIONS": cross.version_command(recipe.kind)},
+        root)

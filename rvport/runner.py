@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import buildx, dockerfiles, manifest
+from . import buildx, cross, dockerfiles, manifest
 from .baseimage import BaseImage, ensure_base, load_base_spec
 from .errors import BuildFailed, Problem, RvportError, VerifyFailed
 from .planner import Mode, Plan, Stage
@@ -55,6 +55,7 @@ class StageRecord:
     smoke: dict | None = None
     sources: list[dict] = field(default_factory=list)
     toolchain_packages: dict[str, str] = field(default_factory=dict)
+    toolchain: dict | None = None       # cross stages: the cross toolchain used (rvport/cross.py)
     key: str | None = None
     error: str | None = None
     log_tail: list[str] = field(default_factory=list)
@@ -68,6 +69,7 @@ class StageRecord:
             "commands": list(s.commands), "env": dict(sorted(s.env.items())), "images": self.images,
             "key": self.key, "plan_key": s.key, "artifacts": self.artifacts, "verify": self.verify,
             "smoke": self.smoke, "sources": self.sources, "toolchain_packages": self.toolchain_packages,
+            "toolchain": self.toolchain,
             "error": self.error, "log_tail": self.log_tail, "log": self.log,
         }
 
@@ -153,6 +155,11 @@ class Runner:
         rendered = dockerfiles.render("toolchain", {
             "BASE": base.tag, "QEMU_CPU": self.profile.qemu_cpu,
             "PACKAGES": dockerfiles.packages_arg(packages)})
+        return self._image(base, rendered, what, rec)
+
+    def _image(self, base: BaseImage, rendered: dockerfiles.Rendered, what: str,
+               rec: StageRecord) -> tuple[str, dict[str, str]]:
+        """A toolchain image from `rendered` on `base`, built once per content; returns (tag, packages)."""
         key = _key(base.image_id, rendered.sha256)
         tag = f"rvport/toolchain:{rec.stage.name}-{what}-{key[:12]}"
         if buildx.image_info(tag) is None:
@@ -168,9 +175,20 @@ class Runner:
         pkgs = self._toolchain_packages(tag)
         return tag, pkgs
 
-    def _toolchain_packages(self, tag: str) -> dict[str, str]:
+    def _cross_toolchain(self, rec: StageRecord) -> str:
+        """Cross stages: the build-platform base plus the kind's riscv64 cross toolchain (rvport/cross.py)."""
+        st = rec.stage
+        xbase = self._base(cross.BASE, st.platform, rec)
+        rec.images["build_base"] = xbase.image_id
+        tag, rec.toolchain_packages = self._image(
+            xbase, dockerfiles.cross_toolchain_dockerfile(st.recipe, xbase.tag), "cross", rec)
+        rec.toolchain = cross.describe(st.recipe, st.platform, rec.toolchain_packages,
+                                       self._toolchain_packages(tag, "/rvport-cross-toolchain.txt"))
+        return tag
+
+    def _toolchain_packages(self, tag: str, path: str = "/rvport-toolchain-packages.txt") -> dict[str, str]:
         try:
-            cp = buildx.run_container(tag, ["cat", "/rvport-toolchain-packages.txt"], check=False, timeout=120)
+            cp = buildx.run_container(tag, ["cat", path], check=False, timeout=120)
         except RvportError:
             return {}
         out = {}
@@ -243,19 +261,21 @@ class Runner:
             tree = prepare_tree(st.recipe, self.opts.fetch)
         rec.sources = [f.to_json() for f in tree.fetched]
 
-        if st.mode in (Mode.CROSS, Mode.ACCELERATED):
+        if st.mode is Mode.ACCELERATED:
             raise BuildFailed(f"{st.recipe.ref}: {st.mode.value} stages are not available in this version",
                               hint="use --mode qemu (or native on a riscv64 host)")
         base = self._base(st.recipe.toolchain.base, "linux/riscv64", rec)
         rec.images["base"] = base.image_id
         self.rep.step(name, "toolchain image")
         with _Timer(rec, "toolchain"):
-            tc_tag, rec.toolchain_packages = self._image_with_packages(base, st.recipe.toolchain.debian,
-                                                                       "build", rec)
+            if st.mode is Mode.CROSS:
+                tc_tag = self._cross_toolchain(rec)
+            else:
+                tc_tag, rec.toolchain_packages = self._image_with_packages(base, st.recipe.toolchain.debian,
+                                                                           "build", rec)
         rec.images["toolchain"] = buildx.image_info(tc_tag)["id"]
 
-        rendered = dockerfiles.render("build", {
-            "TOOLCHAIN": tc_tag, "ENV": dockerfiles.env_lines(st.env), "PROFILE": self.profile.name})
+        rendered = dockerfiles.stage_dockerfile(st, tc_tag, self.profile.name)   # cross: cross.Dockerfile
         script = dockerfiles.build_script(st.commands)
         dep_keys = [self._record(d).key or "" for d in st.depends]
         rec.key = _key(f"runner-{RUNNER_FORMAT}", st.key, tree.key, rec.images["toolchain"], rendered.sha256,
