@@ -24,6 +24,8 @@ TEMPLATES: Mapping[str, str] = {
     "smoke": "smoke.Dockerfile",
     "cross": "cross.Dockerfile",
     "cross-toolchain": "cross-toolchain.Dockerfile",
+    "accelerated": "accelerated.Dockerfile",                # riscv64 stage whose compilers are native cross ones
+    "accelerated-prefix": "accelerated-prefix.Dockerfile",  # the cross toolchain prefix image (/opt/xtc)
 }
 
 

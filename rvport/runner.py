@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import buildx, cross, dockerfiles, manifest
+from . import accelerated, buildx, cross, dockerfiles, manifest
 from .baseimage import BaseImage, ensure_base, load_base_spec
 from .errors import BuildFailed, Problem, RvportError, VerifyFailed
 from .planner import Mode, Plan, Stage
@@ -261,9 +261,6 @@ class Runner:
             tree = prepare_tree(st.recipe, self.opts.fetch)
         rec.sources = [f.to_json() for f in tree.fetched]
 
-        if st.mode is Mode.ACCELERATED:
-            raise BuildFailed(f"{st.recipe.ref}: {st.mode.value} stages are not available in this version",
-                              hint="use --mode qemu (or native on a riscv64 host)")
         base = self._base(st.recipe.toolchain.base, "linux/riscv64", rec)
         rec.images["base"] = base.image_id
         self.rep.step(name, "toolchain image")
@@ -276,6 +273,8 @@ class Runner:
         rec.images["toolchain"] = buildx.image_info(tc_tag)["id"]
 
         rendered = dockerfiles.stage_dockerfile(st, tc_tag, self.profile.name)   # cross: cross.Dockerfile
+        if st.mode is Mode.ACCELERATED:   # riscv64 stage, native cross compilers: rvport/accelerated.py
+            rendered = accelerated.stage_dockerfile(self, rec, base, tc_tag)
         script = dockerfiles.build_script(st.commands)
         dep_keys = [self._record(d).key or "" for d in st.depends]
         rec.key = _key(f"runner-{RUNNER_FORMAT}", st.key, tree.key, rec.images["toolchain"], rendered.sha256,

@@ -1,0 +1,11 @@
+# rvport accelerated prefix: Debian's riscv64 cross GCC and binutils (native build-platform binaries) gathered
+# into one self-contained directory, /opt/xtc, with the build platform's loader and the shared libraries the
+# compilers need. Built from the build-platform base (debian-trixie-xtc); nothing reaches the network.
+# The image holds only /opt/xtc; riscv64 stages take it with COPY --from and link it to their own headers
+# and libraries (xtc-setup.sh).
+FROM @@XTC_BASE@@ AS assemble
+COPY xtc-assemble.sh xtc-setup.sh /rvport/
+RUN sh -eu /rvport/xtc-assemble.sh @@GCC_MAJOR@@ && cp /rvport/xtc-setup.sh /opt/xtc/setup.sh
+
+FROM scratch
+COPY --from=assemble /opt/xtc/ /opt/xtc/

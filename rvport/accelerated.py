@@ -1,0 +1,269 @@
+"""Accelerated riscv64 stages: the stage stays riscv64 (Python, pip, CMake and build backends run under QEMU),
+while its C and C++ compilers are native cross compilers of the build platform targeting riscv64.
+
+The cross toolchain is a pinned, cached input: Debian's riscv64 cross GCC and binutils from the
+build-platform base (toolchains/debian-trixie-xtc.yaml, made by rvport.baseimage.ensure_base), gathered by a
+small stage into a self-contained prefix, /opt/xtc (drivers, cc1/cc1plus, the build platform's loader and
+shared libraries), and loaded as an image. A riscv64 build stage takes it with `COPY --from=<that image>`
+and links it to its own headers, libraries and GCC files (dockerfiles/accelerated.Dockerfile), so the cross
+compiler must be the stage's GCC version: checked here from package versions before anything is built,
+and again inside the stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
+
+from . import buildx, dockerfiles
+from .baseimage import BaseImage
+from .errors import BuildFailed, HostNotReady
+from .host import DOCKER_PLATFORM
+
+if TYPE_CHECKING:   # the runner hands itself in; only its helpers are used
+    from .runner import Runner, StageRecord
+
+XTC_BASE = "debian-trixie-xtc"
+PREFIX = "/opt/xtc"
+TRIPLE = "riscv64-linux-gnu"
+PREFIX_FORMAT = 1    # bump when the prefix layout changes
+
+# What must match between the riscv64 stage (left: its package) and the cross toolchain (right: the build
+# platform's package); {v} is the GCC major version.
+MATCHED = (("gcc-{v}", "gcc-{v}-riscv64-linux-gnu"), ("g++-{v}", "g++-{v}-riscv64-linux-gnu"),
+           ("libgcc-{v}-dev", "libgcc-{v}-dev-riscv64-cross"),
+           ("libstdc++-{v}-dev", "libstdc++-{v}-dev-riscv64-cross"),
+           ("binutils-riscv64-linux-gnu", "binutils-riscv64-linux-gnu"))
+
+ASSEMBLE_SH = r'''# Gathers the cross toolchain into /opt/xtc (runs in the build-platform base). $1: the GCC major version.
+set -eu
+V=$1
+T=riscv64-linux-gnu
+P=/opt/xtc
+test -x /usr/bin/$T-gcc-$V || { echo "rvport: no $T-gcc-$V in the build-platform base" >&2; exit 3; }
+mkdir -p $P/bin $P/libexec/gcc-cross/$T $P/lib/gcc-cross/$T/$V $P/$T $P/host/lib
+cp -a /usr/libexec/gcc-cross/$T/$V $P/libexec/gcc-cross/$T/
+for t in gcc g++ cpp gcc-ar gcc-nm gcc-ranlib; do cp -a /usr/bin/$T-$t-$V $P/bin/; done
+for t in as ld ld.bfd ar nm ranlib objcopy objdump strip readelf; do cp -a /usr/bin/$T-$t $P/bin/; done
+# as/ld where the driver looks for them (relative links into $P/bin); never unprefixed on PATH
+cp -a /usr/$T/bin $P/$T/
+ln -s ../../../../libexec/gcc-cross/$T/$V/liblto_plugin.so $P/lib/gcc-cross/$T/$V/liblto_plugin.so
+# the names build systems call: gcc/cc, g++/c++, cpp, and the triplet names Debian's python sysconfig uses.
+# They are links in the drivers' own directory (GCC finds cc1 relative to the path it was started as).
+cd $P/bin
+for n in gcc cc $T-gcc; do ln -s $T-gcc-$V $n; done
+for n in g++ c++ $T-g++; do ln -s $T-g++-$V $n; done
+ln -s $T-cpp-$V $T-cpp
+# the build platform's loader and every shared library the binaries need, from this base
+loader=$(ldd $P/bin/$T-gcc-$V | awk '$1 ~ /^\/.*ld-linux/ {print $1}')
+libc=$(ldd $P/bin/$T-gcc-$V | awk '$1 == "libc.so.6" {print $3}')
+test -n "$loader" && test -n "$libc" || { echo "rvport: cannot find the loader and libc of $T-gcc-$V" >&2; exit 3; }
+cp -L "$loader" $P/host/
+echo "$loader" > $P/host/loader-path
+basename "$(dirname "$libc")" > $P/host/multiarch
+find $P -type f | while read -r f; do ldd "$f" 2>/dev/null || true; done \
+  | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | while read -r lib; do cp -L "$lib" $P/host/lib/; done
+# facts for the version check and result.json
+echo $V > $P/gcc-major
+$P/bin/$T-gcc-$V -dumpfullversion > $P/gcc-version
+dpkg-query -W -f '${Package}=${Version}\n' > $P/packages.txt
+ls $P/host/lib
+'''
+
+SETUP_SH = r'''# Links /opt/xtc into a riscv64 stage (runs there, emulated): the build platform's loader and libraries at
+# paths a riscv64 system never uses, and the stage's own GCC files, headers and libraries where the cross
+# driver looks for them. Refuses a stage whose GCC is not the cross compiler's version.
+set -eu
+P=/opt/xtc
+T=riscv64-linux-gnu
+V=$(cat $P/gcc-major)
+cross=$(cat $P/gcc-version)
+fail() { echo "rvport accelerated: $*" >&2; exit 3; }
+# 1. the version check, against the stage's own compiler files (the runner checks package versions first)
+test -d /usr/lib/gcc/$T/$V || fail "the stage has no GCC $V (/usr/lib/gcc/$T/$V); the cross compiler is GCC $cross"
+test -d /usr/include/c++/$V || fail "the stage has no libstdc++ $V headers (/usr/include/c++/$V)"
+# 2. the build platform's loader and shared libraries
+loader=$(cat $P/host/loader-path)
+multiarch=$(cat $P/host/multiarch)
+test ! -e "$loader" || fail "$loader already exists in the stage"
+test ! -e /usr/lib/$multiarch || fail "/usr/lib/$multiarch already exists in the stage"
+mkdir -p "$(dirname "$loader")"
+ln -s $P/host/"$(basename "$loader")" "$loader"
+ln -s $P/host/lib /usr/lib/$multiarch
+# 3. the stage's GCC $V files, linked per file (a real directory: the driver resolves paths inside it);
+#    the LTO plugin stays the prefix's own (the native linker loads it)
+for f in /usr/lib/gcc/$T/$V/*; do
+  n=${f##*/}
+  case $n in liblto_plugin.so|plugin) continue ;; esac
+  ln -s "$f" $P/lib/gcc-cross/$T/$V/"$n"
+done
+# 4. headers: the cross driver searches $P/$T/include (then /usr/include); C++ in $P/$T/include/c++/$V
+mkdir -p $P/$T/include/c++/$V
+for f in /usr/include/$T/*; do
+  n=${f##*/}
+  test "$n" = "c++" || ln -s "$f" $P/$T/include/"$n"
+done
+for f in /usr/include/c++/$V/*; do ln -s "$f" $P/$T/include/c++/$V/; done
+ln -s /usr/include/$T/c++/$V $P/$T/include/c++/$V/$T
+# libraries need nothing: the cross driver already searches /lib/$T and /usr/lib/$T
+$P/bin/gcc -dumpmachine | grep -qx $T || fail "/opt/xtc/bin/gcc does not run or does not target $T"
+echo "rvport accelerated: GCC $cross ($(cat $P/host/multiarch) host binaries) linked to the stage's GCC $V files"
+'''
+
+
+class ToolchainMismatch(BuildFailed):
+    """The cross compiler is not the stage's compiler version: its objects would not be the stage's."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class XtcImage:
+    """The loaded prefix image and what is in it."""
+
+    tag: str
+    image_id: str
+    platform: str                       # the platform its binaries run on (the build platform)
+    gcc_major: str
+    packages: Mapping[str, str] = field(default_factory=dict)   # cross packages -> Debian version
+    built: bool = False
+
+    def to_json(self) -> dict:
+        return {"tag": self.tag, "image_id": self.image_id, "platform": self.platform,
+                "gcc_major": self.gcc_major, "packages": dict(sorted(self.packages.items()))}
+
+
+def host_platform(arch: str) -> str:
+    platform = DOCKER_PLATFORM.get(arch)
+    if platform is None or arch == "riscv64":
+        raise HostNotReady(f"accelerated stages need an x86_64 or aarch64 host, not {arch}",
+                           hint="use --mode qemu (or native on a riscv64 host)")
+    return platform
+
+
+_SUFFIX = re.compile(r"(cross\d+|\+b\d+)+$")
+
+
+def source_version(version: str) -> str:
+    """A Debian version without the cross rebuild and binNMU suffixes: 14.2.0-19cross1 -> 14.2.0-19."""
+    return _SUFFIX.sub("", version)
+
+
+def gcc_major(packages: Mapping[str, str]) -> str:
+    """The GCC major version of the cross toolchain, from its package names."""
+    majors = sorted({m.group(1) for p in packages if (m := re.fullmatch(r"gcc-(\d+)-riscv64-linux-gnu", p))})
+    if len(majors) != 1:
+        raise HostNotReady(f"the build-platform base has {len(majors) or 'no'} riscv64 cross GCC "
+                           f"versions ({', '.join(majors) or 'none'}); exactly one is needed",
+                           hint=f"toolchains/{XTC_BASE}.yaml must list one gcc-N-riscv64-linux-gnu")
+    return majors[0]
+
+
+def check_versions(stage: Mapping[str, str], cross: Mapping[str, str], major: str) -> dict[str, str]:
+    """The stage's compiler packages against the cross toolchain's: same source version or ToolchainMismatch.
+
+    Returns what was compared ("gcc-14": "14.2.0-19", ...) for the record.
+    """
+    compared: dict[str, str] = {}
+    problems: list[str] = []
+    for left, right in MATCHED:
+        s_name, c_name = left.format(v=major), right.format(v=major)
+        s_ver, c_ver = stage.get(s_name), cross.get(c_name)
+        if c_ver is None:
+            problems.append(f"the cross toolchain has no {c_name}")
+        elif s_ver is None:
+            problems.append(f"the stage has no {s_name} (the cross compiler is {c_name} {c_ver})")
+        elif source_version(s_ver) != source_version(c_ver):
+            problems.append(f"stage {s_name} {s_ver} != cross {c_name} {c_ver}")
+        else:
+            compared[s_name] = s_ver
+    if problems:
+        raise ToolchainMismatch(
+            "accelerated: the cross compiler is not the riscv64 stage's compiler version: " + "; ".join(problems),
+            hint=f"its headers, libgcc and libstdc++ come from the stage, so the versions must be equal: pin the "
+                 f"same Debian suite in toolchains/{XTC_BASE}.yaml and the stage's base (and rebuild both), or "
+                 "build with --mode qemu")
+    return compared
+
+
+def parse_packages(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        name, _, version = line.partition("=")
+        if name and version:
+            out[name.split(":")[0]] = version
+    return out
+
+
+def render_prefix(xtc_base_tag: str, major: str) -> dockerfiles.Rendered:
+    return dockerfiles.render("accelerated-prefix", {"XTC_BASE": xtc_base_tag, "GCC_MAJOR": major})
+
+
+def render_stage(*, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profile: str) -> dockerfiles.Rendered:
+    return dockerfiles.render("accelerated", {
+        "TOOLCHAIN": toolchain, "XTC_IMAGE": xtc.tag, "XTC_PLATFORM": xtc.platform,
+        "ENV": dockerfiles.env_lines(env), "PROFILE": profile})
+
+
+def prefix_key(base: BaseImage, rendered: dockerfiles.Rendered) -> str:
+    doc = "\n".join([f"xtc-{PREFIX_FORMAT}", base.image_id, rendered.sha256,
+                     hashlib.sha256(ASSEMBLE_SH.encode()).hexdigest(), hashlib.sha256(SETUP_SH.encode()).hexdigest()])
+    return hashlib.sha256(doc.encode()).hexdigest()
+
+
+def ensure_prefix(runner: "Runner", rec: "StageRecord", base: BaseImage) -> XtcImage:
+    """The prefix image for this build-platform base: built and loaded once per inputs, then reused by tag."""
+    major = gcc_major(base.packages)
+    rendered = render_prefix(base.tag, major)
+    key = prefix_key(base, rendered)
+    tag = f"rvport/xtc:{base.spec}-{base.platform.split('/')[-1]}-{key[:12]}"
+    info = buildx.image_info(tag)
+    built = False
+    if info is None:
+        ctx = runner._tmp(f"xtc-{rec.stage.name}-")
+        try:
+            (ctx / "Dockerfile").write_text(rendered.text)
+            (ctx / "xtc-assemble.sh").write_text(ASSEMBLE_SH)
+            (ctx / "xtc-setup.sh").write_text(SETUP_SH)
+            # the image holds build-platform binaries for riscv64 stages; it is tagged for the riscv64
+            # platform so those stages can COPY --from it by name
+            buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=base.platform,
+                                          tag=tag, load=True, network="none", builder=runner.opts.builder,
+                                          labels=(("org.rvport.key", key), ("org.rvport.xtc.base", base.tag))),
+                         log_path=runner._log(rec), on_line=lambda l: runner.rep.line(rec.stage.name, l))
+        finally:
+            shutil.rmtree(ctx, ignore_errors=True)
+        info = buildx.image_info(tag)
+        if info is None:
+            raise HostNotReady(f"the accelerated prefix image {tag} was built but is not in the engine",
+                               hint="with a non-docker builder, --load must be supported")
+        built = True
+    packages = {p: v for p, v in base.packages.items() if p.endswith(("riscv64-linux-gnu", "riscv64-cross"))}
+    return XtcImage(tag=tag, image_id=info["id"], platform=base.platform, gcc_major=major, packages=packages,
+                    built=built)
+
+
+def stage_dockerfile(runner: "Runner", rec: "StageRecord", stage_base: BaseImage,
+                     toolchain_tag: str) -> dockerfiles.Rendered:
+    """The runner's hook: prefix image ready, versions checked and recorded, the stage's Dockerfile rendered."""
+    st = rec.stage
+    platform = host_platform(runner.plan.host.arch)
+    runner.rep.step(st.name, f"accelerated: cross toolchain prefix ({platform})")
+    xtc_base = runner._base(XTC_BASE, platform, rec)
+    with _timer(rec, "accelerated"):
+        xtc = ensure_prefix(runner, rec, xtc_base)
+    stage_packages = {**stage_base.packages, **rec.toolchain_packages}
+    compared = check_versions(stage_packages, xtc.packages, xtc.gcc_major)
+    rec.images["xtc"] = xtc.image_id
+    rec.images["xtc_tag"] = xtc.tag
+    for name, version in sorted(xtc.packages.items()):
+        rec.toolchain_packages[f"xtc:{name}"] = version
+    runner.rep.line(st.name, "accelerated: cross GCC matches the stage: "
+                    + ", ".join(f"{k} {v}" for k, v in compared.items()))
+    return render_stage(toolchain=toolchain_tag, xtc=xtc, env=st.env, profile=runner.profile.name)
+
+
+def _timer(rec: "StageRecord", name: str):
+    from .runner import _Timer
+    return _Timer(rec, name)
