@@ -28,6 +28,8 @@ class BuildSpec:
     build_args: tuple[tuple[str, str], ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
     no_cache: bool = False
+    cache_to: Path | None = None            # --cache-to type=local,dest=DIR,mode=max (not on the docker driver)
+    cache_from: Path | None = None          # --cache-from type=local,src=DIR
 
     def argv(self) -> list[str]:
         cmd = ["docker", "buildx", "build", "--progress", "plain", "--platform", self.platform,
@@ -44,6 +46,10 @@ class BuildSpec:
             cmd += ["--label", f"{k}={v}"]
         if self.no_cache:
             cmd.append("--no-cache")
+        if self.cache_from is not None:
+            cmd += ["--cache-from", f"type=local,src={self.cache_from}"]
+        if self.cache_to is not None:
+            cmd += ["--cache-to", f"type=local,dest={self.cache_to},mode=max"]
         if self.tag:
             cmd += ["-t", self.tag]
         if self.load:
@@ -145,6 +151,24 @@ def builder_info(name: str | None) -> dict | None:
         elif k == "Platforms":
             out["platforms"] += [p.strip().rstrip("*") for p in v.split(",") if p.strip()]
     return out
+
+
+def check_cache_export(builder: str | None, info: dict | None = None) -> None:
+    """--cache-to/--cache-from need a builder whose driver can export a cache: the `docker` driver cannot."""
+    from .errors import UsageError
+
+    info = info if info is not None else builder_info(builder)
+    if info is None:
+        raise UsageError(f"buildx builder {builder or '(default)'} not found",
+                         hint="list them with `docker buildx ls`")
+    if info.get("driver") == "docker":
+        raise UsageError(
+            f"buildx builder {info.get('name', builder or 'default')} uses the docker driver, which cannot export "
+            "or import a cache (--cache-to/--cache-from)",
+            hint="create a docker-container builder and name it: `docker buildx create --name rvport --driver "
+                 "docker-container` then `rvport build --builder rvport ...`; it runs the moby/buildkit image, so "
+                 "its registry must be reachable or the image loaded (docs/ci.md); or drop the cache options: "
+                 "rvport's artifact cache (--cache-dir) works on any driver")
 
 
 def run_container(image: str, cmd: Sequence[str], *, platform: str | None = None, env: dict | None = None,

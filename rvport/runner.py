@@ -40,6 +40,8 @@ class BuildOptions:
     base_image: str | None = None       # a digest-pinned image instead of the bootstrapped base
     smoke: bool = True
     verify: bool = True
+    cache_to: Path | None = None        # buildx --cache-to type=local,dest=DIR,mode=max on the stage builds
+    cache_from: Path | None = None      # buildx --cache-from type=local,src=DIR
 
 
 @dataclass
@@ -105,6 +107,38 @@ def _matches(root: Path, pattern: str) -> list[Path]:
 
 def _describe(path: Path, root: Path) -> dict:
     return {"path": str(path.relative_to(root)), "size": path.stat().st_size, "sha256": sha256_file(path)}
+
+
+# -------------------------------------------------------------------------- stage materialising (shared)
+# The runner and the bake export (rvport/bake.py) make a stage's Dockerfiles and build context with these,
+# so `docker buildx bake` on an exported plan builds exactly what `rvport build` builds.
+def toolchain_dockerfile(base_tag: str, qemu_cpu: str, packages: tuple[str, ...]) -> dockerfiles.Rendered:
+    return dockerfiles.render("toolchain", {"BASE": base_tag, "QEMU_CPU": qemu_cpu,
+                                            "PACKAGES": dockerfiles.packages_arg(packages)})
+
+
+def toolchain_tag(stage_name: str, what: str, base_image_id: str, rendered: dockerfiles.Rendered) -> tuple[str, str]:
+    """(image tag, key) of a stage's toolchain image: made once per base image and Dockerfile."""
+    key = _key(base_image_id, rendered.sha256)
+    return f"rvport/toolchain:{stage_name}-{what}-{key[:12]}", key
+
+
+def build_dockerfile(st: Stage, toolchain: str, profile_name: str) -> tuple[dockerfiles.Rendered, str]:
+    """(the stage's build Dockerfile, its build script)."""
+    rendered = dockerfiles.stage_dockerfile(st, toolchain, profile_name)   # cross stages: cross.Dockerfile
+    return rendered, dockerfiles.build_script(st.commands)
+
+
+def stage_context(ctx: Path, tree: Path, rendered: dockerfiles.Rendered, script: str,
+                  deps: dict[str, Path]) -> None:
+    """Lay out a build stage's context in ctx: src/, deps/<name>/, the build script and the Dockerfile."""
+    _link_tree(tree, ctx / "src")
+    (ctx / "deps").mkdir()
+    for dep, path in deps.items():
+        _link_tree(path, ctx / "deps" / dep)
+    (ctx / "rvport-build.sh").write_text(script)
+    (ctx / "Dockerfile").write_text(rendered.text)
+    (ctx / ".dockerignore").write_text("Dockerfile\n")
 
 
 class Runner:
@@ -272,10 +306,9 @@ class Runner:
                                                                            "build", rec)
         rec.images["toolchain"] = buildx.image_info(tc_tag)["id"]
 
-        rendered = dockerfiles.stage_dockerfile(st, tc_tag, self.profile.name)   # cross: cross.Dockerfile
+        rendered, script = build_dockerfile(st, tc_tag, self.profile.name)
         if st.mode is Mode.ACCELERATED:   # riscv64 stage, native cross compilers: rvport/accelerated.py
             rendered = accelerated.stage_dockerfile(self, rec, base, tc_tag)
-        script = dockerfiles.build_script(st.commands)
         dep_keys = [self._record(d).key or "" for d in st.depends]
         rec.key = _key(f"runner-{RUNNER_FORMAT}", st.key, tree.key, rec.images["toolchain"], rendered.sha256,
                        script, *dep_keys, str(self.opts.smoke), str(self.opts.verify))
@@ -300,17 +333,12 @@ class Runner:
         out = self._tmp(f"out-{st.name}-")
         try:
             self.rep.step(st.name, "staging the build context")
-            _link_tree(tree, ctx / "src")
-            (ctx / "deps").mkdir()
-            for dep in st.depends:
-                _link_tree(self.stage_outputs[dep], ctx / "deps" / dep)
-            (ctx / "rvport-build.sh").write_text(script)
-            (ctx / "Dockerfile").write_text(rendered.text)
-            (ctx / ".dockerignore").write_text("Dockerfile\n")
+            stage_context(ctx, tree, rendered, script, {d: self.stage_outputs[d] for d in st.depends})
             self.rep.step(st.name, "building (no network)")
             with _Timer(rec, "build"):
                 buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=st.platform,
-                                              output_dir=out / "files", network="none", builder=self.opts.builder),
+                                              output_dir=out / "files", network="none", builder=self.opts.builder,
+                                              cache_to=self.opts.cache_to, cache_from=self.opts.cache_from),
                              log_path=log, on_line=on_line)
             files = out / "files"
             missing = [o.glob for o in st.recipe.outputs if not _matches(files, o.glob)]
