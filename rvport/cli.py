@@ -75,19 +75,31 @@ def plan(
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT,
     fmt: str = typer.Option("json", "--format", help="json (plan.json) or bake (docker-bake.json too)."),
+    base_image: Optional[str] = typer.Option(None, "--base-image", help="With --format bake: the riscv64 base image (REF@sha256:...) instead of a bootstrapped one."),
     recipes_dir: Optional[Path] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT,
 ) -> None:
-    """Resolve recipes into a plan (printed, and written to OUTPUT/plan.json) before anything runs."""
+    """Resolve recipes into a plan (printed, and written to OUTPUT/plan.json) before anything runs.
+
+    With --format bake, also OUTPUT/docker-bake.json and its stage contexts under OUTPUT/bake/ (this fetches
+    the sources and makes sure the base image exists, as a build would)."""
     from . import manifest, views
 
-    p, _ = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline)
+    if fmt not in ("json", "bake"):
+        raise UsageError(f"unknown format {fmt!r}", hint="choose json or bake")
+    p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline)
     u = ui()
     u.console.print(views.plan_table(p))
     for w in p.warnings:
         u.console.print(f"[yellow]note:[/] {w}")
     path = manifest.write(output / "plan.json", p.to_json())
     u.console.print(f"wrote {path}")
+    if fmt == "bake":
+        from .bake import BakeOptions, export
+
+        bpath = export(p, BakeOptions(output=output, fetch=fopts, builder=builder, base_image=base_image))
+        u.console.print(f"wrote {bpath} (contexts in {output / 'bake'}); run: docker buildx bake -f {bpath} "
+                        "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)))
 
 
 # ------------------------------------------------------------------------------------------------ build
@@ -99,6 +111,10 @@ def build(
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT,
     base_image: Optional[str] = typer.Option(None, "--base-image", help="Use this image (REF@sha256:...) as the riscv64 base instead of bootstrapping one."),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here: one test case per stage."),
+    summary: Optional[Path] = typer.Option(None, "--summary", help="Append a Markdown summary here (default on GitHub Actions: $GITHUB_STEP_SUMMARY)."),
+    cache_to: Optional[Path] = typer.Option(None, "--cache-to", help="Export the buildx layer cache to DIR (needs a docker-container builder)."),
+    cache_from: Optional[Path] = typer.Option(None, "--cache-from", help="Import the buildx layer cache from DIR."),
     recipes_dir: Optional[Path] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
 ) -> None:
@@ -113,9 +129,14 @@ def build(
     if base_image and "@sha256:" not in base_image:
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
     u = ui()
+    if cache_to is not None or cache_from is not None:
+        from .buildx import check_cache_export
+        check_cache_export(builder)
+    summary = summary or _step_summary(u.ci)
     output.mkdir(parents=True, exist_ok=True)
     manifest.write(output / "plan.json", p.to_json())
-    opts = BuildOptions(output=output, fetch=fopts, builder=builder, base_image=base_image, smoke=not no_smoke)
+    opts = BuildOptions(output=output, fetch=fopts, builder=builder, base_image=base_image, smoke=not no_smoke,
+                        cache_to=cache_to, cache_from=cache_from)
     rep = reporter(u.err, u.ci, u.live)
     for s in p.stages:
         rep.add(s.name, s.mode.value)
@@ -129,6 +150,17 @@ def build(
             doc = json.loads(rpath.read_text())
             u.console.print(views.result_table(doc))
             u.console.print(f"wrote {rpath}")
+            from . import ci
+            if junit is not None:
+                u.console.print(f"wrote {ci.write_junit(junit, doc)}")
+            if summary is not None:
+                u.console.print(f"appended the summary to {ci.append_summary(summary, doc)}")
+
+
+def _step_summary(ci_name: str | None) -> Path | None:
+    import os
+    value = os.environ.get("GITHUB_STEP_SUMMARY")
+    return Path(value) if ci_name == "github" and value else None
 
 
 # ---------------------------------------------------------------------------------------------- recipes

@@ -1,0 +1,141 @@
+"""CI renderings of a result document (OUTPUT/result.json): a Markdown job summary and JUnit XML.
+
+Pure functions of the document (no Docker, no environment), plus two small writers. The summary goes to
+$GITHUB_STEP_SUMMARY on GitHub Actions (appended: other steps write there too); the JUnit file holds one test
+case per stage with its verify and smoke results, and for a failed stage the error and the log tail.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+TIMING_ORDER = ("fetch", "base", "toolchain", "build", "verify", "smoke")
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def stage_time(stage: dict) -> float:
+    return round(sum(float(v) for v in (stage.get("timings") or {}).values()), 2)
+
+
+def verify_word(stage: dict) -> str:
+    v = stage.get("verify")
+    if v is None:
+        return "failed" if (stage.get("error") or "").find("failed verification") >= 0 else "-"
+    return "ok" if v.get("ok") else "failed"
+
+
+def smoke_word(stage: dict) -> str:
+    s = stage.get("smoke")
+    return s.get("status", "-") if s else "-"
+
+
+def summary_markdown(doc: dict) -> str:
+    """A GitHub job summary: status, stages with verdicts and cache hits, timings, artifacts with sha256."""
+    stages = doc.get("stages", [])
+    status = doc.get("status", "?")
+    icon = {"ok": "✅", "failed": "❌", "interrupted": "⏹️"}.get(status, "")
+    profile = (doc.get("profile") or {}).get("name", "?")
+    lines = [f"## rvport build: {status} {icon}".rstrip(), "",
+             f"profile `{profile}`, tag `{doc.get('tag')}`, {len(stages)} stage(s), {doc.get('duration_s', 0)} s"]
+    if doc.get("failing_stage"):
+        lines.append(f"; failing stage: **{doc['failing_stage']}**")
+    cached = [s["recipe"] for s in stages if s.get("status") == "cached"]
+    lines += ["", f"Cache hits: {len(cached)} of {len(stages)} stage(s) reused verified artifacts"
+                  + (f" ({', '.join(cached)})" if cached else ""), ""]
+    lines += ["| stage | version | mode | status | verify | smoke | time |", "|---|---|---|---|---|---|---:|"]
+    for s in stages:
+        lines.append(f"| {_cell(s['recipe'])} | {_cell(s.get('version', ''))} | {_cell(s.get('mode', ''))} | "
+                     f"{_cell(s.get('status', ''))} | {verify_word(s)} | {smoke_word(s)} | {stage_time(s):.1f} s |")
+    lines += ["", "### Stage timings (s)", "",
+              "| stage | " + " | ".join(TIMING_ORDER) + " |", "|---|" + "---:|" * len(TIMING_ORDER)]
+    for s in stages:
+        t = s.get("timings") or {}
+        lines.append(f"| {_cell(s['recipe'])} | "
+                     + " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in TIMING_ORDER) + " |")
+    lines += ["", "### Artifacts", ""]
+    arts = doc.get("artifacts") or []
+    if arts:
+        lines += ["| artifact | size | sha256 |", "|---|---:|---|"]
+        for a in arts:
+            lines.append(f"| `{_cell(a['path'])}` | {_size(a.get('size'))} | `{a.get('sha256', '')}` |")
+    else:
+        lines.append("none")
+    for s in stages:
+        if s.get("status") in ("failed", "interrupted") and (s.get("error") or s.get("log_tail")):
+            lines += ["", f"<details><summary>{s['recipe']}: {s['status']}</summary>", "", "```text"]
+            lines += (s.get("error") or "").splitlines()
+            if s.get("log_tail"):
+                lines += ["", "--- log tail ---", *s["log_tail"][-30:]]
+            lines += ["```", "", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def junit_xml(doc: dict) -> str:
+    """JUnit XML: one <testcase> per stage; failed -> <failure>, interrupted -> <error>, not run -> <skipped>."""
+    stages = doc.get("stages", [])
+    profile = (doc.get("profile") or {}).get("name", "unknown")
+    failures = sum(1 for s in stages if s.get("status") == "failed")
+    errors = sum(1 for s in stages if s.get("status") == "interrupted")
+    skipped = sum(1 for s in stages if s.get("status") == "not run")
+    suites = ET.Element("testsuites", name="rvport", tests=str(len(stages)), failures=str(failures),
+                        errors=str(errors), skipped=str(skipped), time=f"{doc.get('duration_s', 0)}")
+    suite = ET.SubElement(suites, "testsuite", name=f"rvport build ({profile})", tests=str(len(stages)),
+                          failures=str(failures), errors=str(errors), skipped=str(skipped),
+                          time=f"{doc.get('duration_s', 0)}", timestamp=str(doc.get("started", "")))
+    for s in stages:
+        case = ET.SubElement(suite, "testcase", classname=f"rvport.{profile}",
+                             name=f"{s['recipe']}=={s.get('version', '')}", time=f"{stage_time(s)}")
+        props = ET.SubElement(case, "properties")
+        for k, v in (("status", s.get("status", "")), ("mode", s.get("mode", "")), ("verify", verify_word(s)),
+                     ("smoke", smoke_word(s)), ("cache", "hit" if s.get("status") == "cached" else "miss")):
+            ET.SubElement(props, "property", name=k, value=str(v))
+        out = [f"status: {s.get('status')}", f"verify: {verify_word(s)}", f"smoke: {smoke_word(s)}"]
+        for a in s.get("artifacts") or []:
+            out.append(f"artifact: {a['path']} {a.get('size')} bytes sha256 {a.get('sha256')}")
+        for r in (s.get("verify") or {}).get("reports", []):
+            for a in r.get("artifacts", []):
+                reasons = "; ".join(a.get("reasons") or [])
+                out.append(f"verify {Path(str(a.get('path'))).name}: {a.get('verdict', '?')}"
+                           + (f" ({reasons})" if reasons else ""))
+        out += [f"smoke> {line}" for line in (s.get("smoke") or {}).get("output", [])]
+        body = "\n".join([(s.get("error") or "").strip(), "", "--- log tail ---", *(s.get("log_tail") or [])])
+        err = (s.get("error") or "").strip()
+        first = err.splitlines()[0] if err else str(s.get("status", ""))
+        if s.get("status") == "failed":
+            ET.SubElement(case, "failure", message=first, type="BuildFailed").text = body
+        elif s.get("status") == "interrupted":
+            ET.SubElement(case, "error", message=first or "interrupted", type="Interrupted").text = body
+        elif s.get("status") == "not run":
+            ET.SubElement(case, "skipped", message="not run: an earlier stage failed or was interrupted")
+        ET.SubElement(case, "system-out").text = "\n".join(out)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def write_junit(path: Path, doc: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(junit_xml(doc), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def append_summary(path: Path, doc: dict) -> Path:
+    """Append (never overwrite): $GITHUB_STEP_SUMMARY is shared by every step of the job."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(summary_markdown(doc))
+    return path
