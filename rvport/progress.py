@@ -27,7 +27,8 @@ class StageView:
 
 
 class Reporter:
-    """Interface the runner talks to; the plain implementation prints lines."""
+    """Interface the runner talks to; the plain implementation prints lines, never wrapped (soft_wrap): CI logs
+    and `::group::` markers must reach the log exactly as written."""
 
     def __init__(self, console: Console, ci: str | None):
         self.console = console
@@ -52,20 +53,20 @@ class Reporter:
         v.status, v.step, v.started = "running", what, v.started or time.monotonic()
         title = f"{name}: {what}"
         if self.ci == "github":
-            self.console.print(f"::group::{title}", markup=False, highlight=False)
+            self.console.print(f"::group::{title}", markup=False, highlight=False, soft_wrap=True)
         elif self.ci == "gitlab":
             self._section += 1
             self.console.print(f"\x1b[0Ksection_start:{int(time.time())}:rvport_{self._section}"
-                               f"[collapsed=true]\r\x1b[0K{title}", markup=False, highlight=False)
+                               f"[collapsed=true]\r\x1b[0K{title}", markup=False, highlight=False, soft_wrap=True)
         else:
-            self.console.print(f"[{self._ts()}] {title}", markup=False, highlight=False)
+            self.console.print(f"[{self._ts()}] {title}", markup=False, highlight=False, soft_wrap=True)
 
     def line(self, name: str, text: str) -> None:
         v = self.stages.get(name)
         if v:
             v.tail.append(text)
         if self.ci:
-            self.console.print(text, markup=False, highlight=False)
+            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     def step(self, name: str, text: str) -> None:
         v = self.stages.get(name)
@@ -78,14 +79,14 @@ class Reporter:
             v.elapsed = time.monotonic() - v.started
         v.status = status
         if self.ci == "github":
-            self.console.print("::endgroup::", markup=False, highlight=False)
+            self.console.print("::endgroup::", markup=False, highlight=False, soft_wrap=True)
         elif self.ci == "gitlab":
             self.console.print(f"\x1b[0Ksection_end:{int(time.time())}:rvport_{self._section}\r\x1b[0K",
-                               markup=False, highlight=False)
-        self.console.print(f"[{self._ts()}] {name}: {status} ({v.elapsed:.1f}s)", markup=False, highlight=False)
+                               markup=False, highlight=False, soft_wrap=True)
+        self.console.print(f"[{self._ts()}] {name}: {status} ({v.elapsed:.1f}s)", markup=False, highlight=False, soft_wrap=True)
 
     def note(self, text: str) -> None:
-        self.console.print(f"[{self._ts()}] {text}", markup=False, highlight=False)
+        self.console.print(f"[{self._ts()}] {text}", markup=False, highlight=False, soft_wrap=True)
 
 
 class LiveReporter(Reporter):
