@@ -1,0 +1,130 @@
+"""Bake export without Docker: a tiny recipe (sources from a mirror, offline) and a base image given as known,
+rendered into docker-bake.json and contexts made by the runner's own functions."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+
+import pytest
+
+from rvport import bake, runner
+from rvport.baseimage import BaseImage
+from rvport.errors import UsageError
+from rvport.host import HostFacts
+from rvport.planner import Mode, Request, make_plan
+from rvport.profiles import get_profile
+from rvport.recipes import load_catalogue
+from rvport.sources import fetch_options
+
+X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
+BASE = BaseImage(spec="debian-trixie", tag="rvport/base:debian-trixie-riscv64-0123456789ab",
+                 image_id="sha256:" + "1" * 64, platform="linux/riscv64", key="k", source="debootstrap")
+RECIPE = """\
+schema: 1
+name: {name}
+kind: python-wheel
+toolchain: {{debian: [{pkgs}]}}
+build:
+  - python3 -m pip wheel --no-deps --no-index --wheel-dir "$RVPORT_OUT" .
+outputs:
+  - {{glob: "*.whl", type: wheel}}
+versions:
+  - version: "1.0"
+{depends}    sources:
+      - name: src
+        url: https://example.invalid/{fname}
+        sha256: {sha}
+"""
+
+
+def _tarball(name, files, dest):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for rel, text in files.items():
+            ti = tarfile.TarInfo(f"{name}/{rel}")
+            ti.size, ti.mtime = len(text), 0
+            tar.addfile(ti, io.BytesIO(text.encode()))
+    (dest / f"{name}.tar.gz").write_bytes(buf.getvalue())
+    return f"{name}.tar.gz", hashlib.sha256(buf.getvalue()).hexdigest()
+
+
+@pytest.fixture
+def setup(tmp_path):
+    mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
+    mirror.mkdir()
+    recipes.mkdir()
+    for name, pkgs, dep in (("tinylib", "python3-setuptools", ""), ("tinyapp", "", "    depends: [tinylib]\n")):
+        fname, sha = _tarball(f"{name}-1.0", {"setup.py": "print('hi')\n"}, mirror)
+        (recipes / f"{name}.yaml").write_text(RECIPE.format(name=name, pkgs=pkgs, depends=dep, fname=fname, sha=sha))
+    fopts = fetch_options(cache_dir=tmp_path / "cache", mirror=mirror, offline=True)
+    return load_catalogue(recipes), fopts, tmp_path / "out"
+
+
+def _plan(cat, *refs, mode=Mode.QEMU):
+    return make_plan(cat, Request(refs=refs, profile=get_profile("rvv256"), mode=mode), X86)
+
+
+def test_bake_targets_are_the_runners_stages(setup):
+    cat, fopts, out = setup
+    p = _plan(cat, "tinylib")
+    opts = bake.BakeOptions(output=out, fetch=fopts)
+    (out / "bake").mkdir(parents=True)
+    doc = bake.bake_document(p, opts, bases={"debian-trixie": BASE})
+    json.dumps(doc)   # plain JSON
+    assert doc["group"]["default"]["targets"] == ["tinylib"]
+    assert doc["group"]["toolchains"]["targets"] == ["tinylib-toolchain"]
+    st = p.stage("tinylib")
+    # the toolchain target: the runner's Dockerfile, tagged as the runner tags it
+    rendered_tc = runner.toolchain_dockerfile(BASE.tag, p.request.profile.qemu_cpu, st.recipe.toolchain.debian)
+    tc_tag, key = runner.toolchain_tag("tinylib", "build", BASE.image_id, rendered_tc)
+    tc = doc["target"]["tinylib-toolchain"]
+    assert tc["tags"] == [tc_tag] and tc["output"] == ["type=docker"] and tc["labels"] == {"org.rvport.key": key}
+    assert (out / "bake" / "tinylib-toolchain" / "Dockerfile").read_text() == rendered_tc.text
+    # the build target: no network, local output, the runner's Dockerfile and context
+    t = doc["target"]["tinylib"]
+    assert t["network"] == "none" and t["platforms"] == ["linux/riscv64"]
+    assert t["output"] == [f"type=local,dest={out / 'bake' / 'out' / 'tinylib'}"]
+    rendered, script = runner.build_dockerfile(st, tc_tag, "rvv256")
+    ctx = out / "bake" / "tinylib"
+    assert t["context"] == str(ctx) and t["dockerfile"] == "Dockerfile"
+    assert (ctx / "Dockerfile").read_text() == rendered.text and f"FROM {tc_tag}" in rendered.text
+    assert (ctx / "rvport-build.sh").read_text() == script
+    assert (ctx / ".dockerignore").read_text() == "Dockerfile\n"
+    assert (ctx / "src" / "setup.py").is_file() and (ctx / "deps").is_dir()
+
+
+def test_a_stage_without_packages_builds_from_the_base(setup, tmp_path):
+    cat, fopts, out = setup
+    (out / "artifacts" / "tinylib").mkdir(parents=True)
+    (out / "artifacts" / "tinylib" / "tinylib-1.0-py3-none-any.whl").write_text("wheel")
+    p = _plan(cat, "tinyapp")
+    (out / "bake").mkdir(parents=True)
+    doc = bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts), bases={"debian-trixie": BASE})
+    assert doc["group"]["stages"]["targets"] == ["tinylib", "tinyapp"]           # dependency order
+    assert "tinyapp-toolchain" not in doc["target"]
+    ctx = out / "bake" / "tinyapp"
+    assert f"FROM {BASE.tag}" in (ctx / "Dockerfile").read_text()
+    assert (ctx / "deps" / "tinylib" / "tinylib-1.0-py3-none-any.whl").read_text() == "wheel"
+
+
+def test_a_dependency_without_artifacts_is_a_usage_error_with_a_hint(setup):
+    cat, fopts, out = setup
+    (out / "bake").mkdir(parents=True)
+    with pytest.raises(UsageError) as e:
+        bake.bake_document(_plan(cat, "tinyapp"), bake.BakeOptions(output=out, fetch=fopts),
+                           bases={"debian-trixie": BASE})
+    assert "tinylib" in e.value.message and "rvport build tinylib" in e.value.hint
+
+
+def test_cross_and_accelerated_stages_are_refused(setup):
+    cat, fopts, out = setup
+    p = _plan(cat, "tinylib")
+    st = p.stages[0]
+    import dataclasses
+    p = dataclasses.replace(p, stages=(dataclasses.replace(st, mode=Mode.CROSS),))
+    (out / "bake").mkdir(parents=True)
+    with pytest.raises(UsageError, match="cross stages cannot be exported"):
+        bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts), bases={"debian-trixie": BASE})
