@@ -213,6 +213,7 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
         raise SourceUnavailable(f"{recipe.ref}: cargo vendor failed ({e.reason}):\n  {tail}",
                                 hint="crates are downloaded on the host: check network/proxy (--ca-bundle); "
                                      "offline, reuse a tree prepared earlier") from e
+    (tree / "vendor").mkdir(exist_ok=True)      # a crate without dependencies gets none, cargo still wants it
     cfg = tree / ".cargo" / "config.toml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
