@@ -209,7 +209,8 @@ def main() -> None:
         app(standalone_mode=False)
     except RvportError as e:
         u = ui()
-        u.err.print(f"[bold red]error:[/] {e.render()}", markup=True, highlight=False)
+        from rich.markup import escape   # messages quote build output, e.g. "executor failed running [/bin/sh -c ...]"
+        u.err.print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
         if u.debug:
             u.err.print(traceback.format_exc())
         raise SystemExit(int(e.exit_code))
