@@ -47,6 +47,11 @@ def _seq(loader: _Loader, node: yaml.SequenceNode) -> LList:
     return lst
 
 
+# Dates stay strings (`date: 2026-11-29`): documents compare and store them as text.
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
 

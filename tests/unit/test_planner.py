@@ -58,10 +58,13 @@ def test_dependency_pulled_in_first(cat):
 
 def test_modes_on_x86(cat):
     p = plan(cat, all_=True)
-    assert p.stage("msgspec").mode is Mode.QEMU and "QEMU" in p.stage("msgspec").mode_reason
+    assert p.stage("torch").mode is Mode.QEMU and "QEMU" in p.stage("torch").mode_reason
+    for s in p.stages:   # recipes proven accelerated use it under auto; the others stay plain QEMU or cross
+        if "accelerated" in s.recipe.modes:
+            assert s.mode is Mode.ACCELERATED and s.emulated
     assert p.stage("glide-ffi").mode is Mode.CROSS and "cross" in p.stage("glide-ffi").mode_reason
     assert p.stage("semantic-router").mode is Mode.CROSS
-    assert p.stage("msgspec").platform == "linux/riscv64" and p.stage("msgspec").emulated
+    assert p.stage("torch").platform == "linux/riscv64" and p.stage("torch").emulated
     assert p.stage("glide-ffi").platform == "linux/amd64"
 
 
@@ -137,3 +140,15 @@ def test_source_locations_come_from_the_locator(cat):
 def test_empty_request_is_a_usage_error(cat):
     with pytest.raises(UsageError, match="no recipe named"):
         plan(cat)
+
+
+def test_accelerated_needs_a_recipe_that_lists_it(cat):
+    with pytest.raises(UsageError, match="cannot run accelerated"):
+        plan(cat, "torch", mode=Mode.ACCELERATED)
+    with pytest.raises(UsageError):
+        plan(cat, "msgspec", mode=Mode.ACCELERATED, host=HostFacts(arch="ppc64le", cpus=2, mem_bytes=2**34))
+
+
+def test_qemu_can_be_forced_for_every_riscv64_recipe(cat):
+    p = plan(cat, "msgspec", "sentencepiece", "tiktoken", mode=Mode.QEMU)
+    assert all(s.mode is Mode.QEMU for s in p.stages)
