@@ -117,6 +117,8 @@ def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Pa
         apply_patch(pf, tree)
     if recipe.vendor == "cargo":
         vendor_crates(recipe, tree, options)
+    elif recipe.vendor == "go":
+        vendor_go_modules(recipe, tree, options)
 
 
 def _inside(tree: Path, rel: str, recipe: Recipe) -> Path:
@@ -228,3 +230,80 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
                        + printed + "\n\n[net]\noffline = true\n")
     else:
         cfg.write_text(CARGO_CONFIG)
+
+
+# ------------------------------------------------------------------------------------------ vendor: go
+_GO_VERSION = re.compile(r"\bgo(\d+)\.(\d+)")
+_GO_DIRECTIVE = re.compile(r"^go\s+(\d+)\.(\d+)", re.M)
+_NO_NETWORK = ("dial tcp", "no such host", "lookup ", "connection refused", "i/o timeout", "network is unreachable",
+               "GOPROXY=off", "module lookup disabled")
+
+
+def go_modules(tree: Path) -> list[Path]:
+    """Directories of every go.mod in the tree (outside vendor/ and testdata/), shallowest first."""
+    mods = [p.parent for p in tree.rglob("go.mod")
+            if not {"vendor", "testdata"} & set(p.relative_to(tree).parts[:-1])]
+    return sorted(mods, key=lambda d: (len(d.relative_to(tree).parts), str(d)))
+
+
+def vendor_go_modules(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
+    """`go mod vendor` on the host in every module of the tree, so the offline stage builds with -mod=vendor.
+
+    Runs the host's `go` (Go >= 1.21 switches itself to the recipe's pinned version through GOTOOLCHAIN,
+    fetching it as a module). Modules come from the Go module proxy and are checked against go.sum; local
+    `replace` directories are copied in without any network. Where the proxy cannot be reached the error
+    says so: the tree must then be prepared on a host that reaches it (see docs/recipes.md).
+    """
+    mods = go_modules(tree)
+    if not mods:
+        raise RecipeError(f"{recipe.ref}: vendor: go but the source tree has no go.mod",
+                          hint="drop `vendor: go`, or check the source and its dest")
+    go = proc.which("go")
+    if go is None:
+        raise SourceUnavailable(f"{recipe.ref}: vendor: go needs a Go toolchain on the host to run `go mod vendor`",
+                                hint="install Go >= 1.21 on the host (Debian: golang-go), or prepare the tree on "
+                                     "a host that has one")
+    have = _GO_VERSION.search(proc.run([go, "version"], capture=True, timeout=60).stdout or "")
+    host_go = (int(have.group(1)), int(have.group(2))) if have else (0, 0)
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOWORK="off", SSL_CERT_FILE=str(options.ca_bundle or ca_bundle()))
+    pinned = _pinned_go(recipe)
+    env["GOTOOLCHAIN"] = f"go{pinned}" if pinned else "local"
+    if options.offline:
+        env["GOPROXY"] = "off"          # only modules already in the host's module cache, or local replaces
+    for mod in mods:
+        rel = mod.relative_to(tree)
+        need = _GO_DIRECTIVE.search((mod / "go.mod").read_text(errors="replace"))
+        wants = (int(need.group(1)), int(need.group(2))) if need else (0, 0)
+        if wants > host_go and host_go < (1, 21):
+            raise SourceUnavailable(
+                f"{recipe.ref}: {rel}/go.mod needs go {wants[0]}.{wants[1]} but the host has "
+                f"go{host_go[0]}.{host_go[1]}, which cannot switch toolchains (GOTOOLCHAIN needs Go >= 1.21)",
+                hint="install Go >= 1.21 on the host (Debian trixie: golang-go), or prepare the tree elsewhere")
+        try:
+            proc.run([go, "mod", "vendor"], cwd=mod, env=env, capture=True, timeout=1800)
+        except proc.CommandFailed as e:
+            tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
+            if "verifying" in tail and "checksum mismatch" in tail:
+                raise IntegrityError(f"{recipe.ref}: go.sum does not match a module in {rel}:\n  {tail}",
+                                     hint="the module proxy served other bytes than go.sum pins; do not build") from e
+            unreachable = any(m in tail for m in _NO_NETWORK)
+            raise SourceUnavailable(
+                f"{recipe.ref}: `go mod vendor` in {rel or '.'} failed ({e.reason})"
+                + (": the Go module proxy cannot be reached" if unreachable else "") + f":\n  {tail}",
+                hint=("Go modules are downloaded on the host through GOPROXY (passed through from the environment; "
+                      "--offline allows only the host's module cache): run where a Go module proxy is reachable, "
+                      "then reuse the prepared tree") if unreachable else
+                     "check the module's go.mod/go.sum at this source pin") from e
+
+
+def _pinned_go(recipe: Recipe) -> str | None:
+    """The version of the recipe's pinned Go (toolchains/<toolchain.go>.yaml), if it names one."""
+    if not recipe.toolchain.go:
+        return None
+    from ..toolchains import load_toolchains
+
+    spec = load_toolchains().get(recipe.toolchain.go)
+    if spec is None:
+        raise RecipeError(f"{recipe.ref}: toolchain go: {recipe.toolchain.go} is not in toolchains/",
+                          hint="name a file of toolchains/ (e.g. go-1.25.14)")
+    return spec.version
