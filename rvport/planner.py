@@ -17,7 +17,7 @@ from typing import Callable, Mapping, Sequence
 from .errors import UsageError
 from .host import HostFacts
 from .profiles import Profile
-from .recipes import Catalogue, Kind, Recipe, Source
+from .recipes import Catalogue, Kind, Recipe, Source, SourceKind
 
 PLAN_SCHEMA = 1
 RISCV64 = "linux/riscv64"
@@ -239,6 +239,12 @@ def make_plan(cat: Catalogue, req: Request, host: HostFacts,
         if unpinned:
             warnings.append(f"{r.ref}: {', '.join(unpinned)} to be recorded on first verified fetch "
                             f"(`rvport pin {r.ref}`)")
+        remote = [s for s in r.sources if locations[s.name] == "network" and s.kind is not SourceKind.PYPI]
+        if remote:
+            hosts = sorted({(s.fetch_url or s.origin).split("/")[2] for s in remote if "://" in (s.fetch_url or "")})
+            warnings.append(f"{r.ref}: {', '.join(s.name for s in remote)} will be downloaded at build time"
+                            + (f" from {', '.join(hosts)}" if hosts else "") + "; where that cannot be reached, "
+                            "fill a mirror on a connected host (`rvport fetch --all --to DIR`) and use --mirror DIR")
         missing = [n for n, loc in locations.items() if loc == "missing"]
         if missing:
             warnings.append(f"{r.ref}: {', '.join(missing)} not in the cache or mirror and the network is off; "

@@ -177,3 +177,13 @@ def test_cli_plan_all_shows_the_flags(tmp_path):
     for name in ("torch", "vllm", "glide-ffi", "semantic-router"):
         assert any(w.startswith(f"{name}==") and "--mirror DIR" in w for w in doc["warnings"]), name
     assert "--mirror DIR" in out and "(missing)" in out
+
+
+def test_plan_names_remote_sources_and_the_mirror_way_out(cat):
+    """Online, the plan cannot know a host is unreachable (it does no I/O): it says where each GitHub source
+    will come from and how to build without reaching it."""
+    pl = make_plan(cat, Request(refs=(), all=True, profile=get_profile("rvv256")), X86, locate=lambda s: "network")
+    for name in ("torch", "vllm", "glide-ffi", "semantic-router"):
+        (w,) = [w for w in pl.warnings if w.startswith(f"{name}==") and "downloaded at build time" in w]
+        assert "from github.com" in w and "--mirror DIR" in w and "rvport fetch --all --to DIR" in w
+    assert not any(w.startswith("msgspec==") and "downloaded" in w for w in pl.warnings)   # PyPI is reachable
