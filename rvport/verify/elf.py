@@ -9,7 +9,6 @@ import struct
 from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
-from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
 ELF_MAGIC = b"\x7fELF"
@@ -26,6 +25,7 @@ TAG_FILE = 1
 TAG_RISCV_ARCH = 5
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
+NOT_ELF = "not an ELF file"
 
 _GLIBC = re.compile(r"^GLIBC_(\d+)\.(\d+)(?:\.\d+)?$")
 _SINGLE = re.compile(r"([a-z])(\d+(?:p\d+)?)?")
@@ -232,6 +232,84 @@ def parse_go_buildinfo(blob: bytes) -> GoBuildInfo | None:
                        goos=settings.get("GOOS"), goarch=settings.get("GOARCH"), settings=settings)
 
 
+SHT_DYNAMIC = 6
+SHT_STRTAB = 3
+SHT_GNU_VERNEED = 0x6FFFFFFE
+SHT_RISCV_ATTRIBUTES = 0x70000003
+DT_NEEDED = 1
+MAX_TABLE = 64 << 20   # no section, string or dynamic table we read is larger than this
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Section:
+    name: str
+    type: int
+    offset: int
+    size: int
+    link: int
+    info: int
+
+
+def _read_at(stream: BinaryIO, offset: int, size: int) -> bytes:
+    if size > MAX_TABLE:
+        raise ElfReadError(f"section of {size} bytes at offset {offset} is implausibly large")
+    stream.seek(offset)
+    data = stream.read(size)
+    if len(data) != size:
+        raise ElfReadError(f"section at offset {offset} runs past the end of the file")
+    return data
+
+
+def _section_table(stream: BinaryIO, hdr, elfclass: int, little: bool) -> list[_Section]:
+    """The section headers, read with struct in one go (pyelftools parses them one by one, slowly)."""
+    shoff, shnum, shentsize, shstrndx = (int(hdr["e_shoff"]), int(hdr["e_shnum"]), int(hdr["e_shentsize"]),
+                                         int(hdr["e_shstrndx"]))
+    if shoff == 0:
+        return []
+    fmt = ("<" if little else ">") + ("IIQQQQIIQQ" if elfclass == 64 else "IIIIIIIIII")
+    width = struct.calcsize(fmt)
+    if shentsize < width:
+        raise ElfReadError(f"e_shentsize {shentsize} is smaller than a section header")
+    if shnum == 0 or shstrndx == 0xFFFF:   # extended numbering: the real values live in section 0
+        first = struct.unpack(fmt, _read_at(stream, shoff, width))
+        shnum = shnum or first[5]
+        shstrndx = first[6] if shstrndx == 0xFFFF else shstrndx
+    raw = _read_at(stream, shoff, shnum * shentsize)
+    rows = [struct.unpack_from(fmt, raw, i * shentsize) for i in range(shnum)]
+    names = b""
+    if 0 < shstrndx < shnum:
+        r = rows[shstrndx]
+        names = _read_at(stream, r[4], r[5]) if r[1] != 8 else b""   # 8: SHT_NOBITS
+    out = []
+    for r in rows:
+        nend = names.find(b"\0", r[0])
+        name = names[r[0]:nend].decode("ascii", "replace") if 0 <= r[0] < len(names) and nend >= 0 else ""
+        out.append(_Section(name=name, type=r[1], offset=r[4], size=r[5] if r[1] != 8 else 0,
+                            link=r[6], info=r[7]))
+    return out
+
+
+def _linked_strtab(stream: BinaryIO, sections: list[_Section], sec: _Section) -> bytes:
+    if not 0 < sec.link < len(sections):
+        raise ElfReadError(f"section {sec.name or '?'} links to no string table (sh_link {sec.link})")
+    s = sections[sec.link]
+    return _read_at(stream, s.offset, s.size)
+
+
+def _dt_needed(data: bytes, strtab: bytes, little: bool, elfclass: int) -> list[str]:
+    fmt = ("<" if little else ">") + ("qQ" if elfclass == 64 else "iI")
+    out = []
+    for tag, val in struct.iter_unpack(fmt, data[: len(data) - len(data) % struct.calcsize(fmt)]):
+        if tag == 0:
+            break
+        if tag == DT_NEEDED:
+            end = strtab.find(b"\0", val)
+            if val >= len(strtab) or end < 0:
+                raise ElfReadError("DT_NEEDED name outside the dynamic string table")
+            out.append(strtab[val:end].decode("utf-8", "replace"))
+    return out
+
+
 def _verneed_names(data: bytes, strtab: bytes, little: bool, count: int) -> list[str]:
     """Version names in a .gnu.version_r section (Elf32/64_Verneed and _Vernaux are both 16 bytes).
     Parsed here, bounded by the section's size, so a corrupt chain cannot loop forever."""
@@ -266,8 +344,10 @@ def read_elf(stream: BinaryIO) -> ElfFacts:
     cannot be read: the data is untrusted, so every parser failure becomes a reason, never a crash."""
     try:
         return _read_elf(stream)
-    except ElfReadError:
-        raise
+    except ElfReadError as e:
+        if str(e) == NOT_ELF:
+            raise
+        raise ElfReadError(f"corrupt or truncated ELF file: {e}") from e
     except Exception as e:  # pyelftools raises many kinds on corrupt input
         raise ElfReadError(f"corrupt or truncated ELF file ({type(e).__name__}: {e})") from e
 
@@ -279,7 +359,7 @@ def read_elf_bytes(data: bytes) -> ElfFacts:
 def _read_elf(stream: BinaryIO) -> ElfFacts:
     stream.seek(0)
     if not is_elf(stream.read(4)):
-        raise ElfReadError("not an ELF file")
+        raise ElfReadError(NOT_ELF)
     stream.seek(0)
     elf = ELFFile(stream)
     hdr = elf.header
@@ -291,12 +371,13 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
     glibc: set[tuple[int, int]] = set()
     needed: list[str] = []
     go: GoBuildInfo | None = None
-    for sec in elf.iter_sections():
-        name = sec.name
-        if name == ".riscv.attributes" or sec["sh_type"] == "SHT_RISCV_ATTRIBUTES":
+    sections = _section_table(stream, hdr, elf.elfclass, little)
+    for sec in sections:
+        stype, name = sec.type, sec.name
+        if stype == SHT_RISCV_ATTRIBUTES or name == ".riscv.attributes":
             if machine != "EM_RISCV":
                 continue
-            attrs = parse_riscv_attributes(sec.data(), little_endian=little)
+            attrs = parse_riscv_attributes(_read_at(stream, sec.offset, sec.size), little_endian=little)
             a = attrs.get(TAG_RISCV_ARCH)
             if isinstance(a, str):
                 arch = a
@@ -304,18 +385,18 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
                     exts = parse_arch_string(a)
                 except ValueError as e:
                     raise ElfReadError(f"unreadable Tag_RISCV_arch: {e}") from e
-        elif sec["sh_type"] == "SHT_GNU_verneed":
-            strtab = elf.get_section(sec["sh_link"])
-            for vname in _verneed_names(sec.data(), strtab.data(), little, int(sec["sh_info"])):
+        elif stype == SHT_GNU_VERNEED:
+            strtab = _linked_strtab(stream, sections, sec)
+            for vname in _verneed_names(_read_at(stream, sec.offset, sec.size), strtab, little, sec.info):
                 m = _GLIBC.match(vname)
                 if m:
                     glibc.add((int(m.group(1)), int(m.group(2))))
-        elif isinstance(sec, DynamicSection):
-            for tag in sec.iter_tags("DT_NEEDED"):
-                needed.append(tag.needed)
+        elif stype == SHT_DYNAMIC:
+            strtab = _linked_strtab(stream, sections, sec)
+            needed += _dt_needed(_read_at(stream, sec.offset, sec.size), strtab, little, elf.elfclass)
         elif name == ".go.buildinfo":
-            go = parse_go_buildinfo(sec.data())
-    if go is None and elf.num_sections() == 0:
+            go = parse_go_buildinfo(_read_at(stream, sec.offset, min(sec.size, 1 << 20)))
+    if go is None and not sections:
         # Stripped of section headers: look for Go build info in the first writable load segment.
         for seg in elf.iter_segments("PT_LOAD"):
             if seg["p_flags"] & 0x2:
