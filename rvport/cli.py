@@ -87,6 +87,8 @@ def plan(
 
     if fmt not in ("json", "bake"):
         raise UsageError(f"unknown format {fmt!r}", hint="choose json or bake")
+    if base_image and "@sha256:" not in base_image:
+        raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
     p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline)
     u = ui()
     u.console.print(views.plan_table(p))
