@@ -52,7 +52,7 @@ def summary_markdown(doc: dict) -> str:
     lines = [f"## rvport build: {status} {icon}".rstrip(), "",
              f"profile `{profile}`, tag `{doc.get('tag')}`, {len(stages)} stage(s), {doc.get('duration_s', 0)} s"]
     if doc.get("failing_stage"):
-        lines.append(f"; failing stage: **{doc['failing_stage']}**")
+        lines[-1] += f"; failing stage: **{doc['failing_stage']}**"
     cached = [s["recipe"] for s in stages if s.get("status") == "cached"]
     lines += ["", f"Cache hits: {len(cached)} of {len(stages)} stage(s) reused verified artifacts"
                   + (f" ({', '.join(cached)})" if cached else ""), ""]
