@@ -90,10 +90,15 @@ def version_command(kind: Kind) -> str:
 
 def describe(recipe: Recipe, platform: str, installed: Mapping[str, str], compilers: Mapping[str, str]) -> dict:
     """The toolchain record of a cross stage for result.json."""
-    wanted = [p for p in PACKAGES[recipe.kind]]
+    def version(pkg: str) -> str:
+        # dpkg names Multi-Arch packages with their architecture (golang-go:amd64); foreign ones always
+        if pkg in installed:
+            return installed[pkg]
+        return next((v for k, v in sorted(installed.items()) if ":" not in pkg and k.partition(":")[0] == pkg), "")
+
     return {
         "mode": "cross", "base": BASE, "build_platform": platform,
         "target": RUST_TARGET if recipe.kind is Kind.CARGO_STATICLIB else f"linux/{FOREIGN_ARCH}",
-        "packages": {p: installed.get(p, installed.get(p.partition(":")[0], "")) for p in wanted},
+        "packages": {p: version(p) for p in PACKAGES[recipe.kind]},
         "compilers": dict(compilers), "env": dict(ENV[recipe.kind]),
     }
