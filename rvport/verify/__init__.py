@@ -15,8 +15,16 @@ from .artifacts import verify_path
 from .model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport, WheelInfo
 from .policy import IsaLevel, Verdict
 
-__all__ = ["verify_paths", "VerifyReport", "ArtifactResult", "MemberResult", "WheelInfo", "ArtifactKind",
-           "IsaLevel", "Verdict"]
+__all__ = [
+    "ArtifactKind",
+    "ArtifactResult",
+    "IsaLevel",
+    "MemberResult",
+    "Verdict",
+    "VerifyReport",
+    "WheelInfo",
+    "verify_paths",
+]
 
 
 def verify_paths(paths: list[Path], profile: Profile, isa: str = "profile") -> VerifyReport:

@@ -11,8 +11,8 @@ import os
 import re
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -84,7 +84,7 @@ def iter_ar_members(data: bytes) -> Iterator[tuple[str, bytes]]:
             stop = longnames.find(b"/\n", off)
             name = longnames[off:stop if stop >= 0 else None].decode("utf-8", "replace")
         else:
-            name = raw_name[:-1] if raw_name.endswith("/") else raw_name
+            name = raw_name.removesuffix("/")
         yield name, bytes(body)
 
 

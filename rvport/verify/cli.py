@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -20,13 +19,13 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 
 @app.command("artifacts")
 def artifacts(
-    paths: List[Path] = typer.Argument(..., help="Wheels, .a archives, ELF files, or directories of them."),
+    paths: list[Path] = typer.Argument(..., help="Wheels, .a archives, ELF files, or directories of them."),
     profile: str = typer.Option("rv64gc", "--profile", "-p", help="Target profile to verify against."),
     isa: str = typer.Option(IsaLevel.PROFILE.value, "--isa", metavar="profile|baseline",
                             help="profile: require every extension the profile promises; "
                                  "baseline: require rv64gc only (Rust/Go code); the ceiling applies to both."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the report as JSON to this file."),
-    junit_out: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML (one case per artifact)."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the report as JSON to this file."),
+    junit_out: Path | None = typer.Option(None, "--junit", help="Write JUnit XML (one case per artifact)."),
     every_member: bool = typer.Option(False, "--all", help="Show a row for every ELF file, not only failures."),
 ) -> None:
     """Verify artifacts against a target profile. Exit 0 if all pass, 1 if any fails, 2 on usage errors."""

@@ -6,8 +6,9 @@ from __future__ import annotations
 import io
 import re
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import BinaryIO, Mapping
+from typing import BinaryIO
 
 from elftools.elf.elffile import ELFFile
 

@@ -6,9 +6,9 @@ wants shown. The order of ELF_RULES is the order of the reasons in the report.""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable, Iterable
 
 from packaging.tags import Tag
 
@@ -146,8 +146,8 @@ def rule_extensions(f: ElfFacts, c: RuleContext) -> RuleResult:
             what = "no .riscv.attributes arch string"
         if c.isa is IsaLevel.BASELINE:
             return [], [f"{what}: extensions unproven, passed on header checks alone (isa baseline)"]
-        return [f"{what}: cannot prove the extensions profile {p.name} promises "
-                f"({_fmt(p.requires)}); verify it with --isa baseline if it is built for riscv64gc only"], []
+        return [(f"{what}: cannot prove the extensions profile {p.name} promises "
+                f"({_fmt(p.requires)}); verify it with --isa baseline if it is built for riscv64gc only")], []
     reasons: list[str] = []
     notes: list[str] = []
     exts = frozenset(f.extensions)

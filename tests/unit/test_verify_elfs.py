@@ -252,7 +252,7 @@ def test_usage_errors(tmp_path):
 
 def rvport(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", "from rvport.cli import main; main()", *args],
-                          capture_output=True, text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          capture_output=True, text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, check=False)
 
 
 def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):

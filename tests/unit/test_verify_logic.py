@@ -14,11 +14,23 @@ from packaging.tags import parse_tag
 
 from rvport.profiles import get_profile
 from rvport.verify.artifacts import ArchiveError, iter_ar_members
-from rvport.verify.elf import (ElfFacts, GoBuildInfo, parse_arch_string, parse_go_buildinfo,
-                               parse_riscv_attributes)
+from rvport.verify.elf import (
+    ElfFacts,
+    GoBuildInfo,
+    parse_arch_string,
+    parse_go_buildinfo,
+    parse_riscv_attributes,
+)
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport
-from rvport.verify.policy import (IsaLevel, Verdict, judge_elf, judge_wheel_tags, manylinux_for, maximal,
-                                  parse_platform)
+from rvport.verify.policy import (
+    IsaLevel,
+    Verdict,
+    judge_elf,
+    judge_wheel_tags,
+    manylinux_for,
+    maximal,
+    parse_platform,
+)
 from rvport.verify.report import to_junit
 
 GC_ARCH = "rv64i2p1_m2p0_a2p1_f2p2_d2p2_c2p0_zicsr2p0_zifencei2p0_zmmul1p0_zaamo1p0_zalrsc1p0"
@@ -86,7 +98,7 @@ def test_vector_object_exceeds_scalar_and_narrower_profiles():
     assert j.verdict is Verdict.FAIL
     assert any("beyond profile rv64gc" in r and "v, zvfh, zvl256b" in r for r in j.reasons)
     j = judge_elf(facts(arch=V256_ARCH), get_profile("rvv128"))
-    assert [r for r in j.reasons if "beyond" in r][0].startswith("needs zvl256b, beyond profile rvv128")
+    assert next(r for r in j.reasons if "beyond" in r).startswith("needs zvl256b, beyond profile rvv128")
     assert judge_elf(facts(arch=V256_ARCH), get_profile("rvv256")).ok
 
 
