@@ -158,6 +158,7 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                                else f"several RECORD files: {', '.join(record_names)}")
             else:
                 record = _parse_record(zf.read(record_names[0]).decode("utf-8", "replace"))
+                reasons += _check_wheel_tags_file(zf, record_names[0].rsplit("/", 1)[0], tags)
             seen: set[str] = set()
             for info in infos:
                 fname = info.filename
@@ -194,6 +195,20 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
     verdict = Verdict.FAIL if reasons or any(not m.ok for m in members) else Verdict.PASS
     return ArtifactResult(path=str(path), kind=ArtifactKind.WHEEL, verdict=verdict, reasons=tuple(reasons),
                           notes=tuple(notes), members=tuple(members), size=size, sha256=sha, wheel=info_)
+
+
+def _check_wheel_tags_file(zf: zipfile.ZipFile, distinfo: str, tags: frozenset) -> list[str]:
+    """The Tag lines of .dist-info/WHEEL must be the tags of the file name."""
+    try:
+        text = zf.read(f"{distinfo}/WHEEL").decode("utf-8", "replace")
+    except KeyError:
+        return [f"no {distinfo}/WHEEL"]
+    listed = {line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("tag:")}
+    named = {str(t) for t in tags}
+    if listed and listed != named:
+        return [f"{distinfo}/WHEEL lists tags {', '.join(sorted(listed))} but the file name says "
+                f"{', '.join(sorted(named))}"]
+    return []
 
 
 def _check_record_entry(fname: str, data: bytes, record: dict[str, tuple[str, str]],

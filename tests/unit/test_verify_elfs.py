@@ -176,6 +176,15 @@ def test_wheel_record_checks(elf_fixtures: ElfFixtures, tmp_path):
     assert "RECORD hash algorithm 'md5' is not accepted" in reasons(one(whl))
 
 
+def test_wheel_tags_file_must_match_name(elf_fixtures: ElfFixtures, tmp_path):
+    whl = make_wheel(tmp_path, "demo", "1.0", "cp312-cp312-linux_x86_64",
+                     {"demo/_x.so": elf_fixtures.read("librv64gc.so")})
+    renamed = whl.with_name("demo-1.0-cp312-cp312-linux_riscv64.whl")
+    whl.rename(renamed)
+    assert "WHEEL lists tags cp312-cp312-linux_x86_64 but the file name says cp312-cp312-linux_riscv64" in (
+        reasons(one(renamed)))
+
+
 def test_stored_wheel_and_bad_name(elf_fixtures: ElfFixtures, tmp_path):
     whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/_x.so": elf_fixtures.read("librv64gc.so")},
                      compression=zipfile.ZIP_STORED)
