@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from . import buildx, dockerfiles
 from .baseimage import BaseImage
@@ -29,6 +30,7 @@ if TYPE_CHECKING:   # the runner hands itself in; only its helpers are used
 XTC_BASE = "debian-trixie-xtc"
 PREFIX = "/opt/xtc"
 TRIPLE = "riscv64-linux-gnu"
+RISCV64 = "linux/riscv64"
 PREFIX_FORMAT = 1    # bump when the prefix layout changes
 
 # What must match between the riscv64 stage (left: its package) and the cross toolchain (right: the build
@@ -50,7 +52,6 @@ for t in gcc g++ cpp gcc-ar gcc-nm gcc-ranlib; do cp -a /usr/bin/$T-$t-$V $P/bin
 for t in as ld ld.bfd ar nm ranlib objcopy objdump strip readelf; do cp -a /usr/bin/$T-$t $P/bin/; done
 # as/ld where the driver looks for them (relative links into $P/bin); never unprefixed on PATH
 cp -a /usr/$T/bin $P/$T/
-ln -s ../../../../libexec/gcc-cross/$T/$V/liblto_plugin.so $P/lib/gcc-cross/$T/$V/liblto_plugin.so
 # the names build systems call: gcc/cc, g++/c++, cpp, and the triplet names Debian's python sysconfig uses.
 # They are links in the drivers' own directory (GCC finds cc1 relative to the path it was started as).
 cd $P/bin
@@ -94,20 +95,20 @@ mkdir -p "$(dirname "$loader")"
 ln -s $P/host/"$(basename "$loader")" "$loader"
 ln -s $P/host/lib /usr/lib/$multiarch
 # 3. the stage's GCC $V files, linked per file (a real directory: the driver resolves paths inside it);
-#    the LTO plugin stays the prefix's own (the native linker loads it)
-for f in /usr/lib/gcc/$T/$V/*; do
-  n=${f##*/}
-  case $n in liblto_plugin.so|plugin) continue ;; esac
-  ln -s "$f" $P/lib/gcc-cross/$T/$V/"$n"
-done
+#    the LTO plugin stays the prefix's own (the native linker loads it). One cp per tree: every process
+#    here is emulated.
+G=$P/lib/gcc-cross/$T/$V
+cp -rsL /usr/lib/gcc/$T/$V/. $G/
+rm -rf $G/plugin $G/liblto_plugin.so
+ln -s ../../../../libexec/gcc-cross/$T/$V/liblto_plugin.so $G/liblto_plugin.so
 # 4. headers: the cross driver searches $P/$T/include (then /usr/include); C++ in $P/$T/include/c++/$V
-mkdir -p $P/$T/include/c++/$V
-for f in /usr/include/$T/*; do
-  n=${f##*/}
-  test "$n" = "c++" || ln -s "$f" $P/$T/include/"$n"
-done
-for f in /usr/include/c++/$V/*; do ln -s "$f" $P/$T/include/c++/$V/; done
-ln -s /usr/include/$T/c++/$V $P/$T/include/c++/$V/$T
+I=$P/$T/include
+mkdir -p $I
+cp -rsL /usr/include/$T/. $I/
+rm -rf $I/c++
+mkdir -p $I/c++
+cp -rsL /usr/include/c++/$V $I/c++/
+ln -s /usr/include/$T/c++/$V $I/c++/$V/$T
 # libraries need nothing: the cross driver already searches /lib/$T and /usr/lib/$T
 $P/bin/gcc -dumpmachine | grep -qx $T || fail "/opt/xtc/bin/gcc does not run or does not target $T"
 echo "rvport accelerated: GCC $cross ($(cat $P/host/multiarch) host binaries) linked to the stage's GCC $V files"
@@ -196,8 +197,9 @@ def parse_packages(text: str) -> dict[str, str]:
     return out
 
 
-def render_prefix(xtc_base_tag: str, major: str) -> dockerfiles.Rendered:
-    return dockerfiles.render("accelerated-prefix", {"XTC_BASE": xtc_base_tag, "GCC_MAJOR": major})
+def render_prefix(xtc_base_tag: str, major: str, platform: str) -> dockerfiles.Rendered:
+    return dockerfiles.render("accelerated-prefix", {"XTC_BASE": xtc_base_tag, "GCC_MAJOR": major,
+                                                     "XTC_PLATFORM": platform})
 
 
 def render_stage(*, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profile: str) -> dockerfiles.Rendered:
@@ -212,10 +214,10 @@ def prefix_key(base: BaseImage, rendered: dockerfiles.Rendered) -> str:
     return hashlib.sha256(doc.encode()).hexdigest()
 
 
-def ensure_prefix(runner: "Runner", rec: "StageRecord", base: BaseImage) -> XtcImage:
+def ensure_prefix(runner: Runner, rec: StageRecord, base: BaseImage) -> XtcImage:
     """The prefix image for this build-platform base: built and loaded once per inputs, then reused by tag."""
     major = gcc_major(base.packages)
-    rendered = render_prefix(base.tag, major)
+    rendered = render_prefix(base.tag, major, base.platform)
     key = prefix_key(base, rendered)
     tag = f"rvport/xtc:{base.spec}-{base.platform.split('/')[-1]}-{key[:12]}"
     info = buildx.image_info(tag)
@@ -226,9 +228,9 @@ def ensure_prefix(runner: "Runner", rec: "StageRecord", base: BaseImage) -> XtcI
             (ctx / "Dockerfile").write_text(rendered.text)
             (ctx / "xtc-assemble.sh").write_text(ASSEMBLE_SH)
             (ctx / "xtc-setup.sh").write_text(SETUP_SH)
-            # the image holds build-platform binaries for riscv64 stages; it is tagged for the riscv64
-            # platform so those stages can COPY --from it by name
-            buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=base.platform,
+            # the image holds build-platform binaries for riscv64 stages; it is made for the riscv64 platform
+            # (FROM scratch) so those stages can COPY --from it by name without a registry
+            buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=RISCV64,
                                           tag=tag, load=True, network="none", builder=runner.opts.builder,
                                           labels=(("org.rvport.key", key), ("org.rvport.xtc.base", base.tag))),
                          log_path=runner._log(rec), on_line=lambda l: runner.rep.line(rec.stage.name, l))
@@ -244,7 +246,7 @@ def ensure_prefix(runner: "Runner", rec: "StageRecord", base: BaseImage) -> XtcI
                     built=built)
 
 
-def stage_dockerfile(runner: "Runner", rec: "StageRecord", stage_base: BaseImage,
+def stage_dockerfile(runner: Runner, rec: StageRecord, stage_base: BaseImage,
                      toolchain_tag: str) -> dockerfiles.Rendered:
     """The runner's hook: prefix image ready, versions checked and recorded, the stage's Dockerfile rendered."""
     st = rec.stage
@@ -264,6 +266,6 @@ def stage_dockerfile(runner: "Runner", rec: "StageRecord", stage_base: BaseImage
     return render_stage(toolchain=toolchain_tag, xtc=xtc, env=st.env, profile=runner.profile.name)
 
 
-def _timer(rec: "StageRecord", name: str):
+def _timer(rec: StageRecord, name: str):
     from .runner import _Timer
     return _Timer(rec, name)

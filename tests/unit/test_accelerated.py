@@ -1,0 +1,157 @@
+"""Accelerated stages without Docker: the rendered Dockerfiles, the version-match check, the prefix key."""
+
+from __future__ import annotations
+
+import pytest
+
+from rvport import accelerated as acc
+from rvport.baseimage import BaseImage
+from rvport.errors import BuildFailed, HostNotReady
+from rvport.host import HostFacts
+from rvport.planner import Mode, Request, make_plan
+from rvport.profiles import get_profile
+from rvport.recipes import load_catalogue
+
+STAGE = {"gcc-14": "14.2.0-19", "g++-14": "14.2.0-19", "libgcc-14-dev": "14.2.0-19",
+         "libstdc++-14-dev": "14.2.0-19", "binutils-riscv64-linux-gnu": "2.44-3", "python3": "3.13.5-1"}
+CROSS = {"gcc-14-riscv64-linux-gnu": "14.2.0-19cross1", "g++-14-riscv64-linux-gnu": "14.2.0-19cross1",
+         "libgcc-14-dev-riscv64-cross": "14.2.0-19cross1", "libstdc++-14-dev-riscv64-cross": "14.2.0-19cross1",
+         "binutils-riscv64-linux-gnu": "2.44-3", "make": "4.4.1-2"}
+
+
+def xtc(tag="rvport/xtc:debian-trixie-xtc-amd64-0123456789ab") -> acc.XtcImage:
+    return acc.XtcImage(tag=tag, image_id="sha256:" + "1" * 64, platform="linux/amd64", gcc_major="14",
+                        packages={k: v for k, v in CROSS.items() if k != "make"})
+
+
+def base(image_id="sha256:" + "2" * 64) -> BaseImage:
+    return BaseImage(spec="debian-trixie-xtc", tag="rvport/base:debian-trixie-xtc-amd64-abc", image_id=image_id,
+                     platform="linux/amd64", key="k", source="debootstrap", packages=CROSS)
+
+
+# ------------------------------------------------------------------------------------------- versions
+def test_same_source_versions_match_and_are_returned():
+    assert acc.check_versions(STAGE, CROSS, "14") == {
+        "gcc-14": "14.2.0-19", "g++-14": "14.2.0-19", "libgcc-14-dev": "14.2.0-19",
+        "libstdc++-14-dev": "14.2.0-19", "binutils-riscv64-linux-gnu": "2.44-3"}
+
+
+@pytest.mark.parametrize("version, expected", [
+    ("14.2.0-19cross1", "14.2.0-19"), ("14.2.0-19", "14.2.0-19"), ("2.44-3+b1", "2.44-3"),
+    ("14.2.0-19cross2+b1", "14.2.0-19"), ("1:2.41-11cross1", "1:2.41-11")])
+def test_source_version_drops_cross_and_binnmu_suffixes(version, expected):
+    assert acc.source_version(version) == expected
+
+
+def test_a_different_gcc_revision_is_refused_with_both_versions_and_a_hint():
+    stage = dict(STAGE, **{"gcc-14": "14.2.0-20", "g++-14": "14.2.0-20"})
+    with pytest.raises(acc.ToolchainMismatch) as ei:
+        acc.check_versions(stage, CROSS, "14")
+    e = ei.value
+    assert isinstance(e, BuildFailed)
+    assert "stage gcc-14 14.2.0-20 != cross gcc-14-riscv64-linux-gnu 14.2.0-19cross1" in str(e)
+    assert "g++-14 14.2.0-20" in str(e)
+    assert "--mode qemu" in e.hint and "debian-trixie-xtc" in e.hint
+
+
+def test_a_different_binutils_is_refused():
+    with pytest.raises(acc.ToolchainMismatch, match="binutils-riscv64-linux-gnu 2.45-1"):
+        acc.check_versions(dict(STAGE, **{"binutils-riscv64-linux-gnu": "2.45-1"}), CROSS, "14")
+
+
+def test_a_stage_without_the_cross_major_version_is_refused():
+    stage = {k.replace("14", "15"): v.replace("14.2.0", "15.1.0") for k, v in STAGE.items()}
+    with pytest.raises(acc.ToolchainMismatch, match="the stage has no gcc-14"):
+        acc.check_versions(stage, CROSS, "14")
+
+
+def test_a_cross_toolchain_missing_a_package_is_refused():
+    cross = {k: v for k, v in CROSS.items() if not k.startswith("g++")}
+    with pytest.raises(acc.ToolchainMismatch, match="the cross toolchain has no g\\+\\+-14-riscv64-linux-gnu"):
+        acc.check_versions(STAGE, cross, "14")
+
+
+def test_gcc_major_from_the_cross_packages():
+    assert acc.gcc_major(CROSS) == "14"
+    with pytest.raises(HostNotReady, match="no riscv64 cross GCC"):
+        acc.gcc_major({"make": "4.4"})
+    with pytest.raises(HostNotReady, match="2 riscv64 cross GCC versions"):
+        acc.gcc_major(dict(CROSS, **{"gcc-15-riscv64-linux-gnu": "15.1.0-1cross1"}))
+
+
+def test_parse_packages_drops_architecture_qualifiers():
+    assert acc.parse_packages("gcc-14=14.2.0-19\nlibc6:amd64=2.41-11\n\nbroken\n") == {
+        "gcc-14": "14.2.0-19", "libc6": "2.41-11"}
+
+
+@pytest.mark.parametrize("arch, platform", [("x86_64", "linux/amd64"), ("aarch64", "linux/arm64")])
+def test_host_platform(arch, platform):
+    assert acc.host_platform(arch) == platform
+
+
+def test_riscv64_hosts_have_nothing_to_accelerate():
+    with pytest.raises(HostNotReady, match="x86_64 or aarch64"):
+        acc.host_platform("riscv64")
+
+
+# ------------------------------------------------------------------------------------------- rendering
+def test_stage_dockerfile_copies_the_prefix_image_and_puts_its_compilers_first():
+    r = acc.render_stage(toolchain="rvport/toolchain:msgspec-build-abc", xtc=xtc(),
+                         env={"QEMU_CPU": "rv64,v=true", "CFLAGS": "-O2 -march=rv64gcv"}, profile="rvv256")
+    lines = r.text.splitlines()
+    assert r.template == "accelerated.Dockerfile" and "@@" not in r.text
+    assert lines[next(i for i, l in enumerate(lines) if not l.startswith("#"))] == \
+        "FROM rvport/toolchain:msgspec-build-abc AS build"
+    copy = "COPY --from=rvport/xtc:debian-trixie-xtc-amd64-0123456789ab /opt/xtc/ /opt/xtc/"
+    setup = "RUN sh -eu /opt/xtc/setup.sh"
+    assert copy in lines and setup in lines and lines.index(copy) < lines.index(setup)
+    (path,) = [l for l in lines if l.startswith("ENV PATH=")]
+    assert path.startswith("ENV PATH=/opt/xtc/bin:") and "ccache" not in path
+    assert lines.index(setup) < lines.index(path)          # setup.sh runs with the stage's own PATH
+    assert 'ENV QEMU_CPU="rv64,v=true"' in lines and 'ENV CFLAGS="-O2 -march=rv64gcv"' in lines
+    assert 'sh -eux /rvport/build.sh' in r.text and "FROM scratch AS export" in r.text
+
+
+def test_prefix_dockerfile_assembles_on_the_build_platform_and_keeps_only_the_prefix():
+    r = acc.render_prefix("rvport/base:debian-trixie-xtc-amd64-abc", "14", "linux/amd64")
+    lines = [l for l in r.text.splitlines() if l and not l.startswith("#")]
+    assert lines[0] == "FROM --platform=linux/amd64 rvport/base:debian-trixie-xtc-amd64-abc AS assemble"
+    assert "xtc-assemble.sh 14" in r.text
+    assert lines[-2:] == ["FROM scratch", "COPY --from=assemble /opt/xtc/ /opt/xtc/"]
+
+
+def test_scripts_cover_the_pitfalls():
+    a, s = acc.ASSEMBLE_SH, acc.SETUP_SH
+    # driver names (incl. the triplet name Debian's python sysconfig calls) live beside the real drivers
+    for name in ("gcc cc $T-gcc", "g++ c++ $T-g++"):
+        assert name in a
+    # no unprefixed as/ld on PATH: binutils are copied with their triplet prefix only
+    assert "for t in as ld ld.bfd" in a and "cp -a /usr/bin/$T-$t $P/bin/" in a
+    # the gcc-cross version directory is a real directory of per-file links; the LTO plugin stays native
+    assert "cp -rsL /usr/lib/gcc/$T/$V/. $G/" in s and "rm -rf $G/plugin $G/liblto_plugin.so" in s
+    # g++'s target directory for the stage's c++config.h
+    assert "ln -s /usr/include/$T/c++/$V $I/c++/$V/$T" in s
+    # the stage must have the cross compiler's GCC version
+    assert "test -d /usr/lib/gcc/$T/$V || fail" in s
+
+
+def test_prefix_key_follows_its_inputs():
+    r = acc.render_prefix("t", "14", "linux/amd64")
+    assert acc.prefix_key(base(), r) == acc.prefix_key(base(), r)
+    assert acc.prefix_key(base(), r) != acc.prefix_key(base("sha256:" + "3" * 64), r)
+    assert acc.prefix_key(base(), r) != acc.prefix_key(base(), acc.render_prefix("t", "15", "linux/amd64"))
+
+
+def test_xtc_image_json_records_id_and_packages():
+    doc = xtc().to_json()
+    assert doc["image_id"].startswith("sha256:") and doc["packages"]["gcc-14-riscv64-linux-gnu"] == "14.2.0-19cross1"
+
+
+# ------------------------------------------------------------------------------------------- planning
+@pytest.mark.parametrize("name", ["msgspec"])
+def test_proven_recipes_run_accelerated_under_auto_on_x86_64(name):
+    cat = load_catalogue()
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
+    st = make_plan(cat, Request(refs=(name,), profile=get_profile("rvv256")), host).stages[0]
+    assert st.mode is Mode.ACCELERATED and st.platform == "linux/riscv64" and st.emulated
+    assert st.env["QEMU_CPU"] == get_profile("rvv256").qemu_cpu
