@@ -6,8 +6,9 @@ and print how much faster rvport is (target: at least 3x, and a torch-sized whee
     python bench/verify_vs_auditwheel.py --wheels DIR    # or bench the wheels in DIR
     python bench/verify_vs_auditwheel.py --no-torch      # skip the synthesized torch-sized wheel
 
-Needs auditwheel (installed with pip at run time when missing) and pip's configured package index for the
-real wheels. Both tools run as subprocesses, each the way it is used: rvport once for all wheels, auditwheel
+Needs auditwheel (installed with pip at run time when missing), pip's configured package index for the
+real wheels, and docker with the test fixtures' cross toolchain image (tests/fixtures/toolchain.py) for
+the symbol-rich library of the torch-sized wheel (without them the big library is a padded real one). Both tools run as subprocesses, each the way it is used: rvport once for all wheels, auditwheel
 once per wheel. Each is timed over --repeat runs and the best time is kept.
 """
 
@@ -26,6 +27,7 @@ import time
 import zipfile
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 REAL_WHEELS = ["msgspec==0.23.0", "tokenizers", "safetensors"]
 RV_PLATFORMS = ["manylinux_2_39_riscv64", "manylinux_2_31_riscv64", "manylinux_2_28_riscv64"]
 
@@ -54,10 +56,34 @@ def _hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def synthesize_torch(real: list[Path], dest: Path, *, n_so: int, n_py: int, big_mb: int) -> Path:
-    """A torch-sized wheel built from the real riscv64 ELF files inside `real`: one big library (a real
-    .so padded to big_mb MB with incompressible bytes, as libtorch_cpu.so is mostly code), n_so more
-    shared libraries and n_py Python files, with a correct RECORD and a manylinux_2_31_riscv64 tag."""
+def build_symbol_library(n_symbols: int, work: Path) -> bytes | None:
+    """A real riscv64 shared library exporting n_symbols functions, as libtorch_cpu.so exports some
+    hundred thousand (tools that read symbol tables pay for them). Assembled with the cross toolchain in
+    the docker image the test fixtures use; None when docker or that image is not there."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fixtures.elfs import docker_ready
+    from tests.fixtures.toolchain import xtc_image
+
+    why = docker_ready()
+    if why:
+        print(f"no symbol-rich library ({why}): the big library will be a padded real one")
+        return None
+    work.mkdir(parents=True, exist_ok=True)
+    lines = [".text", ".globl torch_base", ".type torch_base,@function", "torch_base:",
+             "  addi sp,sp,-16", "  sd ra,8(sp)", "  call strlen@plt", "  call malloc@plt", "  call memcpy@plt",
+             "  ld ra,8(sp)", "  addi sp,sp,16", "  ret", ".size torch_base,.-torch_base"]
+    for i in range(n_symbols):
+        lines += [f".globl at_native_op_{i}", f".type at_native_op_{i},@function", f".set at_native_op_{i},torch_base"]
+    (work / "syms.S").write_text("\n".join(lines) + "\n")
+    subprocess.run(["docker", "run", "--rm", "--network", "none", "-v", f"{work}:/w", "-w", "/w", xtc_image(),
+                    "riscv64-linux-gnu-gcc-14", "-shared", "-fPIC", "syms.S", "-o", "libsyms.so"], check=True)
+    return (work / "libsyms.so").read_bytes()
+
+
+def synthesize_torch(real: list[Path], dest: Path, *, n_so: int, n_py: int, big_mb: int,
+                     big_lib: bytes | None = None) -> Path:
+    """A torch-sized wheel built from real riscv64 ELF files: one big library (big_lib, or the largest
+    real .so, padded to big_mb MB with real code bytes), n_so more shared libraries (the real ones) and n_py Python files, with a correct RECORD and a manylinux_2_31_riscv64 tag."""
     elfs: list[bytes] = []
     for w in real:
         with zipfile.ZipFile(w) as zf:
@@ -68,7 +94,8 @@ def synthesize_torch(real: list[Path], dest: Path, *, n_so: int, n_py: int, big_
     files: dict[str, bytes] = {}
     # Padding made of real riscv64 code compresses like libtorch_cpu.so does (about 3x), unlike random bytes.
     pad = (elfs[-1] * ((big_mb << 20) // len(elfs[-1]) + 1))[: big_mb << 20]
-    files["torch/lib/libtorch_cpu.so"] = elfs[-1] + pad
+    big = big_lib or elfs[-1]
+    files["torch/lib/libtorch_cpu.so"] = big + pad
     small = elfs[:-1] or elfs
     for i in range(n_so):
         files[f"torch/lib/libtorch_part{i:04d}.so"] = elfs[-1] if i % 20 == 0 else small[i % len(small)]
@@ -122,6 +149,8 @@ def main() -> int:
     ap.add_argument("--so", type=int, default=120, help="shared libraries in the torch-sized wheel")
     ap.add_argument("--py", type=int, default=6000, help="Python files in the torch-sized wheel")
     ap.add_argument("--big-mb", type=int, default=350, help="size of its biggest library, MB")
+    ap.add_argument("--symbols", type=int, default=150_000,
+                    help="functions exported by the big library (0: pad a real library instead)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", default="rv64gc")
     args = ap.parse_args()
@@ -134,7 +163,8 @@ def main() -> int:
         torch = None
         if not args.no_torch:
             t = time.perf_counter()
-            torch = synthesize_torch(real, work, n_so=args.so, n_py=args.py, big_mb=args.big_mb)
+            big_lib = build_symbol_library(args.symbols, work / "syms") if args.symbols else None
+            torch = synthesize_torch(real, work, n_so=args.so, n_py=args.py, big_mb=args.big_mb, big_lib=big_lib)
             with zipfile.ZipFile(torch) as zf:
                 n = len(zf.infolist())
             print(f"synthesized {torch.name}: {torch.stat().st_size / 1e6:.0f} MB, {n} members "
