@@ -11,7 +11,7 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:   # so `tests.fixtures` imports however pytest is started
     sys.path.insert(0, str(_ROOT))
 
-from tests.fixtures.elfs import ElfFixtures, build_fixtures, docker_ready  # noqa: E402
+from tests.fixtures.elfs import ElfFixtures, build_fixtures, docker_ready
 
 
 @pytest.fixture(scope="session")
