@@ -224,11 +224,7 @@ def main() -> None:
     except typer.Abort:
         raise SystemExit(int(ExitCode.INTERRUPTED))
     except Exception as e:  # click usage errors and bugs
-        import click
-        if isinstance(e, click.exceptions.UsageError):
-            e.show()
-            raise SystemExit(int(ExitCode.USAGE))
-        if isinstance(e, click.exceptions.ClickException):
+        if isinstance(e, _click_exceptions()):
             e.show()
             raise SystemExit(int(ExitCode.USAGE))
         u = ui()
@@ -238,3 +234,16 @@ def main() -> None:
         else:
             u.err.print("run again with --debug for the traceback, and report it")
         raise SystemExit(int(ExitCode.INTERNAL))
+
+
+def _click_exceptions() -> tuple[type[Exception], ...]:
+    """Click's exception base, and typer's vendored copy of it (typer >= 0.25 ships its own click)."""
+    import click
+
+    out: list[type[Exception]] = [click.exceptions.ClickException]
+    try:
+        from typer._click import exceptions as vendored  # type: ignore[import-not-found]
+        out.append(vendored.ClickException)
+    except ImportError:
+        pass
+    return tuple(out)

@@ -50,5 +50,6 @@ def configure(*, ci: str | None = None, force_ci: bool = False, debug: bool = Fa
     ci = ci or detect_ci() or ("generic" if force_ci else None)
     no_color = bool(os.environ.get("NO_COLOR")) or ci is not None and not sys.stdout.isatty()
     _ui = UI(console=Console(no_color=no_color, highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 140),
-             err=Console(stderr=True, no_color=no_color, highlight=False), ci=ci, debug=debug)
+             err=Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=not sys.stderr.isatty()),
+             ci=ci, debug=debug)
     return _ui

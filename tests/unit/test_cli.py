@@ -1,0 +1,67 @@
+"""The CLI as a user meets it: exit codes, located errors without tracebacks, plan.json on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+
+from rvport import manifest
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rvport", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_plan_all_writes_seven_recipes_in_dependency_order(tmp_path):
+    cp = run("plan", "--all", "--profile", "rvv256", "--tag", "local", "--output", str(tmp_path / "out"))
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads((tmp_path / "out" / "plan.json").read_text())
+    jsonschema.validate(doc, manifest.schema("plan"))
+    order = doc["order"]
+    assert len(order) == 7
+    assert order.index("torch") < order.index("vllm") and order.index("glide-ffi") < order.index("semantic-router")
+    assert "msgspec==0.23.0" in cp.stdout and "to be recorded on first verified fetch" in cp.stdout
+
+
+def test_unknown_option_profile_and_mode_are_usage_errors(tmp_path):
+    assert run("plan", "--bogus").returncode == 2
+    cp = run("plan", "msgspec", "--profile", "rvv512", "-o", str(tmp_path))
+    assert cp.returncode == 2 and "choose one of: rv64gc, rvv128, rvv256, rvv256-bf16" in cp.stderr
+    cp = run("plan", "msgspec", "--mode", "native", "-o", str(tmp_path))   # this host is not riscv64
+    if os.uname().machine != "riscv64":
+        assert cp.returncode == 2 and "riscv64 host" in cp.stderr
+    cp = run("plan", "nosuchrecipe", "-o", str(tmp_path))
+    assert cp.returncode == 2 and "known recipes" in cp.stderr
+
+
+def test_bad_recipes_exit_3_with_every_problem_located_and_no_traceback(tmp_path):
+    (tmp_path / "a.yaml").write_text("schema: 1\nname: a\nkind: python-wheel\nversions:\n  - version: '1'\n"
+                                     "    sources:\n      - name: s\n        url: https://example.org/a.tgz\n"
+                                     "        sha256: nothex\n    colour: red\n")
+    (tmp_path / "b.yaml").write_text("schema: 1\nname: b\nkind: [oops\n")
+    cp = run("plan", "--all", "--recipes", str(tmp_path), "-o", str(tmp_path / "out"))
+    assert cp.returncode == 3, cp.stderr
+    assert "Traceback" not in cp.stderr
+    assert f"{tmp_path / 'a.yaml'}:9" in cp.stderr and "64 lowercase hex" in cp.stderr
+    assert f"{tmp_path / 'a.yaml'}:10" in cp.stderr and "unknown key 'colour'" in cp.stderr
+    assert f"{tmp_path / 'b.yaml'}:" in cp.stderr and "YAML syntax error" in cp.stderr
+    assert not (tmp_path / "out" / "plan.json").exists()
+
+
+def test_recipes_list_and_show():
+    cp = run("recipes", "list")
+    assert cp.returncode == 0 and "sentencepiece" in cp.stdout and "0.2.3" in cp.stdout
+    cp = run("recipes", "show", "sentencepiece==0.2.3")
+    assert cp.returncode == 0 and "FETCHCONTENT_SOURCE_DIR_ABSEIL-CPP" not in cp.stderr
+    assert "abseil-cpp" in cp.stdout
+
+
+def test_version_and_help():
+    assert run("--version").stdout.startswith("rvport ")
+    assert run("--help").returncode == 0
