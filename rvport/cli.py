@@ -208,7 +208,13 @@ def doctor(builder: Optional[str] = BUILDER_OPT) -> None:
 def main() -> None:
     """Console-script entry: run the app and turn errors into exit codes, never tracebacks."""
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)
+        # click 8.2+ (vendored by typer >= 0.16) turns Ctrl-C into Abort and, without standalone mode, *returns*
+        # its exit code (130) instead of raising: that must still be exit 8, not 0
+        if rc == 130:
+            raise KeyboardInterrupt
+        if isinstance(rc, int) and rc != 0:
+            raise SystemExit(rc)
     except RvportError as e:
         u = ui()
         from rich.markup import escape   # messages quote build output, e.g. "executor failed running [/bin/sh -c ...]"
