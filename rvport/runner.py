@@ -186,16 +186,12 @@ class Runner:
         """base + Debian packages, as a loaded image (made once per inputs); returns (tag, packages)."""
         if not packages:
             return base.tag, {}
-        rendered = dockerfiles.render("toolchain", {
-            "BASE": base.tag, "QEMU_CPU": self.profile.qemu_cpu,
-            "PACKAGES": dockerfiles.packages_arg(packages)})
-        return self._image(base, rendered, what, rec)
+        return self._image(base, toolchain_dockerfile(base.tag, self.profile.qemu_cpu, packages), what, rec)
 
     def _image(self, base: BaseImage, rendered: dockerfiles.Rendered, what: str,
                rec: StageRecord) -> tuple[str, dict[str, str]]:
         """A toolchain image from `rendered` on `base`, built once per content; returns (tag, packages)."""
-        key = _key(base.image_id, rendered.sha256)
-        tag = f"rvport/toolchain:{rec.stage.name}-{what}-{key[:12]}"
+        tag, key = toolchain_tag(rec.stage.name, what, base.image_id, rendered)
         if buildx.image_info(tag) is None:
             ctx = self._tmp(f"tc-{rec.stage.name}-")
             try:
