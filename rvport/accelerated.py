@@ -256,6 +256,10 @@ def stage_dockerfile(runner: Runner, rec: StageRecord, stage_base: BaseImage,
     with _timer(rec, "accelerated"):
         xtc = ensure_prefix(runner, rec, xtc_base)
     stage_packages = {**stage_base.packages, **rec.toolchain_packages}
+    if not stage_packages:   # a base named by digest, no extra packages: ask the image itself
+        cp = buildx.run_container(toolchain_tag, ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"],
+                                  platform=RISCV64, check=False, timeout=300)
+        stage_packages = parse_packages(cp.stdout)
     compared = check_versions(stage_packages, xtc.packages, xtc.gcc_major)
     rec.images["xtc"] = xtc.image_id
     rec.images["xtc_tag"] = xtc.tag
