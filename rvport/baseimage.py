@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import buildx, proc
-from .errors import HostNotReady, RecipeError
+from .errors import HostNotReady, RecipeError, RvportError
 from .schema import validate
 from .sources.cache import atomic_write_text
 from .yamlsrc import load_yaml
@@ -126,6 +126,16 @@ def parse_dpkg_status(text: str) -> dict[str, str]:
     return out
 
 
+def installed_packages(image: str, platform: str) -> dict[str, str]:
+    """Package -> version installed in an image (dpkg's own record), {} when it cannot be read."""
+    try:
+        cp = buildx.run_container(image, ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"],
+                                  platform=platform, check=False, timeout=300)
+    except RvportError:
+        return {}
+    return dict(line.split("=", 1) for line in cp.stdout.splitlines() if "=" in line)
+
+
 def _release_digest(rootfs: Path) -> str | None:
     lists = rootfs / "var/lib/apt/lists"
     for f in sorted(lists.glob("*_InRelease")) + sorted(lists.glob("*_Release")):
@@ -145,7 +155,7 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
                                hint="load it first (docker load / pull on a connected host), or drop the "
                                     "override to bootstrap the base with debootstrap")
         return BaseImage(spec=spec.name, tag=ref, image_id=info["id"], platform=platform, key=ref, source=ref,
-                         reused=True)
+                         packages=installed_packages(ref, platform), reused=True)
     mirror = host_debian_mirror()
     key = base_key(spec, platform, mirror)
     arch = DEBIAN_ARCH.get(platform)
@@ -154,8 +164,13 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
     tag = f"rvport/base:{spec.name}-{arch}-{key[:12]}"
     meta_path = cache_dir / "bases" / f"{key}.json"
     info = buildx.image_info(tag)
-    if info is not None and meta_path.is_file():
-        meta = json.loads(meta_path.read_text())
+    if info is not None:
+        if meta_path.is_file():
+            meta = json.loads(meta_path.read_text())
+        else:   # made with another cache directory: describe it from the image itself
+            meta = {"release_sha256": info["labels"].get("org.rvport.release"),
+                    "packages": installed_packages(tag, platform)}
+            atomic_write_text(meta_path, json.dumps(dict(meta, tag=tag, spec=spec.name), sort_keys=True, indent=1))
         return BaseImage(spec=spec.name, tag=tag, image_id=info["id"], platform=platform, key=key,
                          source="debootstrap", release_sha256=meta.get("release_sha256"),
                          packages=meta.get("packages", {}), reused=True)
@@ -195,7 +210,8 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
         (ctx / "Dockerfile").write_text("FROM scratch\nADD rootfs.tar /\nENV LANG=C.UTF-8\nCMD [\"/bin/bash\"]\n")
         buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=platform, tag=tag,
                                       load=True, builder=builder,
-                                      labels=(("org.rvport.base", spec.name), ("org.rvport.key", key))),
+                                      labels=(("org.rvport.base", spec.name), ("org.rvport.key", key),
+                                              ("org.rvport.release", release or ""))),
                      log_path=log_path, on_line=on_line)
         info = buildx.image_info(tag)
         if info is None:
