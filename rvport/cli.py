@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import traceback
 from pathlib import Path
 from typing import Optional
@@ -205,8 +206,16 @@ def doctor(builder: Optional[str] = BUILDER_OPT) -> None:
     ui().console.print("[green]ready:[/] a riscv64 build can run here")
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main() -> None:
     """Console-script entry: run the app and turn errors into exit codes, never tracebacks."""
+    # Ctrl-C and a CI system's cancel (SIGTERM) stop a build cleanly, even when started from a shell that made
+    # background jobs ignore SIGINT (Python then installs no handler of its own).
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         rc = app(standalone_mode=False)
         # click 8.2+ (vendored by typer >= 0.16) turns Ctrl-C into Abort and, without standalone mode, *returns*

@@ -59,6 +59,7 @@ class StageRecord:
     toolchain_packages: dict[str, str] = field(default_factory=dict)
     toolchain: dict | None = None       # cross stages: the cross toolchain used (rvport/cross.py)
     key: str | None = None
+    build_command: str | None = None    # the buildx command that built the artifacts (kept with cached ones)
     error: str | None = None
     log_tail: list[str] = field(default_factory=list)
     log: str | None = None
@@ -71,7 +72,7 @@ class StageRecord:
             "commands": list(s.commands), "env": dict(sorted(s.env.items())), "images": self.images,
             "key": self.key, "plan_key": s.key, "artifacts": self.artifacts, "verify": self.verify,
             "smoke": self.smoke, "sources": self.sources, "toolchain_packages": self.toolchain_packages,
-            "toolchain": self.toolchain,
+            "toolchain": self.toolchain, "build_command": self.build_command,
             "error": self.error, "log_tail": self.log_tail, "log": self.log,
         }
 
@@ -313,6 +314,7 @@ class Runner:
             self.rep.step(name, "unchanged inputs: reusing verified artifacts")
             meta = json.loads((store / "manifest.json").read_text())
             rec.verify, rec.smoke = meta.get("verify"), meta.get("smoke")
+            rec.build_command = meta.get("build_command")
             rec.status = "cached"
         else:
             self._build_into_store(rec, tree.path, rendered, script, base, store, log, on_line)
@@ -331,11 +333,12 @@ class Runner:
             self.rep.step(st.name, "staging the build context")
             stage_context(ctx, tree, rendered, script, {d: self.stage_outputs[d] for d in st.depends})
             self.rep.step(st.name, "building (no network)")
+            spec = buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=st.platform,
+                                    output_dir=out / "files", network="none", builder=self.opts.builder,
+                                    cache_to=self.opts.cache_to, cache_from=self.opts.cache_from)
+            rec.build_command = buildx.quote(spec.argv())
             with _Timer(rec, "build"):
-                buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=st.platform,
-                                              output_dir=out / "files", network="none", builder=self.opts.builder,
-                                              cache_to=self.opts.cache_to, cache_from=self.opts.cache_from),
-                             log_path=log, on_line=on_line)
+                buildx.build(spec, log_path=log, on_line=on_line)
             files = out / "files"
             missing = [o.glob for o in st.recipe.outputs if not _matches(files, o.glob)]
             if missing:
@@ -350,6 +353,7 @@ class Runner:
                 with _Timer(rec, "smoke"):
                     rec.smoke = self._smoke(rec, files, base, log, on_line)
             meta = {"recipe": st.recipe.ref, "key": rec.key, "verify": rec.verify, "smoke": rec.smoke,
+                    "build_command": rec.build_command,
                     "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()]}
             (out / "manifest.json").write_text(manifest.dumps(meta))
             store.parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import jsonschema
@@ -111,8 +112,9 @@ def tiny(tmp_path_factory):
     f, s = tarball("broken-1.0.0", {"README": "nothing to build\n"}, mirror)
     (recipes / "broken.yaml").write_text(FAIL_RECIPE.format(name="broken", fname=f, sha=s, cmd="exit 3"))
     f, s = tarball("slow-1.0.0", {"README": "slow\n"}, mirror)
+    # a nonce per run: BuildKit must never find this step in its cache
     (recipes / "slow.yaml").write_text(FAIL_RECIPE.format(name="slow", fname=f, sha=s,
-                                                          cmd="sleep 631"))
+                                                          cmd=f"echo {uuid.uuid4().hex}; sleep 631"))
     return root
 
 
@@ -156,8 +158,10 @@ def test_a_failing_stage_writes_result_json_and_exits_7(engine, tiny, tmp_path):
 
 def test_ctrl_c_stops_the_build_and_leaves_no_artifact(engine, tiny, tmp_path):
     out = tmp_path / "out"
+    # started with SIGINT ignored, as a shell without job control starts background jobs: rvport must still stop
     proc = subprocess.Popen([sys.executable, "-m", "rvport", "--ci", "build", "slow", *common(tiny, out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     deadline = time.monotonic() + 900
     seen = []
     assert proc.stdout is not None

@@ -18,10 +18,18 @@ pytestmark = [pytest.mark.integration, pytest.mark.network]
 WHEELS = ("msgspec", "sentencepiece", "tiktoken")
 
 
+def build(out, cache):
+    """The README's main job, with a cache of its own: the wheels are really compiled in every run (base and
+    toolchain images are reused from the engine by content)."""
+    return rvport("build", *WHEELS, "--profile", "rvv256", "--tag", "local", "--output", str(out),
+                  "--cache-dir", str(cache))
+
+
 @pytest.fixture(scope="module")
 def built(engine, tmp_path_factory):
-    out = tmp_path_factory.mktemp("wheels") / "out"
-    cp = rvport("build", *WHEELS, "--profile", "rvv256", "--tag", "local", "--output", str(out))
+    root = tmp_path_factory.mktemp("wheels")
+    out, cache = root / "out", root / "cache"
+    cp = build(out, cache)
     assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
     return out, json.loads((out / "result.json").read_text())
 
@@ -33,7 +41,7 @@ def test_result_lists_verified_smoke_tested_wheels(built):
     stages = {s["recipe"]: s for s in doc["stages"]}
     assert set(stages) == set(WHEELS)
     for name, st in stages.items():
-        assert st["status"] in ("ok", "cached"), name
+        assert st["status"] == "ok", name        # really built in this run
         assert st["verify"]["ok"], st["verify"]
         assert st["smoke"]["status"] == "passed", st["smoke"]
         (art,) = [a for a in st["artifacts"] if a["path"].endswith(".whl")]
@@ -46,10 +54,11 @@ def test_result_lists_verified_smoke_tested_wheels(built):
 
 def test_compile_stages_had_no_network(built):
     out, doc = built
-    for name in WHEELS:
-        log = (out / "logs" / f"{name}.log").read_text()
-        build_cmds = [l for l in log.splitlines() if l.startswith("$ docker buildx build")]
-        assert any("--network none" in l and "type=local" in l for l in build_cmds), name
+    for st in doc["stages"]:
+        # recorded when the artifacts were built, and kept with them in the artifact cache
+        cmd = st["build_command"]
+        assert cmd.startswith("docker buildx build") and "--network none" in cmd, (st["recipe"], cmd)
+        assert "type=local" in cmd and st["env"]["QEMU_CPU"] in (out / "plan.json").read_text()
 
 
 def test_wheels_carry_the_profile_isa(built):
@@ -66,7 +75,7 @@ def test_wheels_carry_the_profile_isa(built):
 
 def test_second_build_with_nothing_changed_is_a_no_op(built):
     out, first = built
-    cp = rvport("build", *WHEELS, "--profile", "rvv256", "--tag", "local", "--output", str(out))
+    cp = build(out, out.parent / "cache")
     assert cp.returncode == 0, cp.stdout + cp.stderr
     doc = json.loads((out / "result.json").read_text())
     assert [s["status"] for s in doc["stages"]] == ["cached"] * 3
