@@ -114,6 +114,7 @@ def build(
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT,
     base_image: Optional[str] = typer.Option(None, "--base-image", help="Use this image (REF@sha256:...) as the riscv64 base instead of bootstrapping one."),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used (images and sources still are)."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here: one test case per stage."),
     summary: Optional[Path] = typer.Option(None, "--summary", help="Append a Markdown summary here (default on GitHub Actions: $GITHUB_STEP_SUMMARY)."),
     cache_to: Optional[Path] = typer.Option(None, "--cache-to", help="Export the buildx layer cache to DIR (needs a docker-container builder)."),
@@ -139,6 +140,7 @@ def build(
     output.mkdir(parents=True, exist_ok=True)
     manifest.write(output / "plan.json", p.to_json())
     opts = BuildOptions(output=output, fetch=fopts, builder=builder, base_image=base_image, smoke=not no_smoke,
+                        no_cache=no_cache,
                         cache_to=cache_to, cache_from=cache_from)
     rep = reporter(u.err, u.ci, u.live)
     for s in p.stages:

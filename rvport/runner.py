@@ -40,6 +40,7 @@ class BuildOptions:
     base_image: str | None = None       # a digest-pinned image instead of the bootstrapped base
     smoke: bool = True
     verify: bool = True
+    no_cache: bool = False              # compile afresh: skip the artifact cache and BuildKit's layer cache
     cache_to: Path | None = None        # buildx --cache-to type=local,dest=DIR,mode=max on the stage builds
     cache_from: Path | None = None      # buildx --cache-from type=local,src=DIR
 
@@ -310,7 +311,7 @@ class Runner:
         rec.key = _key(f"runner-{RUNNER_FORMAT}", st.key, tree.key, rec.images["toolchain"], rendered.sha256,
                        script, *dep_keys, str(self.opts.smoke), str(self.opts.verify))
         store = self.cache_root / "artifacts" / rec.key
-        if (store / "manifest.json").is_file():
+        if (store / "manifest.json").is_file() and not self.opts.no_cache:
             self.rep.step(name, "unchanged inputs: reusing verified artifacts")
             meta = json.loads((store / "manifest.json").read_text())
             rec.verify, rec.smoke = meta.get("verify"), meta.get("smoke")
@@ -335,7 +336,8 @@ class Runner:
             self.rep.step(st.name, "building (no network)")
             spec = buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=st.platform,
                                     output_dir=out / "files", network="none", builder=self.opts.builder,
-                                    cache_to=self.opts.cache_to, cache_from=self.opts.cache_from)
+                                    cache_to=self.opts.cache_to, cache_from=self.opts.cache_from,
+                                    no_cache=self.opts.no_cache)
             rec.build_command = buildx.quote(spec.argv())
             with _Timer(rec, "build"):
                 buildx.build(spec, log_path=log, on_line=on_line)

@@ -179,3 +179,13 @@ def test_ctrl_c_stops_the_build_and_leaves_no_artifact(engine, tiny, tmp_path):
     time.sleep(2)
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "sleep 631" not in ps
+
+
+def test_no_cache_compiles_afresh(engine, tiny, tmp_path):
+    out = tmp_path / "out"
+    assert rvport("build", "tinyrust", *common(tiny, out)).returncode == 0
+    cp = rvport("build", "tinyrust", "--no-cache", *common(tiny, out))
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    (st,) = json.loads((out / "result.json").read_text())["stages"]
+    assert st["status"] == "ok" and "--no-cache" in st["build_command"]
+    assert "Compiling tinyffi" in cp.stdout + cp.stderr      # cargo really ran in this build
