@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,6 +190,3 @@ def run_container(image: str, cmd: Sequence[str], *, platform: str | None = None
 def quote(argv: Sequence[str]) -> str:
     return shlex.join(argv)
 
-
-def image_json(ref: str) -> str:
-    return json.dumps(image_info(ref), sort_keys=True)
