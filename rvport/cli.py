@@ -47,7 +47,7 @@ JOBS_OPT = typer.Option(None, "--jobs", "-j", help="Parallel compile jobs (defau
 BUILDER_OPT = typer.Option(None, "--builder", help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).")
 
 
-def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline):
+def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline, ca=None):
     from .host import gather
     from .planner import Mode, Request, make_plan
     from .profiles import get_profile
@@ -61,7 +61,7 @@ def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_d
     if all_ and recipes:
         raise UsageError("give recipe names or --all, not both")
     cat = load_catalogue(recipes_dir)
-    fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline)
+    fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca)
     req = Request(refs=tuple(recipes or ()), all=all_, profile=get_profile(profile), mode=mode_v, tag=tag,
                   jobs=jobs, builder=builder)
     plan = make_plan(cat, req, gather(),
@@ -126,10 +126,9 @@ def build(
     from . import manifest, views
     from .progress import reporter
     from .runner import BuildOptions, Runner
-    from .sources import fetch_options
 
-    p, _ = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline)
-    fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle)
+    p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
+                     ca=ca_bundle)
     if base_image and "@sha256:" not in base_image:
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
     u = ui()

@@ -10,27 +10,12 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from .conftest import rvport, tarball
+from .test_build_tiny import FAIL_RECIPE
 
 pytestmark = pytest.mark.integration
 
 GH = {"GITHUB_ACTIONS": "true", "GITLAB_CI": ""}
 
-BROKEN = """\
-schema: 1
-name: broken
-kind: python-wheel
-build:
-  - echo starting the build of broken
-  - exit 3
-outputs:
-  - {{glob: "*.whl", type: wheel}}
-versions:
-  - version: "1.0.0"
-    sources:
-      - name: src
-        url: https://example.invalid/{fname}
-        sha256: {sha}
-"""
 
 
 @pytest.mark.network
@@ -67,7 +52,7 @@ def test_a_failing_stage_in_junit_and_summary(engine, tmp_path):
     mirror.mkdir()
     recipes.mkdir()
     fname, sha = tarball("broken-1.0.0", {"README": "nothing to build\n"}, mirror)
-    (recipes / "broken.yaml").write_text(BROKEN.format(fname=fname, sha=sha))
+    (recipes / "broken.yaml").write_text(FAIL_RECIPE.format(name="broken", cmd="exit 3", fname=fname, sha=sha))
     summary = tmp_path / "summary.md"
     cp = rvport("build", "broken", "--recipes", str(recipes), "--mirror", str(mirror), "--offline",
                 "--output", str(out), "--mode", "qemu", "--junit", str(tmp_path / "junit.xml"),
