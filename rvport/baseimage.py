@@ -112,6 +112,16 @@ def base_key(spec: BaseSpec, platform: str, mirror: str | None) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
+def keep_debootstrap_log(rootfs: Path, log_path: Path | None) -> None:
+    """debootstrap's own log lives in the rootfs, which is removed: its tail goes into rvport's log."""
+    own = rootfs / "debootstrap" / "debootstrap.log"
+    if log_path is None or not own.is_file():
+        return
+    tail = own.read_text(errors="replace").splitlines()[-200:]
+    with open(log_path, "a") as f:
+        f.write(f"--- the last {len(tail)} lines of {own.relative_to(rootfs)} ---\n" + "\n".join(tail) + "\n")
+
+
 def parse_dpkg_status(text: str) -> dict[str, str]:
     """Installed package -> version from a dpkg status file."""
     out: dict[str, str] = {}
@@ -188,9 +198,10 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
             cmd.append(mirror)
         rc = proc.stream(cmd, on_line=on_line or (lambda _l: None), log_path=log_path)
         if rc != 0:
+            keep_debootstrap_log(rootfs, log_path)
             raise HostNotReady(f"debootstrap failed ({proc.describe_status(rc)}) for {spec.name} ({arch})",
-                               hint=f"see {log_path}; under emulation the riscv64 binfmt handler must be "
-                                    "registered (rvport doctor)")
+                               hint=f"see {log_path} (debootstrap's own log is appended there); under emulation "
+                                    "the riscv64 binfmt handler must be registered (rvport doctor)")
         packages = parse_dpkg_status((rootfs / "var/lib/dpkg/status").read_text(errors="replace"))
         release = _release_digest(rootfs)
         # apt lists and caches are not part of the image

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rvport.baseimage import base_key, host_debian_mirror, load_base_spec, parse_dpkg_status
+from rvport.baseimage import base_key, host_debian_mirror, keep_debootstrap_log, load_base_spec, parse_dpkg_status
 from rvport.errors import RecipeError
 
 STATUS = """\
@@ -64,3 +64,19 @@ def test_mirror_comes_from_the_hosts_own_sources(tmp_path):
     (tmp_path / "sources.list").write_text("# comment\ndeb http://one.example/debian bookworm main\n")
     assert host_debian_mirror(empty, tmp_path / "sources.list") == "http://one.example/debian"
     assert host_debian_mirror(empty, tmp_path / "none") is None
+
+
+def test_a_failed_debootstraps_own_log_is_kept_in_rvports_log(tmp_path):
+    rootfs = tmp_path / "rootfs"
+    (rootfs / "debootstrap").mkdir(parents=True)
+    (rootfs / "debootstrap" / "debootstrap.log").write_text(
+        "".join(f"line {i}\n" for i in range(300)) + "dpkg: dependency problems prevent configuration of rustc-web\n")
+    log = tmp_path / "base.log"
+    log.write_text("$ debootstrap ...\nW: Failure while configuring base packages.\n")
+    keep_debootstrap_log(rootfs, log)
+    text = log.read_text()
+    assert text.startswith("$ debootstrap ...\n")
+    assert "--- the last 200 lines of debootstrap/debootstrap.log ---" in text
+    assert "dependency problems prevent configuration of rustc-web" in text and "line 100\n" not in text
+    keep_debootstrap_log(tmp_path / "no-rootfs", log)      # nothing to keep: nothing happens
+    assert log.read_text() == text
