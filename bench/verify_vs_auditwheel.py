@@ -5,11 +5,15 @@ and print how much faster rvport is (target: at least 3x, and a torch-sized whee
     python bench/verify_vs_auditwheel.py                 # fetch real riscv64 wheels with pip, synthesize a torch-sized one
     python bench/verify_vs_auditwheel.py --wheels DIR    # or bench the wheels in DIR
     python bench/verify_vs_auditwheel.py --no-torch      # skip the synthesized torch-sized wheel
+    python bench/verify_vs_auditwheel.py --rich 7        # seven symbol-rich libraries in it, not one
+    python bench/verify_vs_auditwheel.py --symbols 0     # none: its cost is then mostly bytes
 
-Needs auditwheel (installed with pip at run time when missing), pip's configured package index for the
-real wheels, and docker with the test fixtures' cross toolchain image (tests/fixtures/toolchain.py) for
-the symbol-rich library of the torch-sized wheel (without them the big library is a padded real one). Both tools run as subprocesses, each the way it is used: rvport once for all wheels, auditwheel
-once per wheel. Each is timed over --repeat runs and the best time is kept.
+Needs auditwheel (installed with pip at run time when missing) and pip's configured package index for the
+real wheels. The symbol-rich library of the torch-sized wheel is assembled with the host's riscv64 binutils
+(binutils-riscv64-linux-gnu) when installed, else with docker and the test fixtures' cross toolchain image
+(tests/fixtures/toolchain.py); without either the big library is a padded real one. Both tools run as
+subprocesses, each the way it is used: rvport once for all wheels, auditwheel once per wheel. Each is timed
+over --repeat runs and the best time is kept.
 """
 
 from __future__ import annotations
@@ -56,10 +60,45 @@ def _hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
+def _symbols_source(n_symbols: int) -> str:
+    lines = [".text", ".globl torch_base", ".type torch_base,@function", "torch_base:",
+             "  addi sp,sp,-16", "  sd ra,8(sp)", "  call strlen@plt", "  call malloc@plt", "  call memcpy@plt",
+             "  ld ra,8(sp)", "  addi sp,sp,16", "  ret", ".size torch_base,.-torch_base"]
+    for i in range(n_symbols):
+        lines += [f".globl at_native_op_{i}", f".type at_native_op_{i},@function", f".set at_native_op_{i},torch_base"]
+    return "\n".join(lines) + "\n"
+
+
+# A stand-in libc.so.6 for linking with the host's riscv64 binutils: the three functions the library
+# calls, at version GLIBC_2.27, so that the library needs libc.so.6 and GLIBC_2.27 as a real one does.
+_LIBC_STUB = "".join(f".globl {f}\n.type {f},@function\n{f}:\n  ret\n" for f in ("strlen", "malloc", "memcpy"))
+_LIBC_MAP = "GLIBC_2.27 { global: strlen; malloc; memcpy; local: *; };\n"
+
+
+def _host_binutils() -> tuple[str, str] | None:
+    found = (shutil.which("riscv64-linux-gnu-as"), shutil.which("riscv64-linux-gnu-ld"))
+    return (found[0], found[1]) if found[0] and found[1] else None
+
+
 def build_symbol_library(n_symbols: int, work: Path) -> bytes | None:
     """A real riscv64 shared library exporting n_symbols functions, as libtorch_cpu.so exports some
-    hundred thousand (tools that read symbol tables pay for them). Assembled with the cross toolchain in
-    the docker image the test fixtures use; None when docker or that image is not there."""
+    hundred thousand (tools that read symbol tables pay for them). Assembled with the host's riscv64
+    binutils when installed (binutils-riscv64-linux-gnu), else with the cross toolchain in the docker image
+    the test fixtures use; None when neither is there."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "syms.S").write_text(_symbols_source(n_symbols))
+    tools = _host_binutils()
+    if tools:
+        as_, ld = tools
+        (work / "libc.S").write_text(_LIBC_STUB)
+        (work / "libc.map").write_text(_LIBC_MAP)
+        flags = ["-march=rv64gc", "-mabi=lp64d"]
+        for cmd in ([as_, *flags, "libc.S", "-o", "libc.o"],
+                    [ld, "-shared", "-soname", "libc.so.6", "--version-script", "libc.map", "libc.o", "-o", "libc.so.6"],
+                    [as_, *flags, "syms.S", "-o", "syms.o"],
+                    [ld, "-shared", "--hash-style=gnu", "syms.o", "libc.so.6", "-o", "libsyms.so"]):
+            subprocess.run(cmd, cwd=work, check=True)
+        return (work / "libsyms.so").read_bytes()
     sys.path.insert(0, str(ROOT))
     from tests.fixtures.elfs import docker_ready
     from tests.fixtures.toolchain import xtc_image
@@ -68,22 +107,17 @@ def build_symbol_library(n_symbols: int, work: Path) -> bytes | None:
     if why:
         print(f"no symbol-rich library ({why}): the big library will be a padded real one")
         return None
-    work.mkdir(parents=True, exist_ok=True)
-    lines = [".text", ".globl torch_base", ".type torch_base,@function", "torch_base:",
-             "  addi sp,sp,-16", "  sd ra,8(sp)", "  call strlen@plt", "  call malloc@plt", "  call memcpy@plt",
-             "  ld ra,8(sp)", "  addi sp,sp,16", "  ret", ".size torch_base,.-torch_base"]
-    for i in range(n_symbols):
-        lines += [f".globl at_native_op_{i}", f".type at_native_op_{i},@function", f".set at_native_op_{i},torch_base"]
-    (work / "syms.S").write_text("\n".join(lines) + "\n")
     subprocess.run(["docker", "run", "--rm", "--network", "none", "-v", f"{work}:/w", "-w", "/w", xtc_image(),
                     "riscv64-linux-gnu-gcc-14", "-shared", "-fPIC", "syms.S", "-o", "libsyms.so"], check=True)
     return (work / "libsyms.so").read_bytes()
 
 
 def synthesize_torch(real: list[Path], dest: Path, *, n_so: int, n_py: int, big_mb: int,
-                     big_lib: bytes | None = None) -> Path:
+                     big_lib: bytes | None = None, rich: int = 1) -> Path:
     """A torch-sized wheel built from real riscv64 ELF files: one big library (big_lib, or the largest
-    real .so, padded to big_mb MB with real code bytes), n_so more shared libraries (the real ones) and n_py Python files, with a correct RECORD and a manylinux_2_31_riscv64 tag."""
+    real .so, padded to big_mb MB with real code bytes), n_so more shared libraries (the real ones) and
+    n_py Python files, with a correct RECORD and a manylinux_2_31_riscv64 tag. With big_lib, `rich` of
+    the libraries are symbol-rich: the big one and rich - 1 copies of big_lib among the others."""
     elfs: list[bytes] = []
     for w in real:
         with zipfile.ZipFile(w) as zf:
@@ -98,7 +132,11 @@ def synthesize_torch(real: list[Path], dest: Path, *, n_so: int, n_py: int, big_
     files["torch/lib/libtorch_cpu.so"] = big + pad
     small = elfs[:-1] or elfs
     for i in range(n_so):
-        files[f"torch/lib/libtorch_part{i:04d}.so"] = elfs[-1] if i % 20 == 0 else small[i % len(small)]
+        every20 = i // 20 if i % 20 == 0 else None
+        if big_lib and every20 is not None and every20 < rich - 1:
+            files[f"torch/lib/libtorch_part{i:04d}.so"] = big_lib
+        else:
+            files[f"torch/lib/libtorch_part{i:04d}.so"] = elfs[-1] if i % 20 == 0 else small[i % len(small)]
     for i in range(n_py):
         files[f"torch/pkg{i // 100:03d}/mod{i:05d}.py"] = (f"# module {i}\n" + "x = 1\n" * (i % 200)).encode()
     dist = "torch-2.9.0.dist-info"
@@ -151,6 +189,9 @@ def main() -> int:
     ap.add_argument("--big-mb", type=int, default=350, help="size of its biggest library, MB")
     ap.add_argument("--symbols", type=int, default=150_000,
                     help="functions exported by the big library (0: pad a real library instead)")
+    ap.add_argument("--rich", type=int, default=1,
+                    help="symbol-rich libraries in the torch-sized wheel: the big one and --rich - 1 copies among "
+                         "the others (at most --so / 20 + 1)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", default="rv64gc")
     args = ap.parse_args()
@@ -164,7 +205,8 @@ def main() -> int:
         if not args.no_torch:
             t = time.perf_counter()
             big_lib = build_symbol_library(args.symbols, work / "syms") if args.symbols else None
-            torch = synthesize_torch(real, work, n_so=args.so, n_py=args.py, big_mb=args.big_mb, big_lib=big_lib)
+            torch = synthesize_torch(real, work, n_so=args.so, n_py=args.py, big_mb=args.big_mb, big_lib=big_lib,
+                                     rich=args.rich)
             with zipfile.ZipFile(torch) as zf:
                 n = len(zf.infolist())
             print(f"synthesized {torch.name}: {torch.stat().st_size / 1e6:.0f} MB, {n} members "
