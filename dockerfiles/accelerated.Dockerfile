@@ -1,7 +1,8 @@
 # rvport accelerated build stage: a riscv64 stage (Python, pip, CMake, make and build backends run as riscv64
 # under QEMU with the profile's QEMU_CPU) whose C and C++ compilers are native @@XTC_PLATFORM@@ cross
 # compilers targeting riscv64, taken from the pinned prefix image @@XTC_IMAGE@@. They compile against the
-# stage's own headers and libraries, and setup.sh refuses a GCC version other than the stage's.
+# stage's own headers and libraries, and setup.sh refuses a GCC version other than the stage's. Rust stages
+# also get the build platform's rustc (RUSTC, CARGO_BUILD_TARGET) with the stage's riscv64 standard library.
 # Run as its own `docker buildx build --network none`; no ccache (every compile really runs).
 FROM @@TOOLCHAIN@@ AS build
 @@ENV@@
@@ -13,7 +14,7 @@ COPY deps/ /deps/
 COPY rvport-build.sh /rvport/build.sh
 WORKDIR /src
 RUN --mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
-    mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh
+    . /opt/xtc/stage.env && mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh
 
 FROM scratch AS export
 COPY --from=build /out/ /

@@ -8,6 +8,13 @@ shared libraries), and loaded as an image. A riscv64 build stage takes it with `
 and links it to its own headers, libraries and GCC files (dockerfiles/accelerated.Dockerfile), so the cross
 compiler must be the stage's GCC version: checked here from package versions before anything is built,
 and again inside the stage.
+
+Stages that compile Rust (a recipe whose toolchain names `rust:` or installs rustc/cargo) get more in the same
+prefix, from a second build-platform base (toolchains/debian-trixie-xtc-rust.yaml, which adds rustc-web):
+the build platform's rustc, its own standard library (for build scripts and proc-macros, which run on the
+build platform) and a native linker for them. The target's standard library is the stage's own riscv64
+one, so the native rustc must be the stage's rustc version (RUST_MATCHED). Cargo, build backends and
+Python stay riscv64; cargo is told to target riscv64gc-unknown-linux-gnu with that rustc (RUST_ENV).
 """
 
 from __future__ import annotations
@@ -25,13 +32,19 @@ from .errors import BuildFailed, HostNotReady
 from .host import DOCKER_PLATFORM
 
 if TYPE_CHECKING:   # the runner hands itself in; only its helpers are used
+    from .recipes import Recipe
     from .runner import Runner, StageRecord
 
 XTC_BASE = "debian-trixie-xtc"
+XTC_RUST_BASE = "debian-trixie-xtc-rust"     # XTC_BASE plus the build platform's rustc-web
 PREFIX = "/opt/xtc"
 TRIPLE = "riscv64-linux-gnu"
 RISCV64 = "linux/riscv64"
-PREFIX_FORMAT = 1    # bump when the prefix layout changes
+RUST_TARGET = "riscv64gc-unknown-linux-gnu"
+PREFIX_FORMAT = 2    # bump when the prefix layout changes
+
+# Debian packages that mean a stage compiles Rust.
+RUST_PACKAGES = frozenset({"rustc", "rustc-web", "cargo", "cargo-web"})
 
 # What must match between the riscv64 stage (left: its package) and the cross toolchain (right: the build
 # platform's package); {v} is the GCC major version.
@@ -39,10 +52,26 @@ MATCHED = (("gcc-{v}", "gcc-{v}-riscv64-linux-gnu"), ("g++-{v}", "g++-{v}-riscv6
            ("libgcc-{v}-dev", "libgcc-{v}-dev-riscv64-cross"),
            ("libstdc++-{v}-dev", "libstdc++-{v}-dev-riscv64-cross"),
            ("binutils-riscv64-linux-gnu", "binutils-riscv64-linux-gnu"))
+# The same for Rust: the stage's riscv64 standard library is used by the build platform's rustc.
+RUST_MATCHED = (("rustc-web", "rustc-web"), ("libstd-rust-web-dev", "libstd-rust-web-dev"))
 
-ASSEMBLE_SH = r'''# Gathers the cross toolchain into /opt/xtc (runs in the build-platform base). $1: the GCC major version.
+# What cargo and pyo3 are told in a Rust stage (the recipe's own env comes after and wins). The linker of
+# the build platform's own target (build scripts, proc-macros) is the prefix's native gcc; setup.sh adds
+# PYO3_CROSS_LIB_DIR, the stage Python's standard library directory, in /opt/xtc/stage.env.
+RUST_ENV = {
+    "RUSTC": f"{PREFIX}/rust/bin/rustc",
+    "CARGO_BUILD_TARGET": RUST_TARGET,
+    "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER": f"{TRIPLE}-gcc",
+    "CC_riscv64gc_unknown_linux_gnu": f"{TRIPLE}-gcc",
+    "CXX_riscv64gc_unknown_linux_gnu": f"{TRIPLE}-g++",
+}
+HOST_RUST_TARGET = {"linux/amd64": "x86_64-unknown-linux-gnu", "linux/arm64": "aarch64-unknown-linux-gnu"}
+
+ASSEMBLE_SH = r'''# Gathers the cross toolchain into /opt/xtc (runs in the build-platform base). $1: the GCC major version;
+# $2: "rust" to add the build platform's rustc, its standard library and a native linker for its own target.
 set -eu
 V=$1
+RUST=${2:-}
 T=riscv64-linux-gnu
 P=/opt/xtc
 test -x /usr/bin/$T-gcc-$V || { echo "rvport: no $T-gcc-$V in the build-platform base" >&2; exit 3; }
@@ -58,6 +87,30 @@ cd $P/bin
 for n in gcc cc $T-gcc; do ln -s $T-gcc-$V $n; done
 for n in g++ c++ $T-g++; do ln -s $T-g++-$V $n; done
 ln -s $T-cpp-$V $T-cpp
+if [ "$RUST" = rust ]; then
+  # rustc (its librustc_driver and LLVM come with the shared libraries below), the build platform's own
+  # standard library (build scripts and proc-macros run here, natively)
+  H=$(/usr/bin/rustc -vV | awk '$1 == "host:" {print $2}')
+  mkdir -p $P/rust/bin $P/rust/lib/rustlib
+  cp -a /usr/bin/rustc $P/rust/bin/
+  cp -a /usr/lib/rustlib/$H $P/rust/lib/rustlib/
+  echo $H > $P/rust/host-target
+  /usr/bin/rustc -vV > $P/rust/version
+  # a native gcc that only links build scripts and proc-macros: its driver, collect2 and libgcc files in
+  # their own layout, ld and as where collect2 looks (the tooldir), and the C library's link files
+  M=$(gcc -dumpmachine)
+  NV=$(gcc -dumpversion | cut -d. -f1)
+  N=$P/native
+  mkdir -p $N/bin $N/libexec/gcc/$M $N/lib/gcc/$M $N/$M/bin
+  cp -a /usr/bin/$M-gcc-$NV $N/bin/
+  cp -a /usr/libexec/gcc/$M/$NV $N/libexec/gcc/$M/
+  cp -a /usr/lib/gcc/$M/$NV $N/lib/gcc/$M/
+  cp -L /usr/bin/$M-ld.bfd $N/$M/bin/ld
+  cp -L /usr/bin/$M-as $N/$M/bin/as
+  ln -s $M-gcc-$NV $N/bin/cc
+  echo $M > $N/multiarch
+  dpkg -L libc6 libc6-dev libgcc-s1 | grep -E "^(/usr)?/lib/$M/[^/]+$" > $N/libc-dev-files
+fi
 # the build platform's loader and every shared library the binaries need, from this base
 loader=$(ldd $P/bin/$T-gcc-$V | awk '$1 ~ /^\/.*ld-linux/ {print $1}')
 libc=$(ldd $P/bin/$T-gcc-$V | awk '$1 == "libc.so.6" {print $3}')
@@ -65,8 +118,11 @@ test -n "$loader" && test -n "$libc" || { echo "rvport: cannot find the loader a
 cp -L "$loader" $P/host/
 echo "$loader" > $P/host/loader-path
 basename "$(dirname "$libc")" > $P/host/multiarch
-find $P -type f | while read -r f; do ldd "$f" 2>/dev/null || true; done \
+find $P -type f ! -name '*.rlib' ! -name '*.rmeta' | while read -r f; do ldd "$f" 2>/dev/null || true; done \
   | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | while read -r lib; do cp -L "$lib" $P/host/lib/; done
+if [ "$RUST" = rust ]; then   # what the native linker links build scripts against (crt files, libc, libm...)
+  while read -r f; do cp -af "$f" $P/host/lib/; done < $P/native/libc-dev-files
+fi
 # facts for the version check and result.json
 echo $V > $P/gcc-major
 $P/bin/$T-gcc-$V -dumpfullversion > $P/gcc-version
@@ -112,6 +168,41 @@ ln -s /usr/include/$T/c++/$V $I/c++/$V/$T
 # libraries need nothing: the cross driver already searches /lib/$T and /usr/lib/$T
 $P/bin/gcc -dumpmachine | grep -qx $T || fail "/opt/xtc/bin/gcc does not run or does not target $T"
 echo "rvport accelerated: GCC $cross ($(cat $P/host/multiarch) host binaries) linked to the stage's GCC $V files"
+: > $P/stage.env
+[ -d $P/rust ] || exit 0
+# 5. Rust: the build platform's rustc with the stage's own riscv64 standard library, and its own one for
+#    build scripts and proc-macros, both under the sysroot that rustc derives from where it is loaded
+R=riscv64gc-unknown-linux-gnu
+H=$(cat $P/rust/host-target)
+test -d /usr/lib/rustlib/$R/lib || fail "the stage has no riscv64 Rust standard library (/usr/lib/rustlib/$R/lib)"
+S=$($P/rust/bin/rustc --print sysroot) || fail "$P/rust/bin/rustc does not run"
+link_target() {   # $1: a target's directory under the sysroot's rustlib, $2: where its library is
+  d=$S/lib/rustlib/$1
+  if [ -e "$d" ]; then
+    [ "$(readlink -f "$d")" = "$(readlink -f "$2")" ] || fail "$d already exists in the stage"
+  else
+    mkdir -p $S/lib/rustlib && ln -s "$2" "$d"
+  fi
+}
+link_target $H $P/rust/lib/rustlib/$H
+link_target $R /usr/lib/rustlib/$R
+# the compiler must accept the stage's standard library (an rlib of another rustc version is refused)
+cd /tmp
+printf 'pub fn triple(x: u64) -> u64 { x.wrapping_mul(3) }\n' > xtc-probe.rs
+$P/rust/bin/rustc --edition 2021 --crate-type rlib --target $R -o xtc-probe.rlib xtc-probe.rs \
+  || fail "the build platform's rustc ($(head -1 $P/rust/version)) cannot use the stage's riscv64 standard library"
+# and a build-platform program (what a build script is) links with the native gcc and runs
+printf 'fn main() { println!("native ok"); }\n' > xtc-host.rs
+$P/rust/bin/rustc --edition 2021 -C linker=$P/native/bin/cc -o xtc-host xtc-host.rs \
+  || fail "cannot link a $H program with $P/native/bin/cc"
+./xtc-host | grep -qx "native ok" || fail "a $H program linked here does not run"
+rm -f xtc-probe.rs xtc-probe.rlib xtc-host.rs xtc-host
+# pyo3 cross-compiles against the stage Python's own configuration (its _sysconfigdata)
+if command -v python3 >/dev/null; then
+  lib=$(python3 -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
+  echo "export PYO3_CROSS_LIB_DIR=\"\${PYO3_CROSS_LIB_DIR:-$lib}\"" >> $P/stage.env
+fi
+echo "rvport accelerated: rustc $(head -1 $P/rust/version | cut -d' ' -f2) ($H) with the stage's $R standard library"
 '''
 
 
@@ -128,11 +219,12 @@ class XtcImage:
     platform: str                       # the platform its binaries run on (the build platform)
     gcc_major: str
     packages: Mapping[str, str] = field(default_factory=dict)   # cross packages -> Debian version
+    rust: bool = False                  # the prefix holds the build platform's rustc (RUST_MATCHED)
     built: bool = False
 
     def to_json(self) -> dict:
         return {"tag": self.tag, "image_id": self.image_id, "platform": self.platform,
-                "gcc_major": self.gcc_major, "packages": dict(sorted(self.packages.items()))}
+                "gcc_major": self.gcc_major, "rust": self.rust, "packages": dict(sorted(self.packages.items()))}
 
 
 def host_platform(arch: str) -> str:
@@ -161,14 +253,16 @@ def gcc_major(packages: Mapping[str, str]) -> str:
     return majors[0]
 
 
-def check_versions(stage: Mapping[str, str], cross: Mapping[str, str], major: str) -> dict[str, str]:
+def check_versions(stage: Mapping[str, str], cross: Mapping[str, str], major: str,
+                   rust: bool = False) -> dict[str, str]:
     """The stage's compiler packages against the cross toolchain's: same source version or ToolchainMismatch.
 
+    With `rust`, the stage's rustc and riscv64 standard library against the build platform's rustc too.
     Returns what was compared ("gcc-14": "14.2.0-19", ...) for the record.
     """
     compared: dict[str, str] = {}
     problems: list[str] = []
-    for left, right in MATCHED:
+    for left, right in MATCHED + (RUST_MATCHED if rust else ()):
         s_name, c_name = left.format(v=major), right.format(v=major)
         s_ver, c_ver = stage.get(s_name), cross.get(c_name)
         if c_ver is None:
@@ -182,9 +276,9 @@ def check_versions(stage: Mapping[str, str], cross: Mapping[str, str], major: st
     if problems:
         raise ToolchainMismatch(
             "accelerated: the cross compiler is not the riscv64 stage's compiler version: " + "; ".join(problems),
-            hint=f"its headers, libgcc and libstdc++ come from the stage, so the versions must be equal: pin the "
-                 f"same Debian suite in toolchains/{XTC_BASE}.yaml and the stage's base (and rebuild both), or "
-                 "build with --mode qemu")
+            hint=f"its headers, libgcc, libstdc++ (and Rust standard library) come from the stage, so the versions "
+                 f"must be equal: pin the same Debian suite in toolchains/{XTC_BASE}*.yaml and the stage's base "
+                 "(and rebuild both), or build with --mode qemu")
     return compared
 
 
@@ -197,15 +291,31 @@ def parse_packages(text: str) -> dict[str, str]:
     return out
 
 
-def render_prefix(xtc_base_tag: str, major: str, platform: str) -> dockerfiles.Rendered:
+def needs_rust(recipe: Recipe) -> bool:
+    """Does this recipe's stage compile Rust (and so need the Rust part of the prefix)?"""
+    return bool(recipe.toolchain.rust) or any(p in RUST_PACKAGES for p in recipe.toolchain.debian)
+
+
+def rust_env(platform: str) -> dict[str, str]:
+    """RUST_ENV plus the native linker for the build platform's own target (build scripts, proc-macros)."""
+    host = HOST_RUST_TARGET.get(platform)
+    if host is None:
+        raise HostNotReady(f"accelerated Rust stages need an x86_64 or aarch64 build platform, not {platform}",
+                           hint="use --mode qemu")
+    return {**RUST_ENV, f"CARGO_TARGET_{host.upper().replace('-', '_')}_LINKER": f"{PREFIX}/native/bin/cc"}
+
+
+def render_prefix(xtc_base_tag: str, major: str, platform: str, rust: bool = False) -> dockerfiles.Rendered:
     return dockerfiles.render("accelerated-prefix", {"XTC_BASE": xtc_base_tag, "GCC_MAJOR": major,
-                                                     "XTC_PLATFORM": platform})
+                                                     "XTC_PLATFORM": platform, "RUST": "rust" if rust else ""})
 
 
 def render_stage(*, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profile: str) -> dockerfiles.Rendered:
+    """The build stage; a Rust prefix adds rust_env() under the stage's env (the recipe's own env wins)."""
+    full = {**rust_env(xtc.platform), **env} if xtc.rust else dict(env)
     return dockerfiles.render("accelerated", {
         "TOOLCHAIN": toolchain, "XTC_IMAGE": xtc.tag, "XTC_PLATFORM": xtc.platform,
-        "ENV": dockerfiles.env_lines(env), "PROFILE": profile})
+        "ENV": dockerfiles.env_lines(full), "PROFILE": profile})
 
 
 def prefix_key(base: BaseImage, rendered: dockerfiles.Rendered) -> str:
@@ -214,10 +324,10 @@ def prefix_key(base: BaseImage, rendered: dockerfiles.Rendered) -> str:
     return hashlib.sha256(doc.encode()).hexdigest()
 
 
-def ensure_prefix(runner: Runner, rec: StageRecord, base: BaseImage) -> XtcImage:
+def ensure_prefix(runner: Runner, rec: StageRecord, base: BaseImage, rust: bool = False) -> XtcImage:
     """The prefix image for this build-platform base: built and loaded once per inputs, then reused by tag."""
     major = gcc_major(base.packages)
-    rendered = render_prefix(base.tag, major, base.platform)
+    rendered = render_prefix(base.tag, major, base.platform, rust)
     key = prefix_key(base, rendered)
     tag = f"rvport/xtc:{base.spec}-{base.platform.split('/')[-1]}-{key[:12]}"
     info = buildx.image_info(tag)
@@ -241,9 +351,11 @@ def ensure_prefix(runner: Runner, rec: StageRecord, base: BaseImage) -> XtcImage
             raise HostNotReady(f"the accelerated prefix image {tag} was built but is not in the engine",
                                hint="with a non-docker builder, --load must be supported")
         built = True
-    packages = {p: v for p, v in base.packages.items() if p.endswith(("riscv64-linux-gnu", "riscv64-cross"))}
+    rust_names = {right for _, right in RUST_MATCHED} if rust else set()
+    packages = {p: v for p, v in base.packages.items()
+                if p.endswith(("riscv64-linux-gnu", "riscv64-cross")) or p in rust_names}
     return XtcImage(tag=tag, image_id=info["id"], platform=base.platform, gcc_major=major, packages=packages,
-                    built=built)
+                    rust=rust, built=built)
 
 
 def stage_dockerfile(runner: Runner, rec: StageRecord, stage_base: BaseImage,
@@ -251,16 +363,17 @@ def stage_dockerfile(runner: Runner, rec: StageRecord, stage_base: BaseImage,
     """The runner's hook: prefix image ready, versions checked and recorded, the stage's Dockerfile rendered."""
     st = rec.stage
     platform = host_platform(runner.plan.host.arch)
-    runner.rep.step(st.name, f"accelerated: cross toolchain prefix ({platform})")
-    xtc_base = runner._base(XTC_BASE, platform, rec)
+    rust = needs_rust(st.recipe)
+    runner.rep.step(st.name, f"accelerated: cross toolchain prefix ({platform}{', with rustc' if rust else ''})")
+    xtc_base = runner._base(XTC_RUST_BASE if rust else XTC_BASE, platform, rec)
     with _timer(rec, "accelerated"):
-        xtc = ensure_prefix(runner, rec, xtc_base)
+        xtc = ensure_prefix(runner, rec, xtc_base, rust)
     stage_packages = {**stage_base.packages, **rec.toolchain_packages}
     if not stage_packages:   # a base named by digest, no extra packages: ask the image itself
         cp = buildx.run_container(toolchain_tag, ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"],
                                   platform=RISCV64, check=False, timeout=300)
         stage_packages = parse_packages(cp.stdout)
-    compared = check_versions(stage_packages, xtc.packages, xtc.gcc_major)
+    compared = check_versions(stage_packages, xtc.packages, xtc.gcc_major, rust)
     rec.images["xtc"] = xtc.image_id
     rec.images["xtc_tag"] = xtc.tag
     for name, version in sorted(xtc.packages.items()):

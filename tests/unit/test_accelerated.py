@@ -24,6 +24,11 @@ def xtc(tag="rvport/xtc:debian-trixie-xtc-amd64-0123456789ab") -> acc.XtcImage:
                         packages={k: v for k, v in CROSS.items() if k != "make"})
 
 
+def xtc_rust() -> acc.XtcImage:
+    return acc.XtcImage(tag="rvport/xtc:debian-trixie-xtc-rust-amd64-0123456789ab", image_id="sha256:" + "4" * 64,
+                        platform="linux/amd64", gcc_major="14", packages={}, rust=True)
+
+
 def base(image_id="sha256:" + "2" * 64) -> BaseImage:
     return BaseImage(spec="debian-trixie-xtc", tag="rvport/base:debian-trixie-xtc-amd64-abc", image_id=image_id,
                      platform="linux/amd64", key="k", source="debootstrap", packages=CROSS)
@@ -71,6 +76,22 @@ def test_a_cross_toolchain_missing_a_package_is_refused():
         acc.check_versions(STAGE, cross, "14")
 
 
+RUST_STAGE = dict(STAGE, **{"rustc-web": "1.96.0+dfsg1-1~deb13u1", "libstd-rust-web-dev": "1.96.0+dfsg1-1~deb13u1"})
+RUST_CROSS = dict(CROSS, **{"rustc-web": "1.96.0+dfsg1-1~deb13u1+b1",
+                            "libstd-rust-web-dev": "1.96.0+dfsg1-1~deb13u1+b1"})
+
+
+def test_rust_stages_compare_rustc_and_its_standard_library_too():
+    compared = acc.check_versions(RUST_STAGE, RUST_CROSS, "14", rust=True)
+    assert compared["rustc-web"] == compared["libstd-rust-web-dev"] == "1.96.0+dfsg1-1~deb13u1"
+    assert "rustc-web" not in acc.check_versions(RUST_STAGE, RUST_CROSS, "14")      # C-only stages do not
+    older = dict(RUST_STAGE, **{"libstd-rust-web-dev": "1.95.0+dfsg1-1"})
+    with pytest.raises(acc.ToolchainMismatch, match="stage libstd-rust-web-dev 1.95.0"):
+        acc.check_versions(older, RUST_CROSS, "14", rust=True)
+    with pytest.raises(acc.ToolchainMismatch, match="the cross toolchain has no rustc-web"):
+        acc.check_versions(RUST_STAGE, CROSS, "14", rust=True)
+
+
 def test_gcc_major_from_the_cross_packages():
     assert acc.gcc_major(CROSS) == "14"
     with pytest.raises(HostNotReady, match="no riscv64 cross GCC"):
@@ -112,11 +133,58 @@ def test_stage_dockerfile_copies_the_prefix_image_and_puts_its_compilers_first()
     assert 'sh -eux /rvport/build.sh' in r.text and "FROM scratch AS export" in r.text
 
 
+def test_rust_stages_target_riscv64_with_the_prefix_rustc_and_link_build_scripts_natively():
+    env = {"QEMU_CPU": "rv64", "CARGO_BUILD_JOBS": "2", "CC_riscv64gc_unknown_linux_gnu": "my-cc"}
+    r = acc.render_stage(toolchain="rvport/toolchain:tiktoken-build-abc", xtc=xtc_rust(), env=env, profile="rvv256")
+    lines = r.text.splitlines()
+    assert 'ENV RUSTC="/opt/xtc/rust/bin/rustc"' in lines
+    assert 'ENV CARGO_BUILD_TARGET="riscv64gc-unknown-linux-gnu"' in lines
+    assert 'ENV CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER="riscv64-linux-gnu-gcc"' in lines
+    assert 'ENV CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER="/opt/xtc/native/bin/cc"' in lines
+    assert 'ENV CC_riscv64gc_unknown_linux_gnu="my-cc"' in lines          # the recipe's env wins
+    assert 'ENV CARGO_BUILD_JOBS="2"' in lines
+    # the stage's own environment file (PYO3_CROSS_LIB_DIR) is read right before the build
+    (build,) = [l for l in lines if "sh -eux /rvport/build.sh" in l]
+    assert build.strip().startswith(". /opt/xtc/stage.env && ")
+    # C-only stages get none of it
+    c_only = [l for l in acc.render_stage(toolchain="t", xtc=xtc(), env=env, profile="rvv256").text.splitlines()
+              if not l.startswith("#")]
+    assert not [l for l in c_only if "RUSTC" in l or "CARGO_BUILD_TARGET" in l]
+
+
+def test_arm64_build_platforms_link_their_own_target_natively():
+    assert acc.rust_env("linux/arm64")["CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER"] == "/opt/xtc/native/bin/cc"
+    with pytest.raises(HostNotReady):
+        acc.rust_env("linux/riscv64")
+
+
+def test_the_rust_prefix_is_its_own_image():
+    c = acc.render_prefix("rvport/base:debian-trixie-xtc-rust-amd64-abc", "14", "linux/amd64", rust=True)
+    assert "xtc-assemble.sh 14 rust" in c.text
+    plain = acc.render_prefix("rvport/base:debian-trixie-xtc-rust-amd64-abc", "14", "linux/amd64")
+    assert acc.prefix_key(base(), c) != acc.prefix_key(base(), plain)
+
+
+@pytest.mark.parametrize("name, rust", [("msgspec", False), ("sentencepiece", False), ("tiktoken", True),
+                                        ("glide-ffi", True)])
+def test_recipes_that_compile_rust_are_recognised(name, rust):
+    assert acc.needs_rust(load_catalogue().resolve(name)) is rust
+
+
+def test_rust_scripts_check_the_standard_library_and_the_native_linker():
+    a, s = acc.ASSEMBLE_SH, acc.SETUP_SH
+    assert 'cp -a /usr/lib/rustlib/$H $P/rust/lib/rustlib/' in a          # the build platform's own std
+    assert "$N/$M/bin/ld" in a and "libc-dev-files" in a                 # collect2 finds ld in the tooldir
+    assert "--target $R -o xtc-probe.rlib" in s and "cannot use the stage's riscv64 standard library" in s
+    assert "-C linker=$P/native/bin/cc" in s and "./xtc-host" in s
+    assert "PYO3_CROSS_LIB_DIR" in s and 'sysconfig.get_path("stdlib")' in s
+
+
 def test_prefix_dockerfile_assembles_on_the_build_platform_and_keeps_only_the_prefix():
     r = acc.render_prefix("rvport/base:debian-trixie-xtc-amd64-abc", "14", "linux/amd64")
     lines = [l for l in r.text.splitlines() if l and not l.startswith("#")]
     assert lines[0] == "FROM --platform=linux/amd64 rvport/base:debian-trixie-xtc-amd64-abc AS assemble"
-    assert "xtc-assemble.sh 14" in r.text
+    assert "xtc-assemble.sh 14  &&" in r.text
     assert lines[-2:] == ["FROM scratch", "COPY --from=assemble /opt/xtc/ /opt/xtc/"]
 
 
