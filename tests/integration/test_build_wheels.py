@@ -1,9 +1,12 @@
 """The main job, for real: msgspec, sentencepiece 0.2.2 and tiktoken wheels built from their pinned sdists
-under QEMU with no network in their compile stages, verified, smoke-tested; then a no-op rebuild."""
+in riscv64 stages under QEMU (`--mode auto`: accelerated on x86_64/aarch64 hosts, so C, C++ and Rust compile
+with native cross compilers) with no network in their compile stages, verified, smoke-tested; then a no-op
+rebuild."""
 
 from __future__ import annotations
 
 import json
+import platform
 import zipfile
 
 import jsonschema
@@ -60,6 +63,21 @@ def test_compile_stages_had_no_network(built):
         cmd = st["build_command"]
         assert cmd.startswith("docker buildx build") and "--network none" in cmd, (st["recipe"], cmd)
         assert "type=local" in cmd and st["env"]["QEMU_CPU"] in (out / "plan.json").read_text()
+
+
+def test_auto_mode_accelerates_every_wheel_on_this_host_and_records_the_compilers(built):
+    _, doc = built
+    stages = {s["recipe"]: s for s in doc["stages"]}
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("accelerated stages need an x86_64 or aarch64 host")
+    for name, st in stages.items():
+        assert st["mode"] == "accelerated", (name, st["mode"])
+        assert st["images"]["xtc"].startswith("sha256:")
+        assert st["toolchain_packages"]["xtc:gcc-14-riscv64-linux-gnu"]
+    # tiktoken's crates were compiled by the build platform's rustc, the stage's rustc-web version
+    tk = stages["tiktoken"]["toolchain_packages"]
+    assert tk["xtc:rustc-web"].split("+b")[0] == tk["rustc-web"].split("+b")[0]
+    assert "xtc:rustc-web" not in stages["msgspec"]["toolchain_packages"]
 
 
 def test_wheels_carry_the_profile_isa(built):
