@@ -22,8 +22,10 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import buildx, dockerfiles
@@ -324,7 +326,8 @@ def prefix_key(base: BaseImage, rendered: dockerfiles.Rendered) -> str:
     return hashlib.sha256(doc.encode()).hexdigest()
 
 
-def ensure_prefix(runner: Runner, rec: StageRecord, base: BaseImage, rust: bool = False) -> XtcImage:
+def ensure_prefix(base: BaseImage, rust: bool = False, *, tmp_root: Path, log_path: Path,
+                  builder: str | None = None, on_line: Callable[[str], None] | None = None) -> XtcImage:
     """The prefix image for this build-platform base: built and loaded once per inputs, then reused by tag."""
     major = gcc_major(base.packages)
     rendered = render_prefix(base.tag, major, base.platform, rust)
@@ -333,7 +336,8 @@ def ensure_prefix(runner: Runner, rec: StageRecord, base: BaseImage, rust: bool 
     info = buildx.image_info(tag)
     built = False
     if info is None:
-        ctx = runner._tmp(f"xtc-{rec.stage.name}-")
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        ctx = Path(tempfile.mkdtemp(prefix="xtc-", dir=tmp_root))
         try:
             (ctx / "Dockerfile").write_text(rendered.text)
             (ctx / "xtc-assemble.sh").write_text(ASSEMBLE_SH)
@@ -341,9 +345,9 @@ def ensure_prefix(runner: Runner, rec: StageRecord, base: BaseImage, rust: bool 
             # the image holds build-platform binaries for riscv64 stages; it is made for the riscv64 platform
             # (FROM scratch) so those stages can COPY --from it by name without a registry
             buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=RISCV64,
-                                          tag=tag, load=True, network="none", builder=runner.opts.builder,
+                                          tag=tag, load=True, network="none", builder=builder,
                                           labels=(("org.rvport.key", key), ("org.rvport.xtc.base", base.tag))),
-                         log_path=runner._log(rec), on_line=lambda l: runner.rep.line(rec.stage.name, l))
+                         log_path=log_path, on_line=on_line)
         finally:
             shutil.rmtree(ctx, ignore_errors=True)
         info = buildx.image_info(tag)
@@ -367,7 +371,8 @@ def stage_dockerfile(runner: Runner, rec: StageRecord, stage_base: BaseImage,
     runner.rep.step(st.name, f"accelerated: cross toolchain prefix ({platform}{', with rustc' if rust else ''})")
     xtc_base = runner._base(XTC_RUST_BASE if rust else XTC_BASE, platform, rec)
     with _timer(rec, "accelerated"):
-        xtc = ensure_prefix(runner, rec, xtc_base, rust)
+        xtc = ensure_prefix(xtc_base, rust, tmp_root=runner.cache_root / "tmp", log_path=runner._log(rec),
+                            builder=runner.opts.builder, on_line=lambda l: runner.rep.line(st.name, l))
     stage_packages = {**stage_base.packages, **rec.toolchain_packages}
     if not stage_packages:   # a base named by digest, no extra packages: ask the image itself
         cp = buildx.run_container(toolchain_tag, ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"],
@@ -378,7 +383,7 @@ def stage_dockerfile(runner: Runner, rec: StageRecord, stage_base: BaseImage,
     rec.images["xtc_tag"] = xtc.tag
     for name, version in sorted(xtc.packages.items()):
         rec.toolchain_packages[f"xtc:{name}"] = version
-    runner.rep.line(st.name, "accelerated: cross GCC matches the stage: "
+    runner.rep.line(st.name, "accelerated: the cross toolchain matches the stage: "
                     + ", ".join(f"{k} {v}" for k, v in compared.items()))
     return render_stage(toolchain=toolchain_tag, xtc=xtc, env=st.env, profile=runner.profile.name)
 

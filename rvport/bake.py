@@ -6,9 +6,11 @@ toolchain_tag, build_dockerfile, stage_context) from the same prepared source tr
 makes it, and referenced by tag), verify, smoke-test, or cache artifacts by inputs.
 
 Targets, per stage NAME:
-    NAME-toolchain   the base plus the recipe's Debian packages, loaded into the engine (type=docker) under the
-                     tag the runner uses; the only target with network access (apt)
-    NAME             the build: network none, output type=local into OUTPUT/bake/out/NAME
+    NAME-toolchain   the base plus the recipe's Debian packages (cross stages: the build-platform base plus the
+                     kind's cross toolchain), loaded into the engine (type=docker) under the tag the runner
+                     uses; the only target with network access (apt)
+    NAME             the build: network none, output type=local into OUTPUT/bake/out/NAME. Accelerated stages
+                     take the cross toolchain prefix image, which is made here like the base images.
 Groups: `toolchains`, `stages` and `default` (= stages). Ordering: bake on buildx 0.13 links targets only
 through `contexts` ("target:NAME"), which needs the named-contexts capability of the Dockerfile frontend
 (BuildKit >= 0.10). The BuildKit built into Docker 20.10 refuses it, so the build targets name their
@@ -22,6 +24,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import accelerated, cross, dockerfiles
 from .baseimage import BaseImage, ensure_base, load_base_spec
 from .errors import RvportError, UsageError
 from .planner import Mode, Plan, Stage
@@ -63,16 +66,18 @@ def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] 
     toolchains: list[str] = []
     stages: list[str] = []
     for st in plan.stages:
-        if st.mode in (Mode.CROSS, Mode.ACCELERATED):
-            raise UsageError(f"{st.recipe.ref}: {st.mode.value} stages cannot be exported to bake in this version",
-                             hint="plan with --mode qemu (or native on a riscv64 host)")
-        base = _base(st, opts, bases)
         tree = prepare_tree(st.recipe, opts.fetch)
-        tc_target = None
+        if st.mode is Mode.CROSS:      # the build-platform base plus the kind's cross toolchain
+            base = _base(cross.BASE, st.platform, opts, bases)
+            rendered_tc, what = dockerfiles.cross_toolchain_dockerfile(st.recipe, base.tag), "cross"
+        else:
+            base = _base(st.recipe.toolchain.base, "linux/riscv64", opts, bases)
+            rendered_tc, what = None, "build"
+            if st.recipe.toolchain.debian:
+                rendered_tc = toolchain_dockerfile(base.tag, profile.qemu_cpu, st.recipe.toolchain.debian)
         tc = base.tag
-        if st.recipe.toolchain.debian:
-            rendered_tc = toolchain_dockerfile(base.tag, profile.qemu_cpu, st.recipe.toolchain.debian)
-            tc, key = toolchain_tag(st.name, "build", base.image_id, rendered_tc)
+        if rendered_tc is not None:
+            tc, key = toolchain_tag(st.name, what, base.image_id, rendered_tc)
             tc_dir = root / f"{st.name}-toolchain"
             tc_dir.mkdir(parents=True)
             (tc_dir / "Dockerfile").write_text(rendered_tc.text)
@@ -84,6 +89,8 @@ def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] 
             targets[tc_target] = t
             toolchains.append(tc_target)
         rendered, script = build_dockerfile(st, tc, profile.name)
+        if st.mode is Mode.ACCELERATED:
+            rendered = _accelerated(st, plan, base, tc, opts, bases)
         ctx = root / st.name
         stage_context(ctx, tree.path, rendered, script, _deps(st, opts))
         name = _target_name(st.name)
@@ -95,13 +102,28 @@ def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] 
             "target": targets}
 
 
-def _base(st: Stage, opts: BakeOptions, bases: dict[str, BaseImage]) -> BaseImage:
-    spec = st.recipe.toolchain.base
-    if spec not in bases:
-        bases[spec] = ensure_base(load_base_spec(spec), platform="linux/riscv64", cache_dir=opts.fetch.cache.root,
-                                  log_path=opts.output / "logs" / f"base-{spec}.log", builder=opts.builder,
-                                  image_override=opts.base_image)
-    return bases[spec]
+def _base(spec: str, platform: str, opts: BakeOptions, bases: dict[str, BaseImage]) -> BaseImage:
+    key = f"{spec}@{platform}"
+    if key not in bases:
+        bases[key] = ensure_base(load_base_spec(spec), platform=platform, cache_dir=opts.fetch.cache.root,
+                                 log_path=opts.output / "logs" / f"base-{spec}.log", builder=opts.builder,
+                                 image_override=opts.base_image if platform == "linux/riscv64" else None)
+    return bases[key]
+
+
+def _accelerated(st: Stage, plan: Plan, base: BaseImage, tc: str, opts: BakeOptions,
+                 bases: dict[str, BaseImage]) -> dockerfiles.Rendered:
+    """An accelerated stage's Dockerfile: the prefix image is made here (bake has no target that could make
+    it), and the base's compilers are checked against it. Packages the toolchain target adds (rustc-web) are
+    checked in the stage by setup.sh, whose probe compiles against the stage's own Rust standard library."""
+    rust = accelerated.needs_rust(st.recipe)
+    platform = accelerated.host_platform(plan.host.arch)
+    xbase = _base(accelerated.XTC_RUST_BASE if rust else accelerated.XTC_BASE, platform, opts, bases)
+    xtc = accelerated.ensure_prefix(xbase, rust, tmp_root=opts.fetch.cache.root / "tmp",
+                                    log_path=opts.output / "logs" / f"xtc-{st.name}.log", builder=opts.builder)
+    if base.packages:
+        accelerated.check_versions(base.packages, xtc.packages, xtc.gcc_major)
+    return accelerated.render_stage(toolchain=tc, xtc=xtc, env=st.env, profile=plan.request.profile.name)
 
 
 def _deps(st: Stage, opts: BakeOptions) -> dict[str, Path]:

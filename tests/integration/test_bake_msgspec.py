@@ -1,4 +1,5 @@
-"""The exported bake file builds the same msgspec wheel as `rvport build`, with `docker buildx bake` alone.
+"""The exported bake file builds the same msgspec wheel as `rvport build`, with `docker buildx bake` alone, for a
+plain emulated stage and for an accelerated one (whose cross toolchain prefix image rvport makes at export).
 
 The wheel's bytes differ between two builds only by zip timestamps (pip stamps members with the build's file
 times), so the comparison is honest at the level that matters: the same member names, and every member's
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import platform
 import subprocess
 import zipfile
 
@@ -19,7 +21,7 @@ from .conftest import rvport
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
 
-ARGS = ("msgspec", "--profile", "rvv256", "--tag", "local", "--mode", "qemu")
+ARGS = ("msgspec", "--profile", "rvv256", "--tag", "local")
 
 
 def _bake(*args: str) -> subprocess.CompletedProcess:
@@ -27,14 +29,18 @@ def _bake(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=3000)
 
 
-def test_bake_file_builds_the_same_wheel(engine, tmp_path):
+@pytest.mark.parametrize("mode", ["qemu", "accelerated"])
+def test_bake_file_builds_the_same_wheel(engine, tmp_path, mode):
+    if mode == "accelerated" and platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("accelerated stages need an x86_64 or aarch64 host")
+    args = (*ARGS, "--mode", mode)
     built = tmp_path / "build"
-    cp = rvport("build", *ARGS, "--output", str(built))
+    cp = rvport("build", *args, "--output", str(built))
     assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
     (art,) = [a for a in json.loads((built / "result.json").read_text())["artifacts"] if a["path"].endswith(".whl")]
 
     out = tmp_path / "bake"
-    cp = rvport("plan", *ARGS, "--output", str(out), "--format", "bake")
+    cp = rvport("plan", *args, "--output", str(out), "--format", "bake")
     assert cp.returncode == 0, cp.stdout + cp.stderr
     bakefile = out / "docker-bake.json"
     doc = json.loads(bakefile.read_text())
@@ -42,6 +48,8 @@ def test_bake_file_builds_the_same_wheel(engine, tmp_path):
     assert doc["group"]["default"]["targets"] == ["msgspec"]
     assert doc["target"]["msgspec"]["network"] == "none"
     assert doc["target"]["msgspec"]["output"][0].startswith("type=local,dest=")
+    dockerfile = (out / "bake" / "msgspec" / "Dockerfile").read_text()
+    assert ("COPY --from=rvport/xtc:" in dockerfile) == (mode == "accelerated")
 
     # a team runs the same stages with bake alone: toolchain images first, then the stages
     for group in ("toolchains", "default"):

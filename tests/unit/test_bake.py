@@ -3,6 +3,7 @@ rendered into docker-bake.json and contexts made by the runner's own functions."
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -10,7 +11,7 @@ import tarfile
 
 import pytest
 
-from rvport import bake, runner
+from rvport import accelerated, bake, dockerfiles, runner
 from rvport.baseimage import BaseImage
 from rvport.errors import UsageError
 from rvport.host import HostFacts
@@ -63,6 +64,31 @@ def setup(tmp_path):
     return load_catalogue(recipes), fopts, tmp_path / "out"
 
 
+XBASE = BaseImage(spec="debian-trixie-xtc", tag="rvport/base:debian-trixie-xtc-amd64-0123456789ab",
+                  image_id="sha256:" + "2" * 64, platform="linux/amd64", key="k", source="debootstrap")
+STATICLIB = """\
+schema: 1
+name: tinystatic
+kind: cargo-staticlib
+modes: [qemu, cross]
+toolchain: {{debian: [cargo, rustc]}}
+build:
+  - cargo build --release --offline
+outputs:
+  - {{glob: "*.a", type: staticlib, isa: baseline}}
+versions:
+  - version: "1.0"
+    sources:
+      - name: src
+        url: https://example.invalid/{fname}
+        sha256: {sha}
+"""
+
+
+def bases():
+    return {"debian-trixie@linux/riscv64": BASE, "debian-trixie-xtc@linux/amd64": XBASE}
+
+
 def _plan(cat, *refs, mode=Mode.QEMU):
     return make_plan(cat, Request(refs=refs, profile=get_profile("rvv256"), mode=mode), X86)
 
@@ -72,7 +98,7 @@ def test_bake_targets_are_the_runners_stages(setup):
     p = _plan(cat, "tinylib")
     opts = bake.BakeOptions(output=out, fetch=fopts)
     (out / "bake").mkdir(parents=True)
-    doc = bake.bake_document(p, opts, bases={"debian-trixie": BASE})
+    doc = bake.bake_document(p, opts, bases=bases())
     json.dumps(doc)   # plain JSON
     assert doc["group"]["default"]["targets"] == ["tinylib"]
     assert doc["group"]["toolchains"]["targets"] == ["tinylib-toolchain"]
@@ -102,7 +128,7 @@ def test_a_stage_without_packages_builds_from_the_base(setup, tmp_path):
     (out / "artifacts" / "tinylib" / "tinylib-1.0-py3-none-any.whl").write_text("wheel")
     p = _plan(cat, "tinyapp")
     (out / "bake").mkdir(parents=True)
-    doc = bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts), bases={"debian-trixie": BASE})
+    doc = bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts), bases=bases())
     assert doc["group"]["stages"]["targets"] == ["tinylib", "tinyapp"]           # dependency order
     assert "tinyapp-toolchain" not in doc["target"]
     ctx = out / "bake" / "tinyapp"
@@ -115,16 +141,62 @@ def test_a_dependency_without_artifacts_is_a_usage_error_with_a_hint(setup):
     (out / "bake").mkdir(parents=True)
     with pytest.raises(UsageError) as e:
         bake.bake_document(_plan(cat, "tinyapp"), bake.BakeOptions(output=out, fetch=fopts),
-                           bases={"debian-trixie": BASE})
+                           bases=bases())
     assert "tinylib" in e.value.message and "rvport build tinylib" in e.value.hint
 
 
-def test_cross_and_accelerated_stages_are_refused(setup):
+def test_cross_stages_compile_in_the_build_platform_cross_toolchain(setup, tmp_path):
     cat, fopts, out = setup
-    p = _plan(cat, "tinylib")
-    st = p.stages[0]
-    import dataclasses
-    p = dataclasses.replace(p, stages=(dataclasses.replace(st, mode=Mode.CROSS),))
+    fname, sha = _tarball("tinystatic-1.0", {"Cargo.toml": "[package]\nname = \"t\"\n"}, tmp_path / "mirror")
+    (tmp_path / "recipes" / "tinystatic.yaml").write_text(STATICLIB.format(fname=fname, sha=sha))
+    p = _plan(load_catalogue(tmp_path / "recipes"), "tinystatic", mode=Mode.CROSS)
     (out / "bake").mkdir(parents=True)
-    with pytest.raises(UsageError, match="cross stages cannot be exported"):
-        bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts), bases={"debian-trixie": BASE})
+    doc = bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts), bases=bases())
+    st = p.stage("tinystatic")
+    rendered_tc = dockerfiles.cross_toolchain_dockerfile(st.recipe, XBASE.tag)
+    tc_tag, _ = runner.toolchain_tag("tinystatic", "cross", XBASE.image_id, rendered_tc)
+    tc = doc["target"]["tinystatic-toolchain"]
+    assert tc["platforms"] == ["linux/amd64"] and tc["tags"] == [tc_tag]
+    assert (out / "bake" / "tinystatic-toolchain" / "Dockerfile").read_text() == rendered_tc.text
+    t = doc["target"]["tinystatic"]
+    assert t["platforms"] == ["linux/amd64"] and t["network"] == "none"
+    text = (out / "bake" / "tinystatic" / "Dockerfile").read_text()
+    assert text == runner.build_dockerfile(st, tc_tag, "rvv256")[0].text
+    assert f"FROM {tc_tag} AS build" in text and 'CARGO_BUILD_TARGET="riscv64gc-unknown-linux-gnu"' in text
+
+
+def test_accelerated_stages_take_the_prefix_image_made_at_export(setup, monkeypatch):
+    cat, fopts, out = setup
+    made = []
+    xtc = accelerated.XtcImage(tag="rvport/xtc:debian-trixie-xtc-amd64-0123456789ab", image_id="sha256:" + "3" * 64,
+                               platform="linux/amd64", gcc_major="14",
+                               packages={"gcc-14-riscv64-linux-gnu": "14.2.0-19cross1"})
+
+    def ensure_prefix(base, rust=False, **kw):     # the docker edge: the prefix image is built and loaded
+        made.append((base.tag, rust))
+        return xtc
+
+    monkeypatch.setattr(accelerated, "ensure_prefix", ensure_prefix)
+    p = _plan(cat, "tinylib")
+    p = dataclasses.replace(p, stages=(dataclasses.replace(p.stages[0], mode=Mode.ACCELERATED),))
+    (out / "bake").mkdir(parents=True)
+    doc = bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts), bases=bases())
+    assert made == [(XBASE.tag, False)]
+    text = (out / "bake" / "tinylib" / "Dockerfile").read_text()
+    assert f"COPY --from={xtc.tag} /opt/xtc/ /opt/xtc/" in text and "RUN sh -eu /opt/xtc/setup.sh" in text
+    assert doc["target"]["tinylib"]["platforms"] == ["linux/riscv64"]
+    assert doc["target"]["tinylib"]["network"] == "none"
+
+
+def test_an_accelerated_base_with_another_gcc_is_refused_at_export(setup, monkeypatch):
+    cat, fopts, out = setup
+    base = dataclasses.replace(BASE, packages={"gcc-14": "14.2.0-20", "g++-14": "14.2.0-20"})
+    xtc = accelerated.XtcImage(tag="t", image_id="i", platform="linux/amd64", gcc_major="14",
+                               packages={"gcc-14-riscv64-linux-gnu": "14.2.0-19cross1"})
+    monkeypatch.setattr(accelerated, "ensure_prefix", lambda *a, **k: xtc)
+    p = _plan(cat, "tinylib")
+    p = dataclasses.replace(p, stages=(dataclasses.replace(p.stages[0], mode=Mode.ACCELERATED),))
+    (out / "bake").mkdir(parents=True)
+    with pytest.raises(accelerated.ToolchainMismatch, match="stage gcc-14 14.2.0-20"):
+        bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts),
+                           bases=dict(bases(), **{"debian-trixie@linux/riscv64": base}))
