@@ -4,10 +4,11 @@ named archive(member))."""
 from __future__ import annotations
 
 import io
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from ..profiles import Profile
 from .ar import ArchiveError, is_ar, iter_ar_members
+from .buffer import BufferFile
 from .elf import ELF_MAGIC, ElfFacts, ElfReadError, read_elf
 from .model import MemberResult
 from .policy import IsaLevel, Verdict, judge_elf
@@ -29,6 +30,14 @@ def judge_blob(name: str | None, data: bytes, profile: Profile, isa: IsaLevel) -
             out.append(MemberResult(name=name, verdict=Verdict.FAIL, reasons=(f"bad ar archive: {e}",)))
         return out
     return _judge_elf(name, io.BytesIO(data), profile, isa)
+
+
+def judge_content(name: str | None, content: BufferFile, profile: Profile, isa: IsaLevel) -> list[MemberResult]:
+    """judge_blob for a buffer: an ELF file is read where it lies, an archive is copied to bytes first."""
+    content.seek(0)
+    if is_ar(content.read(8)):
+        return judge_blob(name, content.getvalue(), profile, isa)
+    return _judge_elf(name, cast(BinaryIO, content), profile, isa)   # a seekable binary stream
 
 
 def _judge_elf(name: str | None, stream: BinaryIO, profile: Profile, isa: IsaLevel) -> list[MemberResult]:

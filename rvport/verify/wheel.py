@@ -1,22 +1,28 @@
 """Verify a wheel: its file-name tags, .dist-info/WHEEL, every file's RECORD entry, and every ELF file and ar
-archive in it, all read from the zip in memory (never unpacked to disk)."""
+archive in it, all read from the zip in memory (never unpacked to disk), each member once, on worker threads."""
 
 from __future__ import annotations
 
-import hashlib
+import os
 import zipfile
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from ..profiles import Profile
 from .ar import is_ar
-from .blob import judge_blob
+from .blob import judge_content
 from .elf import ELF_MAGIC, ElfFacts
 from .filehash import size_sha
+from .members import MemberError, read_member
 from .model import ArtifactKind, ArtifactResult, MemberResult, WheelInfo
 from .policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags, manylinux_for
+from .pool import map_ordered
 from .record import (
     RECORD,
     RECORD_SIGNATURES,
@@ -24,24 +30,34 @@ from .record import (
     check_entry,
     entry_algorithm,
     parse_record,
-    record_digest,
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Read:
+    """What reading one member once yielded: its size and RECORD digest, the judgement of its ELF files."""
+
+    size: int = 0
+    digest: str | None = None
+    results: tuple[MemberResult, ...] = ()
+    error: str | None = None
 
 
 def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
     reasons: list[str] = []
     notes: list[str] = []
     members: list[MemberResult] = []
-    size, sha = size_sha(path)
     try:
         name, version, _build, tags = parse_wheel_filename(path.name)
     except InvalidWheelFilename as e:
+        size, sha = size_sha(path)
         return ArtifactResult(path=str(path), kind=ArtifactKind.WHEEL, verdict=Verdict.FAIL,
                               reasons=(f"invalid wheel file name: {e}",), size=size, sha256=sha)
     elfs: list[tuple[str, ElfFacts]] = []
     checked = 0
+    whole: tuple[int | None, str | None] | None = None
     try:
-        with zipfile.ZipFile(path) as zf:
+        with open(path, "rb") as f, zipfile.ZipFile(f) as zf:
             infos = [i for i in zf.infolist() if not i.is_dir()]
             record_names = [i.filename for i in infos if RECORD.match(i.filename)]
             record: Record | None = None
@@ -51,24 +67,31 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
             else:
                 record = parse_record(zf.read(record_names[0]).decode("utf-8", "replace"))
                 reasons += _check_wheel_tags_file(zf, record_names[0].rsplit("/", 1)[0], tags)
+
+            def listed(fname: str) -> bool:
+                return record is not None and fname not in record_names and not RECORD_SIGNATURES.match(fname)
+
+            # One pass over the bytes, on every core: the wheel file's own sha256, and each member read once.
+            jobs: list[tuple[int, Callable[[], Any]]] = [(os.fstat(f.fileno()).st_size, partial(size_sha, path))]
+            jobs += [(i.compress_size, partial(_read_member, path, f.fileno(), i,
+                                               entry_algorithm(i.filename, record) if record is not None and listed(i.filename)
+                                               else None, profile, isa))
+                     for i in infos]
+            done = map_ordered(lambda job: job[1](), jobs, cost=lambda job: job[0])
+            whole = done[0]
             seen: set[str] = set()
-            for info in infos:
+            for info, read in zip(infos, done[1:], strict=True):
                 fname = info.filename
                 seen.add(fname)
-                try:
-                    data = zf.read(info)
-                except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as e:
-                    reasons.append(f"{fname}: cannot read member: {e}")
+                if read.error is not None:
+                    reasons.append(f"{fname}: cannot read member: {read.error}")
                     continue
-                if record is not None and fname not in record_names and not RECORD_SIGNATURES.match(fname):
-                    algo = entry_algorithm(fname, record)
-                    digest = record_digest(hashlib.new(algo, data).digest()) if algo else None
-                    checked += check_entry(fname, digest, len(data), record, reasons)
-                if data[:4] == ELF_MAGIC or is_ar(data):
-                    for m in judge_blob(fname, data, profile, isa):
-                        members.append(m)
-                        if m.facts is not None:
-                            elfs.append((m.name or fname, m.facts))
+                if record is not None and listed(fname):
+                    checked += check_entry(fname, read.digest, read.size, record, reasons)
+                for m in read.results:
+                    members.append(m)
+                    if m.facts is not None:
+                        elfs.append((m.name or fname, m.facts))
             if record is not None:
                 missing = sorted(p for p in record if p not in seen)
                 if missing:
@@ -76,6 +99,7 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                                    + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
         reasons.append(f"not a readable zip file: {e}")
+    size, sha = whole if whole is not None else size_sha(path)
     tj = judge_wheel_tags(tags, elfs)
     reasons += tj.reasons
     notes += tj.notes
@@ -89,6 +113,22 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
     verdict = Verdict.FAIL if reasons or any(not m.ok for m in members) else Verdict.PASS
     return ArtifactResult(path=str(path), kind=ArtifactKind.WHEEL, verdict=verdict, reasons=tuple(reasons),
                           notes=tuple(notes), members=tuple(members), size=size, sha256=sha, wheel=info_)
+
+
+def _is_binary(head: bytes) -> bool:
+    return head[:4] == ELF_MAGIC or is_ar(head)
+
+
+def _read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, profile: Profile,
+                 isa: IsaLevel) -> _Read:
+    """Read a member once (inflate, CRC, RECORD digest) and judge it when it is an ELF file or ar archive; its
+    bytes are dropped when this returns. Runs on a worker thread."""
+    try:
+        m = read_member(path, fd, info, algo, keep=_is_binary)
+    except MemberError as e:
+        return _Read(error=str(e))
+    results = tuple(judge_content(info.filename, m.content, profile, isa)) if m.content is not None else ()
+    return _Read(size=m.size, digest=m.digest, results=results)
 
 
 def _check_wheel_tags_file(zf: zipfile.ZipFile, distinfo: str, tags: frozenset) -> list[str]:

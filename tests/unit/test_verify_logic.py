@@ -1,26 +1,35 @@
 """Pure verifier logic, no docker: arch strings, attributes, rules, wheel tags, ar parsing, Go build info,
-JSON and JUnit rendering."""
+JSON and JUnit rendering, and reading wheels (members read once, on threads) built here from minimal ELF files."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import struct
+import threading
 import xml.etree.ElementTree as ET
+import zipfile
 from importlib import resources
+from pathlib import Path
 
 import jsonschema
 import pytest
 from packaging.tags import parse_tag
 
 from rvport.profiles import get_profile
+from rvport.verify import members, pool
 from rvport.verify.artifacts import ArchiveError, iter_ar_members
+from rvport.verify.buffer import BufferFile
 from rvport.verify.elf import (
     ElfFacts,
     GoBuildInfo,
     parse_arch_string,
     parse_go_buildinfo,
     parse_riscv_attributes,
+    read_elf_bytes,
 )
+from rvport.verify.members import Member, MemberError, read_member
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport
 from rvport.verify.policy import (
     IsaLevel,
@@ -31,7 +40,9 @@ from rvport.verify.policy import (
     maximal,
     parse_platform,
 )
+from rvport.verify.pool import map_ordered, read_ahead
 from rvport.verify.report import to_junit
+from rvport.verify.wheel import verify_wheel
 
 GC_ARCH = "rv64i2p1_m2p0_a2p1_f2p2_d2p2_c2p0_zicsr2p0_zifencei2p0_zmmul1p0_zaamo1p0_zalrsc1p0"
 V256_ARCH = (GC_ARCH.replace("c2p0_", "c2p0_v1p0_") + "_zfhmin1p0_zve32f1p0_zve32x1p0_zve64d1p0_zve64f1p0"
@@ -288,3 +299,203 @@ def test_junit_one_case_per_artifact():
     fail = cases[1].find("failure")
     assert fail is not None and "x86.o: machine is x86-64" in fail.text
     assert root.get("tests") == "2" and root.get("failures") == "1"
+
+
+# ---- reading wheels: each member once, on threads -------------------------------------------------------------
+
+def _riscv_elf(arch: str = GC_ARCH, machine: int = 243, e_flags: int = 0x5) -> bytes:
+    """A minimal ELF64 shared object: a header and two sections (.riscv.attributes, .shstrtab)."""
+    attrs = _attr_section(arch)
+    names = b"\0.riscv.attributes\0.shstrtab\0"
+    attr_off = 64
+    names_off = attr_off + len(attrs)
+    shoff = (names_off + len(names) + 7) & ~7
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + b"\0" * 8
+    hdr = ident + struct.pack("<HHIQQQIHHHHHH", 3, machine, 1, 0, 0, shoff, e_flags, 64, 56, 0, 64, 3, 2)
+
+    def sh(name: int, typ: int, off: int, size: int) -> bytes:
+        return struct.pack("<IIQQQQIIQQ", name, typ, 0, 0, off, size, 0, 0, 1, 0)
+
+    body = hdr + attrs + names
+    body += b"\0" * (shoff - len(body))
+    return body + sh(0, 0, 0, 0) + sh(1, 0x70000003, attr_off, len(attrs)) + sh(19, 3, names_off, len(names))
+
+
+def _wheel(tmp_path, files: dict[str, bytes], *, name: str = "demo-1.0-cp312-cp312-manylinux_2_31_riscv64.whl",
+           method: int = zipfile.ZIP_DEFLATED, record_override: dict[str, str] | None = None) -> Path:
+    dist = "demo-1.0.dist-info"
+    files = {**files, f"{dist}/WHEEL": b"Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_31_riscv64\n"}
+    rows = [f"{n},{(record_override or {}).get(n, _sha256_field(d))},{len(d)}" for n, d in files.items()]
+    files[f"{dist}/RECORD"] = ("\n".join(rows) + f"\n{dist}/RECORD,,\n").encode()
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w", compression=method) as zf:
+        for n, d in files.items():
+            zf.writestr(n, d)
+    return path
+
+
+def _sha256_field(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def _read(path: Path, name: str, algo: str | None = "sha256") -> Member:
+    with zipfile.ZipFile(path) as zf, open(path, "rb") as f:
+        return read_member(path, f.fileno(), zf.getinfo(name), algo, keep=lambda head: head[:4] == b"\x7fELF")
+
+
+def _patch_member_headers(path: Path, name: str, fn) -> None:
+    """Apply fn(data, local_header_offset, central_header_offset) to the raw zip bytes."""
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(name)
+    data = bytearray(path.read_bytes())
+    central = data.find(b"PK\x01\x02" + data[info.header_offset + 4:info.header_offset + 6])
+    while data[central + 46:central + 46 + len(name)] != name.encode():
+        central = data.find(b"PK\x01\x02", central + 4)
+    fn(data, info.header_offset, central)
+    path.write_bytes(bytes(data))
+
+
+def test_minimal_elf_reads_as_riscv():
+    f = read_elf_bytes(_riscv_elf())
+    assert f.machine == "EM_RISCV" and f.arch == GC_ARCH and f.float_abi == "double"
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_member_read_once_hashes_and_keeps_elf(tmp_path, method, monkeypatch):
+    elf = _riscv_elf() + bytes(range(256)) * 4000
+    whl = _wheel(tmp_path, {"demo/_x.so": elf, "demo/a.py": b"x = 1\n" * 1000}, method=method)
+    for ahead in (1 << 40, 0):   # inline, and inflated on a helper thread
+        monkeypatch.setattr(members, "AHEAD_MIN", ahead)
+        m = _read(whl, "demo/_x.so")
+        assert m.size == len(elf) and "sha256=" + (m.digest or "") == _sha256_field(elf)
+        assert m.content is not None and m.content.getvalue() == elf
+        py = _read(whl, "demo/a.py", "sha512")
+        assert py.content is None and py.size == 6000
+        assert py.digest == base64.urlsafe_b64encode(hashlib.sha512(b"x = 1\n" * 1000).digest()).rstrip(b"=").decode()
+        assert _read(whl, "demo/a.py", None).digest is None
+
+
+def test_member_read_errors(tmp_path):
+    elf = _riscv_elf()
+
+    def crc(data, local, central):
+        for at in (local + 14, central + 16):
+            data[at] ^= 0xFF
+
+    def encrypted(data, local, central):
+        data[local + 6] |= 1
+        data[central + 8] |= 1
+
+    def local_name(data, local, central):
+        data[local + 30] = ord("X")
+
+    def magic(data, local, central):
+        data[local + 2] = 0
+
+    for fn, why in [(crc, "Bad CRC-32"), (encrypted, "encrypted"), (local_name, "differ"), (magic, "Bad magic")]:
+        whl = _wheel(tmp_path, {"demo/_x.so": elf})
+        _patch_member_headers(whl, "demo/_x.so", fn)
+        with pytest.raises(MemberError, match=why):
+            _read(whl, "demo/_x.so")
+        r = verify_wheel(whl, get_profile("rv64gc"), IsaLevel.PROFILE)
+        assert not r.ok and any("demo/_x.so: cannot read member" in x and why in x for x in r.reasons), r.reasons
+
+
+def test_member_read_truncated_file(tmp_path):
+    data = bytes(range(256)) * 20000
+    whl = _wheel(tmp_path, {"demo/big.bin": data}, method=zipfile.ZIP_STORED)
+    with zipfile.ZipFile(whl) as zf:
+        info = zf.getinfo("demo/big.bin")
+    cut = tmp_path / "cut.zip"
+    cut.write_bytes(whl.read_bytes()[: info.header_offset + 1000])
+    with open(cut, "rb") as f, pytest.raises(MemberError, match="truncated"):
+        read_member(cut, f.fileno(), info, "sha256", keep=lambda head: False)
+
+
+def test_buffer_file_reads_like_bytesio():
+    import io
+    import random
+
+    data = bytes(random.Random(1).randrange(256) for _ in range(5000))
+    for buf in (data, bytearray(data)):
+        a, b = BufferFile(buf), io.BytesIO(data)
+        rng = random.Random(2)
+        for _ in range(300):
+            off, whence = rng.choice([(rng.randrange(6000), 0), (rng.randrange(-50, 50), 1), (-rng.randrange(100), 2)])
+            if whence == 1 and a.tell() + off < 0:
+                continue
+            assert a.seek(off, whence) == b.seek(off, whence)
+            n = rng.randrange(200)
+            assert a.read(n) == b.read(n) and a.tell() == b.tell()
+        assert a.getvalue() == data and a.size == len(data)
+
+
+def test_map_ordered_keeps_order_on_threads_and_alone():
+    items = list(range(500))
+    cost = {i: (i * 7919) % 1000 for i in items}
+    seen_threads: set[str] = set()
+
+    def fn(i: int) -> int:
+        seen_threads.add(threading.current_thread().name)
+        return i * i
+
+    assert map_ordered(fn, items, cost=lambda i: cost[i] << 20, threads=4) == [i * i for i in items]
+    assert any(t.startswith("rvport-verify") for t in seen_threads)
+    seen_threads.clear()
+    assert map_ordered(fn, items[:10], cost=lambda i: 1, threads=4) == [i * i for i in range(10)]
+    assert seen_threads == {threading.current_thread().name}   # small input: no threads
+    assert map_ordered(fn, [], cost=lambda i: 1) == []
+
+
+def test_read_ahead_yields_all_raises_and_stops():
+    assert list(read_ahead(iter(range(100)), depth=2)) == list(range(100))
+
+    def failing():
+        yield 1
+        raise ValueError("corrupt")
+
+    with pytest.raises(ValueError, match="corrupt"):
+        list(read_ahead(failing()))
+    produced: list[int] = []
+
+    def endless():
+        i = 0
+        while True:
+            produced.append(i)
+            yield i
+            i += 1
+
+    it = read_ahead(endless(), depth=2)
+    assert [next(it) for _ in range(3)] == [0, 1, 2]
+    it.close()   # stops the helper thread instead of hanging
+    assert len(produced) < 20
+
+
+def test_wheel_verdicts_same_alone_and_on_threads(tmp_path, monkeypatch):
+    elf = _riscv_elf()
+    files = {f"demo/lib{i}.so": elf + bytes(i) for i in range(30)}
+    files |= {f"demo/m{i}.py": f"x = {i}\n".encode() * (i + 1) for i in range(200)}
+    files["demo/x86.so"] = _riscv_elf(machine=62, e_flags=0)
+    files["demo/v.so"] = _riscv_elf(V256_ARCH)
+    files["demo/bad.so"] = elf[:100]
+    files["demo/libk.a"] = b"!<arch>\n" + _ar_member("k.o/", elf) + _ar_member("t.txt/", b"text")
+    whl = _wheel(tmp_path, files, record_override={"demo/m7.py": _sha256_field(b"other"),
+                                                   "demo/lib3.so": _sha256_field(b"other")})
+    profile = get_profile("rv64gc")
+    alone = verify_wheel(whl, profile, IsaLevel.PROFILE)
+    monkeypatch.setattr(pool, "PARALLEL_MIN_COST", 0)
+    monkeypatch.setattr(pool, "BATCH_COST", 1)
+    monkeypatch.setattr(members, "AHEAD_MIN", 0)
+    threaded = verify_wheel(whl, profile, IsaLevel.PROFILE)
+    assert alone.to_json() == threaded.to_json()
+    doc = alone.to_json()
+    assert doc["wheel"]["record_checked"] == len(files) + 1   # every file but RECORD itself
+    assert [m["name"] for m in doc["members"]][:3] == ["demo/lib0.so", "demo/lib1.so", "demo/lib2.so"]
+    reasons = alone.all_reasons()
+    assert "demo/m7.py: RECORD sha256 mismatch (file changed after the wheel was built)" in reasons
+    assert "demo/lib3.so: RECORD sha256 mismatch (file changed after the wheel was built)" in reasons
+    assert "demo/x86.so: machine is x86-64 (EM_X86_64), not RISC-V (EM_RISCV)" in reasons
+    assert any(r.startswith("demo/bad.so: corrupt or truncated ELF file") for r in reasons)
+    assert any(r.startswith("demo/v.so: needs v, zvfh") for r in reasons)
+    assert "demo/libk.a(t.txt): archive member is not an ELF object" in reasons
+    assert alone.sha256 == hashlib.sha256(whl.read_bytes()).hexdigest() and alone.size == whl.stat().st_size

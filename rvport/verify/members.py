@@ -1,0 +1,144 @@
+"""Read one zip member once: inflate it in large chunks straight from the file (os.pread: no shared file
+position, so threads read members side by side), check its CRC-32 as zipfile does, hash it as it comes (for
+its RECORD entry), and keep its bytes only when it starts like an ELF file or ar archive."""
+
+from __future__ import annotations
+
+import bz2  # noqa: F401  - zipfile needs it for ZIP_BZIP2 members
+import hashlib
+import lzma
+import os
+import struct
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .buffer import BufferFile
+from .pool import read_ahead
+from .record import record_digest
+
+READ_SIZE = 1 << 20        # compressed bytes read at a time
+INFLATE_SIZE = 8 << 20     # most bytes inflated per call: bounds memory on very compressible data
+HEAD = 8                   # bytes that decide whether a member is kept (ELF or ar magic)
+AHEAD_MIN = 8 << 20        # members this big (compressed) are inflated on a helper thread, hashed on this one
+
+_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")   # PK\3\4, versions, flags, method, time, date, crc, sizes, lengths
+_LOCAL_MAGIC = b"PK\x03\x04"
+_UTF8_NAME = 0x800
+_UNREADABLE_FLAGS = {0x1: "encrypted, password required", 0x20: "compressed patched data (flag bit 5)",
+                     0x40: "strong encryption (flag bit 6)"}
+
+
+class MemberError(Exception):
+    """A member that cannot be read: corrupt, truncated, encrypted, or in an unsupported format."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Member:
+    size: int                     # bytes inflated
+    digest: str | None            # RECORD-style digest with the algorithm asked for, None when none was
+    content: BufferFile | None    # the bytes, when keep() said so
+
+
+def read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None,
+                keep: Callable[[bytes], bool]) -> Member:
+    """Inflate info's member of the zip open as fd (path: for compression methods zipfile reads itself).
+    algo: hashlib name of the digest to compute; keep(first bytes): whether to keep the bytes."""
+    try:
+        return _read(path, fd, info, algo, keep)
+    except MemberError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, NotImplementedError, RuntimeError,
+            ValueError) as e:
+        raise MemberError(str(e) or type(e).__name__) from e
+
+
+def _read(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Callable[[bytes], bool]) -> Member:
+    for bit, why in _UNREADABLE_FLAGS.items():
+        if info.flag_bits & bit:
+            raise MemberError(why)
+    hasher = hashlib.new(algo) if algo else None
+    crc = size = 0
+    kept: bytearray | None = bytearray()   # until the first HEAD bytes say whether to keep them all
+    decided = False
+    chunks = _inflated(path, fd, info)
+    if info.compress_size >= AHEAD_MIN:   # inflate on a helper thread while this one hashes and keeps
+        chunks = read_ahead(chunks)
+    for out in chunks:
+        if size + len(out) > info.file_size:   # as zipfile: never more than the directory's size (the CRC tells)
+            out = out[:info.file_size - size]
+        crc = zlib.crc32(out, crc)
+        size += len(out)
+        if hasher is not None:
+            hasher.update(out)
+        if kept is not None:
+            kept += out
+            if not decided and size >= HEAD:
+                decided = True
+                kept = kept if keep(bytes(kept[:HEAD])) else None
+        if size >= info.file_size:
+            break
+    if crc != info.CRC:
+        raise MemberError(f"Bad CRC-32 for file {info.filename!r}")
+    if kept is not None and not decided and not keep(bytes(kept)):
+        kept = None
+    return Member(size=size, digest=record_digest(hasher.digest()) if hasher else None,
+                  content=BufferFile(kept) if kept is not None else None)
+
+
+def _inflated(path: Path, fd: int, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    start = _data_offset(fd, info)
+    if info.compress_type == zipfile.ZIP_STORED:
+        yield from _raw(fd, start, info.compress_size)
+    elif info.compress_type == zipfile.ZIP_DEFLATED:
+        yield from _inflate(_raw(fd, start, info.compress_size))
+    else:   # bzip2, lzma, ...: rare in wheels; zipfile knows them (and raises on the ones it does not)
+        with zipfile.ZipFile(path) as zf, zf.open(info) as f:
+            yield from iter(lambda: f.read(INFLATE_SIZE), b"")
+
+
+def _data_offset(fd: int, info: zipfile.ZipInfo) -> int:
+    """Where the member's data starts, after its local header, checked as zipfile checks it."""
+    raw = os.pread(fd, _LOCAL_HEADER.size, info.header_offset)
+    if len(raw) != _LOCAL_HEADER.size:
+        raise MemberError("Truncated file header")
+    magic, _v, flags, _m, _t, _d, _crc, _cs, _us, name_len, extra_len = _LOCAL_HEADER.unpack(raw)
+    if magic != _LOCAL_MAGIC:
+        raise MemberError("Bad magic number for file header")
+    name = os.pread(fd, name_len, info.header_offset + _LOCAL_HEADER.size)
+    try:
+        local_name = name.decode("utf-8" if flags & _UTF8_NAME else "cp437")
+    except UnicodeDecodeError as e:
+        raise MemberError(f"undecodable file name in its local header: {e}") from e
+    if local_name != info.orig_filename:
+        raise MemberError(f"File name in directory {info.orig_filename!r} and header {name!r} differ.")
+    return info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+
+
+def _raw(fd: int, start: int, length: int) -> Iterator[bytes]:
+    pos, end = start, start + length
+    while pos < end:
+        chunk = os.pread(fd, min(READ_SIZE, end - pos), pos)
+        if not chunk:
+            raise MemberError(f"truncated: the file ends inside the member's data ({pos - start} of {length} bytes)")
+        pos += len(chunk)
+        yield chunk
+
+
+def _inflate(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """Raw deflate, as zipfile inflates it: up to the stream's end marker, or whatever a stream cut short by
+    the member's compressed size still gives (its CRC then fails)."""
+    d = zlib.decompressobj(-zlib.MAX_WBITS)
+    for chunk in chunks:
+        out = d.decompress(chunk, INFLATE_SIZE)
+        while True:
+            if out:
+                yield out
+            if not d.unconsumed_tail:
+                break
+            out = d.decompress(d.unconsumed_tail, INFLATE_SIZE)
+        if d.eof:
+            return
+    yield d.flush()
