@@ -37,10 +37,10 @@ def iter_ar_members(data: bytes) -> Iterator[tuple[str, bytes]]:
         if hdr[58:60] != b"`\n":
             raise ArchiveError(f"bad member header at offset {pos}")
         raw_name = hdr[0:16].decode("ascii", "replace").rstrip(" ")
-        try:
-            size = int(hdr[48:58].decode("ascii").strip() or "0")
-        except ValueError as e:
-            raise ArchiveError(f"bad member size at offset {pos}") from e
+        size_field = hdr[48:58].strip() or b"0"
+        if not size_field.isdigit():   # a negative size would walk backwards, forever
+            raise ArchiveError(f"bad member size at offset {pos}")
+        size = int(size_field)
         start = pos + AR_HEADER
         end = start + size
         if end > len(data):
@@ -54,6 +54,8 @@ def iter_ar_members(data: bytes) -> Iterator[tuple[str, bytes]]:
             longnames = bytes(body)
             continue
         if raw_name.startswith("#1/"):          # BSD: name stored at the start of the body
+            if not raw_name[3:].isdigit() or int(raw_name[3:]) > size:
+                raise ArchiveError(f"bad BSD member name {raw_name!r} at offset {start - AR_HEADER}")
             n = int(raw_name[3:])
             name = bytes(body[:n]).rstrip(b"\0").decode("utf-8", "replace")
             yield name, bytes(body[n:])

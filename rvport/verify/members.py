@@ -24,6 +24,10 @@ INFLATE_SIZE = 8 << 20     # most bytes inflated per call: bounds memory on very
 HEAD = 8                   # bytes that decide whether a member is kept (ELF or ar magic)
 AHEAD_MIN = 8 << 20        # members this big (compressed) are inflated on a helper thread, hashed on this one
 
+# What zipfile (and the decompressors under it) raise on a corrupt, truncated, encrypted or unsupported zip.
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, NotImplementedError, RuntimeError,
+              ValueError)
+
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")   # PK\3\4, versions, flags, method, time, date, crc, sizes, lengths
 _LOCAL_MAGIC = b"PK\x03\x04"
 _UTF8_NAME = 0x800
@@ -50,8 +54,7 @@ def read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None,
         return _read(path, fd, info, algo, keep)
     except MemberError:
         raise
-    except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, NotImplementedError, RuntimeError,
-            ValueError) as e:
+    except ZIP_ERRORS as e:
         raise MemberError(str(e) or type(e).__name__) from e
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import zipfile
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -19,7 +18,7 @@ from .ar import is_ar
 from .blob import judge_content
 from .elf import ELF_MAGIC, ElfFacts
 from .filehash import size_sha
-from .members import MemberError, read_member
+from .members import ZIP_ERRORS, MemberError, read_member
 from .model import ArtifactKind, ArtifactResult, MemberResult, WheelInfo
 from .policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags, manylinux_for
 from .pool import map_ordered
@@ -97,8 +96,8 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                 if missing:
                     reasons.append(f"RECORD lists {len(missing)} file(s) missing from the wheel: "
                                    + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
-        reasons.append(f"not a readable zip file: {e}")
+    except ZIP_ERRORS as e:
+        reasons.append(f"not a readable zip file: {e or type(e).__name__}")
     size, sha = whole if whole is not None else size_sha(path)
     tj = judge_wheel_tags(tags, elfs)
     reasons += tj.reasons

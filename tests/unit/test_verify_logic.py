@@ -233,6 +233,9 @@ def test_bsd_ar_names():
     (b"garbage!", "not an ar archive"),
     (b"!<arch>\n" + _ar_member("x.o/", b"12345678")[:-3], "truncated"),
     (b"!<arch>\nshort", "truncated member header"),
+    (b"!<arch>\n" + _ar_member("x.o/", b"")[:48] + b"-60       `\n", "bad member size"),   # looped forever
+    (b"!<arch>\n" + _ar_member("#1/zz", b"data"), "bad BSD member name"),
+    (b"!<arch>\n" + _ar_member("#1/9", b"data"), "bad BSD member name"),
 ])
 def test_bad_archives(blob, msg):
     with pytest.raises(ArchiveError, match=msg):
@@ -499,3 +502,21 @@ def test_wheel_verdicts_same_alone_and_on_threads(tmp_path, monkeypatch):
     assert any(r.startswith("demo/v.so: needs v, zvfh") for r in reasons)
     assert "demo/libk.a(t.txt): archive member is not an ELF object" in reasons
     assert alone.sha256 == hashlib.sha256(whl.read_bytes()).hexdigest() and alone.size == whl.stat().st_size
+
+
+def test_unreadable_zip_structures_are_verdicts(tmp_path):
+    elf = _riscv_elf()
+
+    def version(data, local, central):
+        data[central + 6] = 0xFF   # "version needed to extract" 25.5: zipfile raises NotImplementedError
+
+    def encrypted_record(data, local, central):
+        data[local + 6] |= 1
+        data[central + 8] |= 1
+
+    for member, fn, why in [("demo/_x.so", version, "not a readable zip file: zip file version"),
+                            ("demo-1.0.dist-info/RECORD", encrypted_record, "not a readable zip file: File")]:
+        whl = _wheel(tmp_path, {"demo/_x.so": elf})
+        _patch_member_headers(whl, member, fn)
+        r = verify_wheel(whl, get_profile("rv64gc"), IsaLevel.PROFILE)
+        assert not r.ok and any(x.startswith(why) for x in r.reasons), r.reasons
