@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import inflate
 from .buffer import BufferFile
 from .pool import read_ahead
 from .record import record_digest
@@ -25,8 +26,8 @@ HEAD = 8                   # bytes that decide whether a member is kept (ELF or 
 AHEAD_MIN = 8 << 20        # members this big (compressed) are inflated on a helper thread, hashed on this one
 
 # What zipfile (and the decompressors under it) raise on a corrupt, truncated, encrypted or unsupported zip.
-ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, NotImplementedError, RuntimeError,
-              ValueError)
+ZIP_ERRORS = (zipfile.BadZipFile, *inflate.ERRORS, lzma.LZMAError, EOFError, OSError, NotImplementedError,
+              RuntimeError, ValueError)
 
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")   # PK\3\4, versions, flags, method, time, date, crc, sizes, lengths
 _LOCAL_MAGIC = b"PK\x03\x04"
@@ -72,7 +73,7 @@ def _read(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Ca
     for out in chunks:
         if size + len(out) > info.file_size:   # as zipfile: never more than the directory's size (the CRC tells)
             out = out[:info.file_size - size]
-        crc = zlib.crc32(out, crc)
+        crc = inflate.BACKEND.crc32(out, crc)
         size += len(out)
         if hasher is not None:
             hasher.update(out)
@@ -133,7 +134,7 @@ def _raw(fd: int, start: int, length: int) -> Iterator[bytes]:
 def _inflate(chunks: Iterator[bytes]) -> Iterator[bytes]:
     """Raw deflate, as zipfile inflates it: up to the stream's end marker, or whatever a stream cut short by
     the member's compressed size still gives (its CRC then fails)."""
-    d = zlib.decompressobj(-zlib.MAX_WBITS)
+    d = inflate.BACKEND.decompressobj(-zlib.MAX_WBITS)
     for chunk in chunks:
         out = d.decompress(chunk, INFLATE_SIZE)
         while True:
