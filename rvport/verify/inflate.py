@@ -4,23 +4,22 @@ zlib. Both give the same bytes and CRCs; RVPORT_VERIFY_INFLATE=zlib uses zlib ev
 
 from __future__ import annotations
 
+import importlib
 import os
 import zlib
 from types import ModuleType
 
 ENV = "RVPORT_VERIFY_INFLATE"
 
-try:
-    from isal import isal_zlib as _isal
-except ImportError:   # optional: zlib does the same work, slower
-    _isal = None
+
+def _isal() -> ModuleType | None:
+    try:
+        return importlib.import_module("isal.isal_zlib")
+    except ImportError:   # optional: zlib does the same work, slower
+        return None
 
 
-def _choose() -> ModuleType:
-    if _isal is not None and os.environ.get(ENV, "").strip().lower() != "zlib":
-        return _isal
-    return zlib
-
-
-BACKEND: ModuleType = _choose()   # has decompressobj(wbits) and crc32(data, value), as zlib does
-ERRORS: tuple[type[Exception], ...] = (zlib.error,) + ((_isal.error,) if _isal is not None else ())
+_ISAL = _isal()
+BACKEND: ModuleType = (_ISAL if _ISAL is not None and os.environ.get(ENV, "").strip().lower() != "zlib"
+                       else zlib)   # has decompressobj(wbits) and crc32(data, value), as zlib does
+ERRORS: tuple[type[Exception], ...] = (zlib.error, *((_ISAL.error,) if _ISAL is not None else ()))

@@ -26,8 +26,8 @@ HEAD = 8                   # bytes that decide whether a member is kept (ELF or 
 AHEAD_MIN = 8 << 20        # members this big (compressed) are inflated on a helper thread, hashed on this one
 
 # What zipfile (and the decompressors under it) raise on a corrupt, truncated, encrypted or unsupported zip.
-ZIP_ERRORS = (zipfile.BadZipFile, *inflate.ERRORS, lzma.LZMAError, EOFError, OSError, NotImplementedError,
-              RuntimeError, ValueError)
+ZIP_ERRORS: tuple[type[Exception], ...] = (zipfile.BadZipFile, *inflate.ERRORS, lzma.LZMAError, EOFError,
+                                           OSError, NotImplementedError, RuntimeError, ValueError)
 
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")   # PK\3\4, versions, flags, method, time, date, crc, sizes, lengths
 _LOCAL_MAGIC = b"PK\x03\x04"
