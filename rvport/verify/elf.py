@@ -12,6 +12,8 @@ from typing import BinaryIO
 
 from elftools.elf.elffile import ELFFile
 
+from .buffer import NotKept
+
 ELF_MAGIC = b"\x7fELF"
 
 # e_flags bits of the RISC-V psABI.
@@ -345,6 +347,8 @@ def read_elf(stream: BinaryIO) -> ElfFacts:
     cannot be read: the data is untrusted, so every parser failure becomes a reason, never a crash."""
     try:
         return _read_elf(stream)
+    except NotKept:   # not the file's fault: the caller kept only parts of it, and reads it again
+        raise
     except ElfReadError as e:
         if str(e) == NOT_ELF:
             raise

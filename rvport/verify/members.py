@@ -15,14 +15,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import inflate
+from . import inflate, keep
 from .buffer import BufferFile
+from .keep import Keep
 from .pool import read_ahead
 from .record import record_digest
 
 READ_SIZE = 1 << 20        # compressed bytes read at a time
 INFLATE_SIZE = 8 << 20     # most bytes inflated per call: bounds memory on very compressible data
-HEAD = 8                   # bytes that decide whether a member is kept (ELF or ar magic)
+HEAD = 8                   # bytes that decide what is kept of a member (ELF or ar magic)
 AHEAD_MIN = 8 << 20        # members this big (compressed) are inflated on a helper thread, hashed on this one
 
 # What zipfile (and the decompressors under it) raise on a corrupt, truncated, encrypted or unsupported zip.
@@ -44,13 +45,13 @@ class MemberError(Exception):
 class Member:
     size: int                     # bytes inflated
     digest: str | None            # RECORD-style digest with the algorithm asked for, None when none was
-    content: BufferFile | None    # the bytes, when keep() said so
+    content: BufferFile | None    # the bytes kept, as keep() said
 
 
 def read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None,
-                keep: Callable[[bytes], bool]) -> Member:
+                keep: Callable[[bytes], Keep]) -> Member:
     """Inflate info's member of the zip open as fd (path: for compression methods zipfile reads itself).
-    algo: hashlib name of the digest to compute; keep(first bytes): whether to keep the bytes."""
+    algo: hashlib name of the digest to compute; keep(first HEAD bytes): which of its bytes to keep."""
     try:
         return _read(path, fd, info, algo, keep)
     except MemberError:
@@ -59,14 +60,13 @@ def read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None,
         raise MemberError(str(e) or type(e).__name__) from e
 
 
-def _read(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Callable[[bytes], bool]) -> Member:
+def _read(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Callable[[bytes], Keep]) -> Member:
     for bit, why in _UNREADABLE_FLAGS.items():
         if info.flag_bits & bit:
             raise MemberError(why)
     hasher = hashlib.new(algo) if algo else None
     crc = size = 0
-    kept: bytearray | None = bytearray()   # until the first HEAD bytes say whether to keep them all
-    decided = False
+    kept = _Kept(keep, info.file_size)
     chunks = _inflated(path, fd, info)
     if info.compress_size >= AHEAD_MIN:   # inflate on a helper thread while this one hashes and keeps
         chunks = read_ahead(chunks)
@@ -77,19 +77,68 @@ def _read(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Ca
         size += len(out)
         if hasher is not None:
             hasher.update(out)
-        if kept is not None:
-            kept += out
-            if not decided and size >= HEAD:
-                decided = True
-                kept = kept if keep(bytes(kept[:HEAD])) else None
+        kept.add(out)
         if size >= info.file_size:
             break
     if crc != info.CRC:
         raise MemberError(f"Bad CRC-32 for file {info.filename!r}")
-    if kept is not None and not decided and not keep(bytes(kept)):
-        kept = None
-    return Member(size=size, digest=record_digest(hasher.digest()) if hasher else None,
-                  content=BufferFile(kept) if kept is not None else None)
+    return Member(size=size, digest=record_digest(hasher.digest()) if hasher else None, content=kept.file())
+
+
+class _Kept:
+    """The bytes kept of a member as they are inflated: none, all, or (keep.py) the ranges of a big ELF file."""
+
+    def __init__(self, keep: Callable[[bytes], Keep], size: int) -> None:
+        self._keep = keep
+        self._size = size             # the zip directory's: no more is ever inflated
+        self._mode: Keep | None = None   # until the first HEAD bytes tell
+        self._head = bytearray()      # everything, or the first keep.HEAD bytes
+        self._ranges: list[tuple[int, int]] | None = None
+        self._pieces: list[tuple[int, bytearray]] = []
+        self._pos = 0
+
+    def add(self, out: bytes) -> None:
+        start, self._pos = self._pos, self._pos + len(out)
+        if self._mode is None:
+            self._head += out
+            if len(self._head) >= HEAD:
+                self._decide()
+            return
+        if self._mode is Keep.WHOLE:
+            self._head += out
+        elif self._mode is Keep.ELF_RANGES:
+            if start < keep.HEAD:
+                self._head += out[:keep.HEAD - start]
+                if self._ranges is None and len(self._head) >= keep.HEAD:
+                    self._ranges = keep.ranges_beyond_head(self._head, self._size)
+            for a, b in self._ranges or ():
+                lo, hi = max(a, start), min(b, self._pos)
+                if lo >= hi:
+                    continue
+                piece = out[lo - start:hi - start]
+                if self._pieces and self._pieces[-1][0] + len(self._pieces[-1][1]) == lo:
+                    self._pieces[-1][1].extend(piece)
+                else:
+                    self._pieces.append((lo, bytearray(piece)))
+
+    def _decide(self) -> None:
+        self._mode = self._keep(bytes(self._head[:HEAD]))
+        if self._mode is Keep.ELF_RANGES and self._size <= 2 * keep.HEAD:
+            self._mode = Keep.WHOLE   # small enough to keep whole
+        if self._mode is Keep.NOTHING:
+            self._head = bytearray()
+        elif self._mode is Keep.ELF_RANGES and len(self._head) > keep.HEAD:   # a first chunk past keep.HEAD
+            head, self._head, self._pos = self._head, bytearray(), 0
+            self.add(bytes(head))
+
+    def file(self) -> BufferFile | None:
+        if self._mode is None:
+            self._decide()
+        if self._mode is Keep.WHOLE:
+            return BufferFile(self._head)
+        if self._mode is Keep.ELF_RANGES:
+            return BufferFile(self._head, pieces=list(self._pieces), size=self._pos)
+        return None
 
 
 def _inflated(path: Path, fd: int, info: zipfile.ZipInfo) -> Iterator[bytes]:

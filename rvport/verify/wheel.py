@@ -16,8 +16,10 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from ..profiles import Profile
 from .ar import is_ar
 from .blob import judge_content
+from .buffer import NotKept
 from .elf import ELF_MAGIC, ElfFacts
 from .filehash import size_sha
+from .keep import Keep
 from .members import ZIP_ERRORS, MemberError, read_member
 from .model import ArtifactKind, ArtifactResult, MemberResult, WheelInfo
 from .policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags, manylinux_for
@@ -114,8 +116,10 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                           notes=tuple(notes), members=tuple(members), size=size, sha256=sha, wheel=info_)
 
 
-def _is_binary(head: bytes) -> bool:
-    return head[:4] == ELF_MAGIC or is_ar(head)
+def _keep(head: bytes) -> Keep:
+    if head[:4] == ELF_MAGIC:
+        return Keep.ELF_RANGES
+    return Keep.WHOLE if is_ar(head) else Keep.NOTHING
 
 
 def _read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, profile: Profile,
@@ -123,11 +127,18 @@ def _read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, p
     """Read a member once (inflate, CRC, RECORD digest) and judge it when it is an ELF file or ar archive; its
     bytes are dropped when this returns. Runs on a worker thread."""
     try:
-        m = read_member(path, fd, info, algo, keep=_is_binary)
+        m = read_member(path, fd, info, algo, keep=_keep)
+        if m.content is None:
+            return _Read(size=m.size, digest=m.digest)
+        try:
+            results = judge_content(info.filename, m.content, profile, isa)
+        except NotKept:   # an unusual layout: judge it on all its bytes
+            whole = read_member(path, fd, info, None, keep=lambda head: Keep.WHOLE)
+            assert whole.content is not None
+            results = judge_content(info.filename, whole.content, profile, isa)
     except MemberError as e:
         return _Read(error=str(e))
-    results = tuple(judge_content(info.filename, m.content, profile, isa)) if m.content is not None else ()
-    return _Read(size=m.size, digest=m.digest, results=results)
+    return _Read(size=m.size, digest=m.digest, results=tuple(results))
 
 
 def _check_wheel_tags_file(zf: zipfile.ZipFile, distinfo: str, tags: frozenset) -> list[str]:

@@ -18,17 +18,19 @@ import pytest
 from packaging.tags import parse_tag
 
 from rvport.profiles import get_profile
-from rvport.verify import members, pool
+from rvport.verify import keep, members, pool
 from rvport.verify.artifacts import ArchiveError, iter_ar_members
-from rvport.verify.buffer import BufferFile
+from rvport.verify.buffer import BufferFile, NotKept
 from rvport.verify.elf import (
     ElfFacts,
     GoBuildInfo,
     parse_arch_string,
     parse_go_buildinfo,
     parse_riscv_attributes,
+    read_elf,
     read_elf_bytes,
 )
+from rvport.verify.keep import Keep
 from rvport.verify.members import Member, MemberError, read_member
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport
 from rvport.verify.policy import (
@@ -306,12 +308,13 @@ def test_junit_one_case_per_artifact():
 
 # ---- reading wheels: each member once, on threads -------------------------------------------------------------
 
-def _riscv_elf(arch: str = GC_ARCH, machine: int = 243, e_flags: int = 0x5) -> bytes:
-    """A minimal ELF64 shared object: a header and two sections (.riscv.attributes, .shstrtab)."""
+def _riscv_elf(arch: str = GC_ARCH, machine: int = 243, e_flags: int = 0x5, *, gap: int = 0, tail: int = 0) -> bytes:
+    """A minimal ELF64 shared object: a header, two sections (.riscv.attributes, .shstrtab) and the section
+    headers; `gap` bytes of padding before the attribute section, `tail` bytes before the section headers."""
     attrs = _attr_section(arch)
     names = b"\0.riscv.attributes\0.shstrtab\0"
-    attr_off = 64
-    names_off = attr_off + len(attrs)
+    attr_off = 64 + gap
+    names_off = attr_off + len(attrs) + tail
     shoff = (names_off + len(names) + 7) & ~7
     ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + b"\0" * 8
     hdr = ident + struct.pack("<HHIQQQIHHHHHH", 3, machine, 1, 0, 0, shoff, e_flags, 64, 56, 0, 64, 3, 2)
@@ -319,7 +322,8 @@ def _riscv_elf(arch: str = GC_ARCH, machine: int = 243, e_flags: int = 0x5) -> b
     def sh(name: int, typ: int, off: int, size: int) -> bytes:
         return struct.pack("<IIQQQQIIQQ", name, typ, 0, 0, off, size, 0, 0, 1, 0)
 
-    body = hdr + attrs + names
+    pad = bytes(range(256)) * ((max(gap, tail) >> 8) + 1)
+    body = hdr + pad[:gap] + attrs + pad[:tail] + names
     body += b"\0" * (shoff - len(body))
     return body + sh(0, 0, 0, 0) + sh(1, 0x70000003, attr_off, len(attrs)) + sh(19, 3, names_off, len(names))
 
@@ -343,7 +347,8 @@ def _sha256_field(data: bytes) -> str:
 
 def _read(path: Path, name: str, algo: str | None = "sha256") -> Member:
     with zipfile.ZipFile(path) as zf, open(path, "rb") as f:
-        return read_member(path, f.fileno(), zf.getinfo(name), algo, keep=lambda head: head[:4] == b"\x7fELF")
+        return read_member(path, f.fileno(), zf.getinfo(name), algo,
+                           keep=lambda head: Keep.WHOLE if head[:4] == b"\x7fELF" else Keep.NOTHING)
 
 
 def _patch_member_headers(path: Path, name: str, fn) -> None:
@@ -412,7 +417,7 @@ def test_member_read_truncated_file(tmp_path):
     cut = tmp_path / "cut.zip"
     cut.write_bytes(whl.read_bytes()[: info.header_offset + 1000])
     with open(cut, "rb") as f, pytest.raises(MemberError, match="truncated"):
-        read_member(cut, f.fileno(), info, "sha256", keep=lambda head: False)
+        read_member(cut, f.fileno(), info, "sha256", keep=lambda head: Keep.NOTHING)
 
 
 def test_buffer_file_reads_like_bytesio():
@@ -520,3 +525,43 @@ def test_unreadable_zip_structures_are_verdicts(tmp_path):
         _patch_member_headers(whl, member, fn)
         r = verify_wheel(whl, get_profile("rv64gc"), IsaLevel.PROFILE)
         assert not r.ok and any(x.startswith(why) for x in r.reasons), r.reasons
+
+
+def test_big_elf_kept_in_ranges_judged_the_same(tmp_path, monkeypatch):
+    monkeypatch.setattr(keep, "HEAD", 4096)
+    monkeypatch.setattr(keep, "NEAR", 1024)
+    usual = _riscv_elf(V256_ARCH, tail=200_000)    # attributes in the head, section headers far: kept in ranges
+    unusual = _riscv_elf(V256_ARCH, gap=100_000, tail=100_000)   # attributes in the middle: read again, whole
+    whl = _wheel(tmp_path, {"demo/usual.so": usual, "demo/unusual.so": unusual})
+    m = _read_keep(whl, "demo/usual.so")
+    assert m.content is not None and not m.content.complete
+    assert read_elf(m.content).arch == V256_ARCH
+    m = _read_keep(whl, "demo/unusual.so")
+    with pytest.raises(NotKept):
+        read_elf(m.content)   # type: ignore[arg-type]
+    sparse = verify_wheel(whl, get_profile("rvv128"), IsaLevel.PROFILE)
+    monkeypatch.setattr(keep, "HEAD", 1 << 30)
+    whole = verify_wheel(whl, get_profile("rvv128"), IsaLevel.PROFILE)
+    assert sparse.to_json() == whole.to_json()
+    assert [m.name for m in sparse.failed_members] == ["demo/usual.so", "demo/unusual.so"]
+    assert all("needs zvl256b, beyond profile rvv128" in m.reasons[0] for m in sparse.failed_members)
+
+
+def _read_keep(path: Path, name: str) -> Member:
+    with zipfile.ZipFile(path) as zf, open(path, "rb") as f:
+        return read_member(path, f.fileno(), zf.getinfo(name), None,
+                           keep=lambda head: Keep.ELF_RANGES if head[:4] == b"\x7fELF" else Keep.NOTHING)
+
+
+def test_ranges_beyond_head_from_program_headers(monkeypatch):
+    monkeypatch.setattr(keep, "HEAD", 1000)
+    monkeypatch.setattr(keep, "NEAR", 10)
+    phdrs = [(1, 0x5, 0, 5000), (1, 0x6, 6000, 3000), (2, 0x6, 7000, 500), (0x70000003, 0x4, 9500, 60)]
+    hdr = b"\x7fELF" + bytes([2, 1, 1, 0]) + b"\0" * 8
+    hdr += struct.pack("<HHIQQQIHHHHHH", 3, 243, 1, 0, 64, 20000, 5, 64, 56, len(phdrs), 64, 4, 3)
+    for typ, flags, off, size in phdrs:
+        hdr += struct.pack("<IIQQQQQQ", typ, flags, off, off, off, size, size, 8)
+    assert keep.ranges_beyond_head(hdr, 30000) == [(6000, 6010), (7000, 7500), (9000, 9010), (9500, 9560),
+                                                   (19990, 20256)]
+    assert keep.ranges_beyond_head(b"not an ELF file", 30000) == []
+    assert keep.ranges_beyond_head(hdr[:70], 30000) == [(19990, 20256)]   # cut short: what it could read
