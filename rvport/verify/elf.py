@@ -1,5 +1,6 @@
-"""Facts from one ELF stream (pyelftools): class, byte order, machine, float ABI, RVC, RISC-V arch
-attribute, GLIBC versions needed, DT_NEEDED, Go build info. No policy here: only what the file says."""
+"""Facts from one ELF stream: class, byte order, machine, float ABI, RVC, RISC-V arch attribute, GLIBC
+versions needed, DT_NEEDED, Go build info. Headers and the few sections needed are read with struct, machine
+and type named as pyelftools names them. No policy here: only what the file says."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
-from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
 
 from .buffer import NotKept
 
@@ -157,7 +158,7 @@ def _uleb(data: bytes, pos: int) -> tuple[int, int]:
 
 def parse_riscv_attributes(data: bytes, *, little_endian: bool = True) -> dict[int, int | str]:
     """Decode the file-scope attributes of a .riscv.attributes section ("A" format, vendor "riscv")."""
-    order = "little" if little_endian else "big"
+    order: Literal["little", "big"] = "little" if little_endian else "big"
     if not data or data[0:1] != b"A":
         raise ValueError("attribute section does not start with format version 'A'")
     out: dict[int, int | str] = {}
@@ -253,6 +254,69 @@ class _Section:
     info: int
 
 
+# pyelftools' names for e_machine and e_type values (a value listed twice takes its last name, as there).
+_MACHINES = {v: k for k, v in ENUM_E_MACHINE.items() if not k.startswith("_")}
+_TYPES = {v: k for k, v in ENUM_E_TYPE.items() if not k.startswith("_")}
+PT_LOAD = 1
+PF_W = 0x2
+PN_XNUM = 0xFFFF
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Header:
+    elf_class: int
+    little: bool
+    machine: str
+    elf_type: str
+    e_flags: int
+    phoff: int
+    phentsize: int
+    phnum: int
+    shoff: int
+    shentsize: int
+    shnum: int
+    shstrndx: int
+
+
+def _header(stream: BinaryIO) -> _Header:
+    """The ELF header, read with struct (building a pyelftools ELFFile costs a millisecond per file: seconds for
+    an archive of thousands of objects). Names as pyelftools gives them, e.g. EM_RISCV, ET_DYN."""
+    stream.seek(0)
+    ident = stream.read(16)
+    if len(ident) < 16:
+        raise ElfReadError("truncated ELF identification")
+    if ident[4] not in (1, 2):
+        raise ElfReadError(f"Invalid EI_CLASS {ident[4:5]!r}")
+    if ident[5] not in (1, 2):
+        raise ElfReadError(f"Invalid EI_DATA {ident[5:6]!r}")
+    fmt = ("<" if ident[5] == 1 else ">") + ("HHIQQQIHHHHHH" if ident[4] == 2 else "HHIIIIIHHHHHH")
+    raw = stream.read(struct.calcsize(fmt))
+    if len(raw) < struct.calcsize(fmt):
+        raise ElfReadError("truncated ELF header")
+    e_type, e_machine, _v, _entry, phoff, shoff, e_flags, _eh, phentsize, phnum, shentsize, shnum, shstrndx = \
+        struct.unpack(fmt, raw)
+    return _Header(elf_class=64 if ident[4] == 2 else 32, little=ident[5] == 1,
+                   machine=_MACHINES.get(e_machine, str(e_machine)), elf_type=_TYPES.get(e_type, str(e_type)),
+                   e_flags=e_flags, phoff=phoff, phentsize=phentsize, phnum=phnum, shoff=shoff,
+                   shentsize=shentsize, shnum=shnum, shstrndx=shstrndx)
+
+
+def _first_writable_load(stream: BinaryIO, hdr: _Header, limit: int) -> bytes | None:
+    """The first `limit` bytes of the first writable PT_LOAD segment (program headers read with struct)."""
+    if hdr.phnum == PN_XNUM:
+        raise ElfReadError("program header count kept in section 0, but there are no section headers")
+    fmt = ("<" if hdr.little else ">") + ("IIQQQQQQ" if hdr.elf_class == 64 else "IIIIIIII")
+    width = struct.calcsize(fmt)
+    for i in range(hdr.phnum):
+        row = struct.unpack(fmt, _read_at(stream, hdr.phoff + i * hdr.phentsize, width))
+        p_type, p_flags, p_offset, p_filesz = ((row[0], row[1], row[2], row[5]) if hdr.elf_class == 64
+                                               else (row[0], row[6], row[1], row[4]))
+        if p_type == PT_LOAD and p_flags & PF_W:
+            stream.seek(p_offset)
+            return stream.read(min(p_filesz, limit))
+    return None
+
+
 def _read_at(stream: BinaryIO, offset: int, size: int) -> bytes:
     if size > MAX_TABLE:
         raise ElfReadError(f"section of {size} bytes at offset {offset} is implausibly large")
@@ -263,13 +327,12 @@ def _read_at(stream: BinaryIO, offset: int, size: int) -> bytes:
     return data
 
 
-def _section_table(stream: BinaryIO, hdr, elfclass: int, little: bool) -> list[_Section]:
+def _section_table(stream: BinaryIO, hdr: _Header) -> list[_Section]:
     """The section headers, read with struct in one go (pyelftools parses them one by one, slowly)."""
-    shoff, shnum, shentsize, shstrndx = (int(hdr["e_shoff"]), int(hdr["e_shnum"]), int(hdr["e_shentsize"]),
-                                         int(hdr["e_shstrndx"]))
+    shoff, shnum, shentsize, shstrndx = hdr.shoff, hdr.shnum, hdr.shentsize, hdr.shstrndx
     if shoff == 0:
         return []
-    fmt = ("<" if little else ">") + ("IIQQQQIIQQ" if elfclass == 64 else "IIIIIIIIII")
+    fmt = ("<" if hdr.little else ">") + ("IIQQQQIIQQ" if hdr.elf_class == 64 else "IIIIIIIIII")
     width = struct.calcsize(fmt)
     if shentsize < width:
         raise ElfReadError(f"e_shentsize {shentsize} is smaller than a section header")
@@ -353,7 +416,7 @@ def read_elf(stream: BinaryIO) -> ElfFacts:
         if str(e) == NOT_ELF:
             raise
         raise ElfReadError(f"corrupt or truncated ELF file: {e}") from e
-    except Exception as e:  # pyelftools raises many kinds on corrupt input
+    except Exception as e:  # any parser failure on corrupt input
         raise ElfReadError(f"corrupt or truncated ELF file ({type(e).__name__}: {e})") from e
 
 
@@ -365,18 +428,16 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
     stream.seek(0)
     if not is_elf(stream.read(4)):
         raise ElfReadError(NOT_ELF)
-    stream.seek(0)
-    elf = ELFFile(stream)
-    hdr = elf.header
+    hdr = _header(stream)
     notes: list[str] = []
-    little = elf.little_endian
-    machine = str(hdr["e_machine"])
+    little = hdr.little
+    machine = hdr.machine
     arch: str | None = None
     exts: dict[str, str] = {}
     glibc: set[tuple[int, int]] = set()
     needed: list[str] = []
     go: GoBuildInfo | None = None
-    sections = _section_table(stream, hdr, elf.elfclass, little)
+    sections = _section_table(stream, hdr)
     for sec in sections:
         stype, name = sec.type, sec.name
         if stype == SHT_RISCV_ATTRIBUTES or name == ".riscv.attributes":
@@ -398,17 +459,15 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
                     glibc.add((int(m.group(1)), int(m.group(2))))
         elif stype == SHT_DYNAMIC:
             strtab = _linked_strtab(stream, sections, sec)
-            needed += _dt_needed(_read_at(stream, sec.offset, sec.size), strtab, little, elf.elfclass)
+            needed += _dt_needed(_read_at(stream, sec.offset, sec.size), strtab, little, hdr.elf_class)
         elif name == ".go.buildinfo":
             go = parse_go_buildinfo(_read_at(stream, sec.offset, min(sec.size, 1 << 20)))
     if go is None and not sections:
         # Stripped of section headers: look for Go build info in the first writable load segment.
-        for seg in elf.iter_segments("PT_LOAD"):
-            if seg["p_flags"] & 0x2:
-                go = parse_go_buildinfo(seg.data()[:1 << 16])
-                break
+        data = _first_writable_load(stream, hdr, 1 << 16)
+        go = parse_go_buildinfo(data) if data is not None else None
     return ElfFacts(
-        elf_class=elf.elfclass, little_endian=little, machine=machine, elf_type=str(hdr["e_type"]),
-        e_flags=int(hdr["e_flags"]), arch=arch, extensions=exts, glibc=tuple(sorted(glibc)),
+        elf_class=hdr.elf_class, little_endian=little, machine=machine, elf_type=hdr.elf_type,
+        e_flags=hdr.e_flags, arch=arch, extensions=exts, glibc=tuple(sorted(glibc)),
         needed=tuple(needed), go=go, notes=tuple(notes),
     )

@@ -23,6 +23,7 @@ from rvport.verify.artifacts import ArchiveError, iter_ar_members
 from rvport.verify.buffer import BufferFile, NotKept
 from rvport.verify.elf import (
     ElfFacts,
+    ElfReadError,
     GoBuildInfo,
     parse_arch_string,
     parse_go_buildinfo,
@@ -565,3 +566,26 @@ def test_ranges_beyond_head_from_program_headers(monkeypatch):
                                                    (19990, 20256)]
     assert keep.ranges_beyond_head(b"not an ELF file", 30000) == []
     assert keep.ranges_beyond_head(hdr[:70], 30000) == [(19990, 20256)]   # cut short: what it could read
+
+
+def test_elf_header_read_with_struct():
+    be32 = b"\x7fELF" + bytes([1, 2, 1, 0]) + b"\0" * 8 + struct.pack(">HHIIIIIHHHHHH", 2, 8, 1, 0, 0, 0, 0, 52, 32, 0, 40, 0, 0)
+    f = read_elf_bytes(be32)
+    assert (f.elf_class, f.little_endian, f.machine, f.elf_type) == (32, False, "EM_MIPS", "ET_EXEC")
+    odd = read_elf_bytes(_riscv_elf(machine=0x7777))
+    assert odd.machine == str(0x7777) and not odd.is_riscv
+    for bad, why in [(b"\x7fELF\x03" + b"\x01" * 60, "Invalid EI_CLASS"), (b"\x7fELF\x02\x07" + b"\0" * 60, "Invalid EI_DATA"),
+                     (_riscv_elf()[:40], "truncated ELF header")]:
+        with pytest.raises(ElfReadError, match=why):
+            read_elf_bytes(bad)
+
+
+def test_go_build_info_of_a_binary_without_section_headers():
+    mod = "path\texample.com/hi\nmod\texample.com/hi\t(devel)\t\nbuild\tGOARCH=riscv64\nbuild\tGOOS=linux\n"
+    info = _buildinfo("go1.22.4", mod)
+    phdrs = struct.pack("<IIQQQQQQ", 1, 0x5, 0, 0, 0, 176, 176, 8) + struct.pack("<IIQQQQQQ", 1, 0x6, 176, 0, 0,
+                                                                                  len(info), len(info), 8)
+    hdr = b"\x7fELF" + bytes([2, 1, 1, 0]) + b"\0" * 8 + struct.pack("<HHIQQQIHHHHHH", 2, 243, 1, 0, 64, 0, 4, 64, 56,
+                                                                    2, 64, 0, 0)
+    f = read_elf_bytes(hdr + phdrs + info)
+    assert f.go is not None and (f.go.go_version, f.go.goarch, f.go.goos) == ("go1.22.4", "riscv64", "linux")
