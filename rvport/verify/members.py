@@ -18,7 +18,7 @@ from pathlib import Path
 from . import inflate, keep
 from .buffer import BufferFile
 from .keep import Keep
-from .pool import read_ahead
+from .pool import read_ahead, thread_count
 from .record import record_digest
 
 READ_SIZE = 1 << 20        # compressed bytes read at a time
@@ -68,7 +68,7 @@ def _read(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Ca
     crc = size = 0
     kept = _Kept(keep, info.file_size)
     chunks = _inflated(path, fd, info)
-    if info.compress_size >= AHEAD_MIN:   # inflate on a helper thread while this one hashes and keeps
+    if info.compress_size >= AHEAD_MIN and thread_count() > 1:   # inflate on a helper thread, hash on this one
         chunks = read_ahead(chunks)
     for out in chunks:
         if size + len(out) > info.file_size:   # as zipfile: never more than the directory's size (the CRC tells)

@@ -23,7 +23,7 @@ BATCH_ITEMS = 256
 
 
 def thread_count() -> int:
-    """RVPORT_VERIFY_THREADS when set (1: no threads), else the CPUs this process may run on."""
+    """RVPORT_VERIFY_THREADS when set (1: no threads at all), else the CPUs this process may run on."""
     env = os.environ.get(THREADS_ENV, "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
