@@ -1,6 +1,7 @@
 """Read one zip member once: inflate it in large chunks straight from the file (os.pread: no shared file
 position, so threads read members side by side), check its CRC-32 as zipfile does, hash it as it comes (for
-its RECORD entry), and keep its bytes only when it starts like an ELF file or ar archive."""
+its RECORD entry), and keep its bytes only when it starts like an ELF file or ar archive (of a big ELF file,
+the ranges keep.py picks)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import inflate, keep
+from . import inflate
+from . import keep as keeping
 from .buffer import BufferFile
 from .keep import Keep
 from .pool import read_ahead, thread_count
@@ -23,7 +25,7 @@ from .record import record_digest
 
 READ_SIZE = 1 << 20        # compressed bytes read at a time
 INFLATE_SIZE = 8 << 20     # most bytes inflated per call: bounds memory on very compressible data
-HEAD = 8                   # bytes that decide what is kept of a member (ELF or ar magic)
+MAGIC = 8                  # first bytes that decide what is kept of a member (ELF or ar magic)
 AHEAD_MIN = 8 << 20        # members this big (compressed) are inflated on a helper thread, hashed on this one
 
 # What zipfile (and the decompressors under it) raise on a corrupt, truncated, encrypted or unsupported zip.
@@ -51,7 +53,7 @@ class Member:
 def read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None,
                 keep: Callable[[bytes], Keep]) -> Member:
     """Inflate info's member of the zip open as fd (path: for compression methods zipfile reads itself).
-    algo: hashlib name of the digest to compute; keep(first HEAD bytes): which of its bytes to keep."""
+    algo: hashlib name of the digest to compute; keep(first MAGIC bytes): which of its bytes to keep."""
     try:
         return _read(path, fd, info, algo, keep)
     except MemberError:
@@ -91,8 +93,8 @@ class _Kept:
     def __init__(self, keep: Callable[[bytes], Keep], size: int) -> None:
         self._keep = keep
         self._size = size             # the zip directory's: no more is ever inflated
-        self._mode: Keep | None = None   # until the first HEAD bytes tell
-        self._head = bytearray()      # everything, or the first keep.HEAD bytes
+        self._mode: Keep | None = None   # until the first MAGIC bytes tell
+        self._head = bytearray()      # everything, or the first keeping.HEAD bytes
         self._ranges: list[tuple[int, int]] | None = None
         self._pieces: list[tuple[int, bytearray]] = []
         self._pos = 0
@@ -101,16 +103,16 @@ class _Kept:
         start, self._pos = self._pos, self._pos + len(out)
         if self._mode is None:
             self._head += out
-            if len(self._head) >= HEAD:
+            if len(self._head) >= MAGIC:
                 self._decide()
             return
         if self._mode is Keep.WHOLE:
             self._head += out
         elif self._mode is Keep.ELF_RANGES:
-            if start < keep.HEAD:
-                self._head += out[:keep.HEAD - start]
-                if self._ranges is None and len(self._head) >= keep.HEAD:
-                    self._ranges = keep.ranges_beyond_head(self._head, self._size)
+            if start < keeping.HEAD:
+                self._head += out[:keeping.HEAD - start]
+                if self._ranges is None and len(self._head) >= keeping.HEAD:
+                    self._ranges = keeping.ranges_beyond_head(self._head, self._size)
             for a, b in self._ranges or ():
                 lo, hi = max(a, start), min(b, self._pos)
                 if lo >= hi:
@@ -122,12 +124,12 @@ class _Kept:
                     self._pieces.append((lo, bytearray(piece)))
 
     def _decide(self) -> None:
-        self._mode = self._keep(bytes(self._head[:HEAD]))
-        if self._mode is Keep.ELF_RANGES and self._size <= 2 * keep.HEAD:
+        self._mode = self._keep(bytes(self._head[:MAGIC]))
+        if self._mode is Keep.ELF_RANGES and self._size <= 2 * keeping.HEAD:
             self._mode = Keep.WHOLE   # small enough to keep whole
         if self._mode is Keep.NOTHING:
             self._head = bytearray()
-        elif self._mode is Keep.ELF_RANGES and len(self._head) > keep.HEAD:   # a first chunk past keep.HEAD
+        elif self._mode is Keep.ELF_RANGES and len(self._head) > keeping.HEAD:   # a first chunk past keeping.HEAD
             head, self._head, self._pos = self._head, bytearray(), 0
             self.add(bytes(head))
 
