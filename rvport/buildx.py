@@ -119,6 +119,12 @@ def image_info(ref: str) -> dict | None:
             "repo_digests": attrs.get("RepoDigests") or [], "size": attrs.get("Size")}
 
 
+def image_tags(repository: str) -> list[str]:
+    """Every tag of one repository in the engine ("rvport/xtc:..."), sorted."""
+    return sorted(t for img in _client().images.list(name=repository) for t in img.tags
+                  if t.startswith(f"{repository}:"))
+
+
 def engine_info() -> dict:
     info = _client().info()
     return {"server_version": info.get("ServerVersion"), "architecture": info.get("Architecture"),

@@ -10,6 +10,7 @@ from pathlib import Path
 from . import buildx, proc
 from .errors import RvportError
 from .host import HostFacts, binfmt_handler
+from .planner import ACCELERATED_HOSTS
 
 MIN_FREE_GIB = 20
 MIN_QEMU_MAJOR = 8      # RVV 1.0 with zvfh; QEMU 10 also has zvfbfmin
@@ -76,6 +77,23 @@ def qemu_version(interpreter: str) -> tuple[int, str] | None:
     return None
 
 
+def accelerated_check(host: HostFacts, prefix_images: list[str]) -> Check:
+    """Whether riscv64 stages can compile with native cross compilers here (never blocking: plain emulation
+    always remains)."""
+    if host.is_riscv64:
+        return Check(name="accelerated stages", ok=True, blocking=False,
+                     detail="not needed: stages run natively on riscv64")
+    if host.arch not in ACCELERATED_HOSTS:
+        return Check(name="accelerated stages", ok=False, blocking=False,
+                     detail=f"not available on {host.arch}: riscv64 stages compile under plain emulation",
+                     remedy="an x86_64 or aarch64 host runs the compilers natively (--mode accelerated)")
+    made = (f"cross toolchain prefix images in the engine: {', '.join(sorted(prefix_images))}" if prefix_images
+            else "no cross toolchain prefix image yet: the first accelerated build makes it (debootstrap of the "
+                 "build-platform base, then a few seconds)")
+    return Check(name="accelerated stages", ok=True, blocking=False,
+                 detail=f"{host.arch}: C, C++ and Rust compilers run natively in riscv64 stages; {made}")
+
+
 def run_checks(host: HostFacts, *, builder: str | None = None, workdir: Path = Path.home()) -> list[Check]:
     checks: list[Check] = []
     try:
@@ -132,6 +150,11 @@ def run_checks(host: HostFacts, *, builder: str | None = None, workdir: Path = P
                                     remedy=None if ok else f"QEMU {ver[0]} lacks RVV 1.0 with zvfh: install "
                                     "qemu-user-static from bookworm-backports, then re-register the handler "
                                     "(a handler registered before an upgrade keeps the old QEMU open)"))
+    try:
+        prefixes = buildx.image_tags("rvport/xtc") if proc.which("docker") else []
+    except RvportError:
+        prefixes = []
+    checks.append(accelerated_check(host, prefixes))
     if proc.which("debootstrap"):
         checks.append(Check(name="debootstrap", ok=True, detail=proc.which("debootstrap") or "", blocking=False))
     else:
