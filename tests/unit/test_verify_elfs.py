@@ -18,7 +18,7 @@ import pytest
 
 from rvport.errors import UsageError
 from rvport.profiles import get_profile
-from rvport.verify import verify_paths
+from rvport.verify import keep, members, pool, verify_paths
 from tests.fixtures.elfs import ElfFixtures, make_wheel, record_hash
 
 pytestmark = pytest.mark.integration
@@ -192,6 +192,24 @@ def test_stored_wheel_and_bad_name(elf_fixtures: ElfFixtures, tmp_path):
     bad = tmp_path / "not-a-wheel-name.whl"
     shutil.copy(whl, bad)
     assert "invalid wheel file name" in reasons(one(bad))
+
+
+def test_wheel_same_report_on_threads_and_kept_in_ranges(elf_fixtures: ElfFixtures, tmp_path, monkeypatch):
+    """Real ELF layouts (section headers last): read on threads, big members inflated ahead and kept only in
+    keep.py's ranges (a head of 4 KiB here, so most are read again whole), the report is the same."""
+    names = ["librvv256.so", "libnewglibc.so", "librv64gc.so", "hello", "libmixed.a", "soft.o", "libx86.so"]
+    names += ["hello-go-riscv64", "hello-go-amd64"] if elf_fixtures.go else []
+    files = {f"demo/{n}": elf_fixtures.read(n) for n in names}
+    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, files | {"demo/__init__.py": b"x = 1\n"})
+    plain = one(whl, "rvv256", "baseline").to_json()
+    monkeypatch.setenv("RVPORT_VERIFY_THREADS", "3")
+    monkeypatch.setattr(pool, "PARALLEL_MIN_COST", 0)
+    monkeypatch.setattr(pool, "BATCH_COST", 1)
+    monkeypatch.setattr(members, "AHEAD_MIN", 0)
+    monkeypatch.setattr(keep, "HEAD", 4096)
+    monkeypatch.setattr(keep, "NEAR", 1024)
+    assert one(whl, "rvv256", "baseline").to_json() == plain
+    assert plain["wheel"]["record_checked"] == len(files) + 3
 
 
 # ---- corrupt and truncated input: a failed verdict, never a crash --------------------------------------------
