@@ -14,7 +14,7 @@ COPY deps/ /deps/
 COPY rvport-build.sh /rvport/build.sh
 WORKDIR /src
 RUN --mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
-    . /opt/xtc/stage.env && mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh
+    . /opt/xtc/stage.env && mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build
 
 FROM scratch AS export
 COPY --from=build /out/ /

@@ -135,12 +135,21 @@ ls $P/host/lib
 SETUP_SH = r'''# Links /opt/xtc into a riscv64 stage (runs there, emulated): the build platform's loader and libraries at
 # paths a riscv64 system never uses, and the stage's own GCC files, headers and libraries where the cross
 # driver looks for them. Refuses a stage whose GCC is not the cross compiler's version.
+# `setup.sh after-build` (run after the build) refuses a build that added entries to /usr/local/include,
+# which the cross compiler saw only as they were when setup.sh linked them.
 set -eu
 P=/opt/xtc
 T=riscv64-linux-gnu
+fail() { echo "rvport accelerated: $*" >&2; exit 3; }
+local_include() { ls -A /usr/local/include 2>/dev/null | sort; }
+if [ "${1:-}" = after-build ]; then
+  added=$(local_include | comm -13 $P/local-include.list -)
+  [ -z "$added" ] || fail "the build added $(echo $added) to /usr/local/include after the cross compiler's \
+include directories were made; its compiles may not have seen them: build this recipe with --mode qemu"
+  exit 0
+fi
 V=$(cat $P/gcc-major)
 cross=$(cat $P/gcc-version)
-fail() { echo "rvport accelerated: $*" >&2; exit 3; }
 # 1. the version check, against the stage's own compiler files (the runner checks package versions first)
 test -d /usr/lib/gcc/$T/$V || fail "the stage has no GCC $V (/usr/lib/gcc/$T/$V); the cross compiler is GCC $cross"
 test -d /usr/include/c++/$V || fail "the stage has no libstdc++ $V headers (/usr/include/c++/$V)"
@@ -159,14 +168,19 @@ G=$P/lib/gcc-cross/$T/$V
 cp -rsL /usr/lib/gcc/$T/$V/. $G/
 rm -rf $G/plugin $G/liblto_plugin.so
 ln -s ../../../../libexec/gcc-cross/$T/$V/liblto_plugin.so $G/liblto_plugin.so
-# 4. headers: the cross driver searches $P/$T/include (then /usr/include); C++ in $P/$T/include/c++/$V
+# 4. headers. The cross driver searches GCC's own, then its tooldir's include $P/$T/include, then
+#    /usr/include/$T and /usr/include: the stage's GCC searches /usr/local/include where the tooldir's is,
+#    so /usr/local/include's entries are linked there. C++ headers: $P/$T/include/c++/$V.
 I=$P/$T/include
-mkdir -p $I
-cp -rsL /usr/include/$T/. $I/
-rm -rf $I/c++
 mkdir -p $I/c++
 cp -rsL /usr/include/c++/$V $I/c++/
 ln -s /usr/include/$T/c++/$V $I/c++/$V/$T
+test ! -e /usr/local/include/c++ || fail "the stage has /usr/local/include/c++, where the cross compiler keeps its \
+C++ headers: build this recipe with --mode qemu"
+for e in /usr/local/include/* /usr/local/include/.[!.]*; do
+  if [ -e "$e" ]; then ln -s "$e" $I/; fi
+done
+local_include > $P/local-include.list
 # libraries need nothing: the cross driver already searches /lib/$T and /usr/lib/$T
 $P/bin/gcc -dumpmachine | grep -qx $T || fail "/opt/xtc/bin/gcc does not run or does not target $T"
 echo "rvport accelerated: GCC $cross ($(cat $P/host/multiarch) host binaries) linked to the stage's GCC $V files"

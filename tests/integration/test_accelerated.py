@@ -19,7 +19,7 @@ from elftools.elf.elffile import ELFFile
 
 from rvport import manifest
 
-from .conftest import rvport
+from .conftest import rvport, tarball
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
 
@@ -101,3 +101,44 @@ def test_same_object_code_as_plain_emulation(builds):
     assert len(acc_text[".text"]) > 100_000
     for name in acc_text:
         assert acc_text[name] == qemu_text[name], f"{name} differs between the accelerated and the qemu build"
+
+
+LATE_HEADER = """\
+schema: 1
+name: lateheader
+kind: python-wheel
+modes: [qemu, accelerated]
+build:
+  - mkdir -p /usr/local/include
+  - echo '#define LATE 1' > /usr/local/include/late_header_{nonce}.h
+outputs:
+  - {{glob: "*.whl", type: wheel}}
+versions:
+  - version: "1.0.0"
+    sources:
+      - name: src
+        url: https://example.invalid/{fname}
+        sha256: {sha}
+"""
+
+
+def test_a_build_that_adds_headers_to_usr_local_include_is_refused(engine, tmp_path):
+    """The cross compiler sees /usr/local/include as it was when the stage was set up (its entries are linked
+    where the stage's GCC searches it); a build that adds to it afterwards fails instead of compiling
+    differently from its emulated build."""
+    import uuid
+
+    mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
+    mirror.mkdir()
+    recipes.mkdir()
+    f, sha = tarball("lateheader-1.0.0", {"README": "adds a header late\n"}, mirror)
+    nonce = uuid.uuid4().hex[:12]   # BuildKit must run the step
+    (recipes / "lateheader.yaml").write_text(LATE_HEADER.format(fname=f, sha=sha, nonce=nonce))
+    out = tmp_path / "out"
+    cp = rvport("build", "lateheader", "--recipes", str(recipes), "--mirror", str(mirror), "--offline",
+                "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", "accelerated")
+    assert cp.returncode == 7, cp.stdout[-4000:] + cp.stderr[-4000:]
+    log = (out / "logs" / "lateheader.log").read_text()
+    assert f"the build added late_header_{nonce}.h to /usr/local/include" in log
+    assert "build this recipe with --mode qemu" in log
+    assert not (out / "artifacts" / "lateheader").exists()

@@ -201,6 +201,16 @@ def test_scripts_cover_the_pitfalls():
     assert "ln -s /usr/include/$T/c++/$V $I/c++/$V/$T" in s
     # the stage must have the cross compiler's GCC version
     assert "test -d /usr/lib/gcc/$T/$V || fail" in s
+    # /usr/local/include is searched where the stage's own GCC searches it (the tooldir include), and a build
+    # that adds entries there afterwards is refused
+    assert 'ln -s "$e" $I/' in s and "local_include > $P/local-include.list" in s
+    assert "after-build" in s and "build this recipe with --mode qemu" in s
+
+
+def test_the_build_step_is_checked_after_it_ran():
+    r = acc.render_stage(toolchain="t", xtc=xtc(), env={}, profile="rvv256")
+    (build,) = [l for l in r.text.splitlines() if "sh -eux /rvport/build.sh" in l]
+    assert build.rstrip().endswith("sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build")
 
 
 def test_prefix_key_follows_its_inputs():
