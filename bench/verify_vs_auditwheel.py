@@ -13,8 +13,7 @@ real wheels. The symbol-rich library of the torch-sized wheel is assembled with 
 (binutils-riscv64-linux-gnu) when installed, else with docker and the test fixtures' cross toolchain image
 (tests/fixtures/toolchain.py); without either the big library is a padded real one. Both tools run as
 subprocesses, each the way it is used: rvport once for all wheels, auditwheel once per wheel. Each is timed
-over --repeat runs and the best time is kept. rvport inflates with ISA-L when the optional isal package is
-installed: the bench then also times it with zlib (RVPORT_VERIFY_INFLATE=zlib), as an install without it runs.
+over --repeat runs and the best time is kept.
 """
 
 from __future__ import annotations
@@ -167,13 +166,6 @@ def best_of(repeat: int, fn) -> float:
     return min(times)
 
 
-def rvport_inflater() -> str:
-    """What rvport inflates wheel members with here: isal (ISA-L) when that package is installed, else zlib."""
-    r = subprocess.run([sys.executable, "-c", "from rvport.verify import inflate; print(inflate.BACKEND.__name__)"],
-                       capture_output=True, text=True, check=True)
-    return "isal (ISA-L)" if "isal" in r.stdout else "zlib"
-
-
 def run_rvport(wheels: list[Path], profile: str, env: dict[str, str] | None = None) -> None:
     r = subprocess.run([sys.executable, "-c", "from rvport.cli import main; main()", "verify", "artifacts",
                         *map(str, wheels), "--profile", profile, "--isa", "baseline"],
@@ -222,17 +214,13 @@ def main() -> int:
                   f"({time.perf_counter() - t:.1f}s)")
             wheels.append(torch)
         print(f"wheels: {', '.join(w.name for w in wheels)}")
-        inflater = rvport_inflater()
-        print(f"rvport inflates with {inflater}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         t_rv = best_of(args.repeat, lambda: run_rvport(wheels, args.profile))
         t_aw = best_of(args.repeat, lambda: run_auditwheel(aw, wheels))
         print(f"rvport verify artifacts : {t_rv:8.2f} s  (all {len(wheels)} wheels, one process)")
         print(f"auditwheel show         : {t_aw:8.2f} s  (one process per wheel)")
         ratio = t_aw / t_rv
         print(f"ratio auditwheel/rvport : {ratio:8.2f}x  (target >= 3x: {'met' if ratio >= 3 else 'NOT met'})")
-        if inflater != "zlib":   # what an install without isal gets
-            t_z = best_of(args.repeat, lambda: run_rvport(wheels, args.profile, {"RVPORT_VERIFY_INFLATE": "zlib"}))
-            print(f"rvport with zlib        : {t_z:8.2f} s  ratio {t_aw / t_z:.2f}x")
         if torch is not None:
             t_t = best_of(args.repeat, lambda: run_rvport([torch], args.profile))
             print(f"torch-sized wheel alone : {t_t:8.2f} s with rvport")
