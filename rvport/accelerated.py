@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import buildx, dockerfiles
+from . import buildx, cross, dockerfiles
 from .baseimage import BaseImage
 from .errors import BuildFailed, HostNotReady
 from .host import DOCKER_PLATFORM
+from .recipes import Kind
 
 if TYPE_CHECKING:   # the runner hands itself in; only its helpers are used
     from .recipes import Recipe
@@ -42,7 +43,6 @@ XTC_RUST_BASE = "debian-trixie-xtc-rust"     # XTC_BASE plus the build platform'
 PREFIX = "/opt/xtc"
 TRIPLE = "riscv64-linux-gnu"
 RISCV64 = "linux/riscv64"
-RUST_TARGET = "riscv64gc-unknown-linux-gnu"
 PREFIX_FORMAT = 2    # bump when the prefix layout changes
 
 # Debian packages that mean a stage compiles Rust.
@@ -57,16 +57,12 @@ MATCHED = (("gcc-{v}", "gcc-{v}-riscv64-linux-gnu"), ("g++-{v}", "g++-{v}-riscv6
 # The same for Rust: the stage's riscv64 standard library is used by the build platform's rustc.
 RUST_MATCHED = (("rustc-web", "rustc-web"), ("libstd-rust-web-dev", "libstd-rust-web-dev"))
 
-# What cargo and pyo3 are told in a Rust stage (the recipe's own env comes after and wins). The linker of
-# the build platform's own target (build scripts, proc-macros) is the prefix's native gcc; setup.sh adds
-# PYO3_CROSS_LIB_DIR, the stage Python's standard library directory, in /opt/xtc/stage.env.
-RUST_ENV = {
-    "RUSTC": f"{PREFIX}/rust/bin/rustc",
-    "CARGO_BUILD_TARGET": RUST_TARGET,
-    "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER": f"{TRIPLE}-gcc",
-    "CC_riscv64gc_unknown_linux_gnu": f"{TRIPLE}-gcc",
-    "CXX_riscv64gc_unknown_linux_gnu": f"{TRIPLE}-g++",
-}
+# What cargo and pyo3 are told in a Rust stage: cross mode's cargo environment (riscv64 target, the riscv64
+# linker and C compilers for build scripts) with the prefix's rustc; the recipe's own env comes after and wins.
+# The linker of the build platform's own target (build scripts, proc-macros) is the prefix's native gcc
+# (rust_env); setup.sh adds PYO3_CROSS_LIB_DIR, the stage Python's standard library directory, in
+# /opt/xtc/stage.env.
+RUST_ENV = {"RUSTC": f"{PREFIX}/rust/bin/rustc", **cross.ENV[Kind.CARGO_STATICLIB]}
 HOST_RUST_TARGET = {"linux/amd64": "x86_64-unknown-linux-gnu", "linux/arm64": "aarch64-unknown-linux-gnu"}
 
 ASSEMBLE_SH = r'''# Gathers the cross toolchain into /opt/xtc (runs in the build-platform base). $1: the GCC major version;
@@ -190,8 +186,8 @@ echo "rvport accelerated: GCC $cross ($(cat $P/host/multiarch) host binaries) li
 #    build scripts and proc-macros, both under the sysroot that rustc derives from where it is loaded
 R=riscv64gc-unknown-linux-gnu
 H=$(cat $P/rust/host-target)
-test -d /usr/lib/rustlib/$R/lib || fail "the stage has no riscv64 Rust standard library (/usr/lib/rustlib/$R/lib)"
-S=$($P/rust/bin/rustc --print sysroot) || fail "$P/rust/bin/rustc does not run"
+test -d /usr/lib/rustlib/$R/lib || fail "the stage has no riscv64 Rust standard library (/usr/lib/rustlib/$R/lib): add rustc-web to the recipe's toolchain packages, or build with --mode qemu"
+S=$($P/rust/bin/rustc --print sysroot) || fail "$P/rust/bin/rustc does not run here: build with --mode qemu"
 link_target() {   # $1: a target's directory under the sysroot's rustlib, $2: where its library is
   d=$S/lib/rustlib/$1
   if [ -e "$d" ]; then
@@ -206,12 +202,12 @@ link_target $R /usr/lib/rustlib/$R
 cd /tmp
 printf 'pub fn triple(x: u64) -> u64 { x.wrapping_mul(3) }\n' > xtc-probe.rs
 $P/rust/bin/rustc --edition 2021 --crate-type rlib --target $R -o xtc-probe.rlib xtc-probe.rs \
-  || fail "the build platform's rustc ($(head -1 $P/rust/version)) cannot use the stage's riscv64 standard library"
+  || fail "the build platform's rustc ($(head -1 $P/rust/version)) cannot use the stage's riscv64 standard library: rebuild both bases from the same Debian suite, or build with --mode qemu"
 # and a build-platform program (what a build script is) links with the native gcc and runs
 printf 'fn main() { println!("native ok"); }\n' > xtc-host.rs
 $P/rust/bin/rustc --edition 2021 -C linker=$P/native/bin/cc -o xtc-host xtc-host.rs \
-  || fail "cannot link a $H program with $P/native/bin/cc"
-./xtc-host | grep -qx "native ok" || fail "a $H program linked here does not run"
+  || fail "cannot link a $H program with $P/native/bin/cc: build with --mode qemu"
+./xtc-host | grep -qx "native ok" || fail "a $H program linked here does not run: build with --mode qemu"
 rm -f xtc-probe.rs xtc-probe.rlib xtc-host.rs xtc-host
 # pyo3 cross-compiles against the stage Python's own configuration (its _sysconfigdata)
 if command -v python3 >/dev/null; then
