@@ -133,9 +133,8 @@ def lower_bound(work: Path, profile_name: str) -> float | None:
     from rvport import buildx
     from rvport.profiles import get_profile
 
-    tags = [l for l in subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
-                                      capture_output=True, text=True, check=False).stdout.split()]
-    tc = next((t for t in tags if t.startswith("rvport/toolchain:msgspec-build-")), None)
+    tc = next((t for t in buildx.image_tags("rvport/toolchain") if t.startswith("rvport/toolchain:msgspec-build-")),
+              None)
     result = work / "out-msgspec-accelerated" / "result.json"
     xtc = json.loads(result.read_text())["stages"][0]["images"].get("xtc_tag") if result.is_file() else None
     found = sorted((work / "cache").glob("msgspec-*/trees/**/_core.c"))   # the tree the builds compiled
@@ -180,9 +179,8 @@ def lower_bound_sentencepiece(work: Path, profile_name: str, jobs: int) -> tuple
     from rvport import buildx
     from rvport.profiles import get_profile
 
-    tags = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
-                          capture_output=True, text=True, check=False).stdout.split()
-    tc = next((t for t in tags if t.startswith("rvport/toolchain:sentencepiece-build-")), None)
+    tc = next((t for t in buildx.image_tags("rvport/toolchain")
+               if t.startswith("rvport/toolchain:sentencepiece-build-")), None)
     result = work / "out-sentencepiece-accelerated" / "result.json"
     if not (tc and result.is_file()):
         return None
