@@ -142,3 +142,85 @@ def test_a_build_that_adds_headers_to_usr_local_include_is_refused(engine, tmp_p
     assert f"the build added late_header_{nonce}.h to /usr/local/include" in log
     assert "build this recipe with --mode qemu" in log
     assert not (out / "artifacts" / "lateheader").exists()
+
+
+LTO_RECIPE = """\
+schema: 1
+name: ltoext
+kind: python-wheel
+modes: [qemu, accelerated]
+env:
+  CFLAGS: -O2 -flto ${{RVPORT_CFLAGS}}
+  CCACHE_DISABLE: "1"
+build:
+  - python3 -m pip wheel --no-deps --no-build-isolation --no-index --wheel-dir "$RVPORT_OUT" .
+  # the objects hold GIMPLE for the link-time optimizer and, by GCC's default, no code: only an LTO link can
+  # make a working library of them
+  - for o in build/temp.*/*.o; do grep -q -a .gnu.lto_ "$o"; done
+outputs:
+  - {{glob: "*.whl", type: wheel}}
+smoke:
+  script: |
+    import ltoext
+    assert ltoext.mix(7) == 7 * 7 + 3 * 7 + {nonce_int}, ltoext.mix(7)
+    print("ltoext ok", ltoext.mix(7))
+versions:
+  - version: "1.0.0"
+    sources:
+      - name: src
+        url: https://example.invalid/{fname}
+        sha256: {sha}
+"""
+LTO_FILES = {
+    "setup.py": "from setuptools import Extension, setup\n"
+                "setup(name='ltoext', version='1.0.0', ext_modules=[Extension('ltoext', ['mod.c', 'poly.c'])])\n",
+    # poly() is hidden and defined in another translation unit: only LTO can inline it into mix() and drop it
+    "poly.c": '__attribute__((visibility("hidden"))) long poly(long x) '
+              "{{ return x * x + 3 * x + {nonce_int}; }}\n",
+    "mod.c": """#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+__attribute__((visibility("hidden"))) long poly(long x);
+static PyObject *mix(PyObject *self, PyObject *arg) {
+    long x = PyLong_AsLong(arg);
+    if (x == -1 && PyErr_Occurred()) return NULL;
+    return PyLong_FromLong(poly(x));
+}
+static PyMethodDef methods[] = {{"mix", mix, METH_O, "x*x + 3x + k"}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "ltoext", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_ltoext(void) { return PyModule_Create(&mod); }
+""",
+}
+
+
+def test_lto_builds_link_through_the_native_lto_plugin_and_match_plain_emulation(engine, tmp_path):
+    """-flto in an accelerated stage: the native cc1 writes GIMPLE objects, the native cross ld loads the
+    prefix's own (native) LTO plugin, which runs the native lto-wrapper and lto1. The wheel is verified and
+    smoke-tested like any other, and its code equals the plain-QEMU build's, where all of that is emulated."""
+    import uuid
+
+    nonce_int = int(uuid.uuid4().hex[:6], 16)   # new sources each run: BuildKit and the artifact cache must build
+    mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
+    mirror.mkdir()
+    recipes.mkdir()
+    files = {k: v.format(nonce_int=nonce_int) if k == "poly.c" else v for k, v in LTO_FILES.items()}
+    f, sha = tarball("ltoext-1.0.0", files, mirror)
+    (recipes / "ltoext.yaml").write_text(LTO_RECIPE.format(fname=f, sha=sha, nonce_int=nonce_int))
+    code = {}
+    for mode in ("accelerated", "qemu"):
+        out = tmp_path / mode
+        cp = rvport("build", "ltoext", "--recipes", str(recipes), "--mirror", str(mirror), "--offline",
+                    "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", mode)
+        assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
+        (st,) = json.loads((out / "result.json").read_text())["stages"]
+        assert st["mode"] == mode and st["status"] == "ok"
+        assert st["verify"]["ok"] and st["smoke"]["status"] == "passed", st
+        whl = next((out / "artifacts" / "ltoext").glob("*.whl"))
+        with zipfile.ZipFile(whl) as z:
+            (so,) = [n for n in z.namelist() if n.endswith(".so")]
+            elf = ELFFile(io.BytesIO(z.read(so)))
+            names = [s.name for s in elf.iter_sections()]
+            assert not [n for n in names if n.startswith(".gnu.lto_")], names
+            symbols = {sym.name for sym in elf.get_section_by_name(".symtab").iter_symbols()}
+            assert "mix" in symbols and "poly" not in symbols, "poly() was not inlined across files by LTO"
+            code[mode] = _exec_sections(z.read(so))
+    assert code["accelerated"] == code["qemu"]
