@@ -184,11 +184,10 @@ PREPARE = {
 }
 
 
-def pure_cross(work: Path, recipe: str, profile_name: str, jobs: int) -> dict | None:
+def pure_cross(work: Path, recipe: str, jobs: int) -> dict | None:
     """The accelerated build's compiles replayed by Debian's riscv64 cross GCC natively on the build platform,
     with `xargs -P jobs`, under process accounting: nothing emulated, no pip, CMake or make."""
-    from rvport import buildx
-    from rvport.profiles import get_profile
+    from rvport import buildx, dockerfiles
 
     result = work / f"out-{recipe}-accelerated" / "result.json"
     if recipe not in PREPARE or not result.is_file():
@@ -204,15 +203,14 @@ def pure_cross(work: Path, recipe: str, profile_name: str, jobs: int) -> dict | 
         print(f"  pure cross-compile of {recipe}: missing inputs (toolchain {tc}, prefix {xtc}, base {xbase})")
         return None
     setuptools = setuptools_compiles(Path(st["log"]))
-    profile = get_profile(profile_name)
-    flags = " ".join(["-O2", *profile.cflags])
+    major = next(re.fullmatch(r"xtc:gcc-(\d+)-riscv64-linux-gnu", k).group(1) for k in st["toolchain_packages"]
+                 if re.fullmatch(r"xtc:gcc-(\d+)-riscv64-linux-gnu", k))
     ctx = work / f"pure-{recipe}"
     ctx.mkdir()
     shutil.copytree(trees[-1], ctx / "src", symlinks=True)
     (ctx / "commands.py").write_text(CMAKE_COMMANDS_PY)
     (ctx / "prepare.Dockerfile").write_text(
-        f"FROM {tc} AS prepare\nENV QEMU_CPU={profile.qemu_cpu} CFLAGS=\"{flags}\" CXXFLAGS=\"{flags}\" "
-        f"CMAKE_BUILD_PARALLEL_LEVEL={jobs}\n"
+        f"FROM {tc} AS prepare\n{dockerfiles.env_lines(st['env'])}\n"   # the build's own environment
         f"COPY --from={xtc} /opt/xtc/ /opt/xtc/\nRUN sh -eu /opt/xtc/setup.sh\n"
         "ENV PATH=/opt/xtc/bin:/usr/sbin:/usr/bin:/sbin:/bin\nCOPY src/ /src/\nCOPY commands.py /\nWORKDIR /src\n"
         f"RUN touch /cmake-compiles.txt && {PREPARE[recipe].format(version=st['version'])}\n"
@@ -225,7 +223,7 @@ def pure_cross(work: Path, recipe: str, profile_name: str, jobs: int) -> dict | 
     cmake = [line for line in (prepared / "cmake-compiles.txt").read_text().splitlines() if line.strip()]
     commands = cmake + setuptools
     (prepared / "compiles.txt").write_text("".join(c + "\n" for c in commands))
-    links = " && ".join(f"ln -s /usr/bin/riscv64-linux-gnu-{real}-14 /opt/xtc/bin/{name}"
+    links = " && ".join(f"ln -s /usr/bin/riscv64-linux-gnu-{real}-{major} /opt/xtc/bin/{name}"
                         for real, names in (("gcc", ("gcc", "cc", "riscv64-linux-gnu-gcc")),
                                             ("g++", ("g++", "c++", "riscv64-linux-gnu-g++"))) for name in names)
     (prepared / "Dockerfile").write_text(
@@ -281,7 +279,7 @@ def main() -> int:
         runs[r] = {m: one(r, m, work, recipes, mirror, warm, args.profile) for m in modes}
         if "accelerated" in modes and not args.no_pure_cross:
             try:
-                pure[r] = pure_cross(work, r, args.profile, jobs)
+                pure[r] = pure_cross(work, r, jobs)
             except Exception as e:  # noqa: BLE001 - reported, and the row says so
                 print(f"  pure cross-compile of {r} failed: {e}")
                 pure[r] = None
