@@ -2,7 +2,7 @@
 """Plain QEMU vs accelerated riscv64 builds of the same recipes, in one run on this machine.
 
     python bench/accelerated.py                          # msgspec, sentencepiece, tiktoken
-    python bench/accelerated.py msgspec --no-lower-bound # a subset
+    python bench/accelerated.py msgspec --no-pure-cross  # a subset
     python bench/accelerated.py sentencepiece --modes accelerated   # compiler work only, no QEMU build
 
 For each recipe it runs `rvport build --mode qemu` and then `rvport build --mode accelerated`, each with a
@@ -19,7 +19,8 @@ the recipe's build does) replayed with the same parallelism by Debian's riscv64 
 platform, in a build-platform container with nothing emulated. The stage's count includes every compile it
 ran (CMake's compiler probes too), so the ratio errs against the accelerated build.
 
-Run it alone: process accounting is machine-wide, and the unit test of procacct turns it off when it ends.
+Run it as root (acct(2) needs it) and alone: process accounting is machine-wide, and the unit test of procacct
+turns it off when it ends.
 
 What stays warm, on purpose: the riscv64 and build-platform base images and the per-recipe toolchain images
 (reused by tag; their bases/*.json records are copied from the warm cache into each fresh cache, since a
@@ -256,6 +257,8 @@ def main() -> int:
     ap.add_argument("--work", type=Path, help="keep logs and outputs here (default: a temporary directory)")
     ap.add_argument("--no-pure-cross", action="store_true", help="skip the pure cross-compile of the same sources")
     args = ap.parse_args()
+    if os.geteuid() != 0:
+        ap.error("run as root: the compiler work is measured with process accounting (acct(2))")
     modes = [m for m in args.modes.split(",") if m]
     if not set(modes) <= {"qemu", "accelerated"} or not modes:
         ap.error("--modes takes qemu and/or accelerated")
