@@ -53,6 +53,18 @@ def tarball(name: str, files: dict[str, str], dest: Path) -> tuple[str, str]:
     return fname, hashlib.sha256(blob).hexdigest()
 
 
+# the versions block of a test recipe whose one source is a tarball() in the test's mirror: end a recipe
+# template with it (the template is then filled with .format(fname=..., sha=..., ...))
+ONE_TARBALL = """\
+versions:
+  - version: "1.0.0"
+    sources:
+      - name: src
+        url: https://example.invalid/{fname}
+        sha256: {sha}
+"""
+
+
 def rvport(*args: str, env: dict | None = None, timeout: float = 3000, **kw) -> subprocess.CompletedProcess:
     """Run the real CLI as a user would; output is captured and echoed on failure by the caller."""
     full_env = dict(os.environ, **(env or {}))

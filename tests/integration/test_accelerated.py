@@ -19,7 +19,7 @@ from elftools.elf.elffile import ELFFile
 
 from rvport import manifest
 
-from .conftest import rvport, tarball
+from .conftest import ONE_TARBALL, rvport, tarball
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
 
@@ -113,13 +113,7 @@ build:
   - echo '#define LATE 1' > /usr/local/include/late_header_{nonce}.h
 outputs:
   - {{glob: "*.whl", type: wheel}}
-versions:
-  - version: "1.0.0"
-    sources:
-      - name: src
-        url: https://example.invalid/{fname}
-        sha256: {sha}
-"""
+""" + ONE_TARBALL
 
 
 def test_a_build_that_adds_headers_to_usr_local_include_is_refused(engine, tmp_path):
@@ -164,13 +158,7 @@ smoke:
     import ltoext
     assert ltoext.mix(7) == 7 * 7 + 3 * 7 + {nonce_int}, ltoext.mix(7)
     print("ltoext ok", ltoext.mix(7))
-versions:
-  - version: "1.0.0"
-    sources:
-      - name: src
-        url: https://example.invalid/{fname}
-        sha256: {sha}
-"""
+""" + ONE_TARBALL
 LTO_FILES = {
     "setup.py": "from setuptools import Extension, setup\n"
                 "setup(name='ltoext', version='1.0.0', ext_modules=[Extension('ltoext', ['mod.c', 'poly.c'])])\n",

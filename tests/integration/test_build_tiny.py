@@ -16,7 +16,7 @@ import pytest
 
 from rvport import manifest
 
-from .conftest import rvport, tarball
+from .conftest import ONE_TARBALL, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
@@ -46,13 +46,7 @@ build:
   - cp target/release/libtinyffi.a "$RVPORT_OUT/"
 outputs:
   - {{glob: "*.a", type: staticlib, isa: baseline}}
-versions:
-  - version: "1.0.0"
-    sources:
-      - name: src
-        url: https://example.invalid/{fname}
-        sha256: {sha}
-"""
+""" + ONE_TARBALL
 GO_RECIPE = """\
 schema: 1
 name: tinygo
@@ -90,13 +84,7 @@ build:
   - {cmd}
 outputs:
   - {{glob: "*.whl", type: wheel}}
-versions:
-  - version: "1.0.0"
-    sources:
-      - name: src
-        url: https://example.invalid/{fname}
-        sha256: {sha}
-"""
+""" + ONE_TARBALL
 
 
 @pytest.fixture(scope="module")

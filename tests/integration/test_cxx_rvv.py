@@ -12,7 +12,7 @@ import pytest
 from rvport import manifest
 from rvport.verify.elf import read_elf_bytes
 
-from .conftest import rvport, tarball
+from .conftest import ONE_TARBALL, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
@@ -85,13 +85,7 @@ smoke:
     assert rvvdot.dot(100) == 9900.0, rvvdot.dot(100)
     assert rvvdot.vlmax_e32() == 8, rvvdot.vlmax_e32()   # VLEN 256: QEMU runs the profile's CPU
     print("rvvdot ok: dot", rvvdot.dot(100), "vlmax_e32", rvvdot.vlmax_e32())
-versions:
-  - version: "1.0.0"
-    sources:
-      - name: src
-        url: https://example.invalid/{fname}
-        sha256: {sha}
-"""
+""" + ONE_TARBALL
 
 
 def test_cxx_rvv_extension_for_rvv256(engine, tmp_path):
