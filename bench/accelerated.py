@@ -32,6 +32,7 @@ builds. Runs are sequential, so both modes see the same (shared, busy) machine a
 """
 
 from __future__ import annotations
+from rvport.resources import builtin
 
 import argparse
 import json
@@ -66,7 +67,7 @@ def bench_recipes(work: Path) -> Path:
     """A copy of recipes/ where every recipe disables ccache, lists the accelerated mode and builds with
     `pip wheel -v` (setuptools then prints every compile command; the build is otherwise the same)."""
     dest = work / "recipes"
-    shutil.copytree(ROOT / "recipes", dest)
+    shutil.copytree(builtin("recipes"), dest)
     for f in dest.glob("*.yaml"):
         text = f.read_text()
         text = re.sub(r"^env:\n", 'env:\n  CCACHE_DISABLE: "1"\n', text, count=1, flags=re.MULTILINE)
@@ -188,7 +189,7 @@ PREPARE = {
 def pure_cross(work: Path, recipe: str, jobs: int) -> dict | None:
     """The accelerated build's compiles replayed by Debian's riscv64 cross GCC natively on the build platform,
     with `xargs -P jobs`, under process accounting: nothing emulated, no pip, CMake or make."""
-    from rvport import buildx, dockerfiles
+    from rvport.build import buildx, render as dockerfiles
 
     result = work / f"out-{recipe}-accelerated" / "result.json"
     if recipe not in PREPARE or not result.is_file():

@@ -167,7 +167,7 @@ def best_of(repeat: int, fn) -> float:
 
 
 def run_rvport(wheels: list[Path], profile: str, env: dict[str, str] | None = None) -> None:
-    r = subprocess.run([sys.executable, "-c", "from rvport.cli import main; main()", "verify", "artifacts",
+    r = subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", "verify", "artifacts",
                         *map(str, wheels), "--profile", profile, "--isa", "baseline"],
                        capture_output=True, text=True, check=False, env={**os.environ, **(env or {})})
     if r.returncode != 0:

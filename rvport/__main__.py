@@ -1,3 +1,3 @@
-from .cli import main
+from rvport.cli.app import main
 
 main()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
-from .sources.cache import atomic_write_text
+from rvport import resources
+from rvport.sources.cache import atomic_write_text
 
 RESULT_SCHEMA = 1
 
@@ -24,4 +24,4 @@ def write(path: Path, doc: dict) -> Path:
 @cache
 def schema(name: str) -> dict:
     """The JSON Schema for a document kind: 'plan', 'result', 'recipe', 'verify'."""
-    return json.loads(resources.files("rvport.data").joinpath(f"{name}.schema.json").read_text())
+    return json.loads(resources.schema_text(name))

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .errors import BuildFailed, HostNotReady
+from rvport.errors import BuildFailed, HostNotReady
 
 log = logging.getLogger("rvport.proc")
 

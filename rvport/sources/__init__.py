@@ -14,8 +14,8 @@ Public API (what the planner and the build runner call):
 See docs/sources.md for the cache and mirror layouts.
 """
 
-from .cache import Cache, default_cache_dir, sha256_file
-from .fetch import (
+from rvport.sources.cache import Cache, default_cache_dir, sha256_file
+from rvport.sources.fetch import (
     Fetched,
     Fetcher,
     FetchOptions,
@@ -28,9 +28,9 @@ from .fetch import (
     locate,
     mirror_candidates,
 )
-from .pin import Pinned, insert_pin, pin_recipe
-from .pypi import IndexConfig, find_sdist, index_config, parse_pip_config_list, parse_simple_page
-from .tree import PreparedTree, apply_patch, prepare_tree, tree_key, unpack, vendor_crates, verify_pinned
+from rvport.sources.pin import Pinned, insert_pin, pin_recipe
+from rvport.sources.pypi import IndexConfig, find_sdist, index_config, parse_pip_config_list, parse_simple_page
+from rvport.sources.tree import PreparedTree, apply_patch, prepare_tree, tree_key, unpack, vendor_crates, verify_pinned
 
 __all__ = [
     "Cache", "FetchOptions", "Fetched", "Fetcher", "IndexConfig", "Pinned", "PreparedTree", "apply_patch",

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import HostNotReady
-from ..recipes import Source
+from rvport.errors import HostNotReady
+from rvport.catalogue.recipes import Source
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 CHUNK = 1 << 16

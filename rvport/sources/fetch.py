@@ -20,11 +20,11 @@ from typing import Callable, Literal, Mapping, Sequence
 import requests
 from packaging.utils import canonicalize_name
 
-from .. import __version__
-from ..errors import IntegrityError, RvportError, SourceUnavailable, UsageError
-from ..recipes import Source, SourceKind
-from .cache import CHUNK, HEX64, Cache, atomic_copy, default_cache_dir, origin_key
-from .pypi import IndexConfig, find_sdist, index_config
+from rvport import __version__
+from rvport.errors import IntegrityError, RvportError, SourceUnavailable, UsageError
+from rvport.catalogue.recipes import Source, SourceKind
+from rvport.sources.cache import CHUNK, HEX64, Cache, atomic_copy, default_cache_dir, origin_key
+from rvport.sources.pypi import IndexConfig, find_sdist, index_config
 
 log = logging.getLogger("rvport.sources")
 

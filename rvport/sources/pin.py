@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RecipeError, UsageError
-from ..recipes import Recipe, Source, load_recipe_file
-from .cache import atomic_write_text
-from .fetch import Fetched, Fetcher, FetchOptions
+from rvport.errors import RecipeError, UsageError
+from rvport.catalogue.recipes import Recipe, Source, load_recipe_file
+from rvport.sources.cache import atomic_write_text
+from rvport.sources.fetch import Fetched, Fetcher, FetchOptions
 
 _LEAD = re.compile(r"^(\s*(?:-\s+)*)(\S)")
 

@@ -21,9 +21,9 @@ import requests
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import InvalidVersion, Version
 
-from .. import proc
-from ..errors import IntegrityError, SourceUnavailable
-from ..recipes import Source
+from rvport import proc
+from rvport.errors import IntegrityError, SourceUnavailable
+from rvport.catalogue.recipes import Source
 
 log = logging.getLogger("rvport.sources")
 
@@ -72,20 +72,23 @@ def parse_pip_config_list(text: str) -> dict[str, str]:
     return {k: v for k, (_, v) in best.items()}
 
 
+# Asked of the user's pip in a child process (rvport never imports pip): the index pip uses when nothing is
+# configured. pip keeps it in its internals only, so the question is one line of Python run by pip's interpreter.
+_PIP_DEFAULT_INDEX = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
+
+
 def pip_default_index() -> str:
     """pip's built-in default index, asked of the installed pip at run time."""
-    try:
-        from pip._internal.models.index import PyPI  # noqa: PLC0415 - read at run time on purpose
-
-        return str(PyPI.simple_url)
-    except Exception:  # pip missing or its internals moved: ask pip itself
-        cp = proc.run([sys.executable, "-c", "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"],
-                      capture=True, check=False, timeout=60)
+    for python in (sys.executable, "python3"):
+        try:
+            cp = proc.run([python, "-c", _PIP_DEFAULT_INDEX], capture=True, check=False, timeout=60)
+        except Exception:  # noqa: BLE001 - no such interpreter: try the next one
+            continue
         url = (cp.stdout or "").strip()
         if cp.returncode == 0 and url.startswith(("http://", "https://")):
             return url
-        raise SourceUnavailable("no package index is configured and pip's default could not be read",
-                                hint="set PIP_INDEX_URL (or index-url in pip.conf), or use --mirror DIR") from None
+    raise SourceUnavailable("no package index is configured and pip's default could not be read",
+                            hint="set PIP_INDEX_URL (or index-url in pip.conf), or use --mirror DIR")
 
 
 def index_config(env: Mapping[str, str] | None = None, *, pip_config_text: str | None = None) -> IndexConfig:

@@ -18,11 +18,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import proc
-from ..errors import IntegrityError, RecipeError, SourceUnavailable
-from ..recipes import PinnedFile, Recipe
-from .cache import atomic_write_text, sha256_file
-from .fetch import Fetched, Fetcher, FetchOptions, ca_bundle
+from rvport import proc
+from rvport.errors import IntegrityError, RecipeError, SourceUnavailable
+from rvport.catalogue.recipes import PinnedFile, Recipe
+from rvport.sources.cache import atomic_write_text, sha256_file
+from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
 
 TREE_FORMAT = 1     # bump when the way trees are made changes, so old trees are not reused
 
@@ -300,7 +300,7 @@ def _pinned_go(recipe: Recipe) -> str | None:
     """The version of the recipe's pinned Go (toolchains/<toolchain.go>.yaml), if it names one."""
     if not recipe.toolchain.go:
         return None
-    from ..toolchains import load_toolchains
+    from rvport.catalogue.toolchains import load_toolchains
 
     spec = load_toolchains().get(recipe.toolchain.go)
     if spec is None:

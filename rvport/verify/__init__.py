@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UsageError
-from ..profiles import Profile
-from .artifacts import verify_path
-from .model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport, WheelInfo
-from .policy import IsaLevel, Verdict
+from rvport.errors import UsageError
+from rvport.catalogue.profiles import Profile
+from rvport.verify.artifacts import verify_path
+from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport, WheelInfo
+from rvport.verify.policy import IsaLevel, Verdict
 
 __all__ = [
     "ArtifactKind",

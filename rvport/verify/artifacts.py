@@ -6,14 +6,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..profiles import Profile
-from .ar import AR_MAGIC, AR_THIN_MAGIC, ArchiveError, iter_ar_members
-from .blob import judge_blob, member_result
-from .elf import ELF_MAGIC, ElfReadError, read_elf
-from .filehash import size_sha
-from .model import ArtifactKind, ArtifactResult, MemberResult
-from .policy import IsaLevel, Verdict
-from .wheel import verify_wheel
+from rvport.catalogue.profiles import Profile
+from rvport.verify.ar import AR_MAGIC, AR_THIN_MAGIC, ArchiveError, iter_ar_members
+from rvport.verify.blob import judge_blob, member_result
+from rvport.verify.elf import ELF_MAGIC, ElfReadError, read_elf
+from rvport.verify.filehash import size_sha
+from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult
+from rvport.verify.policy import IsaLevel, Verdict
+from rvport.verify.wheel import verify_wheel
 
 __all__ = ["ArchiveError", "classify", "iter_ar_members", "verify_file", "verify_path", "verify_wheel", "walk"]
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import io
 from typing import BinaryIO, cast
 
-from ..profiles import Profile
-from .ar import ArchiveError, is_ar, iter_ar_members
-from .buffer import BufferFile
-from .elf import ELF_MAGIC, ElfFacts, ElfReadError, read_elf
-from .model import MemberResult
-from .policy import IsaLevel, Verdict, judge_elf
+from rvport.catalogue.profiles import Profile
+from rvport.verify.ar import ArchiveError, is_ar, iter_ar_members
+from rvport.verify.buffer import BufferFile
+from rvport.verify.elf import ELF_MAGIC, ElfFacts, ElfReadError, read_elf
+from rvport.verify.model import MemberResult
+from rvport.verify.policy import IsaLevel, Verdict, judge_elf
 
 
 def judge_blob(name: str | None, data: bytes, profile: Profile, isa: IsaLevel) -> list[MemberResult]:

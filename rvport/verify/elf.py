@@ -13,7 +13,7 @@ from typing import BinaryIO, Literal
 
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
 
-from .buffer import NotKept
+from rvport.verify.buffer import NotKept
 
 ELF_MAGIC = b"\x7fELF"
 

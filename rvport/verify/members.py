@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import inflate
-from . import keep as keeping
-from .buffer import BufferFile
-from .keep import Keep
-from .pool import read_ahead, thread_count
-from .record import record_digest
+from rvport.verify import inflate
+from rvport.verify import keep as keeping
+from rvport.verify.buffer import BufferFile
+from rvport.verify.keep import Keep
+from rvport.verify.pool import read_ahead, thread_count
+from rvport.verify.record import record_digest
 
 READ_SIZE = 1 << 20        # compressed bytes read at a time
 INFLATE_SIZE = 8 << 20     # most bytes inflated per call: bounds memory on very compressible data

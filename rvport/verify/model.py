@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .elf import ElfFacts
-from .policy import IsaLevel, Verdict
+from rvport.verify.elf import ElfFacts
+from rvport.verify.policy import IsaLevel, Verdict
 
 SCHEMA_VERSION = 1
 

@@ -12,8 +12,8 @@ from enum import StrEnum
 
 from packaging.tags import Tag
 
-from ..profiles import Profile, expand
-from .elf import EF_RISCV_RVE, ElfFacts
+from rvport.catalogue.profiles import Profile, expand
+from rvport.verify.elf import EF_RISCV_RVE, ElfFacts
 
 # Legacy manylinux aliases (PEP 600): alias -> glibc (major, minor).
 MANYLINUX_ALIASES = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}

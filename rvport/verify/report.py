@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .model import ArtifactResult, VerifyReport
-from .policy import Verdict
+from rvport.verify.model import ArtifactResult, VerifyReport
+from rvport.verify.policy import Verdict
 
 _STYLE = {Verdict.PASS: "green", Verdict.FAIL: "bold red"}
 

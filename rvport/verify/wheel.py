@@ -13,18 +13,18 @@ from typing import Any
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from ..profiles import Profile
-from .ar import is_ar
-from .blob import judge_content
-from .buffer import NotKept
-from .elf import ELF_MAGIC, ElfFacts
-from .filehash import size_sha
-from .keep import Keep
-from .members import ZIP_ERRORS, MemberError, read_member
-from .model import ArtifactKind, ArtifactResult, MemberResult, WheelInfo
-from .policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags, manylinux_for
-from .pool import map_ordered
-from .record import (
+from rvport.catalogue.profiles import Profile
+from rvport.verify.ar import is_ar
+from rvport.verify.blob import judge_content
+from rvport.verify.buffer import NotKept
+from rvport.verify.elf import ELF_MAGIC, ElfFacts
+from rvport.verify.filehash import size_sha
+from rvport.verify.keep import Keep
+from rvport.verify.members import ZIP_ERRORS, MemberError, read_member
+from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, WheelInfo
+from rvport.verify.policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags, manylinux_for
+from rvport.verify.pool import map_ordered
+from rvport.verify.record import (
     RECORD,
     RECORD_SIGNATURES,
     Record,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rvport.recipes import Source, SourceKind, load_catalogue
+from rvport.catalogue.recipes import Source, SourceKind, load_catalogue
 from rvport.sources import Cache, FetchOptions, fetch_source, prepare_tree
 
 pytestmark = pytest.mark.network

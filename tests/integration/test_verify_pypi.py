@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rvport.profiles import get_profile
+from rvport.catalogue.profiles import get_profile
 from rvport.verify import verify_paths
 
 pytestmark = pytest.mark.network

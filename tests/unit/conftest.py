@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 _ROOT = Path(__file__).resolve().parents[2]
-if str(_ROOT) not in sys.path:   # so `tests.fixtures` imports however pytest is started
-    sys.path.insert(0, str(_ROOT))
+if str(_ROOT) not in sys.path:   # so `tests.fixtures` imports however pytest is started: appended, so that the
+    sys.path.append(str(_ROOT))  # installed rvport, not the checkout's, is the one imported
 
 from tests.fixtures.elfs import ElfFixtures, build_fixtures, docker_ready
 

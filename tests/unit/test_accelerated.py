@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from rvport import accelerated as acc
-from rvport.baseimage import BaseImage
+from rvport.build.modes import accelerated as acc
+from rvport.build.images import BaseImage
 from rvport.errors import BuildFailed, HostNotReady
 from rvport.host import HostFacts
-from rvport.planner import Mode, Request, make_plan
-from rvport.profiles import get_profile
-from rvport.recipes import load_catalogue
+from rvport.plan.planner import Mode, Request, make_plan
+from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.recipes import load_catalogue
 
 STAGE = {"gcc-14": "14.2.0-19", "g++-14": "14.2.0-19", "libgcc-14-dev": "14.2.0-19",
          "libstdc++-14-dev": "14.2.0-19", "binutils-riscv64-linux-gnu": "2.44-3", "python3": "3.13.5-1"}
@@ -172,7 +172,7 @@ def test_recipes_that_compile_rust_are_recognised(name, rust):
 
 
 def test_rust_scripts_check_the_standard_library_and_the_native_linker():
-    a, s = acc.ASSEMBLE_SH, acc.SETUP_SH
+    a, s = acc.assemble_sh(), acc.setup_sh()
     assert 'cp -a /usr/lib/rustlib/$H $P/rust/lib/rustlib/' in a          # the build platform's own std
     assert "$N/$M/bin/ld" in a and "libc-dev-files" in a                 # collect2 finds ld in the tooldir
     assert "--target $R -o xtc-probe.rlib" in s and "cannot use the stage's riscv64 standard library" in s
@@ -189,7 +189,7 @@ def test_prefix_dockerfile_assembles_on_the_build_platform_and_keeps_only_the_pr
 
 
 def test_scripts_cover_the_pitfalls():
-    a, s = acc.ASSEMBLE_SH, acc.SETUP_SH
+    a, s = acc.assemble_sh(), acc.setup_sh()
     # driver names (incl. the triplet name Debian's python sysconfig calls) live beside the real drivers
     for name in ("gcc cc $T-gcc", "g++ c++ $T-g++"):
         assert name in a

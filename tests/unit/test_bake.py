@@ -11,13 +11,15 @@ import tarfile
 
 import pytest
 
-from rvport import accelerated, bake, dockerfiles, runner
-from rvport.baseimage import BaseImage
+from rvport.build.modes import accelerated
+
+from rvport.build import bake, render as dockerfiles, runner
+from rvport.build.images import BaseImage
 from rvport.errors import UsageError
 from rvport.host import HostFacts
-from rvport.planner import Mode, Request, make_plan
-from rvport.profiles import get_profile
-from rvport.recipes import load_catalogue
+from rvport.plan.planner import Mode, Request, make_plan
+from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.recipes import load_catalogue
 from rvport.sources import fetch_options
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rvport.baseimage import base_key, host_debian_mirror, keep_debootstrap_log, load_base_spec, parse_dpkg_status
+from rvport.build.images import base_key, host_debian_mirror, keep_debootstrap_log, load_base_spec, parse_dpkg_status
 from rvport.errors import RecipeError
 
 STATUS = """\

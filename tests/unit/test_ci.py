@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rvport import ci
-from rvport.buildx import BuildSpec, check_cache_export
+from rvport.cli import ci
+from rvport.build.buildx import BuildSpec, check_cache_export
 from rvport.errors import UsageError
-from rvport.progress import Reporter
+from rvport.cli.progress import Reporter
 
 SHA = "688d089cd175f1fa94d6524ebbfa96d479760fc46c4411983e852779c1d5d244"
 

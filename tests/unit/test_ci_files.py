@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 import yaml
 
-from rvport.cli import app
+from rvport.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 

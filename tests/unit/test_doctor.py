@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rvport.doctor import accelerated_check
+from rvport.build.doctor import accelerated_check
 from rvport.host import HostFacts
 
 

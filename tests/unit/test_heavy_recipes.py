@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rvport.resources import builtin
 from rvport.errors import RecipeError
-from rvport.recipes import load_catalogue
-from rvport.toolchains import load_toolchains
+from rvport.catalogue.recipes import load_catalogue
+from rvport.catalogue.toolchains import load_toolchains
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "vllm", "glide-ffi", "semantic-router")
@@ -20,12 +21,12 @@ HEAVY = ("torch", "vllm", "glide-ffi", "semantic-router")
 
 @pytest.fixture(scope="module")
 def cat():
-    return load_catalogue(ROOT / "recipes")
+    return load_catalogue(builtin("recipes"))
 
 
 @pytest.fixture(scope="module")
 def toolchains():
-    return load_toolchains(ROOT / "toolchains")
+    return load_toolchains(builtin("toolchains"))
 
 
 def test_heavy_recipes_load(cat):
@@ -81,7 +82,7 @@ def test_vllm_flags(cat):
 
 
 def test_vllm_knobs_exist_in_every_profile():
-    profiles = yaml.safe_load((ROOT / "rvport" / "data" / "profiles.yaml").read_text())["profiles"]
+    profiles = yaml.safe_load((builtin("profiles.yaml")).read_text())["profiles"]
     for name, p in profiles.items():
         assert p["knobs"]["VLLM_RVV_VLEN"] in {"0", "128", "256"}, name
 
@@ -131,7 +132,7 @@ def test_semantic_router(cat):
 
 
 def test_vendor_enum_has_go():
-    schema = json.loads((ROOT / "rvport" / "data" / "recipe.schema.json").read_text())
+    schema = json.loads((builtin("schemas", "recipe.schema.json")).read_text())
     assert schema["$defs"]["version"]["properties"]["vendor"]["enum"] == ["cargo", "go"]
 
 
@@ -182,8 +183,8 @@ def test_toolchains_load(toolchains):
 
 def test_toolchain_files_match_schema_with_jsonschema():
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((ROOT / "rvport" / "data" / "toolchain.schema.json").read_text())
-    for path in sorted((ROOT / "toolchains").glob("*.yaml")):
+    schema = json.loads((builtin("schemas", "toolchain.schema.json")).read_text())
+    for path in sorted((builtin("toolchains")).glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
         if doc.get("kind", "archive") == "archive":
             jsonschema.validate(doc, schema)

@@ -10,9 +10,9 @@ import pytest
 from rvport import manifest
 from rvport.errors import UsageError
 from rvport.host import HostFacts
-from rvport.planner import Mode, Request, bound_jobs, expand, make_plan
-from rvport.profiles import get_profile
-from rvport.recipes import Kind, load_catalogue
+from rvport.plan.planner import Mode, Request, bound_jobs, expand, make_plan
+from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.recipes import Kind, load_catalogue
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 RV = HostFacts(arch="riscv64", cpus=64, mem_bytes=128 * 2**30)

@@ -10,8 +10,9 @@ import jsonschema
 import pytest
 import yaml
 
+from rvport.resources import builtin
 from rvport.errors import ExitCode, RecipeError, UsageError
-from rvport.recipes import default_recipes_dir, load_catalogue, recipe_schema
+from rvport.catalogue.recipes import default_recipes_dir, load_catalogue, recipe_schema
 from rvport.sources.cache import sha256_file
 
 GOOD = """\
@@ -162,5 +163,5 @@ def test_versions_default_and_selection(tmp_path):
 def test_schema_file_is_valid_json_schema():
     jsonschema.Draft202012Validator.check_schema(recipe_schema())
     for name in ("plan", "result", "base"):
-        path = Path(__file__).resolve().parents[2] / "rvport" / "data" / f"{name}.schema.json"
+        path = builtin("schemas", f"{name}.schema.json")
         jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fixtures.httpserver import Route, serve  # noqa: E402
 
 from rvport.errors import ExitCode, IntegrityError  # noqa: E402
-from rvport.recipes import load_catalogue  # noqa: E402
+from rvport.catalogue.recipes import load_catalogue  # noqa: E402
 from rvport.sources import Cache, FetchOptions, insert_pin, pin_recipe, prepare_tree  # noqa: E402
 
 
@@ -160,7 +160,7 @@ def test_pin_writes_the_digest_in_place_and_later_fetches_check_it(tmp_path):
 
 
 def test_insert_pin_handles_nested_mappings_and_end_of_file(tmp_path):
-    from rvport.recipes import Source, SourceKind
+    from rvport.catalogue.recipes import Source, SourceKind
     text = "versions:\n  - sources:\n      - name: a\n        pypi:\n          project: a\n          version: '1'"
     src = Source(name="a", kind=SourceKind.PYPI, project="a", version="1", sha256=None, line=3)
     out, line = insert_pin(text, src, "f" * 64, "2026-01-02")
@@ -171,7 +171,7 @@ def test_insert_pin_handles_nested_mappings_and_end_of_file(tmp_path):
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from rvport.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "300", **env},
                           timeout=120)
 
@@ -179,14 +179,14 @@ def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 def test_cli_fetch_fill_mirror_and_offline(tmp_path):
     with serve(routes()) as srv:
         root = write_recipes(tmp_path / "recipes", srv.base, main_sha=sha(MAIN))
-        env = {"RVPORT_RECIPES": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c1")}
+        env = {"RVPORT_RECIPE_PATH": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c1")}
         cp = run_cli("fetch", "--all", "--to", str(tmp_path / "mirror"), env=env)
         assert cp.returncode == 0, cp.stderr
         assert "network" in cp.stdout and sha(MAIN) in cp.stdout and "main" in cp.stdout
     assert (tmp_path / "mirror" / "demo-1.0.tar.gz").is_file()
     assert (tmp_path / "mirror" / "sha256" / sha(DEP)).is_file()
     # air-gapped: a fresh cache, no server, the mirror only
-    env = {"RVPORT_RECIPES": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c2")}
+    env = {"RVPORT_RECIPE_PATH": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c2")}
     cp = run_cli("fetch", "demo", "--offline", "--mirror", str(tmp_path / "mirror"), "--tree", env=env)
     assert cp.returncode == 0, cp.stderr
     assert "mirror" in cp.stdout and "tree prepared" in cp.stderr
@@ -200,7 +200,7 @@ def test_cli_fetch_fill_mirror_and_offline(tmp_path):
 def test_cli_integrity_exit_code(tmp_path):
     with serve(routes()) as srv:
         root = write_recipes(tmp_path / "recipes", srv.base, main_sha="a" * 64)
-        env = {"RVPORT_RECIPES": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c")}
+        env = {"RVPORT_RECIPE_PATH": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c")}
         cp = run_cli("fetch", "demo", env=env)
     assert cp.returncode == ExitCode.INTEGRITY
     assert "expected sha256 " + "a" * 64 in cp.stderr and "actual   sha256 " + sha(MAIN) in cp.stderr
@@ -209,7 +209,7 @@ def test_cli_integrity_exit_code(tmp_path):
 def test_cli_pin(tmp_path):
     with serve(routes()) as srv:
         root = write_recipes(tmp_path / "recipes", srv.base)
-        env = {"RVPORT_RECIPES": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c")}
+        env = {"RVPORT_RECIPE_PATH": str(root), "RVPORT_CACHE_DIR": str(tmp_path / "c")}
         cp = run_cli("pin", "demo", env=env)
         assert cp.returncode == 0, cp.stderr
         assert f"sha256 {sha(MAIN)} written" in cp.stdout

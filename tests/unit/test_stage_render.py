@@ -1,6 +1,6 @@
 """The four heavy recipes as planned and rendered: every stage file carries exactly the profile's flags.
 
-The Dockerfiles are rendered by rvport.dockerfiles.stage_dockerfile and cross_toolchain_dockerfile, the
+The Dockerfiles are rendered by rvport.build.render.stage_dockerfile and cross_toolchain_dockerfile, the
 functions the runner builds with, so what is asserted here is what a build runs (no docker needed)."""
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from rvport import cross, dockerfiles
+from rvport.resources import builtin
+from rvport.build.modes import cross
+
+from rvport.build import render as dockerfiles
 from rvport.host import HostFacts
-from rvport.planner import Mode, Request, make_plan
-from rvport.profiles import get_profile
-from rvport.recipes import load_catalogue
+from rvport.plan.planner import Mode, Request, make_plan
+from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.recipes import load_catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ("rv64gc", "rvv128", "rvv256", "rvv256-bf16")
@@ -29,7 +32,7 @@ TC = "rvport/toolchain:under-test"
 
 @pytest.fixture(scope="module")
 def cat():
-    return load_catalogue(ROOT / "recipes")
+    return load_catalogue(builtin("recipes"))
 
 
 def plan(cat, profile: str, mode: Mode = Mode.AUTO, host: HostFacts = X86):
@@ -158,7 +161,7 @@ def test_cli_plan_all_shows_the_flags(tmp_path):
     """`rvport plan --all` as a user runs it: plan.json carries the same flags; unreachable sources point at --mirror."""
     cp = subprocess.run([sys.executable, "-m", "rvport", "--ci", "plan", "--all", "--profile", "rvv256-bf16",
                          "--output", str(tmp_path), "--cache-dir", str(tmp_path / "cache"), "--offline"],
-                        capture_output=True, text=True, timeout=120, cwd=ROOT,
+                        capture_output=True, text=True, timeout=120,
                         env={**os.environ, "COLUMNS": "200"})
     assert cp.returncode == 0, cp.stdout + cp.stderr
     doc = json.loads((tmp_path / "plan.json").read_text())

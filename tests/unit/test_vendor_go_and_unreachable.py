@@ -14,7 +14,7 @@ import pytest
 
 from rvport import proc
 from rvport.errors import ExitCode, RecipeError, SourceUnavailable
-from rvport.recipes import load_catalogue
+from rvport.catalogue.recipes import load_catalogue
 from rvport.sources import Cache, FetchOptions, prepare_tree
 from rvport.sources.tree import go_modules
 
@@ -113,7 +113,7 @@ def test_build_of_a_heavy_recipe_offline_points_at_the_mirror(tmp_path):
     t0 = time.monotonic()
     cp = subprocess.run([sys.executable, "-m", "rvport", "--ci", "build", "glide-ffi", "--offline", "--mode", "qemu",
                          "--cache-dir", str(tmp_path / "cache"), "--output", str(tmp_path / "out")],
-                        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "COLUMNS": "200"})
+                        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
     assert cp.returncode == ExitCode.SOURCE_UNAVAILABLE, cp.stdout + cp.stderr
     err = " ".join(cp.stderr.split())
     assert "valkey-io/valkey-glide" in err and "--offline forbids the network" in err

@@ -16,8 +16,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from rvport.resources import builtin
 from rvport.errors import UsageError
-from rvport.profiles import get_profile
+from rvport.catalogue.profiles import get_profile
 from rvport.verify import keep, members, pool, verify_paths
 from tests.fixtures.elfs import ElfFixtures, make_wheel, record_hash
 
@@ -278,7 +279,7 @@ def test_usage_errors(tmp_path):
 # ---- the CLI ----------------------------------------------------------------------------------------------------
 
 def rvport(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from rvport.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
                           capture_output=True, text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, check=False)
 
 
@@ -288,7 +289,7 @@ def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):
                "--profile", "rvv256", "--json", str(js), "--junit", str(xml))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASS" in r.stdout
-    schema = json.loads(resources.files("rvport.data").joinpath("verify.schema.json").read_text())
+    schema = json.loads(builtin("schemas", "verify.schema.json").read_text())
     doc = json.loads(js.read_text())
     jsonschema.validate(doc, schema)
     assert doc["ok"] and doc["profile"]["name"] == "rvv256" and doc["isa"] == "profile"

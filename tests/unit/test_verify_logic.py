@@ -17,7 +17,8 @@ import jsonschema
 import pytest
 from packaging.tags import parse_tag
 
-from rvport.profiles import get_profile
+from rvport.resources import builtin
+from rvport.catalogue.profiles import get_profile
 from rvport.verify import keep, members, pool
 from rvport.verify.artifacts import ArchiveError, iter_ar_members
 from rvport.verify.buffer import BufferFile, NotKept
@@ -175,7 +176,7 @@ def test_v0p7_is_not_rvv1():
 
 
 def test_maximal():
-    from rvport.profiles import expand
+    from rvport.catalogue.profiles import expand
     assert maximal(expand(frozenset({"v", "zvl256b", "zvfh"})) - {"d", "f", "zicsr"}) == {"v", "zvl256b", "zvfh"}
 
 
@@ -280,7 +281,7 @@ def _report() -> VerifyReport:
 
 
 def schema() -> dict:
-    return json.loads(resources.files("rvport.data").joinpath("verify.schema.json").read_text())
+    return json.loads(builtin("schemas", "verify.schema.json").read_text())
 
 
 def test_json_is_versioned_sorted_and_valid():

@@ -20,14 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import accelerated, buildx, cross, dockerfiles, manifest
-from .baseimage import BaseImage, ensure_base, load_base_spec
-from .errors import BuildFailed, Problem, RvportError, VerifyFailed
-from .planner import Mode, Plan, Stage
-from .progress import Reporter
-from .sources.cache import sha256_file
-from .sources.fetch import FetchOptions, ca_bundle
-from .sources.tree import prepare_tree
+from rvport.build.modes import accelerated, cross
+
+from rvport.build import buildx, render as dockerfiles
+
+from rvport import manifest
+from rvport.build.images import BaseImage, ensure_base, load_base_spec
+from rvport.errors import BuildFailed, Problem, RvportError, VerifyFailed
+from rvport.plan.planner import Mode, Plan, Stage
+from rvport.cli.progress import Reporter
+from rvport.sources.cache import sha256_file
+from rvport.sources.fetch import FetchOptions, ca_bundle
+from rvport.sources.tree import prepare_tree
 
 RUNNER_FORMAT = 1   # bump when the way stages are built changes, so old artifact cache entries are not reused
 
@@ -367,7 +371,7 @@ class Runner:
 
     def _verify(self, st: Stage, files: Path) -> dict:
         """Verify every expected output at its ISA level; a failure stops the stage with the reasons."""
-        from .verify import verify_paths
+        from rvport.verify import verify_paths
 
         reports, failures = [], []
         for o in st.recipe.outputs:

@@ -1,6 +1,6 @@
 """Export a Plan as a `docker buildx bake` file: OUTPUT/docker-bake.json plus OUTPUT/bake/<stage>/ contexts.
 
-The Dockerfiles and build contexts are made by the runner's own functions (rvport.runner: toolchain_dockerfile,
+The Dockerfiles and build contexts are made by the runner's own functions (rvport.build.runner: toolchain_dockerfile,
 toolchain_tag, build_dockerfile, stage_context) from the same prepared source trees, so bake builds what
 `rvport build` builds. What bake does not do: bootstrap the base image (debootstrap; made here, as the runner
 makes it, and referenced by tag), verify, smoke-test, or cache artifacts by inputs.
@@ -24,13 +24,15 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import accelerated, cross, dockerfiles
-from .baseimage import BaseImage, ensure_base, load_base_spec
-from .errors import RvportError, UsageError
-from .planner import Mode, Plan, Stage
-from .runner import build_dockerfile, stage_context, toolchain_dockerfile, toolchain_tag
-from .sources.fetch import FetchOptions, ca_bundle
-from .sources.tree import prepare_tree
+from rvport.build.modes import accelerated, cross
+
+from rvport.build import render as dockerfiles
+from rvport.build.images import BaseImage, ensure_base, load_base_spec
+from rvport.errors import RvportError, UsageError
+from rvport.plan.planner import Mode, Plan, Stage
+from rvport.build.runner import build_dockerfile, stage_context, toolchain_dockerfile, toolchain_tag
+from rvport.sources.fetch import FetchOptions, ca_bundle
+from rvport.sources.tree import prepare_tree
 
 BAKE_FILE = "docker-bake.json"
 

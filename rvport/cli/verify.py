@@ -6,12 +6,12 @@ from pathlib import Path
 
 import typer
 
-from ..console import ui
-from ..errors import UsageError, VerifyFailed
-from ..profiles import get_profile
-from . import verify_paths
-from .policy import IsaLevel
-from .report import render_table, write_json, write_junit
+from rvport.cli.console import ui
+from rvport.errors import UsageError, VerifyFailed
+from rvport.catalogue.profiles import get_profile
+from rvport.verify import verify_paths
+from rvport.verify.policy import IsaLevel
+from rvport.verify.report import render_table, write_json, write_junit
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Prove artifacts' architecture, ABI and RISC-V extensions from their ELF files.")

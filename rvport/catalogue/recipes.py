@@ -7,19 +7,21 @@ version (the one marked `default`, else the newest hermetic one); `name==version
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from .errors import Problem, RecipeError, UsageError
-from .schema import validate
-from .yamlsrc import LDict, line_of, load_yaml
+from rvport import resources
+from rvport.errors import Problem, RecipeError, UsageError
+from rvport.catalogue.schema import validate
+from rvport.catalogue.yamlsrc import LDict, line_of, load_yaml
+
+
+BUILTIN = "built-in"
 
 
 class Kind(StrEnum):
@@ -154,6 +156,7 @@ class Recipe:
     hermetic: bool = True
     is_default: bool = False
     note: str | None = None
+    origin: str = BUILTIN          # "built-in", or the user recipe directory it came from
 
     @property
     def ref(self) -> str:
@@ -162,16 +165,12 @@ class Recipe:
 
 @cache
 def recipe_schema() -> dict:
-    return json.loads(resources.files("rvport.data").joinpath("recipe.schema.json").read_text())
+    return json.loads(resources.schema_text("recipe"))
 
 
 def default_recipes_dir() -> Path:
-    """recipes/ beside the package (a source checkout), else ./recipes; RVPORT_RECIPES overrides."""
-    env = os.environ.get("RVPORT_RECIPES")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parent.parent / "recipes"
-    return here if here.is_dir() else Path.cwd() / "recipes"
+    """The built-in catalogue, shipped inside the package."""
+    return resources.builtin("recipes")
 
 
 def _source(d: LDict) -> Source:
@@ -204,7 +203,7 @@ def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
                      go=d.get("go", base.go), rust=d.get("rust", base.rust))
 
 
-def load_recipe_file(path: Path, root: Path) -> tuple[list[Recipe], list[Problem]]:
+def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[list[Recipe], list[Problem]]:
     file = str(path)
     doc, problem = load_yaml(path)
     if problem:
@@ -249,6 +248,7 @@ def load_recipe_file(path: Path, root: Path) -> tuple[list[Recipe], list[Problem
             smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])),
             modes=tuple(doc.get("modes", ["native", "qemu"])),
             hermetic=bool(v.get("hermetic", True)), is_default=bool(v.get("default", False)), note=v.get("note"),
+            origin=origin,
         ))
         if not recipes[-1].build:
             problems.append(Problem(message="no build commands", file=file, line=vline,
@@ -258,12 +258,22 @@ def load_recipe_file(path: Path, root: Path) -> tuple[list[Recipe], list[Problem
 
 @dataclass(frozen=True, kw_only=True)
 class Catalogue:
-    root: Path
     recipes: Mapping[str, tuple[Recipe, ...]]   # name -> versions, newest first
+    user_dirs: tuple[Path, ...] = ()            # layered over the built-in catalogue, first wins
 
     @property
     def names(self) -> list[str]:
         return sorted(self.recipes)
+
+    @property
+    def selected_by_all(self) -> list[str]:
+        """What --all means: every recipe of the user's directories when there are any, else every built-in one."""
+        if self.user_dirs:
+            return sorted(n for n, vs in self.recipes.items() if vs[0].origin != BUILTIN)
+        return self.names
+
+    def origin(self, name: str) -> str:
+        return self.recipes[name][0].origin
 
     def default(self, name: str) -> Recipe:
         versions = self.recipes[name]
@@ -274,10 +284,14 @@ class Catalogue:
         return (hermetic or list(versions))[0]
 
     def resolve(self, ref: str) -> Recipe:
-        name, _, version = ref.partition("==")
+        name, sep, version = ref.partition("==")
         name = name.strip()
         if name not in self.recipes:
             raise UsageError(f"unknown recipe {name!r}", hint=f"known recipes: {', '.join(self.names)}")
+        if sep and not version.strip():
+            known = ", ".join(r.version for r in self.recipes[name])
+            raise UsageError(f"{ref!r} names no version after '=='",
+                             hint=f"write {name} for the default version, or {name}==VERSION (known: {known})")
         if not version:
             return self.default(name)
         for r in self.recipes[name]:
@@ -287,20 +301,31 @@ class Catalogue:
         raise UsageError(f"recipe {name!r} has no version {version!r}", hint=f"known versions: {known}")
 
 
-def load_catalogue(root: Path | None = None) -> Catalogue:
-    """Load every recipe; collect all problems of all files and raise them together."""
-    root = (root or default_recipes_dir()).resolve()
-    if not root.is_dir():
-        raise RecipeError(f"recipe directory {root} not found",
-                          hint="run from a checkout of rvport, or set RVPORT_RECIPES / --recipes")
-    problems: list[Problem] = []
+def _load_dir(root: Path, origin: str, problems: list[Problem]) -> dict[str, list[Recipe]]:
     by_name: dict[str, list[Recipe]] = {}
-    files = sorted(root.glob("*.yaml"))
-    for path in files:
-        recs, probs = load_recipe_file(path, root)
+    for path in sorted(root.glob("*.yaml")):
+        recs, probs = load_recipe_file(path, root, origin)
         problems += probs
         for r in recs:
             by_name.setdefault(r.name, []).append(r)
+    return by_name
+
+
+def load_catalogue(user: Path | list[Path] | None = None, *, builtin: bool = True) -> Catalogue:
+    """The built-in catalogue with the user's recipe directories layered over it (a user recipe of the same
+    name replaces the built-in one, with all its versions). `user` defaults to RVPORT_RECIPES. Every problem of
+    every file is collected and raised together."""
+    dirs = [d.resolve() for d in resources.user_recipe_dirs(user)]
+    problems: list[Problem] = []
+    for d in dirs:
+        if not d.is_dir():
+            problems.append(Problem(message=f"recipe directory {d} not found", file=str(d),
+                                    hint="give --recipes (or RVPORT_RECIPES) an existing directory of NAME.yaml files"))
+    if problems:
+        raise RecipeError("recipe directory not found", problems=problems)
+    by_name: dict[str, list[Recipe]] = _load_dir(default_recipes_dir(), BUILTIN, problems) if builtin else {}
+    for d in reversed(dirs):          # the first directory given wins
+        by_name.update(_load_dir(d, str(d), problems))
     # dependencies: known names, no cycles
     for name, versions in by_name.items():
         for r in versions:
@@ -317,9 +342,10 @@ def load_catalogue(root: Path | None = None) -> Catalogue:
                                     line=_depends_line(first), hint="remove one of these dependencies"))
     if problems:
         n = len(problems)
-        raise RecipeError(f"{n} problem{'s' if n > 1 else ''} in the recipes under {root}", problems=problems)
+        where = ", ".join(str(d) for d in dirs) if dirs else "the built-in catalogue"
+        raise RecipeError(f"{n} problem{'s' if n > 1 else ''} in the recipes ({where})", problems=problems)
     ordered = {n: tuple(sorted(v, key=lambda r: Version(r.version), reverse=True)) for n, v in by_name.items()}
-    return Catalogue(root=root, recipes=ordered)
+    return Catalogue(recipes=ordered, user_dirs=tuple(dirs))
 
 
 def _depends_line(r: Recipe) -> int | None:

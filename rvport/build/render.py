@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
+from rvport import resources
+
 if TYPE_CHECKING:
-    from .planner import Stage
-    from .recipes import Recipe
+    from rvport.plan.planner import Stage
+    from rvport.catalogue.recipes import Recipe
 
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
 
@@ -30,8 +32,8 @@ TEMPLATES: Mapping[str, str] = {
 
 
 def default_dockerfiles_dir() -> Path:
-    here = Path(__file__).resolve().parent.parent / "dockerfiles"
-    return here if here.is_dir() else Path.cwd() / "dockerfiles"
+    """The built-in templates (rvport/resources/dockerfiles); RVPORT_DOCKERFILES overrides."""
+    return resources.directory("dockerfiles")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,8 +81,8 @@ def packages_arg(packages: list[str] | tuple[str, ...]) -> str:
 
 def stage_dockerfile(stage: "Stage", toolchain: str, profile: str, root: Path | None = None) -> Rendered:
     """The build stage's Dockerfile, as the runner builds it: cross stages get the kind's cross env."""
-    from . import cross
-    from .planner import Mode
+    from rvport.build.modes import cross
+    from rvport.plan.planner import Mode
 
     values = {"TOOLCHAIN": toolchain, "ENV": env_lines(stage.env), "PROFILE": profile}
     if stage.mode is Mode.CROSS:
@@ -90,7 +92,7 @@ def stage_dockerfile(stage: "Stage", toolchain: str, profile: str, root: Path | 
 
 def cross_toolchain_dockerfile(recipe: "Recipe", base: str, root: Path | None = None) -> Rendered:
     """The image a cross stage compiles in: build-platform base + the kind's cross packages (rvport/cross.py)."""
-    from . import cross
+    from rvport.build.modes import cross
 
     return render("cross-toolchain", {
         "BASE": base, "FOREIGN_ARCH": cross.FOREIGN_ARCH, "PACKAGES": packages_arg(cross.packages(recipe)),

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import Problem
-from .yamlsrc import line_of
+from rvport.errors import Problem
+from rvport.catalogue.yamlsrc import line_of
 
 _TYPES = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool, "number": (int, float)}
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import proc
-from .errors import BuildFailed, HostNotReady
+from rvport import proc
+from rvport.errors import BuildFailed, HostNotReady
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,7 +160,7 @@ def builder_info(name: str | None) -> dict | None:
 
 def check_cache_export(builder: str | None, info: dict | None = None) -> None:
     """--cache-to/--cache-from need a builder whose driver can export a cache: the `docker` driver cannot."""
-    from .errors import UsageError
+    from rvport.errors import UsageError
 
     info = info if info is not None else builder_info(builder)
     if info is None:

@@ -8,10 +8,10 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from .console import ui
-from .errors import RvportError, UsageError
-from .recipes import Recipe, load_catalogue
-from .sources import Fetched, Fetcher, fetch_options, pin_recipe, prepare_tree
+from rvport.cli.console import ui
+from rvport.errors import RvportError, UsageError
+from rvport.catalogue.recipes import Recipe, load_catalogue
+from rvport.sources import Fetched, Fetcher, fetch_options, pin_recipe, prepare_tree
 
 CACHE_OPT = typer.Option(None, "--cache-dir", envvar="RVPORT_CACHE_DIR", show_envvar=True,
                          help="Download cache (default: $XDG_CACHE_HOME/rvport or ~/.cache/rvport).")
@@ -21,7 +21,9 @@ OFFLINE_OPT = typer.Option(False, "--offline", help="Never use the network; fail
 CA_OPT = typer.Option(None, "--ca-bundle", envvar="RVPORT_CA_BUNDLE", show_envvar=True,
                       help="CA certificates to verify TLS with (default: REQUESTS_CA_BUNDLE, SSL_CERT_FILE, "
                            "PIP_CERT, CURL_CA_BUNDLE, the system bundle, certifi).")
-RECIPES_OPT = typer.Option(None, "--recipes", envvar="RVPORT_RECIPES", help="Recipe directory.")
+RECIPES_OPT = typer.Option(None, "--recipes", metavar="DIR",
+                           help="A directory of your own recipes, layered over the built-in catalogue (repeatable; "
+                                "the first wins). Default: RVPORT_RECIPE_PATH, directories joined with ':'.")
 
 
 def _size(n: int) -> str:
@@ -42,12 +44,12 @@ def _table(rows: list[tuple[str, Fetched]]) -> Table:
     return t
 
 
-def _select(recipes: list[str], all_: bool, root: Optional[Path]) -> list[Recipe]:
+def _select(recipes: list[str], all_: bool, root: Optional[list[Path]]) -> list[Recipe]:
     cat = load_catalogue(root)
     if all_:
         if recipes:
             raise UsageError("give recipe names or --all, not both")
-        return [r for name in cat.names for r in cat.recipes[name]]
+        return [r for name in cat.selected_by_all for r in cat.recipes[name]]
     if not recipes:
         raise UsageError("name the recipes to fetch, or pass --all", hint=f"known recipes: {', '.join(cat.names)}")
     return [cat.resolve(ref) for ref in recipes]
@@ -62,7 +64,7 @@ def fetch(
     mirror: Optional[Path] = MIRROR_OPT,
     offline: bool = OFFLINE_OPT,
     ca_bundle: Optional[Path] = CA_OPT,
-    recipes_dir: Optional[Path] = RECIPES_OPT,
+    recipes_dir: Optional[list[Path]] = RECIPES_OPT,
 ) -> None:
     """Download and verify sources (SHA256) into the cache; optionally fill a mirror for offline hosts."""
     selected = _select(list(recipes or []), all_, recipes_dir)
@@ -92,7 +94,7 @@ def pin(
     mirror: Optional[Path] = MIRROR_OPT,
     offline: bool = OFFLINE_OPT,
     ca_bundle: Optional[Path] = CA_OPT,
-    recipes_dir: Optional[Path] = RECIPES_OPT,
+    recipes_dir: Optional[list[Path]] = RECIPES_OPT,
 ) -> None:
     """Record the SHA256 of sources without a published digest in the recipe YAML (later fetches must match)."""
     r = load_catalogue(recipes_dir).resolve(recipe)

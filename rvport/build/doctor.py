@@ -7,10 +7,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import buildx, proc
-from .errors import RvportError
-from .host import HostFacts, binfmt_handler
-from .planner import ACCELERATED_HOSTS
+from rvport.build import buildx
+
+from rvport import proc
+from rvport.errors import RvportError
+from rvport.host import HostFacts, binfmt_handler
+from rvport.plan.planner import ACCELERATED_HOSTS
 
 MIN_FREE_GIB = 20
 MIN_QEMU_MAJOR = 8      # RVV 1.0 with zvfh; QEMU 10 also has zvfbfmin

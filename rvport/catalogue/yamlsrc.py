@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from .errors import Problem
+from rvport.errors import Problem
 
 
 class LDict(dict):

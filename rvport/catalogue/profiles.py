@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Mapping
 
 import yaml
 
-from .errors import UsageError
+from rvport import resources
+from rvport.errors import UsageError
 
 _MULTI = re.compile(r"^(z[a-z0-9]+|s[a-z0-9]+|x[a-z0-9]+)$")
 
@@ -55,7 +55,7 @@ class Profile:
 
 @cache
 def isa_rules() -> dict:
-    return yaml.safe_load(resources.files("rvport.data").joinpath("isa.yaml").read_text())
+    return yaml.safe_load(resources.text("isa.yaml"))
 
 
 def parse_march(march: str) -> frozenset[str]:
@@ -93,7 +93,7 @@ def expand(exts: frozenset[str] | set[str]) -> frozenset[str]:
 
 @cache
 def load_profiles() -> dict[str, Profile]:
-    data = yaml.safe_load(resources.files("rvport.data").joinpath("profiles.yaml").read_text())
+    data = yaml.safe_load(resources.text("profiles.yaml"))
     out: dict[str, Profile] = {}
     for name, p in data["profiles"].items():
         out[name] = Profile(

@@ -13,17 +13,16 @@ Files of another kind (the base image, `kind: debian`) live beside them and are 
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Mapping
 
-from .errors import Problem, RecipeError
-from .schema import validate
-from .yamlsrc import line_of, load_yaml
+from rvport import resources
+from rvport.errors import Problem, RecipeError
+from rvport.catalogue.schema import validate
+from rvport.catalogue.yamlsrc import line_of, load_yaml
 
 _PLATFORM = re.compile(r"^linux/(riscv64|amd64|arm64)$")
 
@@ -73,16 +72,12 @@ class ToolchainSpec:
 
 @cache
 def toolchain_schema() -> dict:
-    return json.loads(resources.files("rvport.data").joinpath("toolchain.schema.json").read_text())
+    return json.loads(resources.schema_text("toolchain"))
 
 
 def default_toolchains_dir() -> Path:
-    """toolchains/ beside the package (a source checkout), else ./toolchains; RVPORT_TOOLCHAINS overrides."""
-    env = os.environ.get("RVPORT_TOOLCHAINS")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parent.parent / "toolchains"
-    return here if here.is_dir() else Path.cwd() / "toolchains"
+    """The built-in toolchains/ (shipped in the package); RVPORT_TOOLCHAINS overrides."""
+    return resources.directory("toolchains")
 
 
 def _archives(d: dict) -> dict[str, ToolchainArchive]:
@@ -134,7 +129,7 @@ def load_toolchains(root: Path | None = None) -> dict[str, ToolchainSpec]:
     root = (root or default_toolchains_dir()).resolve()
     if not root.is_dir():
         raise RecipeError(f"toolchain directory {root} not found",
-                          hint="run from a checkout of rvport, or set RVPORT_TOOLCHAINS")
+                          hint="set RVPORT_TOOLCHAINS to an existing directory, or unset it for the built-in toolchains")
     problems: list[Problem] = []
     specs: dict[str, ToolchainSpec] = {}
     for path in sorted(root.glob("*.yaml")):

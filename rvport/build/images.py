@@ -14,15 +14,17 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from . import buildx, proc
-from .errors import HostNotReady, RecipeError, RvportError
-from .schema import validate
-from .sources.cache import atomic_write_text
-from .yamlsrc import load_yaml
+from rvport.build import buildx
+
+from rvport import proc
+from rvport import resources
+from rvport.errors import HostNotReady, RecipeError, RvportError
+from rvport.catalogue.schema import validate
+from rvport.sources.cache import atomic_write_text
+from rvport.catalogue.yamlsrc import load_yaml
 
 DEBIAN_ARCH = {"linux/riscv64": "riscv64", "linux/amd64": "amd64", "linux/arm64": "arm64"}
 
@@ -60,12 +62,11 @@ class BaseImage:
 
 @cache
 def _schema() -> dict:
-    return json.loads(resources.files("rvport.data").joinpath("base.schema.json").read_text())
+    return json.loads(resources.schema_text("base"))
 
 
 def default_toolchains_dir() -> Path:
-    here = Path(__file__).resolve().parent.parent / "toolchains"
-    return here if here.is_dir() else Path.cwd() / "toolchains"
+    return resources.directory("toolchains")
 
 
 def load_base_spec(name: str, root: Path | None = None) -> BaseSpec:

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Callable, Mapping, Sequence
 
-from .errors import UsageError
-from .host import HostFacts
-from .profiles import Profile
-from .recipes import Catalogue, Kind, Recipe, Source, SourceKind
+from rvport.errors import UsageError
+from rvport.host import HostFacts
+from rvport.catalogue.profiles import Profile
+from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Source, SourceKind
 
 PLAN_SCHEMA = 1
 RISCV64 = "linux/riscv64"
@@ -219,7 +219,7 @@ def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, st
 def make_plan(cat: Catalogue, req: Request, host: HostFacts,
               locate: Callable[[Source], str] = lambda s: "unknown") -> Plan:
     if req.all:
-        roots = [cat.default(n) for n in cat.names]
+        roots = [cat.default(n) for n in cat.selected_by_all]
     else:
         if not req.refs:
             raise UsageError("no recipe named", hint="name one or more recipes, or use --all")

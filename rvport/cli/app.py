@@ -9,12 +9,12 @@ from typing import Optional
 
 import typer
 
-from . import __version__
-from .console import configure, ui
-from .errors import ExitCode, RvportError, UsageError
-from .sources_cli import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
-from .sources_cli import register as register_sources
-from .verify.cli import app as verify_app
+from rvport import __version__
+from rvport.cli.console import configure, ui
+from rvport.errors import ExitCode, RvportError, UsageError
+from rvport.cli.sources import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
+from rvport.cli.sources import register as register_sources
+from rvport.cli.verify import app as verify_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Pinned recipes in, proven riscv64 artifacts out.")
@@ -48,11 +48,11 @@ BUILDER_OPT = typer.Option(None, "--builder", help="A buildx builder (remote Bui
 
 
 def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline, ca=None):
-    from .host import gather
-    from .planner import Mode, Request, make_plan
-    from .profiles import get_profile
-    from .recipes import load_catalogue
-    from .sources import fetch_options, locate
+    from rvport.host import gather
+    from rvport.plan.planner import Mode, Request, make_plan
+    from rvport.catalogue.profiles import get_profile
+    from rvport.catalogue.recipes import load_catalogue
+    from rvport.sources import fetch_options, locate
 
     try:
         mode_v = Mode(mode)
@@ -77,14 +77,15 @@ def plan(
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT,
     fmt: str = typer.Option("json", "--format", help="json (plan.json) or bake (docker-bake.json too)."),
     base_image: Optional[str] = typer.Option(None, "--base-image", help="With --format bake: the riscv64 base image (REF@sha256:...) instead of a bootstrapped one."),
-    recipes_dir: Optional[Path] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
+    recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT,
 ) -> None:
     """Resolve recipes into a plan (printed, and written to OUTPUT/plan.json) before anything runs.
 
     With --format bake, also OUTPUT/docker-bake.json and its stage contexts under OUTPUT/bake/ (this fetches
     the sources and makes sure the base image exists, as a build would)."""
-    from . import manifest, views
+    from rvport import manifest
+    from rvport.cli import views
 
     if fmt not in ("json", "bake"):
         raise UsageError(f"unknown format {fmt!r}", hint="choose json or bake")
@@ -98,7 +99,7 @@ def plan(
     path = manifest.write(output / "plan.json", p.to_json())
     u.console.print(f"wrote {path}")
     if fmt == "bake":
-        from .bake import BakeOptions, export
+        from rvport.build.bake import BakeOptions, export
 
         bpath = export(p, BakeOptions(output=output, fetch=fopts, builder=builder, base_image=base_image))
         u.console.print(f"wrote {bpath} (contexts in {output / 'bake'}); run: docker buildx bake -f {bpath} "
@@ -119,13 +120,14 @@ def build(
     summary: Optional[Path] = typer.Option(None, "--summary", help="Append a Markdown summary here (default on GitHub Actions: $GITHUB_STEP_SUMMARY)."),
     cache_to: Optional[Path] = typer.Option(None, "--cache-to", help="Export the buildx layer cache to DIR (needs a docker-container builder)."),
     cache_from: Optional[Path] = typer.Option(None, "--cache-from", help="Import the buildx layer cache from DIR."),
-    recipes_dir: Optional[Path] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
+    recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
 ) -> None:
     """Run the plan in Docker buildx stages; export artifacts; verify them; write OUTPUT/result.json."""
-    from . import manifest, views
-    from .progress import reporter
-    from .runner import BuildOptions, Runner
+    from rvport import manifest
+    from rvport.cli import views
+    from rvport.cli.progress import reporter
+    from rvport.build.runner import BuildOptions, Runner
 
     p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle)
@@ -133,7 +135,7 @@ def build(
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
     u = ui()
     if cache_to is not None or cache_from is not None:
-        from .buildx import check_cache_export
+        from rvport.build.buildx import check_cache_export
         check_cache_export(builder)
     summary = summary or _step_summary(u.ci)
     output.mkdir(parents=True, exist_ok=True)
@@ -154,7 +156,7 @@ def build(
             doc = json.loads(rpath.read_text())
             u.console.print(views.result_table(doc))
             u.console.print(f"wrote {rpath}")
-            from . import ci
+            from rvport.cli import ci
             if junit is not None:
                 u.console.print(f"wrote {ci.write_junit(junit, doc)}")
             if summary is not None:
@@ -173,20 +175,20 @@ app.add_typer(recipes_app, name="recipes")
 
 
 @recipes_app.command("list")
-def recipes_list(recipes_dir: Optional[Path] = RECIPES_OPT) -> None:
+def recipes_list(recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
     """Every recipe with its versions (default in bold)."""
-    from . import views
-    from .recipes import load_catalogue
+    from rvport.cli import views
+    from rvport.catalogue.recipes import load_catalogue
 
     ui().console.print(views.recipes_table(load_catalogue(recipes_dir)))
 
 
 @recipes_app.command("show")
 def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]"),
-                 recipes_dir: Optional[Path] = RECIPES_OPT) -> None:
+                 recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
     """Everything a recipe pins: sources, patches, lock files, toolchain, env, commands."""
-    from . import views
-    from .recipes import load_catalogue
+    from rvport.cli import views
+    from rvport.catalogue.recipes import load_catalogue
 
     ui().console.print(views.recipe_detail(load_catalogue(recipes_dir).resolve(name)))
 
@@ -195,10 +197,10 @@ def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]"),
 @app.command()
 def doctor(builder: Optional[str] = BUILDER_OPT) -> None:
     """What this host can do for a riscv64 build, and what to fix. Exit 0 when a build can run, 6 if not."""
-    from . import views
-    from .doctor import can_build, run_checks
-    from .errors import HostNotReady
-    from .host import gather
+    from rvport.cli import views
+    from rvport.build.doctor import can_build, run_checks
+    from rvport.errors import HostNotReady
+    from rvport.host import gather
 
     checks = run_checks(gather(), builder=builder)
     ui().console.print(views.checks_table(checks))
@@ -239,27 +241,20 @@ def main() -> None:
         raise SystemExit(e.exit_code)
     except typer.Abort:
         raise SystemExit(int(ExitCode.INTERRUPTED))
-    except Exception as e:  # click usage errors and bugs
-        if isinstance(e, _click_exceptions()):
-            e.show()
+    except Exception as e:  # command-line usage errors (typer's exceptions) and bugs
+        if isinstance(e, _usage_errors()):
+            e.show()   # type: ignore[attr-defined]
             raise SystemExit(int(ExitCode.USAGE))
         u = ui()
-        u.err.print(f"[bold red]internal error:[/] {type(e).__name__}: {e}")
+        u.err.print(f"internal error: {type(e).__name__}: {e}", markup=False, highlight=False)
         if u.debug:
-            u.err.print(traceback.format_exc())
+            u.err.print(traceback.format_exc(), markup=False, highlight=False)
         else:
-            u.err.print("run again with --debug for the traceback, and report it")
+            u.err.print("run again with --debug for the traceback, and report it", markup=False)
         raise SystemExit(int(ExitCode.INTERNAL))
 
 
-def _click_exceptions() -> tuple[type[Exception], ...]:
-    """Click's exception base, and typer's vendored copy of it (typer >= 0.25 ships its own click)."""
-    import click
-
-    out: list[type[Exception]] = [click.exceptions.ClickException]
-    try:
-        from typer._click import exceptions as vendored  # type: ignore[import-not-found]
-        out.append(vendored.ClickException)
-    except ImportError:
-        pass
-    return tuple(out)
+def _usage_errors() -> tuple[type[Exception], ...]:
+    """The base class of typer's command-line errors (bad option, missing argument, bad value), found from
+    typer's own public BadParameter: typer vendors its parser (>= 0.25) or re-exports click's (older)."""
+    return tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException") or (typer.BadParameter,)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .recipes import Kind, Recipe
+from rvport.catalogue.recipes import Kind, Recipe
 
 BASE = "debian-trixie-xtc"          # the build-platform base every cross toolchain image starts from
 FOREIGN_ARCH = "riscv64"            # `dpkg --add-architecture` before apt, for :riscv64 libraries

@@ -6,9 +6,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .doctor import Check
-from .planner import Plan
-from .recipes import Catalogue, Recipe
+from rvport.build.doctor import Check
+from rvport.plan.planner import Plan
+from rvport.catalogue.recipes import Catalogue, Recipe
 
 
 def plan_table(plan: Plan) -> Table:
@@ -28,13 +28,14 @@ def plan_table(plan: Plan) -> Table:
 
 
 def recipes_table(cat: Catalogue) -> Table:
-    t = Table(title=f"recipes in {cat.root}", title_justify="left")
-    for col in ("name", "versions", "kind", "depends", "description"):
+    layers = ", ".join(str(d) for d in cat.user_dirs)
+    t = Table(title="recipes" + (f" ({layers} over the built-in catalogue)" if layers else ""), title_justify="left")
+    for col in ("name", "versions", "kind", "depends", "from", "description"):
         t.add_column(col, overflow="fold")
     for name in cat.names:
         d = cat.default(name)
         versions = ", ".join(f"[bold]{r.version}[/]" if r is d else r.version for r in cat.recipes[name])
-        t.add_row(name, versions, d.kind.value, ", ".join(d.depends) or "-", d.description)
+        t.add_row(name, versions, d.kind.value, ", ".join(d.depends) or "-", cat.origin(name), d.description)
     return t
 
 
@@ -43,6 +44,7 @@ def recipe_detail(r: Recipe) -> Table:
     t.add_column("field", style="bold")
     t.add_column("value", overflow="fold")
     t.add_row("file", str(r.file))
+    t.add_row("from", r.origin)
     t.add_row("description", r.description)
     t.add_row("hermetic", "yes" if r.hermetic else f"no: {r.note or ''}")
     for s in r.sources:

@@ -1,0 +1,1 @@
+"""The build side: the runner, the stage modes, images (bases, toolchains), the buildx door and bake."""

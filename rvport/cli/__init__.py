@@ -1,0 +1,1 @@
+"""The command line: the Typer app, one module per verb, and how results are shown."""

@@ -1,0 +1,1 @@
+"""The pure planner: catalogue + request + host facts -> Plan."""

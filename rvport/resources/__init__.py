@@ -1,0 +1,54 @@
+"""What rvport needs at run time, shipped inside the package: the one place that says where it is.
+
+    recipes/       the built-in recipe catalogue (with its pinned patches and lock files)
+    toolchains/    base image specs (kind: debian) and pinned toolchain archives
+    dockerfiles/   stage Dockerfile templates (placeholders @@NAME@@)
+    scripts/       shell scripts that run inside stages
+    schemas/       JSON Schemas of recipes, toolchains, bases and the documents rvport writes
+    profiles.yaml, isa.yaml
+
+Each directory can be replaced by an environment variable (RVPORT_TOOLCHAINS, RVPORT_DOCKERFILES), and the
+command line passes its own flags through the same functions. Recipes are different: user recipe
+directories (`--recipes DIR`, repeatable, or RVPORT_RECIPE_PATH, several joined with ':') are layered over
+the built-in ones.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+ENV = {"toolchains": "RVPORT_TOOLCHAINS", "dockerfiles": "RVPORT_DOCKERFILES"}
+
+
+def builtin(*parts: str) -> Path:
+    """A file or directory shipped in rvport/resources (installed packages are unpacked on disk)."""
+    root = resources.files(__name__)
+    return Path(str(root.joinpath(*parts)))
+
+
+def directory(name: str, override: Path | None = None) -> Path:
+    """toolchains/ or dockerfiles/: the flag's directory, else its environment variable's, else the built-in one."""
+    if override is not None:
+        return override
+    env = os.environ.get(ENV.get(name, ""), "")
+    return Path(env) if env else builtin(name)
+
+
+def text(*parts: str) -> str:
+    return builtin(*parts).read_text(encoding="utf-8")
+
+
+def schema_text(name: str) -> str:
+    return text("schemas", f"{name}.schema.json")
+
+
+def user_recipe_dirs(flag: Path | list[Path] | None = None) -> list[Path]:
+    """User recipe directories, highest priority first: the flag's, else RVPORT_RECIPE_PATH (':'-separated)."""
+    if isinstance(flag, Path):
+        return [flag]
+    if flag:
+        return list(flag)
+    env = os.environ.get("RVPORT_RECIPE_PATH", "")
+    return [Path(p) for p in env.split(os.pathsep) if p]
