@@ -67,6 +67,7 @@ class ElfFacts:
     needed: tuple[str, ...]             # DT_NEEDED
     go: GoBuildInfo | None
     notes: tuple[str, ...] = ()
+    versions: tuple[str, ...] = ()      # every symbol version needed (GLIBC_2.34, GLIBCXX_3.4.30, ...), sorted
 
     @property
     def is_riscv(self) -> bool:
@@ -435,6 +436,7 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
     arch: str | None = None
     exts: dict[str, str] = {}
     glibc: set[tuple[int, int]] = set()
+    versions: set[str] = set()
     needed: list[str] = []
     go: GoBuildInfo | None = None
     sections = _section_table(stream, hdr)
@@ -454,6 +456,7 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
         elif stype == SHT_GNU_VERNEED:
             strtab = _linked_strtab(stream, sections, sec)
             for vname in _verneed_names(_read_at(stream, sec.offset, sec.size), strtab, little, sec.info):
+                versions.add(vname)
                 m = _GLIBC.match(vname)
                 if m:
                     glibc.add((int(m.group(1)), int(m.group(2))))
@@ -469,5 +472,5 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
     return ElfFacts(
         elf_class=hdr.elf_class, little_endian=little, machine=machine, elf_type=hdr.elf_type,
         e_flags=hdr.e_flags, arch=arch, extensions=exts, glibc=tuple(sorted(glibc)),
-        needed=tuple(needed), go=go, notes=tuple(notes),
+        needed=tuple(needed), go=go, notes=tuple(notes), versions=tuple(sorted(versions)),
     )

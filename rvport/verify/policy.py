@@ -14,6 +14,7 @@ from packaging.tags import Tag
 
 from rvport.catalogue.profiles import Profile, expand
 from rvport.verify.elf import EF_RISCV_RVE, ElfFacts
+from rvport.verify.manylinux import best_tag, policies
 
 # Legacy manylinux aliases (PEP 600): alias -> glibc (major, minor).
 MANYLINUX_ALIASES = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
@@ -67,10 +68,14 @@ def glibc_str(v: tuple[int, int] | None) -> str | None:
 
 
 def manylinux_for(glibc: tuple[int, int] | None, arch: str = "riscv64") -> str:
-    """The most compatible manylinux tag an object needing `glibc` can carry."""
+    """The most compatible manylinux tag an object needing `glibc` (and nothing else) can carry: the first
+    policy of rvport/resources/manylinux.yaml that allows it, for the architectures listed there."""
     need = glibc or (0, 0)
-    if arch == "riscv64":
-        need = max(need, RISCV64_MIN_GLIBC)
+    pol = policies(arch)
+    if pol is not None:
+        for name, limits in pol.policies:
+            if "GLIBC" not in limits or need <= limits["GLIBC"][:2]:
+                return f"{name}_{arch}"
     elif not glibc:
         need = MANYLINUX_ALIASES["manylinux2014"]
     return f"manylinux_{need[0]}_{need[1]}_{arch}"
@@ -234,6 +239,11 @@ def parse_platform(platform: str) -> PlatformClaim:
     return PlatformClaim(tag=platform, arch=platform, libc=None, version=None)
 
 
+def _claim_version(tag: str) -> tuple[int, int] | None:
+    m = _MANYLINUX.match(tag)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def judge_wheel_tags(tags: Iterable[Tag], elfs: list[tuple[str, ElfFacts]]) -> Judgement:
     """Check a wheel's platform tags against the ELF files inside it: architecture and glibc floor."""
     claims = sorted({parse_platform(t.platform) for t in tags}, key=lambda c: c.tag)
@@ -249,16 +259,18 @@ def judge_wheel_tags(tags: Iterable[Tag], elfs: list[tuple[str, ElfFacts]]) -> J
         elif c.arch != "riscv64":
             reasons.append(f"wheel platform tag {c.tag} is for {c.arch}, not riscv64")
     needing = [(name, f.max_glibc) for name, f in elfs if f.max_glibc]
-    if needing:
-        worst_name, worst = max(needing, key=lambda x: x[1])
-        notes.append(f"highest symbol version needed: GLIBC_{glibc_str(worst)} ({worst_name}): "
-                     f"can carry {manylinux_for(worst)}")
-        for c in claims:
-            if c.libc == "glibc" and c.version is not None and c.version < worst:
-                reasons.append(f"tagged {c.tag} (glibc {glibc_str(c.version)}) but {worst_name} needs "
-                               f"GLIBC_{glibc_str(worst)}: the tag can be no lower than "
-                               f"{manylinux_for(worst, c.arch or 'riscv64')}")
-            elif c.libc == "musl":
-                reasons.append(f"tagged {c.tag} (musl) but {worst_name} needs glibc (GLIBC_{glibc_str(worst)})")
+    best = best_tag(elfs)
+    if needing or best.tag is None:
+        notes.append(f"can carry {best.tag} ({best.why})" if best.tag else f"can carry no manylinux tag: {best.why}")
+    floor = _claim_version(best.tag) if best.tag else None
+    for c in claims:
+        if c.libc == "glibc" and c.version is not None and c.arch == "riscv64":
+            if best.tag is None:
+                reasons.append(f"tagged {c.tag} but it {best.why}")
+            elif floor is not None and c.version < floor:
+                reasons.append(f"tagged {c.tag} but its ELF files allow no tag lower than {best.tag} ({best.why})")
+        elif c.libc == "musl" and needing:
+            worst_name, worst = max(needing, key=lambda x: x[1])
+            reasons.append(f"tagged {c.tag} (musl) but {worst_name} needs glibc (GLIBC_{glibc_str(worst)})")
     return Judgement(verdict=Verdict.FAIL if reasons else Verdict.PASS, reasons=tuple(reasons),
                      notes=tuple(notes))

@@ -22,7 +22,8 @@ from rvport.verify.filehash import size_sha
 from rvport.verify.keep import Keep
 from rvport.verify.members import ZIP_ERRORS, MemberError, read_member
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, WheelInfo
-from rvport.verify.policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags, manylinux_for
+from rvport.verify.manylinux import best_tag
+from rvport.verify.policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags
 from rvport.verify.pool import map_ordered
 from rvport.verify.record import (
     RECORD,
@@ -106,8 +107,9 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
     notes += tj.notes
     glibcs = [f.max_glibc for _, f in elfs if f.max_glibc]
     worst = max(glibcs) if glibcs else None
+    best = best_tag(elfs) if elfs else None
     info_ = WheelInfo(name=str(name), version=str(version), tags=tuple(sorted(str(t) for t in tags)),
-                      max_glibc=glibc_str(worst), manylinux=manylinux_for(worst) if elfs else None,
+                      max_glibc=glibc_str(worst), manylinux=best.tag if best else None,
                       record_checked=checked)
     if not members and not reasons:
         notes.append("no ELF files")

@@ -55,10 +55,12 @@ V128_ARCH = V256_ARCH.replace("_zvl256b1p0", "")
 
 
 def facts(*, arch: str | None = GC_ARCH, e_flags: int = 0x5, machine: str = "EM_RISCV", elf_class: int = 64,
-          little: bool = True, glibc: tuple = (), go: GoBuildInfo | None = None) -> ElfFacts:
+          little: bool = True, glibc: tuple = (), go: GoBuildInfo | None = None,
+          versions: tuple[str, ...] = (), needed: tuple[str, ...] = ("libc.so.6",)) -> ElfFacts:
+    versions = versions or tuple(f"GLIBC_{a}.{b}" for a, b in glibc)
     return ElfFacts(elf_class=elf_class, little_endian=little, machine=machine, elf_type="ET_DYN",
                     e_flags=e_flags, arch=arch, extensions=parse_arch_string(arch) if arch else {},
-                    glibc=glibc, needed=("libc.so.6",), go=go)
+                    glibc=glibc, needed=needed, go=go, versions=versions)
 
 
 # ---- arch strings and attributes ------------------------------------------------------------------------
@@ -184,8 +186,9 @@ def test_maximal():
 
 def test_manylinux_mapping():
     assert manylinux_for((2, 36)) == "manylinux_2_36_riscv64"
-    assert manylinux_for((2, 17)) == "manylinux_2_27_riscv64"   # no riscv64 glibc before 2.27
-    assert manylinux_for(None) == "manylinux_2_27_riscv64"
+    assert manylinux_for((2, 17)) == "manylinux_2_31_riscv64"   # riscv64's lowest manylinux policy
+    assert manylinux_for(None) == "manylinux_2_31_riscv64"
+    assert manylinux_for((2, 32)) == "manylinux_2_34_riscv64"   # no riscv64 policy for 2.32 or 2.33
     assert parse_platform("manylinux2014_x86_64").version == (2, 17)
     assert parse_platform("manylinux_2_39_riscv64").arch == "riscv64"
     assert parse_platform("musllinux_1_2_riscv64").libc == "musl"
@@ -201,6 +204,28 @@ def test_wheel_tag_glibc_floor():
     assert judge_wheel_tags(parse_tag("cp312-cp312-linux_riscv64"), elfs).ok
     j = judge_wheel_tags(parse_tag("cp312-cp312-musllinux_1_2_riscv64"), elfs)
     assert any("musl" in r for r in j.reasons)
+
+
+def test_manylinux_tag_follows_libstdcxx_and_libgcc_versions_and_system_libraries():
+    from rvport.verify.manylinux import best_tag
+
+    cxx = facts(glibc=((2, 34),), versions=("GLIBC_2.34", "GLIBCXX_3.4.32", "CXXABI_1.3.15", "CXXABI_TM_1"),
+                needed=("libstdc++.so.6", "libc.so.6"))
+    answer = best_tag([("sp/_sentencepiece.so", cxx)])
+    assert answer.tag == "manylinux_2_39_riscv64" and "CXXABI_1.3.15" in answer.why
+    assert best_tag([("t/_t.so", facts(glibc=((2, 34),)))]).tag == "manylinux_2_34_riscv64"
+    gcc = facts(versions=("GCC_3.0", "GCC_14.0.0"), needed=("libgcc_s.so.1",))
+    assert best_tag([("x/_x.so", gcc)]).tag == "manylinux_2_39_riscv64"
+    # a library the wheel needs from the system that no policy allows: no tag, unless the wheel ships it
+    blas = facts(glibc=((2, 31),), needed=("libopenblas.so.0", "libc.so.6"))
+    answer = best_tag([("t/_C.so", blas)])
+    assert answer.tag is None and "libopenblas.so.0" in answer.why
+    grafted = facts(glibc=((2, 31),))
+    assert best_tag([("t/_C.so", blas), ("t.libs/libopenblas.so.0", grafted)]).tag == "manylinux_2_31_riscv64"
+    too_new = facts(versions=("GLIBCXX_3.4.99",), needed=("libstdc++.so.6",))
+    assert best_tag([("n/_n.so", too_new)]).tag is None
+    j = judge_wheel_tags(parse_tag("cp313-cp313-manylinux_2_35_riscv64"), [("sp/_sentencepiece.so", cxx)])
+    assert not j.ok and "manylinux_2_39_riscv64" in j.reasons[0] and "CXXABI_1.3.15" in j.reasons[0]
 
 
 def test_wheel_tag_arch_and_purity():
