@@ -30,7 +30,7 @@ from rvport.build import render as dockerfiles
 from rvport.build.images import BaseImage, ensure_base, load_base_spec
 from rvport.errors import RvportError, UsageError
 from rvport.plan.planner import Mode, Plan, Stage
-from rvport.build.runner import build_dockerfile, stage_context, toolchain_dockerfile, toolchain_tag
+from rvport.build.runner import build_dockerfile, stage_context, stage_tools, toolchain_dockerfile, toolchain_tag
 from rvport.sources.fetch import FetchOptions, ca_bundle
 from rvport.sources.tree import prepare_tree
 
@@ -94,7 +94,7 @@ def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] 
         if st.mode is Mode.ACCELERATED:
             rendered = _accelerated(st, plan, base, tc, opts, bases)
         ctx = root / st.name
-        stage_context(ctx, tree.path, rendered, script, _deps(st, opts))
+        stage_context(ctx, tree.path, rendered, script, _deps(st, opts), stage_tools(st, opts.fetch))
         name = _target_name(st.name)
         targets[name] = {"context": str(ctx), "dockerfile": "Dockerfile", "platforms": [st.platform],
                          "network": "none", "output": [f"type=local,dest={out_root / st.name}"]}

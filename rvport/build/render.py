@@ -60,8 +60,18 @@ def env_lines(env: Mapping[str, str]) -> str:
     return "\n".join(f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.items()))
 
 
+# Reproducible builds: SOURCE_DATE_EPOCH is the newest time in the prepared sources (rvport clamps the times
+# of the files it adds or patches to the sources' own, rvport.sources.tree.clamp_mtimes), unless the recipe
+# sets it. Wheel builders, auditwheel and many compilers honour it.
+SOURCE_DATE_EPOCH = """if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  SOURCE_DATE_EPOCH=$(find /src -type f -printf '%T@\\n' | sort -n | tail -n 1 | cut -d. -f1)
+  export SOURCE_DATE_EPOCH
+fi"""
+
+
 def build_script(commands: list[str] | tuple[str, ...]) -> str:
-    return "#!/bin/sh\n# rvport: the recipe's build commands, run with sh -eux in /src\n" + "\n".join(commands) + "\n"
+    return ("#!/bin/sh\n# rvport: the recipe's build commands, run with sh -eux in /src\n" + SOURCE_DATE_EPOCH + "\n"
+            + "\n".join(commands) + "\n")
 
 
 def smoke_commands(kind: str, script: str) -> tuple[str, str]:

@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -25,15 +26,17 @@ from rvport.build.modes import accelerated, cross
 from rvport.build import buildx, render as dockerfiles
 
 from rvport import manifest
+from rvport import resources
 from rvport.build.images import BaseImage, ensure_base, load_base_spec
 from rvport.errors import BuildFailed, Problem, RvportError, VerifyFailed
 from rvport.plan.planner import Mode, Plan, Stage
 from rvport.cli.progress import Reporter
 from rvport.sources.cache import sha256_file
-from rvport.sources.fetch import FetchOptions, ca_bundle
+from rvport.sources.fetch import Fetcher, FetchOptions, ca_bundle
 from rvport.sources.tree import prepare_tree
 
-RUNNER_FORMAT = 1   # bump when the way stages are built changes, so old artifact cache entries are not reused
+RUNNER_FORMAT = 2   # bump when the way stages are built changes, so old artifact cache entries are not reused
+REPAIR_REPORT = ".rvport-repair"    # what wheel-repair.sh leaves beside the wheels, for the runner only
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +63,7 @@ class StageRecord:
     artifacts: list[dict] = field(default_factory=list)
     verify: dict | None = None
     smoke: dict | None = None
+    manylinux: list[dict] = field(default_factory=list)   # wheel repair: tag, grafted libraries, auditwheel's words
     sources: list[dict] = field(default_factory=list)
     toolchain_packages: dict[str, str] = field(default_factory=dict)
     toolchain: dict | None = None       # cross stages: the cross toolchain used (rvport/cross.py)
@@ -76,7 +80,7 @@ class StageRecord:
             "platform": s.platform, "status": self.status, "timings": {k: round(v, 2) for k, v in self.timings.items()},
             "commands": list(s.commands), "env": dict(sorted(s.env.items())), "images": self.images,
             "key": self.key, "plan_key": s.key, "artifacts": self.artifacts, "verify": self.verify,
-            "smoke": self.smoke, "sources": self.sources, "toolchain_packages": self.toolchain_packages,
+            "smoke": self.smoke, "manylinux": self.manylinux, "sources": self.sources, "toolchain_packages": self.toolchain_packages,
             "toolchain": self.toolchain, "build_command": self.build_command,
             "error": self.error, "log_tail": self.log_tail, "log": self.log,
         }
@@ -136,15 +140,69 @@ def build_dockerfile(st: Stage, toolchain: str, profile_name: str) -> tuple[dock
 
 
 def stage_context(ctx: Path, tree: Path, rendered: dockerfiles.Rendered, script: str,
-                  deps: dict[str, Path]) -> None:
-    """Lay out a build stage's context in ctx: src/, deps/<name>/, the build script and the Dockerfile."""
+                  deps: dict[str, Path], tools: dict[str, Path] | None = None) -> None:
+    """Lay out a build stage's context in ctx: src/, deps/<name>/, tools/ (rvport's own pinned tools and their
+    stage scripts, as /rvport/tools in the stage), the build script and the Dockerfile."""
     _link_tree(tree, ctx / "src")
     (ctx / "deps").mkdir()
     for dep, path in deps.items():
         _link_tree(path, ctx / "deps" / dep)
+    (ctx / "tools").mkdir()
+    for name, path in (tools or {}).items():
+        shutil.copyfile(path, ctx / "tools" / name)
     (ctx / "rvport-build.sh").write_text(script)
     (ctx / "Dockerfile").write_text(rendered.text)
     (ctx / ".dockerignore").write_text("Dockerfile\n")
+
+
+def stage_tools(st: Stage, fopts: FetchOptions) -> dict[str, Path]:
+    """The files of a stage's pinned tools (fetched and checked like sources) and their stage scripts."""
+    if not st.tools:
+        return {}
+    out: dict[str, Path] = {}
+    with Fetcher(options=fopts) as fetcher:
+        for tool in st.tools:
+            got = fetcher.fetch(tool.source)
+            out[got.filename] = got.path
+            out[tool.script] = resources.builtin("scripts", tool.script)
+    return out
+
+
+def take_repair_report(files: Path) -> list[dict]:
+    """The wheel repair's report (rvport/resources/scripts/wheel-repair.sh), taken out of the artifacts: per
+    wheel, the tag it carries now, the libraries grafted into it, and what auditwheel said."""
+    report = files / REPAIR_REPORT
+    if not report.is_dir():
+        return []
+    logs = {p.name.removesuffix(".log"): p.read_text(errors="replace").splitlines() for p in report.glob("*.log")}
+    shutil.rmtree(report)
+    out = []
+    for built, lines in sorted(logs.items()):
+        repaired = "not repaired" not in lines
+        final = next((w for w in sorted(files.rglob("*.whl")) if repaired and w.name != built
+                      and w.name.split("-")[:2] == built.split("-")[:2]), None)
+        wheel = final or files / built
+        platform = wheel.name.removesuffix(".whl").rsplit("-", 1)[-1]
+        grafted: list[str] = []
+        if final is not None:
+            with zipfile.ZipFile(final) as z:
+                grafted = sorted(n for n in z.namelist() if ".libs/" in n and not n.endswith("/"))
+        out.append({"built": built, "wheel": wheel.name, "repaired": final is not None, "platform": platform,
+                    "grafted": grafted, "auditwheel": [l for l in lines if l.strip()][-8:]})
+        if final is not None and (files / built).exists():
+            (files / built).unlink()
+    return out
+
+
+def repair_disagreements(repairs: list[dict], verify: dict | None) -> list[str]:
+    """A repaired wheel must carry the tag rvport verify computes from its ELF files (rvport.verify.manylinux)."""
+    computed = {Path(a["path"]).name: (a.get("wheel") or {}).get("manylinux")
+                for report in (verify or {}).get("reports", []) for a in report.get("artifacts", [])}
+    out = []
+    for r in repairs:
+        if r["repaired"] and r["wheel"] in computed and computed[r["wheel"]] not in r["platform"].split("."):
+            out.append(f"{r['wheel']}: auditwheel tagged {r['platform']}, rvport computes {computed[r['wheel']]}")
+    return out
 
 
 class Runner:
@@ -320,6 +378,7 @@ class Runner:
             meta = json.loads((store / "manifest.json").read_text())
             rec.verify, rec.smoke = meta.get("verify"), meta.get("smoke")
             rec.build_command = meta.get("build_command")
+            rec.manylinux = meta.get("manylinux") or []
             rec.status = "cached"
         else:
             self._build_into_store(rec, tree.path, rendered, script, base, store, log, on_line)
@@ -336,7 +395,8 @@ class Runner:
         out = self._tmp(f"out-{st.name}-")
         try:
             self.rep.step(st.name, "staging the build context")
-            stage_context(ctx, tree, rendered, script, {d: self.stage_outputs[d] for d in st.depends})
+            stage_context(ctx, tree, rendered, script, {d: self.stage_outputs[d] for d in st.depends},
+                          stage_tools(st, self.opts.fetch))
             self.rep.step(st.name, "building (no network)")
             spec = buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=st.platform,
                                     output_dir=out / "files", network="none", builder=self.opts.builder,
@@ -346,6 +406,7 @@ class Runner:
             with _Timer(rec, "build"):
                 buildx.build(spec, log_path=log, on_line=on_line)
             files = out / "files"
+            rec.manylinux = take_repair_report(files)
             missing = [o.glob for o in st.recipe.outputs if not _matches(files, o.glob)]
             if missing:
                 raise BuildFailed(f"{st.recipe.ref}: the build left no {', '.join(missing)} in $RVPORT_OUT",
@@ -354,12 +415,17 @@ class Runner:
                 self.rep.step(st.name, "verifying artifacts")
                 with _Timer(rec, "verify"):
                     rec.verify = self._verify(st, files)
+                wrong = repair_disagreements(rec.manylinux, rec.verify)
+                if wrong:
+                    raise VerifyFailed(f"{st.recipe.ref}: auditwheel's tag and the tag rvport computes from the ELF "
+                                       "files disagree", problems=[Problem(message=w) for w in wrong],
+                                       hint="see stages[].manylinux and stages[].verify in result.json")
             if self.opts.smoke and st.recipe.smoke:
                 self.rep.step(st.name, "smoke test in a clean riscv64 container")
                 with _Timer(rec, "smoke"):
                     rec.smoke = self._smoke(rec, files, base, log, on_line)
             meta = {"recipe": st.recipe.ref, "key": rec.key, "verify": rec.verify, "smoke": rec.smoke,
-                    "build_command": rec.build_command,
+                    "build_command": rec.build_command, "manylinux": rec.manylinux,
                     "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()]}
             (out / "manifest.json").write_text(manifest.dumps(meta))
             store.parent.mkdir(parents=True, exist_ok=True)

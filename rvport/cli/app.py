@@ -13,13 +13,15 @@ from rvport import __version__
 from rvport.cli.console import configure, ui
 from rvport.errors import ExitCode, RvportError, UsageError
 from rvport.cli.sources import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
+from rvport.cli.reproduce import register as register_reproduce
 from rvport.cli.sources import register as register_sources
 from rvport.cli.verify import app as verify_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Pinned recipes in, proven riscv64 artifacts out.")
 app.add_typer(verify_app, name="verify")
-register_sources(app)  # fetch, pin (rvport/sources_cli.py)
+register_sources(app)  # fetch, pin (rvport/cli/sources.py)
+register_reproduce(app)  # reproduce (rvport/cli/reproduce.py)
 
 
 def _version(value: bool) -> None:
@@ -45,9 +47,13 @@ TAG_OPT = typer.Option("local", "--tag", "-t", help="Tag for the images and the 
 OUT_OPT = typer.Option(Path("out"), "--output", "-o", help="Output directory (plan.json, result.json, artifacts/, logs/).")
 JOBS_OPT = typer.Option(None, "--jobs", "-j", help="Parallel compile jobs (default: bounded by cores and memory).")
 BUILDER_OPT = typer.Option(None, "--builder", help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).")
+MANYLINUX_OPT = typer.Option("auto", "--manylinux", metavar="auto|off|2_X",
+                             help="Repair wheels to a manylinux tag in the stage (auditwheel): auto (the most "
+                                  "compatible tag the wheel allows), a policy such as 2_31, or off (keep linux_riscv64).")
 
 
-def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline, ca=None):
+def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline, ca=None,
+          manylinux="auto"):
     from rvport.host import gather
     from rvport.plan.planner import Mode, Request, make_plan
     from rvport.catalogue.profiles import get_profile
@@ -63,7 +69,7 @@ def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_d
     cat = load_catalogue(recipes_dir)
     fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca)
     req = Request(refs=tuple(recipes or ()), all=all_, profile=get_profile(profile), mode=mode_v, tag=tag,
-                  jobs=jobs, builder=builder)
+                  jobs=jobs, builder=builder, manylinux=manylinux)
     plan = make_plan(cat, req, gather(),
                      locate=lambda s: str(locate(s, fopts.cache, fopts.mirror, offline=fopts.offline)))
     return plan, fopts
@@ -74,7 +80,7 @@ def plan(
     recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
     all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
-    jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT,
+    jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT, manylinux: str = MANYLINUX_OPT,
     fmt: str = typer.Option("json", "--format", help="json (plan.json) or bake (docker-bake.json too)."),
     base_image: Optional[str] = typer.Option(None, "--base-image", help="With --format bake: the riscv64 base image (REF@sha256:...) instead of a bootstrapped one."),
     recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
@@ -91,7 +97,8 @@ def plan(
         raise UsageError(f"unknown format {fmt!r}", hint="choose json or bake")
     if base_image and "@sha256:" not in base_image:
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
-    p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline)
+    p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
+                     manylinux=manylinux)
     u = ui()
     u.console.print(views.plan_table(p))
     for w in p.warnings:
@@ -112,7 +119,7 @@ def build(
     recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
     all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
-    jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT,
+    jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT, manylinux: str = MANYLINUX_OPT,
     base_image: Optional[str] = typer.Option(None, "--base-image", help="Use this image (REF@sha256:...) as the riscv64 base instead of bootstrapping one."),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used (images and sources still are)."),
@@ -130,7 +137,7 @@ def build(
     from rvport.build.runner import BuildOptions, Runner
 
     p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
-                     ca=ca_bundle)
+                     ca=ca_bundle, manylinux=manylinux)
     if base_image and "@sha256:" not in base_image:
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
     u = ui()

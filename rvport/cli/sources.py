@@ -11,6 +11,8 @@ from rich.table import Table
 from rvport.cli.console import ui
 from rvport.errors import RvportError, UsageError
 from rvport.catalogue.recipes import Recipe, load_catalogue
+from rvport.catalogue.tools import tools
+from rvport.plan.planner import WHEEL_KINDS
 from rvport.sources import Fetched, Fetcher, fetch_options, pin_recipe, prepare_tree
 
 CACHE_OPT = typer.Option(None, "--cache-dir", envvar="RVPORT_CACHE_DIR", show_envvar=True,
@@ -79,6 +81,10 @@ def fetch(
                 if tree:
                     pt = prepare_tree(r, opts, fetcher=fetcher)
                     u.err.print(f"{r.ref}: tree {'reused' if pt.reused else 'prepared'} at {pt.path}")
+            # the tools wheel stages run (auditwheel), so a mirror serves an offline build whole
+            if any(r.kind in WHEEL_KINDS for r in selected):
+                for name, tl in sorted(tools().items()):
+                    rows.append((f"rvport tool {name}", fetcher.fetch(tl.source)))
     except RvportError:
         if rows:
             u.console.print(_table(rows))

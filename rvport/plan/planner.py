@@ -18,6 +18,7 @@ from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Source, SourceKind
+from rvport.catalogue.tools import Tool, tool
 
 PLAN_SCHEMA = 1
 RISCV64 = "linux/riscv64"
@@ -30,6 +31,15 @@ JOB_MEMORY_GIB: Mapping[Kind, float] = {
 }
 # Kinds whose compile can run on the build platform with a riscv64 cross toolchain.
 CROSS_KINDS = frozenset({Kind.CARGO_STATICLIB, Kind.GO_BINARY})
+# Reproducible builds: the build directory (/src in every stage) never reaches an artifact. C and C++ get the
+# prefix map through RVPORT_CFLAGS (which recipes put in CFLAGS/CXXFLAGS), Rust through RUSTFLAGS unless the
+# recipe sets its own; SOURCE_DATE_EPOCH is set in the stage from the prepared tree (rvport.build.render).
+BUILD_DIR = "/src"
+PREFIX_MAP_CFLAGS = (f"-ffile-prefix-map={BUILD_DIR}=.",)
+PREFIX_MAP_RUSTFLAGS = f"--remap-path-prefix={BUILD_DIR}=."
+# Kinds whose outputs are wheels: after the build, the stage repairs them to a manylinux tag (auditwheel).
+WHEEL_KINDS = frozenset({Kind.PYTHON_WHEEL, Kind.TORCH_WHEEL})
+MANYLINUX_CHOICES = ("auto", "off")       # or a policy: manylinux_2_X_riscv64 (given as 2_X on the command line)
 # Hosts whose native cross compilers can stand in for a riscv64 stage's own (accelerated mode).
 ACCELERATED_HOSTS = frozenset({"x86_64", "aarch64"})
 
@@ -51,6 +61,7 @@ class Request:
     tag: str = "local"
     jobs: int | None = None         # None: bounded by cores and memory
     builder: str | None = None
+    manylinux: str = "auto"         # wheel repair: auto, off, or a policy such as manylinux_2_31_riscv64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +77,7 @@ class Stage:
     depends: tuple[str, ...]        # recipe names, already earlier in the plan
     source_locations: Mapping[str, str]
     key: str                        # content address of the stage's inputs (dependencies' keys included)
+    tools: tuple[Tool, ...] = ()    # rvport's own pinned tools the stage runs (in /rvport/tools)
 
     @property
     def name(self) -> str:
@@ -87,6 +99,7 @@ class Stage:
             "outputs": [{"glob": o.glob, "type": o.type, "isa": o.isa} for o in r.outputs],
             "smoke": {"script": r.smoke, "debian": list(r.smoke_debian)} if r.smoke else None,
             "hermetic": r.hermetic,
+            "tools": [t.to_json() for t in self.tools],
         }
 
 
@@ -164,7 +177,7 @@ def decide_mode(recipe: Recipe, requested: Mode, host: HostFacts) -> tuple[Mode,
 def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[str, str]:
     ctx = {
         "RVPORT_PROFILE": profile.name, "RVPORT_MARCH": profile.march, "RVPORT_MABI": profile.mabi,
-        "RVPORT_CFLAGS": " ".join(profile.cflags), "RVPORT_VLEN": str(profile.vlen),
+        "RVPORT_CFLAGS": " ".join(profile.cflags + PREFIX_MAP_CFLAGS), "RVPORT_VLEN": str(profile.vlen),
         "RVPORT_JOBS": str(jobs), "RVPORT_VERSION": recipe.version, "RVPORT_OUT": "/out",
         "RVPORT_TRIPLE": TRIPLE, "RVPORT_RUST_TARGET": RUST_TARGET, "RVPORT_MODE": mode.value,
         **profile.knobs,
@@ -173,6 +186,7 @@ def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[s
     if mode is not Mode.CROSS:
         # every emulated process sees exactly the profile's ISA in /proc/cpuinfo (ignored natively)
         env["QEMU_CPU"] = profile.qemu_cpu
+    env["RUSTFLAGS"] = PREFIX_MAP_RUSTFLAGS
     for k, v in recipe.env.items():
         env[k] = expand(v, ctx)
     return env
@@ -204,7 +218,7 @@ def _resolve_order(cat: Catalogue, roots: Sequence[Recipe]) -> list[Recipe]:
 
 
 def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, str], commands: Sequence[str],
-              dep_keys: Sequence[str]) -> str:
+              dep_keys: Sequence[str], tools: Sequence[Tool] = ()) -> str:
     doc = {
         "recipe": recipe.ref, "kind": recipe.kind.value, "mode": mode.value, "profile": profile.to_json(),
         "sources": [s.to_json() for s in recipe.sources], "patches": [p.sha256 for p in recipe.patches],
@@ -213,6 +227,8 @@ def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, st
         "outputs": [(o.glob, o.type, o.isa) for o in recipe.outputs], "smoke": recipe.smoke,
         "smoke_debian": list(recipe.smoke_debian), "deps": list(dep_keys),
     }
+    if tools:
+        doc["tools"] = [[t.name, t.source.sha256, t.script_sha256] for t in tools]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -227,12 +243,14 @@ def make_plan(cat: Catalogue, req: Request, host: HostFacts,
     stages: list[Stage] = []
     keys: dict[str, str] = {}
     warnings: list[str] = []
+    repair = manylinux_platform(req.manylinux)
     for r in _resolve_order(cat, roots):
         mode, reason = decide_mode(r, req.mode, host)
         jobs = bound_jobs(r.kind, host, req.jobs)
         env = stage_env(r, req.profile, mode, jobs)
+        r, commands, tools = with_repair(r, env, r.build, repair)
         deps = tuple(d.partition("==")[0] for d in r.depends)
-        key = stage_key(r, req.profile, mode, env, r.build, [keys[d] for d in deps])
+        key = stage_key(r, req.profile, mode, env, commands, [keys[d] for d in deps], tools)
         keys[r.name] = key
         locations = {s.name: locate(s) for s in r.sources}
         unpinned = [s.name for s in r.sources if not s.pinned]
@@ -252,7 +270,32 @@ def make_plan(cat: Catalogue, req: Request, host: HostFacts,
         stages.append(Stage(
             recipe=r, mode=mode, mode_reason=reason,
             platform=host.platform if mode is Mode.CROSS else RISCV64,
-            emulated=mode in (Mode.QEMU, Mode.ACCELERATED), jobs=jobs, env=env, commands=r.build, depends=deps,
-            source_locations=locations, key=key,
+            emulated=mode in (Mode.QEMU, Mode.ACCELERATED), jobs=jobs, env=env, commands=commands, depends=deps,
+            source_locations=locations, key=key, tools=tools,
         ))
     return Plan(request=req, host=host, stages=tuple(stages), warnings=tuple(warnings))
+
+
+def manylinux_platform(choice: str) -> str | None:
+    """--manylinux: auto, off, 2_X or manylinux_2_X_riscv64 -> auditwheel's platform (None: no repair)."""
+    c = choice.strip()
+    if c == "off":
+        return None
+    if c == "auto":
+        return "auto"
+    m = re.fullmatch(r"(?:manylinux_)?(2_\d+)(?:_riscv64)?", c)
+    if not m:
+        raise UsageError(f"--manylinux {choice!r} is not auto, off or a policy such as 2_31",
+                         hint="riscv64 policies: 2_31, 2_34 ... 2_41 (manylinux_2_X_riscv64)")
+    return f"manylinux_{m.group(1)}_riscv64"
+
+
+def with_repair(recipe: Recipe, env: dict[str, str], commands: tuple[str, ...],
+                platform: str | None) -> tuple[Recipe, tuple[str, ...], tuple[Tool, ...]]:
+    """A wheel stage that repairs its wheels: its script runs after the build commands, and the pinned tool is
+    handed to the stage (what auditwheel needs from Debian is in the riscv64 base, debian-trixie.yaml)."""
+    if recipe.kind not in WHEEL_KINDS or platform is None:
+        return recipe, commands, ()
+    t = tool("auditwheel")
+    env["RVPORT_MANYLINUX"] = platform
+    return recipe, commands + (f"sh /rvport/tools/{t.script} {platform}",), (t,)

@@ -24,7 +24,7 @@ from rvport.catalogue.recipes import PinnedFile, Recipe
 from rvport.sources.cache import atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
 
-TREE_FORMAT = 1     # bump when the way trees are made changes, so old trees are not reused
+TREE_FORMAT = 2     # bump when the way trees are made changes, so old trees are not reused
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +109,7 @@ def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Pa
         else:
             dest = _inside(tree, f.source.dest or f"_deps/{f.source.name}", recipe)
             unpack(f.path, dest, name=f.filename, scratch=work)
+    epoch = source_epoch(tree)
     for pf in recipe.lockfiles:
         target = _inside(tree, pf.dest or pf.path.name, recipe)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -119,6 +120,29 @@ def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Pa
         vendor_crates(recipe, tree, options)
     elif recipe.vendor == "go":
         vendor_go_modules(recipe, tree, options)
+    clamp_mtimes(tree, epoch)
+
+
+def source_epoch(tree: Path) -> int:
+    """The newest modification time in the unpacked sources: the sdist's or archive's own member times."""
+    newest = 0
+    for root, dirs, files in os.walk(tree):
+        for name in files:
+            newest = max(newest, int(os.lstat(os.path.join(root, name)).st_mtime))
+    return newest
+
+
+def clamp_mtimes(tree: Path, epoch: int) -> None:
+    """Files that rvport added or changed (lock files, patched files, vendored crates) get no time later than
+    the sources' own, so the newest time in the tree is the same in every run: the build stage takes it as
+    SOURCE_DATE_EPOCH (reproducible wheels: zip member times, embedded dates)."""
+    for root, dirs, files in os.walk(tree):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            if os.lstat(path).st_mtime > epoch:
+                os.utime(path, (epoch, epoch), follow_symlinks=False)
+    if tree.stat().st_mtime > epoch:
+        os.utime(tree, (epoch, epoch))
 
 
 def _inside(tree: Path, rel: str, recipe: Recipe) -> Path:

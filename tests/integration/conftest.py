@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,27 @@ versions:
         url: https://example.invalid/{fname}
         sha256: {sha}
 """
+
+
+@functools.cache
+def _tool_files() -> tuple[tuple[str, Path], ...]:
+    """rvport's own pinned tools (auditwheel), fetched once per session from the package index by rvport's
+    fetcher and checked against their pins."""
+    from rvport.catalogue.tools import tools
+    from rvport.sources import Fetcher, fetch_options
+
+    opts = fetch_options(cache_dir=Path(tempfile.gettempdir()) / "rvport-test-tools")
+    with Fetcher(options=opts) as fetcher:
+        return tuple((got.filename, got.path) for got in (fetcher.fetch(t.source) for t in tools().values()))
+
+
+def offline_mirror(mirror: Path) -> Path:
+    """A mirror for an offline build of test recipes: with rvport's tools in it, as `rvport fetch --to` fills
+    one (a wheel stage repairs its wheels with the pinned auditwheel)."""
+    mirror.mkdir(parents=True, exist_ok=True)
+    for name, path in _tool_files():
+        shutil.copyfile(path, mirror / name)
+    return mirror
 
 
 def rvport(*args: str, env: dict | None = None, timeout: float = 3000, **kw) -> subprocess.CompletedProcess:

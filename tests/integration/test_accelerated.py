@@ -19,7 +19,7 @@ from elftools.elf.elffile import ELFFile
 
 from rvport import manifest
 
-from .conftest import ONE_TARBALL, rvport, tarball
+from .conftest import ONE_TARBALL, offline_mirror, rvport, tarball
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
 
@@ -123,7 +123,7 @@ def test_a_build_that_adds_headers_to_usr_local_include_is_refused(engine, tmp_p
     import uuid
 
     mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
-    mirror.mkdir()
+    offline_mirror(mirror)
     recipes.mkdir()
     f, sha = tarball("lateheader-1.0.0", {"README": "adds a header late\n"}, mirror)
     nonce = uuid.uuid4().hex[:12]   # BuildKit must run the step
@@ -188,7 +188,7 @@ def test_lto_builds_link_through_the_native_lto_plugin_and_match_plain_emulation
 
     nonce_int = int(uuid.uuid4().hex[:6], 16)   # new sources each run: BuildKit and the artifact cache must build
     mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
-    mirror.mkdir()
+    offline_mirror(mirror)
     recipes.mkdir()
     files = {k: v.format(nonce_int=nonce_int) if k == "poly.c" else v for k, v in LTO_FILES.items()}
     f, sha = tarball("ltoext-1.0.0", files, mirror)

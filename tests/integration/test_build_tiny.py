@@ -16,7 +16,7 @@ import pytest
 
 from rvport import manifest
 
-from .conftest import ONE_TARBALL, rvport, tarball
+from .conftest import ONE_TARBALL, offline_mirror, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +91,7 @@ outputs:
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny")
     mirror, recipes = root / "mirror", root / "recipes"
-    mirror.mkdir()
+    offline_mirror(mirror)
     recipes.mkdir()
     f, s = tarball("tinyrust-1.0.0", RUST, mirror)
     (recipes / "tinyrust.yaml").write_text(RUST_RECIPE.format(fname=f, sha=s))

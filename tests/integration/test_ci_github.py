@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from .conftest import rvport, tarball
+from .conftest import offline_mirror, rvport, tarball
 from .test_build_tiny import FAIL_RECIPE
 
 pytestmark = pytest.mark.integration
@@ -49,7 +49,7 @@ def test_github_step_summary_groups_and_junit_from_a_cached_build(engine, tmp_pa
 
 def test_a_failing_stage_in_junit_and_summary(engine, tmp_path):
     mirror, recipes, out = tmp_path / "mirror", tmp_path / "recipes", tmp_path / "out"
-    mirror.mkdir()
+    offline_mirror(mirror)
     recipes.mkdir()
     fname, sha = tarball("broken-1.0.0", {"README": "nothing to build\n"}, mirror)
     (recipes / "broken.yaml").write_text(FAIL_RECIPE.format(name="broken", cmd="exit 3", fname=fname, sha=sha))

@@ -12,7 +12,7 @@ import pytest
 from rvport import manifest
 from rvport.verify.elf import read_elf_bytes
 
-from .conftest import ONE_TARBALL, rvport, tarball
+from .conftest import ONE_TARBALL, offline_mirror, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
@@ -90,7 +90,7 @@ smoke:
 
 def test_cxx_rvv_extension_for_rvv256(engine, tmp_path):
     mirror, recipes, out = tmp_path / "mirror", tmp_path / "recipes", tmp_path / "out"
-    mirror.mkdir()
+    offline_mirror(mirror)
     recipes.mkdir()
     f, s = tarball("rvvdot-1.0.0", PROJECT, mirror)
     (recipes / "rvvdot.yaml").write_text(RECIPE.format(fname=f, sha=s))

@@ -87,7 +87,8 @@ def test_cross_for_a_wheel_is_refused(cat):
 def test_profile_flags_and_knobs_are_expanded(cat):
     p = plan(cat, "msgspec", "vllm", profile="rvv128")
     env = p.stage("msgspec").env
-    assert env["CFLAGS"] == "-O2 -march=rv64gcv_zvfh_zvl128b -mabi=lp64d"
+    assert env["CFLAGS"] == "-O2 -march=rv64gcv_zvfh_zvl128b -mabi=lp64d -ffile-prefix-map=/src=."
+    assert env["RUSTFLAGS"] == "--remap-path-prefix=/src=."
     assert env["QEMU_CPU"].startswith("rv64,v=true,vlen=128")
     assert "zvfbfmin=false" in env["QEMU_CPU"]
     venv = p.stage("vllm").env

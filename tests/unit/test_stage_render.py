@@ -71,7 +71,7 @@ def test_vllm_flags_per_profile(cat, profile):
         assert e["CMAKE_ARGS"] == f"-DVLLM_RVV_VLEN={VLEN[profile]} -DFETCHCONTENT_FULLY_DISCONNECTED=ON"
         assert e["VLLM_RVV_VLEN"] == VLEN[profile]
         assert e["QEMU_CPU"] == p.qemu_cpu
-        assert e["CFLAGS"] == e["CXXFLAGS"] == f"-O2 -march={p.march} -mabi=lp64d"
+        assert e["CFLAGS"] == e["CXXFLAGS"] == f"-O2 -march={p.march} -mabi=lp64d -ffile-prefix-map=/src=."
         if profile == "rvv256-bf16":
             assert e["VLLM_CPU_RVV_BF16"] == "1"
         else:
@@ -100,7 +100,7 @@ def test_torch_stage(cat):
     assert r.template == "build.Dockerfile"
     assert env["MAX_JOBS"] == env["CMAKE_BUILD_PARALLEL_LEVEL"] == str(st.jobs)
     assert env["PYTORCH_BUILD_VERSION"] == "2.14.0" and env["USE_CUDA"] == "0" and env["USE_GLOO"] == "1"
-    assert env["CFLAGS"] == "-O2 -march=rv64gcv_zvfh_zvl256b -mabi=lp64d"
+    assert env["CFLAGS"] == "-O2 -march=rv64gcv_zvfh_zvl256b -mabi=lp64d -ffile-prefix-map=/src=."
 
 
 def test_glide_ffi_cross_stage(cat):

@@ -11,6 +11,7 @@ RUN sh -eu /opt/xtc/setup.sh
 ENV PATH=/opt/xtc/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin RVPORT_ACCELERATED=@@XTC_PLATFORM@@
 COPY src/ /src/
 COPY deps/ /deps/
+COPY tools/ /rvport/tools/
 COPY rvport-build.sh /rvport/build.sh
 WORKDIR /src
 RUN --mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \

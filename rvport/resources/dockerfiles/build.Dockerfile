@@ -7,6 +7,7 @@ FROM @@TOOLCHAIN@@ AS build
 ENV PATH=/usr/lib/ccache:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin CCACHE_DIR=/root/.ccache
 COPY src/ /src/
 COPY deps/ /deps/
+COPY tools/ /rvport/tools/
 COPY rvport-build.sh /rvport/build.sh
 WORKDIR /src
 RUN --mount=type=cache,id=rvport-ccache-@@PROFILE@@,target=/root/.ccache \

@@ -6,6 +6,7 @@ FROM @@TOOLCHAIN@@ AS build
 @@ENV@@
 COPY src/ /src/
 COPY deps/ /deps/
+COPY tools/ /rvport/tools/
 COPY rvport-build.sh /rvport/build.sh
 WORKDIR /src
 RUN --mount=type=cache,id=rvport-go-cross-@@PROFILE@@,target=/root/.cache/go-build \

@@ -1,0 +1,104 @@
+"""`rvport reproduce`: build the same plan twice from nothing and show whether the artifacts are bit-identical.
+
+Each build gets a fresh cache directory (sources fetched again, trees prepared again, no artifact cache) and
+BuildKit's --no-cache, so nothing of the first build can stand in for the second. Images (bases, toolchains)
+are inputs, not outputs, and are reused. The comparison is rvport.verify.compare: per artifact sha256, and
+where two differ, the wheel members, archive members and ELF sections that do.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from rvport import manifest
+from rvport.cli.console import ui
+from rvport.cli.sources import CA_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
+from rvport.errors import UsageError, VerifyFailed
+
+REPORT_SCHEMA = 1
+
+
+def reproduce(
+    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    profile: str = typer.Option("rvv256", "--profile", "-p", help="Target profile: rv64gc, rvv128, rvv256, rvv256-bf16."),
+    mode: str = typer.Option("auto", "--mode", "-m", help="auto, native, qemu, cross or accelerated (the same in both builds)."),
+    output: Path = typer.Option(Path("reproduce"), "--output", "-o",
+                                help="Directory for both builds (first/, second/) and reproduce.json."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Parallel compile jobs."),
+    builder: Optional[str] = typer.Option(None, "--builder", help="A buildx builder."),
+    no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
+    manylinux: str = typer.Option("auto", "--manylinux", metavar="auto|off|2_X",
+                                  help="Repair wheels to a manylinux tag (auditwheel), as in build."),
+    recipes_dir: Optional[list[Path]] = RECIPES_OPT, mirror: Optional[Path] = MIRROR_OPT,
+    offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
+) -> None:
+    """Build RECIPES twice from nothing and compare the artifacts bit for bit (exit 1 when any differs)."""
+    from rvport.build.runner import BuildOptions, Runner
+    from rvport.catalogue.profiles import get_profile
+    from rvport.catalogue.recipes import load_catalogue
+    from rvport.cli.progress import reporter
+    from rvport.host import gather
+    from rvport.plan.planner import Mode, Request, make_plan
+    from rvport.sources import fetch_options, locate
+    from rvport.verify.compare import compare_dirs
+
+    if not recipes:
+        raise UsageError("name the recipes to rebuild", hint="e.g. rvport reproduce msgspec")
+    try:
+        mode_v = Mode(mode)
+    except ValueError:
+        raise UsageError(f"unknown mode {mode!r}", hint="choose auto, native, qemu, cross or accelerated") from None
+    cat = load_catalogue(recipes_dir)
+    req = Request(refs=tuple(recipes), profile=get_profile(profile), mode=mode_v, tag="reproduce", jobs=jobs,
+                  builder=builder, manylinux=manylinux)
+    u = ui()
+    dirs = {}
+    for run in ("first", "second"):
+        out = output / run
+        shutil.rmtree(out, ignore_errors=True)       # from nothing: its own fresh cache directory too
+        out.mkdir(parents=True)
+        fopts = fetch_options(cache_dir=out / "cache", mirror=mirror, offline=offline, ca=ca_bundle)
+        plan = make_plan(cat, req, gather(),
+                         locate=lambda s, f=fopts: str(locate(s, f.cache, f.mirror, offline=f.offline)))
+        manifest.write(out / "plan.json", plan.to_json())
+        u.console.print(f"{run} build of {', '.join(s.recipe.ref for s in plan.stages)} "
+                        f"(fresh cache {out / 'cache'}, no BuildKit cache)", markup=False)
+        rep = reporter(u.err, u.ci, u.live)
+        for s in plan.stages:
+            rep.add(s.name, s.mode.value)
+        opts = BuildOptions(output=out, fetch=fopts, builder=builder, smoke=not no_smoke, no_cache=True)
+        with rep:
+            Runner(plan, opts, rep).run()
+        dirs[run] = out / "artifacts"
+    result = compare_dirs(dirs["first"], dirs["second"])
+    doc = {"schema": REPORT_SCHEMA, "kind": "rvport-reproduce", "profile": profile, "mode": mode,
+           "recipes": list(recipes), **result.to_json()}
+    path = manifest.write(output / "reproduce.json", doc)
+    u.console.print(_table(result))
+    u.console.print(f"wrote {path}", markup=False)
+    if not result.ok:
+        raise VerifyFailed(f"{len(result.differences)} artifact(s) differ between two builds from nothing",
+                           hint=f"the members and sections that differ are listed above and in {path}")
+    u.console.print(f"[green]reproducible:[/] {len(result.identical)} artifact(s) bit-identical in two builds")
+
+
+def _table(result) -> Table:
+    t = Table(title="two builds from nothing", title_justify="left")
+    for col in ("artifact", "sha256", "result"):
+        t.add_column(col, overflow="fold")
+    for name, sha in result.identical:
+        t.add_row(escape(name), sha, "[green]identical[/]")
+    for d in result.differences:
+        t.add_row(escape(d.artifact), f"{d.first or '-'}\n{d.second or '-'}",
+                  "[red]differs[/]\n" + escape("\n".join(d.details)))
+    return t
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reproduce")(reproduce)
