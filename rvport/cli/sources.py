@@ -36,13 +36,14 @@ def _size(n: int) -> str:
 
 def _table(rows: list[tuple[str, Fetched]]) -> Table:
     t = Table(title="sources", show_lines=False)
-    trees = any(f.tree or f.source.tree for _, f in rows)
-    for col in ("recipe", "source", "from", "sha256", *(("tree",) if trees else ()), "size"):
-        t.add_column(col, justify="right" if col == "size" else "left", no_wrap=col in ("sha256", "tree"))
+    for col in ("recipe", "source", "from", "sha256", "size"):
+        t.add_column(col, justify="right" if col == "size" else "left", no_wrap=col == "sha256")
     for ref, f in rows:
         digest = f.sha256 + (" (recorded)" if f.recorded else "")
-        tree = (f.tree or f.source.tree or "",) if trees else ()
-        t.add_row(ref, f.source.name, f.origin, digest, *tree, _size(f.size))
+        tree = f.tree or f.source.tree
+        if tree:                    # the pin of a git source: its archive's bytes vary, its tree does not
+            digest += f"\ntree {tree}"
+        t.add_row(ref, f.source.name, f.origin, digest, _size(f.size))
     return t
 
 
