@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Mapping
 
 from packaging.version import InvalidVersion, Version
@@ -41,7 +41,7 @@ class SourceKind(StrEnum):
 class Source:
     name: str
     kind: SourceKind
-    sha256: str | None            # None: to be recorded on first verified fetch (`rvport pin`)
+    sha256: str | None            # the archive's digest; None: pinned by `tree`, or to be recorded (`rvport pin`)
     url: str | None = None        # for url sources
     project: str | None = None    # for pypi sources
     version: str | None = None
@@ -52,11 +52,13 @@ class Source:
     recorded: str | None = None   # date the digest was recorded by rvport, if it was
     dest: str | None = None       # where it is unpacked inside the source tree (None: it is the tree)
     cmake_var: str | None = None  # handed to CMake as -D<var>=<dir> (FetchContent source dirs)
+    tree: str | None = None       # "sha256:<hex>": the digest of the unpacked tree (docs/sources.md)
+    exclude: tuple[str, ...] = () # paths left out of the tree digest, and removed from the prepared tree
     line: int | None = None
 
     @property
     def pinned(self) -> bool:
-        return self.sha256 is not None
+        return self.sha256 is not None or self.tree is not None
 
     @property
     def archive_name(self) -> str:
@@ -86,12 +88,15 @@ class Source:
 
     def to_json(self) -> dict:
         d = {"name": self.name, "kind": self.kind.value, "origin": self.origin, "archive": self.archive_name,
-             "sha256": self.sha256 or "to be recorded on first verified fetch"}
+             "sha256": self.sha256 or ("pinned by its tree digest" if self.tree
+                                       else "to be recorded on first verified fetch")}
         for k in ("url", "project", "version", "filename", "repo", "commit", "tag", "recorded", "dest",
-                  "cmake_var"):
+                  "cmake_var", "tree"):
             v = getattr(self, k)
             if v is not None:
                 d[k] = v
+        if self.exclude:
+            d["exclude"] = list(self.exclude)
         if self.fetch_url:
             d["fetch_url"] = self.fetch_url
         return d
@@ -173,9 +178,20 @@ def default_recipes_dir() -> Path:
     return resources.builtin("recipes")
 
 
-def _source(d: LDict) -> Source:
+def _source(d: LDict, file: str, problems: list[Problem]) -> Source:
     common = dict(name=d["name"], sha256=d.get("sha256"), dest=d.get("dest"), cmake_var=d.get("cmake_var"),
-                  recorded=(d.get("recorded") or {}).get("date"), line=d.line)
+                  recorded=(d.get("recorded") or {}).get("date"), tree=d.get("tree"),
+                  exclude=tuple(d.get("exclude", ())), line=d.line)
+    if common["exclude"] and not common["tree"]:
+        problems.append(Problem(message=f"source {d['name']!r}: exclude needs a tree digest (tree: sha256:...)",
+                                file=file, line=line_of(d, "exclude"),
+                                hint="exclude leaves paths out of the tree digest; without `tree:` it means nothing"))
+    for i, path in enumerate(common["exclude"]):
+        p = PurePosixPath(path)
+        if not path.strip() or p.is_absolute() or ".." in p.parts or str(p) == ".":
+            problems.append(Problem(message=f"source {d['name']!r}: exclude {path!r} is not a path inside the tree",
+                                    file=file, line=line_of(d["exclude"], i) or d.line,
+                                    hint="write a path relative to the source's top directory, e.g. go/rustbin/"))
     if "pypi" in d:
         p = d["pypi"]
         return Source(kind=SourceKind.PYPI, project=p["project"], version=p["version"],
@@ -236,7 +252,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
         env = {**(doc.get("env") or {}), **(v.get("env") or {})}
         recipes.append(Recipe(
             name=doc["name"], version=v["version"], kind=Kind(doc["kind"]), description=doc.get("description", ""),
-            file=path, sources=tuple(_source(s) for s in v["sources"]),
+            file=path, sources=tuple(_source(s, file, problems) for s in v["sources"]),
             patches=tuple(_pinned(p, root, file, problems) for p in v.get("patches", [])),
             lockfiles=tuple(_pinned(p, root, file, problems) for p in v.get("lockfiles", [])),
             vendor=v.get("vendor"), depends=tuple(v.get("depends", [])),

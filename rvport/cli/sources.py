@@ -42,6 +42,9 @@ def _table(rows: list[tuple[str, Fetched]]) -> Table:
         t.add_column(col, justify="right" if col == "size" else "left", no_wrap=col == "sha256")
     for ref, f in rows:
         digest = f.sha256 + (" (recorded)" if f.recorded else "")
+        tree = f.tree or f.source.tree
+        if tree:                    # the pin of a git source: its archive's bytes vary, its tree does not
+            digest += f"\ntree {tree}"
         t.add_row(ref, f.source.name, f.origin, digest, _size(f.size))
     return t
 
@@ -62,25 +65,35 @@ def fetch(
     all_: bool = typer.Option(False, "--all", help="Every version of every recipe."),
     to: Optional[Path] = typer.Option(None, "--to", help="Also copy every source into this mirror directory."),
     tree: bool = typer.Option(False, "--tree", help="Also prepare the source trees (patches, vendored crates)."),
+    from_git: Optional[list[Path]] = typer.Option(
+        None, "--from-git", metavar="CLONE",
+        help="Take git sources from this local clone (or git bundle) at their pinned commit instead of the mirror "
+             "or the network; checked against their tree digest (repeatable). With --to, fills a mirror."),
     cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT,
     offline: bool = OFFLINE_OPT,
     ca_bundle: Optional[Path] = CA_OPT,
     recipes_dir: Optional[list[Path]] = RECIPES_OPT,
 ) -> None:
-    """Download and verify sources (SHA256) into the cache; optionally fill a mirror for offline hosts."""
+    """Download and verify sources (SHA256, tree digests) into the cache; optionally fill a mirror for offline hosts."""
     selected = _select(list(recipes or []), all_, recipes_dir)
-    opts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle, to=to)
+    opts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle, to=to,
+                         from_git=from_git or ())
     u = ui()
     rows: list[tuple[str, Fetched]] = []
     try:
         with Fetcher(options=opts) as fetcher:
             for r in selected:
-                for s in r.sources:
-                    rows.append((r.ref, fetcher.fetch(s)))
                 if tree:
+                    # unpacking checks each archive while reading it; a reused tree reads none, so check those here
                     pt = prepare_tree(r, opts, fetcher=fetcher)
+                    rows += [(r.ref, fetcher.check(f)) for f in pt.fetched]
                     u.err.print(f"{r.ref}: tree {'reused' if pt.reused else 'prepared'} at {pt.path}")
+                else:
+                    rows += [(r.ref, fetcher.fetch(s)) for s in r.sources]
+                for _, f in rows[-len(r.sources):]:
+                    if f.note:
+                        u.err.print(f"warning: {f.note}")
             # the tools wheel stages run (auditwheel), so a mirror serves an offline build whole
             if any(r.kind in WHEEL_KINDS for r in selected):
                 for name, tl in sorted(tools().items()):
@@ -102,16 +115,17 @@ def pin(
     ca_bundle: Optional[Path] = CA_OPT,
     recipes_dir: Optional[list[Path]] = RECIPES_OPT,
 ) -> None:
-    """Record the SHA256 of sources without a published digest in the recipe YAML (later fetches must match)."""
+    """Record the digest of sources without a published one in your recipe YAML (later fetches must match): the
+    SHA256 of an archive, the tree digest of a git source."""
     r = load_catalogue(recipes_dir).resolve(recipe)
     opts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle)
     pinned = pin_recipe(r, opts)
     u = ui()
     if not pinned:
-        u.err.print(f"{r.ref}: every source already has a sha256; nothing to pin")
+        u.err.print(f"{r.ref}: every source is already pinned; nothing to pin")
         return
     for p in pinned:
-        u.console.print(f"{r.ref}: {p.source}: sha256 {p.sha256} written to {p.file}:{p.line}")
+        u.console.print(f"{r.ref}: {p.source}: {p.key} {p.sha256} written to {p.file}:{p.line}")
 
 
 def register(app: typer.Typer) -> None:

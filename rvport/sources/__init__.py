@@ -2,11 +2,13 @@
 
 Public API (what the planner and the build runner call):
 
-    fetch_options(cache_dir=, mirror=, offline=, ca=, to=) -> FetchOptions
+    fetch_options(cache_dir=, mirror=, offline=, ca=, to=, from_git=) -> FetchOptions
     locate(source, cache, mirror, offline=False) -> "cache" | "mirror" | "network" | "missing"
     fetch_source(source, options) -> Fetched              fetch_sources(sources, options) -> list[Fetched]
     prepare_tree(recipe, options) -> PreparedTree         the build context for docker buildx
     pin_recipe(recipe, options) -> list[Pinned]           record digests of unpinned sources in the YAML
+    tree_digest(dir, exclude) -> "sha256:<hex>"           the canonical tree digest (docs/sources.md)
+    archive_tree(path, name=, exclude=) -> "sha256:<hex>" the same, read from an archive as a stream
     ca_bundle(explicit=None) -> Path                      the CA bundle every request verifies with
     ca_bundle_env(path_in_stage) -> dict[str, str]        env vars that make build stages trust it
     default_cache_dir() -> Path
@@ -14,7 +16,8 @@ Public API (what the planner and the build runner call):
 See docs/sources.md for the cache and mirror layouts.
 """
 
-from rvport.sources.cache import Cache, default_cache_dir, sha256_file
+from rvport.sources.archive import archive_tree
+from rvport.sources.cache import Cache, CorruptEntry, default_cache_dir, open_blob, sha256_file
 from rvport.sources.fetch import (
     Fetched,
     Fetcher,
@@ -31,11 +34,12 @@ from rvport.sources.fetch import (
 from rvport.sources.pin import Pinned, insert_pin, pin_recipe
 from rvport.sources.pypi import IndexConfig, find_sdist, index_config, parse_pip_config_list, parse_simple_page
 from rvport.sources.tree import PreparedTree, apply_patch, prepare_tree, tree_key, unpack, vendor_crates, verify_pinned
+from rvport.sources.treehash import tree_digest
 
 __all__ = [
-    "Cache", "FetchOptions", "Fetched", "Fetcher", "IndexConfig", "Pinned", "PreparedTree", "apply_patch",
-    "ca_bundle", "ca_bundle_env", "default_cache_dir", "fetch_options", "fetch_source", "fetch_sources",
+    "Cache", "CorruptEntry", "FetchOptions", "Fetched", "Fetcher", "IndexConfig", "Pinned", "PreparedTree", "apply_patch",
+    "archive_tree", "ca_bundle", "ca_bundle_env", "default_cache_dir", "fetch_options", "fetch_source", "fetch_sources",
     "fill_mirror", "find_sdist", "index_config", "insert_pin", "locate", "mirror_candidates",
-    "parse_pip_config_list", "parse_simple_page", "pin_recipe", "prepare_tree", "sha256_file", "tree_key",
+    "open_blob", "parse_pip_config_list", "parse_simple_page", "pin_recipe", "prepare_tree", "sha256_file", "tree_digest", "tree_key",
     "unpack", "vendor_crates", "verify_pinned",
 ]

@@ -15,15 +15,16 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import io
 import json
 import os
 import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
 
-from rvport.errors import HostNotReady
+from rvport.errors import HostNotReady, IntegrityError
 from rvport.catalogue.recipes import Source
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -49,6 +50,70 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+class CorruptEntry(IntegrityError):
+    """A cache entry whose bytes are not what its name (their sha256) says.
+
+    Raised by whoever read it (a check, an unpacking, a copy into a mirror); the fetcher then removes the entry
+    and fetches the source again (`Fetcher.refetch`), or, when it cannot, reports this error (exit code 4).
+    """
+
+    def __init__(self, path: Path, actual: str, *, inode: int | None = None):
+        super().__init__(f"cache entry {path} is corrupt: its sha256 is {actual}, not the {path.name} its name "
+                         "says", hint="it is removed and fetched again; if this repeats, check the disk")
+        self.path = path
+        self.actual = actual
+        self.inode = inode
+
+
+class HashingReader(io.RawIOBase):
+    """A read-only stream over a file that hashes every byte read; `verify()` reads what is left and checks."""
+
+    def __init__(self, f: IO[bytes]):
+        super().__init__()
+        self._f = f
+        self._h = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[no-untyped-def, override]
+        n = self._f.readinto(b) or 0
+        if n:
+            self._h.update(memoryview(b)[:n])
+            self.size += n
+        return n
+
+    def drain(self) -> str:
+        """Read to the end (archive readers may stop before it) and return the hex digest of every byte."""
+        while self.read(CHUNK):
+            pass
+        return self._h.hexdigest()
+
+
+@contextlib.contextmanager
+def open_blob(path: Path) -> Iterator[HashingReader]:
+    """Read a cache entry as a stream, checking on the way that its bytes are what its name says.
+
+    The check happens when the block ends without an error: whatever the block did not read is read then, so
+    it costs no second pass over the file. A mismatch raises CorruptEntry (also when the block itself failed,
+    e.g. because the corrupt bytes did not unpack: the corruption is the cause worth reporting).
+    """
+    with open(path, "rb") as f:
+        inode = os.fstat(f.fileno()).st_ino
+        reader = HashingReader(f)
+        try:
+            yield reader
+        except Exception:
+            actual = reader.drain()
+            if actual != path.name:
+                raise CorruptEntry(path, actual, inode=inode) from None
+            raise
+        actual = reader.drain()
+        if actual != path.name:
+            raise CorruptEntry(path, actual, inode=inode)
+
+
 def origin_key(source: Source) -> str:
     """A stable key for a source that has no digest yet: the digest of its origin."""
     return hashlib.sha256(source.origin.encode()).hexdigest()
@@ -67,7 +132,11 @@ class Cache:
         return self.root / "refs" / f"{origin_key(source)}.json"
 
     def read_ref(self, source: Source) -> str | None:
-        """The digest recorded for an unpinned source, if its blob is still present."""
+        """The archive digest recorded for a source without an archive pin, if its blob is still present.
+
+        For a source pinned by its tree digest the ref must name that same tree (it was written only after the
+        archive's tree matched it), so a changed tree pin never reuses an archive checked against the old one.
+        """
         try:
             doc = json.loads(self.ref_path(source).read_text())
         except (OSError, ValueError):
@@ -75,10 +144,14 @@ class Cache:
         digest = doc.get("sha256", "")
         if doc.get("origin") != source.origin or not HEX64.match(digest) or not self.blob(digest).is_file():
             return None
+        if source.tree and doc.get("tree") != source.tree:
+            return None
         return digest
 
-    def write_ref(self, source: Source, sha256: str, *, date: str) -> None:
+    def write_ref(self, source: Source, sha256: str, *, date: str, tree: str | None = None) -> None:
         doc = {"origin": source.origin, "sha256": sha256, "recorded": date}
+        if tree:
+            doc["tree"] = tree
         atomic_write_text(self.ref_path(source), json.dumps(doc, sort_keys=True, indent=2) + "\n")
 
     def lookup(self, source: Source) -> Path | None:
@@ -87,6 +160,21 @@ class Cache:
         if digest and self.blob(digest).is_file():
             return self.blob(digest)
         return None
+
+    def discard(self, err: CorruptEntry) -> bool:
+        """Remove a corrupt entry, unless it was replaced meanwhile (another process fetched it again).
+
+        Call with the entry's lock held. Returns True when the file was removed.
+        """
+        try:
+            st = os.stat(err.path)
+        except FileNotFoundError:
+            return False
+        if err.inode is not None and st.st_ino != err.inode:
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(err.path)
+        return True
 
     def tree(self, key: str) -> Path:
         return self.root / "trees" / key

@@ -1,8 +1,14 @@
-"""Fetching sources: cache, then mirror, then network; SHA256 checked while the bytes stream.
+"""Fetching sources: cache, then (git clones,) mirror, then network; SHA256 checked while the bytes stream.
 
 Every download goes to <cache>/tmp/<lock>.part under an exclusive per-digest lock, is verified, and is renamed
 to <cache>/sha256/<hex>. A mismatch deletes the file and raises IntegrityError; nothing partial is ever read
-as a cache entry.
+as a cache entry. A source pinned by its tree digest (`tree:`) is also checked for that digest before it enters
+the cache.
+
+A cache entry is checked again whenever it is used (its bytes must be what its name says): read whole when
+`fetch` reports it, or hashed while it is unpacked or copied into a mirror (`check=False` hands the check to
+that reader, which calls `Fetcher.refetch` on a mismatch). A corrupt entry is removed and fetched again; when
+it cannot be (offline, no mirror copy) the run stops with exit code 4.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import datetime as dt
 import hashlib
 import logging
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,12 +30,15 @@ from packaging.utils import canonicalize_name
 from rvport import __version__
 from rvport.errors import IntegrityError, RvportError, SourceUnavailable, UsageError
 from rvport.catalogue.recipes import Source, SourceKind
-from rvport.sources.cache import CHUNK, HEX64, Cache, atomic_copy, default_cache_dir, origin_key
+from rvport.sources import gitsrc
+from rvport.sources.archive import archive_tree, tree_mismatch
+from rvport.sources.cache import CHUNK, HEX64, Cache, CorruptEntry, default_cache_dir, open_blob, origin_key
 from rvport.sources.pypi import IndexConfig, find_sdist, index_config
 
 log = logging.getLogger("rvport.sources")
 
 Where = Literal["cache", "mirror", "network", "missing"]
+Origin = Literal["cache", "mirror", "network", "clone"]
 SYSTEM_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CA_ENV_VARS = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "PIP_CERT", "CURL_CA_BUNDLE")
 
@@ -81,6 +91,7 @@ class FetchOptions:
     offline: bool = False               # never touch the network
     ca_bundle: Path | None = None       # None: chosen by ca_bundle() when first needed
     fill_mirror: Path | None = None     # `fetch --to DIR`: also copy every file into this mirror
+    git_clones: tuple[Path, ...] = ()   # `fetch --from-git`: git sources come from these clones or bundles
     index: IndexConfig | None = None    # None: read from pip's configuration when first needed
     connect_timeout: float = 20.0
     read_timeout: float = 60.0
@@ -90,7 +101,8 @@ class FetchOptions:
 
 def fetch_options(*, cache_dir: str | os.PathLike[str] | None = None, mirror: str | os.PathLike[str] | None = None,
                   offline: bool = False, ca: str | os.PathLike[str] | None = None,
-                  to: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> FetchOptions:
+                  to: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
+                  from_git: Sequence[str | os.PathLike[str]] = ()) -> FetchOptions:
     """Options from CLI values, falling back to RVPORT_CACHE_DIR / RVPORT_MIRROR / RVPORT_OFFLINE."""
     env = dict(os.environ) if env is None else dict(env)
     root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir(env)
@@ -102,7 +114,8 @@ def fetch_options(*, cache_dir: str | os.PathLike[str] | None = None, mirror: st
     offline = offline or env.get("RVPORT_OFFLINE", "").lower() in ("1", "true", "yes")
     return FetchOptions(cache=Cache(root=root), mirror=mirror_path, offline=offline,
                         ca_bundle=ca_bundle(ca, env) if ca else None,
-                        fill_mirror=Path(to).expanduser() if to else None)
+                        fill_mirror=Path(to).expanduser() if to else None,
+                        git_clones=tuple(gitsrc.check_clone(Path(g)) for g in from_git))
 
 
 # --------------------------------------------------------------------------------------------- results
@@ -113,10 +126,13 @@ class Fetched:
     path: Path                                  # the verified blob in the cache
     sha256: str
     size: int
-    origin: Literal["cache", "mirror", "network"]
+    origin: Origin                              # "clone": `fetch --from-git`
     filename: str                               # the archive's name (upstream's, when known)
     url: str | None = None                      # what was downloaded, when it came from the network
     recorded: bool = False                      # True: the source had no pin; this digest was just recorded
+    tree: str | None = None                     # the tree digest checked on the way into the cache, if any
+    verified: bool = True                       # False: a cache hit whose bytes are still to be checked
+    note: str | None = None                     # something the user should hear (a corrupt entry replaced)
 
     def to_json(self) -> dict:
         d = {"name": self.source.name, "origin": self.source.origin, "from": self.origin, "sha256": self.sha256,
@@ -125,6 +141,8 @@ class Fetched:
             d["url"] = self.url
         if self.recorded:
             d["recorded"] = True
+        if self.tree or self.source.tree:
+            d["tree"] = self.tree or self.source.tree
         return d
 
 
@@ -140,6 +158,10 @@ def mirror_candidates(source: Source, mirror: Path, sha256: str | None = None) -
     if source.kind is SourceKind.PYPI and source.project and not source.filename:
         # PEP 625 sdist names use the normalised project name with underscores
         names.append(f"{canonicalize_name(source.project).replace('-', '_')}-{source.version}.tar.gz")
+    if source.kind is SourceKind.GIT:
+        # a `git archive` tarball, a bundle of this commit, a bundle of the repository
+        stem = source.archive_name.removesuffix(".tar.gz")
+        names += [f"{stem}.tar", f"{stem}.bundle", f"{stem.removesuffix('-' + (source.commit or ''))}.bundle"]
     out += [mirror / n for n in dict.fromkeys(names)]
     return out
 
@@ -223,63 +245,165 @@ class Fetcher:
         self.close()
 
     # ---------------------------------------------------------------- one source
-    def fetch(self, source: Source) -> Fetched:
-        opts, cache = self.options, self.options.cache
-        lockname = source.sha256 or f"origin-{origin_key(source)}"
-        with cache.lock(lockname):
-            hit = cache.lookup(source)
-            if hit is not None:
-                result = Fetched(source=source, path=hit, sha256=hit.name, size=hit.stat().st_size, origin="cache",
-                                 filename=source.archive_name)
-            else:
-                result = self._get_into_cache(source, lockname)
-        if opts.fill_mirror is not None:
-            fill_mirror(result, opts.fill_mirror)
+    def fetch(self, source: Source, *, check: bool = True) -> Fetched:
+        """The source's verified archive in the cache (and in the mirror being filled, with --to).
+
+        A cache hit is read whole to check it, unless check=False: then it comes back with verified=False and
+        the caller must read it through `open_blob` (unpacking does) and call `refetch` on a CorruptEntry.
+        Filling a mirror checks the bytes while it copies them.
+        """
+        to = self.options.fill_mirror
+        result = self._fetch(source, check=check and to is None)
+        if to is not None:
+            try:
+                fill_mirror(result, to)
+            except CorruptEntry as e:
+                result = self.refetch(result, e)
+                fill_mirror(result, to)
+            result = replace(result, verified=True)
         return result
 
-    def _get_into_cache(self, source: Source, lockname: str) -> Fetched:
+    def check(self, fetched: Fetched) -> Fetched:
+        """Check a cache hit returned unchecked (one read); a corrupt one is removed and fetched again."""
+        if fetched.verified:
+            return fetched
+        try:
+            with open_blob(fetched.path):
+                pass
+        except CorruptEntry as e:
+            return self.refetch(fetched, e)
+        return replace(fetched, verified=True)
+
+    def refetch(self, fetched: Fetched, err: CorruptEntry) -> Fetched:
+        """After a reader found `fetched` corrupt: remove the entry and fetch the source again."""
+        source, cache = fetched.source, self.options.cache
+        lockname = _lockname(source)
+        with cache.lock(lockname):
+            cache.discard(err)
+            return self._fetch_locked(source, lockname, check=True, corrupt=err)
+
+    def _fetch(self, source: Source, *, check: bool) -> Fetched:
+        lockname = _lockname(source)
+        with self.options.cache.lock(lockname):
+            return self._fetch_locked(source, lockname, check=check)
+
+    def _fetch_locked(self, source: Source, lockname: str, *, check: bool,
+                      corrupt: CorruptEntry | None = None) -> Fetched:
+        cache = self.options.cache
+        hit = cache.lookup(source)
+        if hit is not None:
+            result = Fetched(source=source, path=hit, sha256=hit.name, size=hit.stat().st_size, origin="cache",
+                             filename=source.archive_name, verified=False)
+            if not check:
+                return result
+            try:
+                with open_blob(hit):
+                    pass
+                return replace(result, verified=True)
+            except CorruptEntry as e:
+                cache.discard(e)
+                corrupt = e
+        if corrupt is not None:
+            log.info("%s", corrupt.message)
+        fetched = self._get_into_cache(source, lockname, corrupt=corrupt)
+        if corrupt is not None:
+            fetched = replace(fetched, note=f"source {source.name!r}: the cache entry {corrupt.path} was corrupt "
+                                            f"(sha256 {corrupt.actual}); it was removed and fetched again from "
+                                            f"{fetched.origin}")
+        return fetched
+
+    def _get_into_cache(self, source: Source, lockname: str, *, corrupt: CorruptEntry | None = None) -> Fetched:
         opts, cache = self.options, self.options.cache
         part = cache.part_path(lockname)
         part.unlink(missing_ok=True)    # left by a killed run; we hold the lock, so nobody is writing it
         try:
-            found = _in_mirror(source, opts.mirror)
-            url: str | None = None
-            filename = source.archive_name
-            if found is not None:
-                origin: Literal["mirror", "network"] = "mirror"
-                digest, size = _copy_hashing(found, part)
-                where = f"mirror file {found}"
-            elif opts.offline:
-                raise SourceUnavailable(
-                    f"source {source.name!r} ({source.origin}) is not in the cache"
-                    + (f" nor in the mirror {opts.mirror}" if opts.mirror else "") + ", and --offline forbids the network",
-                    hint=f"put {source.archive_name} into a mirror directory and pass --mirror DIR (or RVPORT_MIRROR); "
-                         "fill one on a connected host with `rvport fetch --all --to DIR`")
-            elif not _can_download(source):
-                raise SourceUnavailable(
-                    f"source {source.name!r}: no archive URL is known for {source.origin}",
-                    hint="use a url: source with the forge's archive URL, or provide the file with --mirror DIR")
-            else:
-                origin = "network"
-                url, filename = self._resolve(source)
-                digest, size = self._download(url, part, label=f"source {source.name!r}")
-                where = url
+            try:
+                got = self._obtain(source, part)
+            except SourceUnavailable as e:
+                if corrupt is not None and opts.offline:
+                    raise IntegrityError(
+                        f"source {source.name!r} ({source.origin}): the cache entry {corrupt.path} is corrupt (its "
+                        f"sha256 is {corrupt.actual}); it was removed, and --offline cannot fetch it again: "
+                        f"{e.message}",
+                        hint=f"fetch it again on a connected host, or pass --mirror DIR holding "
+                             f"{source.archive_name}") from e
+                raise
+            origin, where, url, filename, digest, size, found = got
             if source.sha256 and digest != source.sha256:
                 part.unlink(missing_ok=True)
                 raise IntegrityError(
-                    f"source {source.name!r} ({source.origin}) failed its digest check; the file was deleted\n"
-                    f"  expected sha256 {source.sha256}\n  actual   sha256 {digest}  ({size} bytes, from {where})",
+                    (f"mirror file {found} is not the source {source.name!r} ({source.origin}) pins; it was not used"
+                     if found is not None else
+                     f"source {source.name!r} ({source.origin}) failed its digest check; the file was deleted")
+                    + f"\n  expected sha256 {source.sha256}\n  actual   sha256 {digest}  ({size} bytes, from {where})",
                     hint=(f"replace or remove {found}; " if found is not None else "")
                     + "if upstream really changed the file, verify it and update the pin in the recipe; "
                       "otherwise suspect the mirror, a proxy or the network")
+            tree = None
+            if source.tree:
+                tree = archive_tree(part, name=filename, exclude=source.exclude)
+                if tree != source.tree:
+                    part.unlink(missing_ok=True)
+                    raise tree_mismatch(source, tree, where)
             blob = cache.commit_blob(part, digest)
             if not source.sha256:
-                cache.write_ref(source, digest, date=dt.date.today().isoformat())
+                cache.write_ref(source, digest, date=dt.date.today().isoformat(), tree=tree)
             return Fetched(source=source, path=blob, sha256=digest, size=size, origin=origin, filename=filename,
-                           url=url, recorded=not source.sha256)
+                           url=url, recorded=not source.pinned, tree=tree)
         except BaseException:
             part.unlink(missing_ok=True)
             raise
+
+    def _obtain(self, source: Source, part: Path) -> tuple[Origin, str, str | None, str, str, int, Path | None]:
+        """Bring the source's bytes into `part`: from a git clone, the mirror, or the network.
+
+        Returns (origin, where, url, filename, sha256, size, the mirror file used)."""
+        opts = self.options
+        filename = source.archive_name
+        if source.kind is SourceKind.GIT and opts.git_clones:
+            repo = self._from_clones(source, part)
+            digest, size = _hash_file(part)
+            return "clone", f"git {'bundle' if repo.is_file() else 'clone'} {repo}", None, filename, digest, size, \
+                None
+        found = _in_mirror(source, opts.mirror)
+        if found is not None and gitsrc.is_bundle(found):
+            if gitsrc.archive_from_bundle(found, source, part, scratch=self.options.cache.tmpdir()):
+                digest, size = _hash_file(part)
+                return "mirror", f"git bundle {found}", None, filename, digest, size, None
+            found = next((p for p in mirror_candidates(source, opts.mirror) if p.is_file() and p != found
+                          and not gitsrc.is_bundle(p)), None) if opts.mirror else None
+        if found is not None:
+            digest, size = _copy_hashing(found, part)
+            return "mirror", f"mirror file {found}", None, filename, digest, size, found
+        if opts.offline:
+            raise SourceUnavailable(
+                f"source {source.name!r} ({source.origin}) is not in the cache"
+                + (f" nor in the mirror {opts.mirror}" if opts.mirror else "") + ", and --offline forbids the network",
+                hint=f"put {source.archive_name} into a mirror directory and pass --mirror DIR (or RVPORT_MIRROR); "
+                     "fill one on a connected host with `rvport fetch --all --to DIR`"
+                     + (" (or, for a git source, from a local clone with `rvport fetch --from-git CLONE --to DIR`)"
+                        if source.kind is SourceKind.GIT else ""))
+        if not _can_download(source):
+            raise SourceUnavailable(
+                f"source {source.name!r}: no archive URL is known for {source.origin}",
+                hint="use a url: source with the forge's archive URL, or provide the file with --mirror DIR")
+        url, filename = self._resolve(source)
+        digest, size = self._download(url, part, label=f"source {source.name!r}")
+        return "network", url, url, filename, digest, size, None
+
+    def _from_clones(self, source: Source, part: Path) -> Path:
+        scratch = self.options.cache.tmpdir()
+        for repo in self.options.git_clones:
+            if repo.is_file():
+                if gitsrc.archive_from_bundle(repo, source, part, scratch=scratch):
+                    return repo
+            elif gitsrc.has_commit(repo, source.commit or ""):
+                gitsrc.archive(repo, source, part, scratch=scratch)
+                return repo
+        raise SourceUnavailable(
+            f"source {source.name!r}: commit {source.commit} ({source.repo}) is in none of the git repositories "
+            f"given with --from-git ({', '.join(map(str, self.options.git_clones))})",
+            hint=f"fetch the commit into the clone (git fetch origin {source.commit}), or pass the clone that has it")
 
     def _resolve(self, source: Source) -> tuple[str, str]:
         if source.kind is SourceKind.PYPI:
@@ -363,6 +487,19 @@ def _short(e: BaseException) -> str:
     return text if len(text) < 300 else text[:300] + "..."
 
 
+def _lockname(source: Source) -> str:
+    return source.sha256 or f"origin-{origin_key(source)}"
+
+
+def _hash_file(path: Path) -> tuple[str, int]:
+    h, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(CHUNK), b""):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
 def _copy_hashing(src: Path, part: Path) -> tuple[str, int]:
     h, size = hashlib.sha256(), 0
     with open(src, "rb") as f, open(part, "wb") as out:
@@ -374,17 +511,45 @@ def _copy_hashing(src: Path, part: Path) -> tuple[str, int]:
 
 
 def fill_mirror(result: Fetched, mirror: Path) -> list[Path]:
-    """Copy a verified blob into a mirror: DIR/<archive name> and DIR/sha256/<hex> (atomic, idempotent)."""
+    """Copy a cached blob into a mirror: DIR/<archive name> and DIR/sha256/<hex> (atomic, idempotent).
+
+    The blob is read once, into every target that needs it, and checked against its name on the way: a corrupt
+    entry (CorruptEntry) leaves no target written.
+    """
     targets = [mirror / "sha256" / result.sha256]
     targets += [mirror / n for n in dict.fromkeys((result.source.archive_name, result.filename))]
-    written: list[Path] = []
+    todo: list[Path] = []
     for t in targets:
         with contextlib.suppress(OSError):
             if t.is_file() and t.stat().st_size == result.size and _same_digest(t, result.sha256):
                 continue
-        atomic_copy(result.path, t)
-        written.append(t)
-    return written
+        todo.append(t)
+    if not todo:
+        return []
+    temps: list[tuple[Path, Path]] = []
+    outs = []
+    try:
+        for t in todo:
+            t.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=t.parent, prefix=f".{t.name}.", suffix=".tmp")
+            temps.append((Path(tmp), t))
+            outs.append(os.fdopen(fd, "wb"))
+        with open_blob(result.path) as f:
+            for chunk in iter(lambda: f.read(CHUNK), b""):
+                for out in outs:
+                    out.write(chunk)
+        for out in outs:
+            out.close()
+        for tmp, t in temps:
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, t)
+        return todo
+    finally:
+        for out in outs:
+            out.close()
+        for tmp, _ in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 def _same_digest(path: Path, sha256: str) -> bool:

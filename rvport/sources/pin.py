@@ -2,8 +2,10 @@
 
 The edit inserts two lines at the end of the source's mapping, at its key indentation:
 
-    sha256: <hex>
+    sha256: <hex>                   (a git source: tree: sha256:<hex>, its tree digest; forge archives change)
     recorded: {by: rvport, date: 'YYYY-MM-DD'}
+
+Only the user's own recipes are edited (trust on first use); the built-in catalogue is pinned by its authors.
 
 Comments and layout are kept; the file is re-read afterwards and restored if the edit did not parse as meant.
 """
@@ -16,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport.errors import RecipeError, UsageError
-from rvport.catalogue.recipes import Recipe, Source, load_recipe_file
-from rvport.sources.cache import atomic_write_text
+from rvport.catalogue.recipes import BUILTIN, Recipe, Source, SourceKind, load_recipe_file
+from rvport.sources.archive import archive_tree
+from rvport.sources.cache import CorruptEntry, atomic_write_text
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions
 
 _LEAD = re.compile(r"^(\s*(?:-\s+)*)(\S)")
@@ -26,13 +29,14 @@ _LEAD = re.compile(r"^(\s*(?:-\s+)*)(\S)")
 @dataclass(frozen=True, kw_only=True)
 class Pinned:
     source: str
-    sha256: str
+    sha256: str                # the value written: an archive's sha256 hex, or a git source's "sha256:<hex>" tree
     file: Path
-    line: int                  # where the sha256 line was written (1-based)
+    line: int                  # where the pin line was written (1-based)
     fetched: Fetched
+    key: str = "sha256"        # "tree" for git sources
 
     def to_json(self) -> dict:
-        return {"source": self.source, "sha256": self.sha256, "file": str(self.file), "line": self.line}
+        return {"source": self.source, self.key: self.sha256, "file": str(self.file), "line": self.line}
 
 
 def _block_end(lines: list[str], start: int, indent: int) -> int:
@@ -49,8 +53,8 @@ def _block_end(lines: list[str], start: int, indent: int) -> int:
     return end
 
 
-def insert_pin(text: str, source: Source, sha256: str, date: str) -> tuple[str, int]:
-    """Return the YAML text with the pin lines added under `source`, and the 1-based line of `sha256:`."""
+def insert_pin(text: str, source: Source, sha256: str, date: str, *, key: str = "sha256") -> tuple[str, int]:
+    """Return the YAML text with the pin lines added under `source`, and the 1-based line of `<key>:`."""
     if not source.line:
         raise UsageError(f"source {source.name!r}: its line in the recipe file is unknown")
     lines = text.splitlines(keepends=True)
@@ -62,12 +66,12 @@ def insert_pin(text: str, source: Source, sha256: str, date: str) -> tuple[str, 
     indent = len(m.group(1))
     end = _block_end(lines, start, indent)
     block = lines[start:end + 1]
-    if any(re.match(rf"^\s{{{indent}}}sha256\s*:", ln) for ln in block[1:]) or "sha256:" in lines[start]:
-        raise UsageError(f"source {source.name!r} already has a sha256 line", hint="edit it by hand if it is wrong")
+    if any(re.match(rf"^\s{{{indent}}}{key}\s*:", ln) for ln in block[1:]) or f"{key}:" in lines[start]:
+        raise UsageError(f"source {source.name!r} already has a {key} line", hint="edit it by hand if it is wrong")
     eol = "\r\n" if lines[end].endswith("\r\n") else "\n"
     if not lines[end].endswith(("\n", "\r")):
         lines[end] += eol
-    new = [f"{' ' * indent}sha256: {sha256}{eol}"]
+    new = [f"{' ' * indent}{key}: {sha256}{eol}"]
     if not any(re.match(rf"^\s{{{indent}}}recorded\s*:", ln) for ln in block[1:]):
         # quoted: unquoted, YAML reads a date, and the recipe schema wants a string
         new.append(f"{' ' * indent}recorded: {{by: rvport, date: '{date}'}}{eol}")
@@ -75,21 +79,52 @@ def insert_pin(text: str, source: Source, sha256: str, date: str) -> tuple[str, 
     return "".join(lines), end + 2
 
 
+def _pin_key(source: Source) -> str:
+    return "tree" if source.kind is SourceKind.GIT else "sha256"
+
+
+def _tree_of(fetcher: Fetcher, f: Fetched) -> tuple[Fetched, str]:
+    """The tree digest of a fetched git archive, read once (and checked against its cache name on the way)."""
+    for _ in range(2):
+        try:
+            return f, archive_tree(f.path, name=f.filename, exclude=f.source.exclude, blob=True)
+        except CorruptEntry as e:
+            f = fetcher.refetch(f, e)
+    return f, archive_tree(f.path, name=f.filename, exclude=f.source.exclude, blob=True)
+
+
 def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None = None) -> list[Pinned]:
-    """Fetch each unpinned source of `recipe` once and write its digest into the recipe file."""
-    todo = [s for s in recipe.sources if not s.sha256]
+    """Fetch each unpinned source of `recipe` once and write its digest into the recipe file.
+
+    A git source gets its tree digest (`tree: sha256:<hex>`), since forge archives of one commit do not keep
+    their bytes; any other source the archive's sha256.
+    """
+    if recipe.origin == BUILTIN:
+        raise UsageError(f"{recipe.ref} is a built-in recipe: its pins come with rvport, and `rvport pin` edits "
+                         "only your own recipes",
+                         hint=f"copy {recipe.file.name} into a directory of your own and pass --recipes DIR "
+                              "(or RVPORT_RECIPE_PATH)")
+    todo = [s for s in recipe.sources if not s.pinned]
     if not todo:
         return []
     date = (today or dt.date.today()).isoformat()
+    values: dict[str, str] = {}
     with Fetcher(options=options) as fetcher:
-        fetched = [fetcher.fetch(s) for s in todo]
+        fetched = []
+        for s in todo:
+            f = fetcher.fetch(s, check=_pin_key(s) == "sha256")
+            if _pin_key(s) == "tree":
+                f, values[s.name] = _tree_of(fetcher, f)
+            else:
+                values[s.name] = f.sha256
+            fetched.append(f)
     path = recipe.file
     original = path.read_text(encoding="utf-8")
     text = original
     lines_written: dict[str, int] = {}
     # bottom-up, so earlier line numbers stay valid
     for f in sorted(fetched, key=lambda f: f.source.line or 0, reverse=True):
-        text, line = insert_pin(text, f.source, f.sha256, date)
+        text, line = insert_pin(text, f.source, values[f.source.name], date, key=_pin_key(f.source))
         lines_written[f.source.name] = line
     # lines below an insertion moved down by the lines inserted above them
     shift = {f.source.name: 2 * sum(1 for g in fetched if (g.source.line or 0) < (f.source.line or 0))
@@ -97,13 +132,13 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
     atomic_write_text(path, text)
     recipes, problems = load_recipe_file(path, _recipes_root(recipe))
     again = next((r for r in recipes if r.version == recipe.version), None)
-    got = {s.name: s.sha256 for s in again.sources} if again else {}
-    if problems or any(got.get(f.source.name) != f.sha256 for f in fetched):
+    got = {s.name: getattr(s, _pin_key(s)) for s in again.sources} if again else {}
+    if problems or any(got.get(f.source.name) != values[f.source.name] for f in fetched):
         atomic_write_text(path, original)
         raise RecipeError(f"could not write the pins into {path} without breaking it; the file was restored",
-                          problems=problems, hint="add the sha256 lines by hand: " + ", ".join(
-                              f"{f.source.name}: {f.sha256}" for f in fetched))
-    return [Pinned(source=f.source.name, sha256=f.sha256, file=path,
+                          problems=problems, hint="add the pin lines by hand: " + ", ".join(
+                              f"{f.source.name}: {_pin_key(f.source)}: {values[f.source.name]}" for f in fetched))
+    return [Pinned(source=f.source.name, sha256=values[f.source.name], file=path, key=_pin_key(f.source),
                    line=lines_written[f.source.name] + shift[f.source.name], fetched=f) for f in fetched]
 
 

@@ -2,29 +2,31 @@
 
 The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files, vendoring).
 It is built in a temporary directory beside it and renamed into place, under a lock; a present tree is reused.
+Each archive is checked against its cache name while it is unpacked (a corrupt one is fetched again and the
+tree started over), and a source pinned by its tree digest must unpack to exactly that tree.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
 import re
 import shutil
-import tarfile
 import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from rvport import proc
 from rvport.errors import IntegrityError, RecipeError, SourceUnavailable
 from rvport.catalogue.recipes import PinnedFile, Recipe
-from rvport.sources.cache import atomic_write_text, sha256_file
+from rvport.sources.archive import unpack
+from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
 
-TREE_FORMAT = 2     # bump when the way trees are made changes, so old trees are not reused
+TREE_FORMAT = 3     # bump when the way trees are made changes, so old trees are not reused
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +56,7 @@ def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
     """Key of the prepared tree: digests of sources (by name), patches and lock files, plus vendoring."""
     doc = {
         "format": TREE_FORMAT,
-        "sources": [[s.name, digests[s.name], s.dest or ""] for s in recipe.sources],
+        "sources": [[s.name, digests[s.name], s.dest or "", s.tree or "", list(s.exclude)] for s in recipe.sources],
         "patches": [[p.rel, p.sha256, p.strip] for p in recipe.patches],
         "lockfiles": [[p.rel, p.sha256, p.dest or ""] for p in recipe.lockfiles],
         "vendor": recipe.vendor or "",
@@ -63,7 +65,11 @@ def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
 
 
 def prepare_tree(recipe: Recipe, options: FetchOptions, *, fetcher: Fetcher | None = None) -> PreparedTree:
-    """Fetch every source of `recipe` and return its prepared source tree (built once, then reused)."""
+    """Fetch every source of `recipe` and return its prepared source tree (built once, then reused).
+
+    The archives are checked while they are unpacked, not before (no second read): a reused tree reads none
+    of them, and its `fetched` entries say verified=False.
+    """
     for pf in recipe.patches:
         verify_pinned(pf, "patch")
     for pf in recipe.lockfiles:
@@ -71,10 +77,23 @@ def prepare_tree(recipe: Recipe, options: FetchOptions, *, fetcher: Fetcher | No
     own = fetcher is None
     fetcher = fetcher or Fetcher(options=options)
     try:
-        fetched = tuple(fetcher.fetch(s) for s in recipe.sources)
+        fetched = [fetcher.fetch(s, check=False) for s in recipe.sources]
+        for _ in range(2 * len(fetched) + 1):
+            try:
+                return _prepare(recipe, tuple(fetched), options)
+            except CorruptEntry as e:
+                i = next((i for i, f in enumerate(fetched) if f.path == e.path), None)
+                if i is None:
+                    raise
+                fetched[i] = fetcher.refetch(fetched[i], e)
+        raise IntegrityError(f"{recipe.ref}: cache entries keep turning out corrupt while the tree is made",
+                             hint="check the disk holding the cache (--cache-dir)")
     finally:
         if own:
             fetcher.close()
+
+
+def _prepare(recipe: Recipe, fetched: tuple[Fetched, ...], options: FetchOptions) -> PreparedTree:
     key = tree_key(recipe, {f.source.name: f.sha256 for f in fetched})
     cache = options.cache
     final = cache.tree(key)
@@ -91,6 +110,7 @@ def prepare_tree(recipe: Recipe, options: FetchOptions, *, fetcher: Fetcher | No
             os.replace(tree, final)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        fetched = tuple(dataclasses.replace(f, verified=True) for f in fetched)
         meta = {"recipe": recipe.ref, "key": key, "format": TREE_FORMAT,
                 "sources": [f.to_json() for f in fetched],
                 "patches": [p.to_json() for p in recipe.patches],
@@ -104,11 +124,9 @@ def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Pa
     if main is None:
         tree.mkdir()
     for f in fetched:
-        if f is main:
-            unpack(f.path, tree, name=f.filename, scratch=work)
-        else:
-            dest = _inside(tree, f.source.dest or f"_deps/{f.source.name}", recipe)
-            unpack(f.path, dest, name=f.filename, scratch=work)
+        dest = tree if f is main else _inside(tree, f.source.dest or f"_deps/{f.source.name}", recipe)
+        unpack(f.path, dest, name=f.filename, scratch=work, blob=True, source=f.source,
+               where=f"cache entry {f.path}, from {f.origin}")
     epoch = source_epoch(tree)
     for pf in recipe.lockfiles:
         target = _inside(tree, pf.dest or pf.path.name, recipe)
@@ -151,36 +169,6 @@ def _inside(tree: Path, rel: str, recipe: Recipe) -> Path:
         raise RecipeError(f"{recipe.ref}: destination {rel!r} leaves the source tree (in {recipe.file})",
                           hint="use a relative path inside the tree")
     return target
-
-
-def unpack(archive: Path, dest: Path, *, name: str, scratch: Path) -> None:
-    """Unpack a .tar.* or .zip archive into `dest`, stripping its single top directory if it has one."""
-    stage = Path(tempfile.mkdtemp(dir=scratch, prefix="unpack."))
-    try:
-        if name.endswith(".zip") or zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as z:
-                for member in z.namelist():
-                    if not (stage / member).resolve().is_relative_to(stage.resolve()):
-                        raise IntegrityError(f"{name}: archive member {member!r} escapes the tree",
-                                             hint="the archive is malformed or malicious; do not use it")
-                z.extractall(stage)
-        else:
-            try:
-                with tarfile.open(archive) as t:
-                    t.extractall(stage, filter="data")
-            except (tarfile.TarError, OSError) as e:
-                raise IntegrityError(f"{name}: cannot unpack: {e}",
-                                     hint="the archive is damaged or not a tar/zip file; check the recipe's source")
-        entries = list(stage.iterdir())
-        root = entries[0] if len(entries) == 1 and entries[0].is_dir() else stage
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if dest.exists():
-            for child in root.iterdir():
-                os.replace(child, dest / child.name)
-        else:
-            os.replace(root, dest)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
 
 
 _REJECT = re.compile(r"(Hunk #\d+ FAILED.*|.*can't find file to patch.*|.*malformed patch.*|"

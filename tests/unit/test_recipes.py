@@ -64,8 +64,22 @@ def test_shipped_pins_are_the_published_ones():
     assert cat.default("vllm").sources[0].sha256 == "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"
     glide = cat.default("glide-ffi").sources[0]
     assert glide.commit == "180f3883f8c98bbf6647e3da4660edcbc091c5bc" and glide.sha256 is None
+    assert glide.tree == "sha256:a7a3a3c1a41f1313934af91c95378527ff6164fa5fb3d968048176c88907f506"
+    assert glide.exclude == ()
     router = cat.default("semantic-router").sources[0]
     assert router.commit == "9afc5a421886f44085f9070a8fbd878b80724f64"
+    assert router.tree == "sha256:ec07873d67dfdd61c6bb4ab34160c05af9820391a01b09efe4ce835593bd1a9c"
+    assert "src/semantic-router/.cache/ml-models/" in router.exclude
+
+
+def test_every_git_source_of_the_catalogue_is_pinned_by_commit_and_tree():
+    """Trust on first use is for the user's own recipes (`rvport pin`), never for the built-in catalogue."""
+    git = [(r.ref, s) for vs in load_catalogue().recipes.values() for r in vs for s in r.sources
+           if s.kind.value == "git"]
+    assert git
+    for ref, s in git:
+        assert s.commit and len(s.commit) == 40, ref
+        assert s.tree and s.tree.startswith("sha256:") and len(s.tree) == 71, ref
 
 
 def test_every_shipped_patch_and_lock_file_matches_its_pin():
