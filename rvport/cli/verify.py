@@ -1,4 +1,4 @@
-"""`rvport verify ...`: parse, call verify_paths, render. Registered in rvport/cli.py."""
+"""`rvport verify ...`: parse, call verify_paths, render. Registered in rvport/cli/app.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 from rvport.cli.console import ui
 from rvport.errors import UsageError, VerifyFailed
 from rvport.catalogue.profiles import get_profile
-from rvport.verify import verify_paths
+from rvport.verify import isa_level, verify_paths
 from rvport.verify.policy import IsaLevel
 from rvport.verify.report import render_table, write_json, write_junit
 
@@ -21,9 +21,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 def artifacts(
     paths: list[Path] = typer.Argument(..., help="Wheels, .a archives, ELF files, or directories of them."),
     profile: str = typer.Option("rv64gc", "--profile", "-p", help="Target profile to verify against."),
-    isa: str = typer.Option(IsaLevel.PROFILE.value, "--isa", metavar="profile|baseline",
-                            help="profile: require every extension the profile promises; "
-                                 "baseline: require rv64gc only (Rust/Go code); the ceiling applies to both."),
+    isa: str = typer.Option(IsaLevel.RUNS_ON.value, "--isa", metavar="runs-on|carries",
+                            help="runs-on: everything an artifact needs is within the profile (it runs on the "
+                                 "profile's CPUs); carries: it also carries every extension the profile promises "
+                                 "(catches a silent scalar fallback). Older names: baseline, profile."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the report as JSON to this file."),
     junit_out: Path | None = typer.Option(None, "--junit", help="Write JUnit XML (one case per artifact)."),
     every_member: bool = typer.Option(False, "--all", help="Show a row for every ELF file, not only failures."),
@@ -31,7 +32,7 @@ def artifacts(
     """Verify artifacts against a target profile. Exit 0 if all pass, 1 if any fails, 2 on usage errors."""
     prof = get_profile(profile)
     # Checked here, not by a click Choice, so a bad value is an rvport UsageError (exit 2).
-    level = _isa_level(isa)
+    level = isa_level(isa)
     for out in (json_out, junit_out):
         if out is not None and not out.parent.is_dir():
             raise UsageError(f"cannot write {out}: no directory {out.parent}")
@@ -42,14 +43,7 @@ def artifacts(
         write_junit(report, junit_out)
     render_table(report, ui().console, every_member=every_member)
     if not report.ok:
-        raise VerifyFailed(f"{len(report.failed)} of {len(report.artifacts)} artifact(s) are not what "
-                           f"profile {prof.name} (isa {level}) promises",
+        raise VerifyFailed(f"{len(report.failed)} of {len(report.artifacts)} artifact(s) failed verification "
+                           f"for profile {prof.name} (isa {level})",
                            hint="see the reasons above; --json FILE has every fact")
 
-
-def _isa_level(value: str) -> IsaLevel:
-    try:
-        return IsaLevel(value.lower())
-    except ValueError:
-        raise UsageError(f"unknown --isa level {value!r}",
-                         hint=f"choose one of: {', '.join(level.value for level in IsaLevel)}") from None

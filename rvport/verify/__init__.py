@@ -1,7 +1,7 @@
 """rvport verify: prove every artifact's architecture, ABI and RISC-V extensions from its ELF files.
 
     from rvport.verify import verify_paths
-    report = verify_paths([Path("dist")], get_profile("rvv256"), isa="profile")
+    report = verify_paths([Path("dist")], get_profile("rvv256"), isa="carries")
     report.ok, report.to_json()
 """
 
@@ -23,20 +23,19 @@ __all__ = [
     "Verdict",
     "VerifyReport",
     "WheelInfo",
+    "isa_level",
     "verify_paths",
 ]
 
 
-def verify_paths(paths: list[Path], profile: Profile, isa: str = "profile") -> VerifyReport:
+def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_ON) -> VerifyReport:
     """Verify wheels, ar archives, ELF files and directories of them against a profile.
 
-    `isa` is "profile" (objects must carry Profile.requires) or "baseline" (Profile.baseline only; the
-    profile's ceiling still applies). Raises UsageError for a bad isa level, no paths, or a missing path;
-    a bad artifact is never an exception but a failed verdict in the report."""
-    try:
-        level = IsaLevel(isa)
-    except ValueError:
-        raise UsageError(f"unknown isa level {isa!r}", hint="use 'profile' or 'baseline'") from None
+    `isa` is "runs-on" (everything an object needs is within the profile: it runs on the profile's CPUs) or
+    "carries" (runs on, and carries every extension the profile promises, Profile.requires); the older names
+    "baseline" and "profile" mean the same two. Raises UsageError for a bad isa level, no paths, or a missing
+    path; a bad artifact is never an exception but a failed verdict in the report."""
+    level = isa_level(isa)
     if not paths:
         raise UsageError("no artifacts to verify", hint="pass at least one wheel, archive, ELF file or directory")
     missing = [str(p) for p in paths if not Path(p).exists()]
@@ -47,3 +46,13 @@ def verify_paths(paths: list[Path], profile: Profile, isa: str = "profile") -> V
         results += verify_path(Path(p), profile, level)
     return VerifyReport(profile=profile.name, march=profile.march, mabi=profile.mabi, isa=level,
                         artifacts=tuple(results))
+
+
+def isa_level(value: str) -> IsaLevel:
+    """An IsaLevel from its name (or an older name); UsageError for anything else."""
+    try:
+        return IsaLevel(value)
+    except ValueError:
+        names = ", ".join(level.value for level in IsaLevel)
+        raise UsageError(f"unknown isa level {value!r}",
+                         hint=f"choose one of: {names} (older names: profile = carries, baseline = runs-on)") from None
