@@ -25,6 +25,10 @@ def artifacts(
                             help="runs-on: everything an artifact needs is within the profile (it runs on the "
                                  "profile's CPUs); carries: it also carries every extension the profile promises "
                                  "(catches a silent scalar fallback). Older names: baseline, profile."),
+    export: list[str] = typer.Option([], "--export", metavar="NAME",
+                                     help="A function every artifact must export (defined, global or weak, "
+                                          "STT_FUNC): in a shared object's dynamic symbols or some member of "
+                                          "an archive. Repeat it, or separate names with commas."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the report as JSON to this file."),
     junit_out: Path | None = typer.Option(None, "--junit", help="Write JUnit XML (one case per artifact)."),
     every_member: bool = typer.Option(False, "--all", help="Show a row for every ELF file, not only failures."),
@@ -36,7 +40,7 @@ def artifacts(
     for out in (json_out, junit_out):
         if out is not None and not out.parent.is_dir():
             raise UsageError(f"cannot write {out}: no directory {out.parent}")
-    report = verify_paths(list(paths), prof, isa=level)
+    report = verify_paths(list(paths), prof, isa=level, exports=_names(export))
     if json_out is not None:
         write_json(report, json_out)
     if junit_out is not None:
@@ -47,3 +51,11 @@ def artifacts(
                            f"for profile {prof.name} (isa {level})",
                            hint="see the reasons above; --json FILE has every fact")
 
+
+
+def _names(values: list[str]) -> tuple[str, ...]:
+    names = [n.strip() for v in values for n in v.split(",")]
+    bad = [n for n in names if not n or any(c.isspace() for c in n)]
+    if bad:
+        raise UsageError(f"--export {bad[0]!r} is not a symbol name", hint="e.g. --export create_client")
+    return tuple(dict.fromkeys(names))

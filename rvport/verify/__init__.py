@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from rvport.errors import UsageError
@@ -28,12 +29,14 @@ __all__ = [
 ]
 
 
-def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_ON) -> VerifyReport:
+def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_ON, *,
+                 exports: Sequence[str] = ()) -> VerifyReport:
     """Verify wheels, ar archives, ELF files and directories of them against a profile.
 
     `isa` is "runs-on" (everything an object needs is within the profile: it runs on the profile's CPUs) or
     "carries" (runs on, and carries every extension the profile promises, Profile.requires); the older names
-    "baseline" and "profile" mean the same two. Raises UsageError for a bad isa level, no paths, or a missing
+    "baseline" and "profile" mean the same two. `exports`: function names every artifact must export (an ELF
+    file's dynamic symbol table, or some member of an ar archive). Raises UsageError for a bad isa level, no paths, or a missing
     path; a bad artifact is never an exception but a failed verdict in the report."""
     level = isa_level(isa)
     if not paths:
@@ -43,7 +46,7 @@ def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_O
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     results: list[ArtifactResult] = []
     for p in paths:
-        results += verify_path(Path(p), profile, level)
+        results += verify_path(Path(p), profile, level, exports)
     return VerifyReport(profile=profile.name, march=profile.march, mabi=profile.mabi, isa=level,
                         artifacts=tuple(results))
 

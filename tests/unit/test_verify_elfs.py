@@ -348,3 +348,55 @@ def test_cli_usage_errors(args):
     r = rvport(*args)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "error:" in r.stderr
+
+
+# ---- exports: the artifact's own ELF symbol tables ------------------------------------------------------------
+
+def test_archive_exports(elf_fixtures: ElfFixtures):
+    lib = elf_fixtures.path("libexports.a")
+    r = verify_paths([lib], get_profile("rv64gc"), exports=["create_client", "close_client", "second_fn",
+                                                             "hidden_fn"])
+    a = r.artifacts[0]
+    assert a.ok, reasons(a)
+    assert any("exports create_client, close_client, second_fn, hidden_fn (functions)" in n for n in a.notes)
+    # second_fn lives in a member that also carries an .llvmbc section: its ELF symbol table still says FUNC
+    r = verify_paths([lib], get_profile("rv64gc"),
+                     exports=["create_client", "counter", "local_only", "undefined_fn", "destroy_client"])
+    text = reasons(r.artifacts[0])
+    assert not r.ok and len(r.artifacts[0].reasons) == 4, text
+    assert "does not export counter is GLOBAL OBJECT (STT_OBJECT) in exports.o, not a function" in text
+    assert "does not export local_only is defined only as a LOCAL symbol in exports.o" in text
+    assert "does not export undefined_fn is referenced in exports.o but defined in no member" in text
+    assert "does not export no member defines or references destroy_client" in text
+    assert "create_client" not in text
+
+
+def test_shared_object_exports(elf_fixtures: ElfFixtures):
+    so = elf_fixtures.path("libexports.so")
+    assert verify_paths([so], get_profile("rv64gc"), exports=["create_client", "close_client"]).ok
+    r = verify_paths([so], get_profile("rv64gc"), exports=["hidden_fn", "counter", "undefined_fn"])
+    text = reasons(r.artifacts[0])
+    assert not r.ok
+    assert "hidden_fn is not in its .dynsym" in text
+    assert "counter is GLOBAL OBJECT (STT_OBJECT), not a function" in text
+    assert "undefined_fn is referenced but defined elsewhere" in text
+
+
+def test_exports_of_a_wheel_or_a_bad_archive_fail(elf_fixtures: ElfFixtures, tmp_path):
+    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/_x.so": elf_fixtures.read("libexports.so")})
+    r = verify_paths([whl], get_profile("rv64gc"), exports=["create_client"])
+    assert not r.ok and "checked in ELF files and ar archives, not in a wheel" in reasons(r.artifacts[0])
+    bad = tmp_path / "libtrunc.a"
+    bad.write_bytes(elf_fixtures.read("libexports.a")[:2000])
+    r = verify_paths([bad], get_profile("rv64gc"), exports=["create_client"])
+    assert not r.ok and "exports not checked: bad ar archive" in reasons(r.artifacts[0])
+
+
+def test_cli_exports(elf_fixtures: ElfFixtures):
+    lib = str(elf_fixtures.path("libexports.a"))
+    r = rvport("verify", "artifacts", lib, "--export", "create_client,close_client", "--export", "second_fn")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = rvport("verify", "artifacts", lib, "--export", "create_client", "--export", "counter")
+    assert r.returncode == 1 and "counter" in r.stdout and "not a function" in r.stdout, r.stdout + r.stderr
+    r = rvport("verify", "artifacts", lib, "--export", "create_client,,x")
+    assert r.returncode == 2 and "not a symbol name" in r.stderr, r.stdout + r.stderr

@@ -666,3 +666,73 @@ def test_go_build_info_of_a_binary_without_section_headers():
                                                                     2, 64, 0, 0)
     f = read_elf_bytes(hdr + phdrs + info)
     assert f.go is not None and (f.go.go_version, f.go.goarch, f.go.goos) == ("go1.22.4", "riscv64", "linux")
+
+
+# ---- exports: judged from symbol tables (symbols.py reads them; exports.py judges) -------------------------------
+
+def _sym(name, bind="GLOBAL", type_="FUNC", visibility="DEFAULT", defined=True):
+    from rvport.verify.symbols import Symbol
+    return Symbol(name=name, bind=bind, type=type_, visibility=visibility, defined=defined)
+
+
+def _table(table, *syms):
+    from rvport.verify.symbols import SymbolTable
+    return SymbolTable(table=table, elf_type="ET_REL" if table == ".symtab" else "ET_DYN", symbols=syms)
+
+
+def test_judge_exports_in_archive_members():
+    from rvport.verify.exports import Found, judge_exports
+    found = [Found(where="a.o", table=_table(".symtab", _sym("create_client", defined=False),
+                                              _sym("helper", bind="LOCAL"), _sym("data", type_="OBJECT"))),
+             Found(where="b.o", table=_table(".symtab", _sym("create_client"), _sym("close_client", bind="WEAK"),
+                                              _sym("resolver", type_="IFUNC"), _sym("hid", visibility="HIDDEN"),
+                                              _sym("only_ref", defined=False)))]
+    j = judge_exports(["create_client", "close_client", "resolver", "hid"], found, archive=True)
+    assert j.reasons == () and j.notes == ("exports create_client, close_client, resolver, hid (functions)",)
+    j = judge_exports(["data", "helper", "only_ref", "nowhere"], found, archive=True)
+    assert j.reasons == (
+        "does not export data is GLOBAL OBJECT (STT_OBJECT) in a.o, not a function (STT_FUNC)",
+        "does not export helper is defined only as a LOCAL symbol in a.o (static): not visible to a linker",
+        "does not export only_ref is referenced in b.o but defined in no member",
+        "does not export no member defines or references nowhere",
+    )
+    assert j.notes == ()
+
+
+def test_judge_exports_in_a_shared_object():
+    from rvport.verify.exports import Found, judge_exports
+    found = [Found(where=None, table=_table(".dynsym", _sym("f"), _sym("p", visibility="PROTECTED"),
+                                             _sym("h", visibility="HIDDEN")))]
+    assert judge_exports(["f", "p"], found, archive=False).reasons == ()
+    j = judge_exports(["h", "g"], found, archive=False)
+    assert j.reasons == ("does not export h is a HIDDEN function: not visible outside its object",
+                         "does not export g is not in its .dynsym")
+    empty = [Found(where=None, table=_table(""))]
+    assert judge_exports(["g"], empty, archive=False).reasons == ("does not export g: the file has no symbol table",)
+
+
+def test_symbol_table_of_a_corrupt_file_is_an_elf_read_error():
+    from rvport.verify.symbols import read_symbols
+    import io
+    with pytest.raises(ElfReadError):
+        read_symbols(io.BytesIO(b"\x7fELF" + b"\x02\x01\x01" + b"\0" * 9 + b"\xff" * 48))
+    with pytest.raises(ElfReadError):
+        read_symbols(io.BytesIO(b"not an elf file at all"))
+
+
+def test_recipe_outputs_declare_exports(tmp_path):
+    from rvport.catalogue.recipes import load_catalogue
+    from rvport.errors import RecipeError
+    glide = load_catalogue().resolve("glide-ffi")
+    assert glide.outputs[0].exports == ("create_client", "close_client")
+    (tmp_path / "demo.yaml").write_text(
+        "schema: 1\nname: demo\nkind: python-wheel\nbuild: [echo]\n"
+        "outputs:\n  - {glob: '*.whl', type: wheel, exports: [f]}\n"
+        "versions:\n  - version: '1.0'\n    sources: [{name: s, url: 'https://example.org/s.tar.gz'}]\n")
+    with pytest.raises(RecipeError) as ei:
+        load_catalogue(tmp_path)
+    p = ei.value.problems[0]
+    assert "declares exports" in p.message and p.line == 6 and "staticlib" in p.hint
+    (tmp_path / "demo.yaml").write_text((tmp_path / "demo.yaml").read_text().replace("exports: [f]", "exports: ['a b']"))
+    with pytest.raises(RecipeError):
+        load_catalogue(tmp_path)
