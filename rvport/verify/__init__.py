@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from rvport.errors import UsageError
@@ -15,6 +16,8 @@ from rvport.catalogue.profiles import Profile
 from rvport.verify.artifacts import verify_path
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport, WheelInfo
 from rvport.verify.policy import IsaLevel, Verdict
+from rvport.verify.provenance import Provenance
+from rvport.verify.provenance import check as check_provenance
 
 __all__ = [
     "ArtifactKind",
@@ -30,13 +33,14 @@ __all__ = [
 
 
 def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_ON, *,
-                 exports: Sequence[str] = ()) -> VerifyReport:
+                 exports: Sequence[str] = (), provenance: Provenance | None = None) -> VerifyReport:
     """Verify wheels, ar archives, ELF files and directories of them against a profile.
 
     `isa` is "runs-on" (everything an object needs is within the profile: it runs on the profile's CPUs) or
     "carries" (runs on, and carries every extension the profile promises, Profile.requires); the older names
     "baseline" and "profile" mean the same two. `exports`: function names every artifact must export (an ELF
-    file's dynamic symbol table, or some member of an ar archive). Raises UsageError for a bad isa level, no paths, or a missing
+    file's dynamic symbol table, or some member of an ar archive). `provenance` (provenance.load): every
+    artifact must be one of its subjects, with the same sha256. Raises UsageError for a bad isa level, no paths, or a missing
     path; a bad artifact is never an exception but a failed verdict in the report."""
     level = isa_level(isa)
     if not paths:
@@ -47,6 +51,8 @@ def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_O
     results: list[ArtifactResult] = []
     for p in paths:
         results += verify_path(Path(p), profile, level, exports)
+    if provenance is not None:
+        results = [_against(provenance, a) for a in results]
     return VerifyReport(profile=profile.name, march=profile.march, mabi=profile.mabi, isa=level,
                         artifacts=tuple(results))
 
@@ -59,3 +65,11 @@ def isa_level(value: str) -> IsaLevel:
         names = ", ".join(level.value for level in IsaLevel)
         raise UsageError(f"unknown isa level {value!r}",
                          hint=f"choose one of: {names} (older names: profile = carries, baseline = runs-on)") from None
+
+
+def _against(prov: Provenance, a: ArtifactResult) -> ArtifactResult:
+    if a.kind is ArtifactKind.DIRECTORY:
+        return a
+    reasons, notes = check_provenance(prov, a.path, a.sha256)
+    return replace(a, verdict=Verdict.FAIL if reasons or not a.ok else Verdict.PASS,
+                   reasons=a.reasons + tuple(reasons), notes=a.notes + tuple(notes))
