@@ -34,6 +34,7 @@ from rvport.cli.progress import Reporter
 from rvport.sources.cache import sha256_file
 from rvport.sources.fetch import Fetcher, FetchOptions, ca_bundle
 from rvport.sources.tree import prepare_tree
+from rvport.verify import provenance
 
 RUNNER_FORMAT = 2   # bump when the way stages are built changes, so old artifact cache entries are not reused
 REPAIR_REPORT = ".rvport-repair"    # what wheel-repair.sh leaves beside the wheels, for the runner only
@@ -342,6 +343,8 @@ class Runner:
             "artifacts": [dict(a, recipe=r.stage.name) for r in self.records for a in r.artifacts],
         }
         manifest.write(self.opts.output / "result.json", doc)
+        provenance.write_beside(self.opts.output, doc, self.plan.to_json(),   # SLSA v1, beside it (docs/verify.md)
+                                buildx.builder_info(self.opts.builder) if status == "ok" else None)
         return doc
 
     def _run_stage(self, rec: StageRecord) -> None:

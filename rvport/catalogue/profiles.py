@@ -40,11 +40,6 @@ class Profile:
         isa = isa_rules()
         return expand(parse_march(self.march)) | frozenset(isa["tolerated"])
 
-    @property
-    def baseline(self) -> frozenset[str]:
-        """What any artifact for this profile must carry, whatever compiler made it (rv64gc)."""
-        return frozenset({"i", "m", "a", "f", "d", "c"} if self.mabi == "lp64d" else {"i"})
-
     def to_json(self) -> dict:
         return {
             "name": self.name, "march": self.march, "mabi": self.mabi, "vlen": self.vlen,
@@ -89,6 +84,25 @@ def expand(exts: frozenset[str] | set[str]) -> frozenset[str]:
                 out.add(dep)
                 todo.append(dep)
     return frozenset(out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoLevel:
+    """What a riscv64 Go binary may execute, from its build info's GORISCV64 setting (isa.yaml: go_riscv64)."""
+
+    name: str                   # rva20u64, rva22u64, ...
+    extensions: frozenset[str]
+    default: bool               # True: the build info had no GORISCV64 setting (a Go that knew only this level)
+
+
+def go_level(setting: str | None) -> GoLevel | None:
+    """The extensions of a GORISCV64 level; None for a level isa.yaml does not list."""
+    rules = isa_rules()["go_riscv64"]
+    name = (setting or rules["default"]).strip().lower()
+    exts = rules["levels"].get(name)
+    if exts is None:
+        return None
+    return GoLevel(name=name, extensions=frozenset(exts), default=setting is None)
 
 
 @cache

@@ -22,6 +22,7 @@ from rvport.catalogue.yamlsrc import LDict, line_of, load_yaml
 
 
 BUILTIN = "built-in"
+EXPORTING_OUTPUTS = ("staticlib", "shared", "executable")   # output types whose `exports:` verify can check
 
 
 class Kind(StrEnum):
@@ -134,7 +135,9 @@ class Toolchain:
 class Output:
     glob: str
     type: str
-    isa: str = "profile"          # "profile": must carry the profile's promised extensions; "baseline": rv64gc
+    isa: str = "profile"          # "profile": must carry the profile's promised extensions (verify's "carries");
+                                  # "baseline": must run on the profile ("runs-on")
+    exports: tuple[str, ...] = () # functions it must export (verify: ELF symbol tables, any archive member)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,6 +236,11 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
     if doc["name"] != path.stem:
         problems.append(Problem(message=f"recipe name {doc['name']!r} differs from its file name {path.stem!r}",
                                 file=file, line=line_of(doc, "name"), hint=f"rename the file to {doc['name']}.yaml"))
+    for i, o in enumerate(doc.get("outputs", [])):
+        if o.get("exports") and o["type"] not in EXPORTING_OUTPUTS:
+            problems.append(Problem(message=f"output {o['glob']!r} of type {o['type']} declares exports", file=file,
+                                    line=line_of(doc["outputs"], i),
+                                    hint=f"exports are checked in outputs of type {', '.join(EXPORTING_OUTPUTS)}"))
     recipes: list[Recipe] = []
     top_tc = _toolchain(doc.get("toolchain"))
     seen: set[str] = set()
@@ -258,8 +266,8 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             vendor=v.get("vendor"), depends=tuple(v.get("depends", [])),
             toolchain=_toolchain(v.get("toolchain"), top_tc), env=env,
             build=tuple(v.get("build") or doc.get("build") or ()),
-            outputs=tuple(Output(glob=o["glob"], type=o["type"], isa=o.get("isa", "profile"))
-                          for o in doc.get("outputs", [])),
+            outputs=tuple(Output(glob=o["glob"], type=o["type"], isa=o.get("isa", "profile"),
+                                 exports=tuple(o.get("exports", ()))) for o in doc.get("outputs", [])),
             smoke=(doc.get("smoke") or {}).get("script"),
             smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])),
             modes=tuple(doc.get("modes", ["native", "qemu"])),

@@ -1,4 +1,4 @@
-"""`rvport verify ...`: parse, call verify_paths, render. Registered in rvport/cli.py."""
+"""`rvport verify ...`: parse, call verify_paths, render. Registered in rvport/cli/app.py."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import typer
 from rvport.cli.console import ui
 from rvport.errors import UsageError, VerifyFailed
 from rvport.catalogue.profiles import get_profile
-from rvport.verify import verify_paths
+from rvport.verify import isa_level, verify_paths
 from rvport.verify.policy import IsaLevel
+from rvport.verify.provenance import load as load_provenance
 from rvport.verify.report import render_table, write_json, write_junit
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -20,36 +21,48 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 @app.command("artifacts")
 def artifacts(
     paths: list[Path] = typer.Argument(..., help="Wheels, .a archives, ELF files, or directories of them."),
-    profile: str = typer.Option("rv64gc", "--profile", "-p", help="Target profile to verify against."),
-    isa: str = typer.Option(IsaLevel.PROFILE.value, "--isa", metavar="profile|baseline",
-                            help="profile: require every extension the profile promises; "
-                                 "baseline: require rv64gc only (Rust/Go code); the ceiling applies to both."),
+    profile: str | None = typer.Option(None, "--profile", "-p",
+                                       help="Target profile to verify against [default: the provenance's "
+                                            "profile with --provenance, else rv64gc]."),
+    isa: str = typer.Option(IsaLevel.RUNS_ON.value, "--isa", metavar="runs-on|carries",
+                            help="runs-on: everything an artifact needs is within the profile (it runs on the "
+                                 "profile's CPUs); carries: it also carries every extension the profile promises "
+                                 "(catches a silent scalar fallback). Older names: baseline, profile."),
+    export: list[str] = typer.Option([], "--export", metavar="NAME",
+                                     help="A function every artifact must export (defined, global or weak, "
+                                          "STT_FUNC): in a shared object's dynamic symbols or some member of "
+                                          "an archive. Repeat it, or separate names with commas."),
+    provenance: Path | None = typer.Option(None, "--provenance", metavar="FILE",
+                                           help="A build's provenance.json (in-toto SLSA v1): each artifact must "
+                                                "be one of its subjects, with the same sha256."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the report as JSON to this file."),
     junit_out: Path | None = typer.Option(None, "--junit", help="Write JUnit XML (one case per artifact)."),
     every_member: bool = typer.Option(False, "--all", help="Show a row for every ELF file, not only failures."),
 ) -> None:
     """Verify artifacts against a target profile. Exit 0 if all pass, 1 if any fails, 2 on usage errors."""
-    prof = get_profile(profile)
+    prov = load_provenance(provenance) if provenance is not None else None
+    prof = get_profile(profile or (prov.profile if prov is not None and prov.profile else "rv64gc"))
     # Checked here, not by a click Choice, so a bad value is an rvport UsageError (exit 2).
-    level = _isa_level(isa)
+    level = isa_level(isa)
     for out in (json_out, junit_out):
         if out is not None and not out.parent.is_dir():
             raise UsageError(f"cannot write {out}: no directory {out.parent}")
-    report = verify_paths(list(paths), prof, isa=level)
+    report = verify_paths(list(paths), prof, isa=level, exports=_names(export), provenance=prov)
     if json_out is not None:
         write_json(report, json_out)
     if junit_out is not None:
         write_junit(report, junit_out)
     render_table(report, ui().console, every_member=every_member)
     if not report.ok:
-        raise VerifyFailed(f"{len(report.failed)} of {len(report.artifacts)} artifact(s) are not what "
-                           f"profile {prof.name} (isa {level}) promises",
+        raise VerifyFailed(f"{len(report.failed)} of {len(report.artifacts)} artifact(s) failed verification "
+                           f"for profile {prof.name} (isa {level})",
                            hint="see the reasons above; --json FILE has every fact")
 
 
-def _isa_level(value: str) -> IsaLevel:
-    try:
-        return IsaLevel(value.lower())
-    except ValueError:
-        raise UsageError(f"unknown --isa level {value!r}",
-                         hint=f"choose one of: {', '.join(level.value for level in IsaLevel)}") from None
+
+def _names(values: list[str]) -> tuple[str, ...]:
+    names = [n.strip() for v in values for n in v.split(",")]
+    bad = [n for n in names if not n or any(c.isspace() for c in n)]
+    if bad:
+        raise UsageError(f"--export {bad[0]!r} is not a symbol name", hint="e.g. --export create_client")
+    return tuple(dict.fromkeys(names))

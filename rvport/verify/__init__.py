@@ -1,12 +1,14 @@
 """rvport verify: prove every artifact's architecture, ABI and RISC-V extensions from its ELF files.
 
     from rvport.verify import verify_paths
-    report = verify_paths([Path("dist")], get_profile("rvv256"), isa="profile")
+    report = verify_paths([Path("dist")], get_profile("rvv256"), isa="carries")
     report.ok, report.to_json()
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from rvport.errors import UsageError
@@ -14,6 +16,8 @@ from rvport.catalogue.profiles import Profile
 from rvport.verify.artifacts import verify_path
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport, WheelInfo
 from rvport.verify.policy import IsaLevel, Verdict
+from rvport.verify.provenance import Provenance
+from rvport.verify.provenance import check as check_provenance
 
 __all__ = [
     "ArtifactKind",
@@ -23,20 +27,22 @@ __all__ = [
     "Verdict",
     "VerifyReport",
     "WheelInfo",
+    "isa_level",
     "verify_paths",
 ]
 
 
-def verify_paths(paths: list[Path], profile: Profile, isa: str = "profile") -> VerifyReport:
+def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_ON, *,
+                 exports: Sequence[str] = (), provenance: Provenance | None = None) -> VerifyReport:
     """Verify wheels, ar archives, ELF files and directories of them against a profile.
 
-    `isa` is "profile" (objects must carry Profile.requires) or "baseline" (Profile.baseline only; the
-    profile's ceiling still applies). Raises UsageError for a bad isa level, no paths, or a missing path;
-    a bad artifact is never an exception but a failed verdict in the report."""
-    try:
-        level = IsaLevel(isa)
-    except ValueError:
-        raise UsageError(f"unknown isa level {isa!r}", hint="use 'profile' or 'baseline'") from None
+    `isa` is "runs-on" (everything an object needs is within the profile: it runs on the profile's CPUs) or
+    "carries" (runs on, and carries every extension the profile promises, Profile.requires); the older names
+    "baseline" and "profile" mean the same two. `exports`: function names every artifact must export (an ELF
+    file's dynamic symbol table, or some member of an ar archive). `provenance` (provenance.load): every
+    artifact must be one of its subjects, with the same sha256. Raises UsageError for a bad isa level, no paths, or a missing
+    path; a bad artifact is never an exception but a failed verdict in the report."""
+    level = isa_level(isa)
     if not paths:
         raise UsageError("no artifacts to verify", hint="pass at least one wheel, archive, ELF file or directory")
     missing = [str(p) for p in paths if not Path(p).exists()]
@@ -44,6 +50,26 @@ def verify_paths(paths: list[Path], profile: Profile, isa: str = "profile") -> V
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     results: list[ArtifactResult] = []
     for p in paths:
-        results += verify_path(Path(p), profile, level)
+        results += verify_path(Path(p), profile, level, exports)
+    if provenance is not None:
+        results = [_against(provenance, a) for a in results]
     return VerifyReport(profile=profile.name, march=profile.march, mabi=profile.mabi, isa=level,
                         artifacts=tuple(results))
+
+
+def isa_level(value: str) -> IsaLevel:
+    """An IsaLevel from its name (or an older name); UsageError for anything else."""
+    try:
+        return IsaLevel(value)
+    except ValueError:
+        names = ", ".join(level.value for level in IsaLevel)
+        raise UsageError(f"unknown isa level {value!r}",
+                         hint=f"choose one of: {names} (older names: profile = carries, baseline = runs-on)") from None
+
+
+def _against(prov: Provenance, a: ArtifactResult) -> ArtifactResult:
+    if a.kind is ArtifactKind.DIRECTORY:
+        return a
+    reasons, notes = check_provenance(prov, a.path, a.sha256)
+    return replace(a, verdict=Verdict.FAIL if reasons or not a.ok else Verdict.PASS,
+                   reasons=a.reasons + tuple(reasons), notes=a.notes + tuple(notes))

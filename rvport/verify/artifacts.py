@@ -4,12 +4,15 @@ objects, and directories of them."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from rvport.catalogue.profiles import Profile
 from rvport.verify.ar import AR_MAGIC, AR_THIN_MAGIC, ArchiveError, iter_ar_members
 from rvport.verify.blob import judge_blob, member_result
 from rvport.verify.elf import ELF_MAGIC, ElfReadError, read_elf
+from rvport.verify.exports import check_exports
 from rvport.verify.filehash import size_sha
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult
 from rvport.verify.policy import IsaLevel, Verdict
@@ -40,7 +43,17 @@ def classify(path: Path) -> ArtifactKind:
     return ArtifactKind.OTHER
 
 
-def verify_file(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
+def verify_file(path: Path, profile: Profile, isa: IsaLevel, exports: Sequence[str] = ()) -> ArtifactResult:
+    """Judge one file; with `exports`, also that it exports those functions (exports.py)."""
+    result = _verify_file(path, profile, isa)
+    if not exports:
+        return result
+    j = check_exports(path, result.kind, exports)
+    return replace(result, verdict=Verdict.FAIL if j.reasons or not result.ok else Verdict.PASS,
+                   reasons=result.reasons + j.reasons, notes=result.notes + j.notes)
+
+
+def _verify_file(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
     kind = classify(path)
     if kind is ArtifactKind.WHEEL:
         return verify_wheel(path, profile, isa)
@@ -78,11 +91,11 @@ def walk(directory: Path) -> list[Path]:
     return found
 
 
-def verify_path(path: Path, profile: Profile, isa: IsaLevel) -> list[ArtifactResult]:
+def verify_path(path: Path, profile: Profile, isa: IsaLevel, exports: Sequence[str] = ()) -> list[ArtifactResult]:
     if path.is_dir():
         files = walk(path)
         if not files:
             return [ArtifactResult(path=str(path), kind=ArtifactKind.DIRECTORY, verdict=Verdict.FAIL,
                                    reasons=("no wheel, ELF file or ar archive found under it",))]
-        return [verify_file(p, profile, isa) for p in files]
-    return [verify_file(path, profile, isa)]
+        return [verify_file(p, profile, isa, exports) for p in files]
+    return [verify_file(path, profile, isa, exports)]

@@ -1,4 +1,4 @@
-"""Facts + profile + ISA level -> verdict with reasons. Pure: no I/O.
+"""Facts + profile + ISA level -> verdict with reasons. Pure: no I/O; the ISA rules are data (isa.yaml).
 
 Each rule is a small function listed in ELF_RULES; a rule returns the reasons it fails for and the notes it
 wants shown. The order of ELF_RULES is the order of the reasons in the report."""
@@ -12,8 +12,8 @@ from enum import StrEnum
 
 from packaging.tags import Tag
 
-from rvport.catalogue.profiles import Profile, expand
-from rvport.verify.elf import EF_RISCV_RVE, ElfFacts
+from rvport.catalogue.profiles import Profile, expand, go_level
+from rvport.verify.elf import EF_RISCV_RVE, EF_RISCV_TSO, ElfFacts
 from rvport.verify.manylinux import best_tag, policies
 
 # Legacy manylinux aliases (PEP 600): alias -> glibc (major, minor).
@@ -34,8 +34,24 @@ class Verdict(StrEnum):
 
 
 class IsaLevel(StrEnum):
-    PROFILE = "profile"    # the arch attribute must carry everything the profile promises (Profile.requires)
-    BASELINE = "baseline"  # only Profile.baseline (e.g. Rust or Go code built for riscv64gc); ceiling still applies
+    """Which question a verdict answers about the RISC-V extensions of an ELF file."""
+
+    RUNS_ON = "runs-on"   # does it run on every CPU of the profile: all it needs is within Profile.allowed
+    CARRIES = "carries"   # runs on, and carries every extension the profile promises (Profile.requires): no
+                          # silent scalar fallback, no ISA sniffed from the build host
+
+    @classmethod
+    def _missing_(cls, value: object) -> IsaLevel | None:
+        """Spellings in any case, and the older names: `profile` (carries) and `baseline` (runs on)."""
+        if not isinstance(value, str):
+            return None
+        v = value.strip().lower()
+        v = LEVEL_ALIASES.get(v, v)
+        return next((m for m in cls if m.value == v), None)
+
+
+# Older names of the levels, still accepted in recipes (`isa: profile|baseline`) and on the command line.
+LEVEL_ALIASES = {"profile": "carries", "baseline": "runs-on"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,8 +71,35 @@ class RuleContext:
     isa: IsaLevel
 
     @property
-    def required(self) -> frozenset[str]:
-        return self.profile.requires if self.isa is IsaLevel.PROFILE else self.profile.baseline
+    def carries(self) -> bool:
+        return self.isa is IsaLevel.CARRIES
+
+
+@dataclass(frozen=True, kw_only=True)
+class Needs:
+    """The extensions an ELF file may execute, and what says so."""
+
+    extensions: frozenset[str] | None   # None: nothing in the file says (no arch attribute, no Go build info)
+    source: str                         # "arch string", "Go build info (GORISCV64=rva20u64)", ...
+    reason: str | None = None           # why they are unknown, when that is itself a failure
+
+
+def needs(f: ElfFacts) -> Needs:
+    """What the file needs: its Tag_RISCV_arch string, else (Go binaries) the GORISCV64 level of its build info."""
+    if f.arch is not None:
+        return Needs(extensions=frozenset(f.extensions), source="arch string")
+    g = f.go
+    if g is not None and g.goarch == "riscv64":
+        setting = g.settings.get("GORISCV64")
+        level = go_level(setting)
+        if level is None:
+            return Needs(extensions=None, source=f"Go build info (GORISCV64={setting})",
+                         reason=f"Go build info says GORISCV64={setting}, a level rvport does not know "
+                                "(isa.yaml: go_riscv64)")
+        how = f"GORISCV64={level.name}" if not level.default else f"no GORISCV64: {level.name}, the default"
+        return Needs(extensions=level.extensions, source=f"Go build info ({how})")
+    what = "a Go binary without riscv64 build info" if g is not None else "no .riscv.attributes arch string"
+    return Needs(extensions=None, source=what)
 
 
 RuleResult = tuple[list[str], list[str]]   # (reasons it fails for, notes)
@@ -133,10 +176,16 @@ def rule_rvc(f: ElfFacts, c: RuleContext) -> RuleResult:
         return [], []
     if f.rvc and "c" not in c.profile.allowed:
         return [f"e_flags has RVC (compressed instructions) but profile {c.profile.name} has no c"], []
-    if not f.rvc and "c" in c.required:
-        if c.isa is IsaLevel.BASELINE:   # e.g. Go emits no compressed instructions: runs on any rv64gc
-            return [], ["e_flags has no RVC: uses no compressed instructions"]
-        return [f"e_flags lacks RVC (compressed instructions) that profile {c.profile.name} promises"], []
+    if not f.rvc and "c" in c.profile.requires:
+        if c.carries and f.go is None:   # Go is judged by its build info (rule_extensions): it emits no RVC
+            return [f"e_flags lacks RVC (compressed instructions) that profile {c.profile.name} promises"], []
+        return [], ["e_flags has no RVC: uses no compressed instructions"]
+    return [], []
+
+
+def rule_tso(f: ElfFacts, c: RuleContext) -> RuleResult:
+    if f.is_riscv and f.e_flags & EF_RISCV_TSO and "ztso" not in c.profile.allowed:
+        return [f"e_flags has TSO (built for the Ztso memory model) but profile {c.profile.name} has no ztso"], []
     return [], []
 
 
@@ -144,32 +193,31 @@ def rule_extensions(f: ElfFacts, c: RuleContext) -> RuleResult:
     if not f.is_riscv:
         return [], []
     p = c.profile
-    if f.arch is None:
-        if f.go is not None:
-            what = "a Go binary carries no .riscv.attributes"
-        else:
-            what = "no .riscv.attributes arch string"
-        if c.isa is IsaLevel.BASELINE:
-            return [], [f"{what}: extensions unproven, passed on header checks alone (isa baseline)"]
-        return [(f"{what}: cannot prove the extensions profile {p.name} promises "
-                f"({_fmt(p.requires)}); verify it with --isa baseline if it is built for riscv64gc only")], []
+    n = needs(f)
+    if n.extensions is None:
+        if n.reason:
+            return [n.reason], []
+        if c.carries:
+            return [(f"{n.source}: cannot prove the extensions profile {p.name} promises "
+                     f"({_fmt(p.requires)}); `--isa runs-on` asks only whether it runs on the profile")], []
+        return [], [f"{n.source}: extensions unproven, passed on header checks alone"]
     reasons: list[str] = []
-    notes: list[str] = []
-    exts = frozenset(f.extensions)
-    if not f.arch.lower().startswith("rv64"):
+    exts = n.extensions
+    if f.arch is not None and not f.arch.lower().startswith("rv64"):
         reasons.append(f"arch {f.arch.split('_')[0][:6]} is not rv64")
-    missing = c.required - expand(exts)
-    if missing:
-        level = "promises" if c.isa is IsaLevel.PROFILE else "needs as baseline"
-        reasons.append(f"arch string lacks {_fmt(missing)} that profile {p.name} {level}")
     beyond = exts - p.allowed
     if beyond:
         reasons.append(f"needs {_fmt(maximal(beyond))}, beyond profile {p.name} ({p.march}): "
-                       "code for a wider target does not belong in this artifact")
+                       f"it does not run on every CPU the profile describes ({n.source})")
+    if c.carries:
+        missing = p.requires - expand(exts)
+        if missing:
+            reasons.append(f"{n.source} lacks {_fmt(missing)} that profile {p.name} promises "
+                           "(a scalar fallback, or built for another target?)")
     for ext, (maj, mnr) in MIN_VERSIONS.items():
         if ext in f.extensions and _ver(f.extensions[ext]) < (maj, mnr):
             reasons.append(f"{ext} version {f.extensions[ext]} is older than {maj}p{mnr}")
-    return reasons, notes
+    return reasons, []
 
 
 def rule_go(f: ElfFacts, c: RuleContext) -> RuleResult:
@@ -182,6 +230,8 @@ def rule_go(f: ElfFacts, c: RuleContext) -> RuleResult:
     if g.goos is not None and g.goos != "linux":
         reasons.append(f"Go build info says GOOS={g.goos}, not linux")
     where = f"{g.goos}/{g.goarch}" if g.goos or g.goarch else "GOOS/GOARCH unknown"
+    if "GORISCV64" in g.settings:
+        where += f", GORISCV64={g.settings['GORISCV64']}"
     note = f"Go {g.go_version}, {where}" + (f", main module {g.main_module}" if g.main_module else "")
     return reasons, [note]
 
@@ -192,11 +242,11 @@ def rule_glibc(f: ElfFacts, c: RuleContext) -> RuleResult:
     return [], [f"needs GLIBC_{glibc_str(f.max_glibc)}: can carry {manylinux_for(f.max_glibc)} or later"]
 
 
-ELF_RULES: tuple[Rule, ...] = (rule_class, rule_endian, rule_machine, rule_float_abi, rule_rvc,
+ELF_RULES: tuple[Rule, ...] = (rule_class, rule_endian, rule_machine, rule_float_abi, rule_rvc, rule_tso,
                                rule_extensions, rule_go, rule_glibc)
 
 
-def judge_elf(facts: ElfFacts, profile: Profile, isa: IsaLevel | str = IsaLevel.PROFILE) -> Judgement:
+def judge_elf(facts: ElfFacts, profile: Profile, isa: IsaLevel | str = IsaLevel.RUNS_ON) -> Judgement:
     ctx = RuleContext(profile=profile, isa=IsaLevel(isa))
     reasons: list[str] = []
     notes: list[str] = list(facts.notes)

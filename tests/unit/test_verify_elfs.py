@@ -25,11 +25,11 @@ from tests.fixtures.elfs import ElfFixtures, make_wheel, record_hash
 pytestmark = pytest.mark.integration
 
 
-def verify(paths, profile="rv64gc", isa="profile"):
+def verify(paths, profile="rv64gc", isa="carries"):
     return verify_paths([Path(p) for p in paths], get_profile(profile), isa=isa)
 
 
-def one(path, profile="rv64gc", isa="profile"):
+def one(path, profile="rv64gc", isa="carries"):
     r = verify([path], profile, isa)
     assert len(r.artifacts) == 1
     return r.artifacts[0]
@@ -82,27 +82,50 @@ def test_facts_of_real_files(elf_fixtures: ElfFixtures):
     assert soft.float_abi == "soft" and "d" not in soft.extensions
 
 
-def test_baseline_level(elf_fixtures: ElfFixtures):
-    # rv64gc code (e.g. Rust/Go built for riscv64gc) in an rvv256 artifact: fine at baseline ...
-    assert one(elf_fixtures.path("librv64gc.so"), "rvv256", "baseline").ok
-    assert not one(elf_fixtures.path("librv64gc.so"), "rvv256", "profile").ok
-    # ... but the ceiling still applies.
-    a = one(elf_fixtures.path("rvv256.o"), "rvv128", "baseline")
-    assert not a.ok and "needs zvl256b, beyond profile rvv128" in reasons(a)
+@pytest.mark.parametrize("name,profile,runs_on,carries", [
+    # the brief's cases: a library for rv64gcv_zvl128b runs on rvv128 (which also promises zvfh) ...
+    ("librvv128-nozvfh.so", "rvv128", True, False),
+    ("librvv128-nozvfh.so", "rvv256", True, False),
+    ("librv64gc.so", "rvv256", True, False),
+    ("librv64gc.so", "rv64gc", True, True),
+    ("librvv128.so", "rvv256", True, False),
+    # ... a vlen-256 library does not, nor does any vector code on rv64gc
+    ("librvv256.so", "rvv128", False, False),
+    ("librvv128-nozvfh.so", "rv64gc", False, False),
+    ("intrin256.o", "rvv128", False, False),
+])
+def test_runs_on_and_carries(elf_fixtures: ElfFixtures, name, profile, runs_on, carries):
+    r, c = one(elf_fixtures.path(name), profile, "runs-on"), one(elf_fixtures.path(name), profile, "carries")
+    assert (r.ok, c.ok) == (runs_on, carries), (reasons(r), reasons(c))
+    if not carries and runs_on:
+        assert f"that profile {profile} promises" in reasons(c)
+    if not runs_on:
+        assert f"beyond profile {profile}" in reasons(r)
+
+
+def test_nozvfh_library_is_what_it_says(elf_fixtures: ElfFixtures):
+    f = one(elf_fixtures.path("librvv128-nozvfh.so"), "rvv128", "runs-on").members[0].facts
+    assert "v" in f.extensions and "zvl128b" in f.extensions and "zvfh" not in f.extensions
+    assert "lacks zvfh that profile rvv128 promises" in reasons(one(elf_fixtures.path("librvv128-nozvfh.so"),
+                                                                    "rvv128", "carries"))
 
 
 def test_go_binaries(elf_fixtures: ElfFixtures):
     if not elf_fixtures.go:
         pytest.skip("no Go toolchain on this host (apt-get install golang-go)")
-    a = one(elf_fixtures.path("hello-go-riscv64"), "rv64gc", "profile")
-    assert not a.ok and "Go binary carries no .riscv.attributes: cannot prove" in reasons(a)
-    a = one(elf_fixtures.path("hello-go-riscv64"), "rvv256", "baseline")
-    assert a.ok, reasons(a)
-    m = a.members[0]
-    assert m.facts.go.goarch == "riscv64" and m.facts.go.goos == "linux"
+    go = elf_fixtures.path("hello-go-riscv64")
+    m = one(go, "rv64gc", "runs-on").members[0]
+    assert m.facts.go.goarch == "riscv64" and m.facts.go.goos == "linux" and m.facts.rvc is False
+    assert m.facts.arch is None   # no .riscv.attributes: judged by its build info
     assert m.facts.go.go_version.startswith("go1.") and m.facts.go.main_module.startswith("example.com/hello")
-    assert any("header checks alone" in n for n in m.notes)
-    a = one(elf_fixtures.path("hello-go-amd64"), "rv64gc", "baseline")
+    for profile in ("rv64gc", "rvv128", "rvv256", "rvv256-bf16"):
+        a = one(go, profile, "runs-on")
+        assert a.ok, reasons(a)
+    level = m.facts.go.settings.get("GORISCV64", "rva20u64")
+    assert one(go, "rv64gc", "carries").ok
+    a = one(go, "rvv128", "carries")
+    assert not a.ok and "lacks v, zvfh, zvl128b that profile rvv128 promises" in reasons(a) and level in reasons(a)
+    a = one(elf_fixtures.path("hello-go-amd64"), "rv64gc", "runs-on")
     assert not a.ok and "GOARCH=amd64" in reasons(a) and "not RISC-V" in reasons(a)
 
 
@@ -133,7 +156,7 @@ def test_good_wheel(elf_fixtures: ElfFixtures, tmp_path):
     whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {
         "demo/__init__.py": b"", "demo/_vec.cpython-312-riscv64-linux-gnu.so": elf_fixtures.read("librvv256.so"),
         "demo/libs/libnew.so": elf_fixtures.read("libnewglibc.so")})
-    a = one(whl, "rvv256", "baseline")
+    a = one(whl, "rvv256", "runs-on")
     assert a.ok and a.kind == "wheel", reasons(a)
     assert a.wheel.record_checked == 5 and a.wheel.max_glibc == "2.36"
     assert a.wheel.manylinux == "manylinux_2_36_riscv64"
@@ -202,14 +225,14 @@ def test_wheel_same_report_on_threads_and_kept_in_ranges(elf_fixtures: ElfFixtur
     names += ["hello-go-riscv64", "hello-go-amd64"] if elf_fixtures.go else []
     files = {f"demo/{n}": elf_fixtures.read(n) for n in names}
     whl = make_wheel(tmp_path, "demo", "1.0", TAG39, files | {"demo/__init__.py": b"x = 1\n"})
-    plain = one(whl, "rvv256", "baseline").to_json()
+    plain = one(whl, "rvv256", "runs-on").to_json()
     monkeypatch.setenv("RVPORT_VERIFY_THREADS", "3")
     monkeypatch.setattr(pool, "PARALLEL_MIN_COST", 0)
     monkeypatch.setattr(pool, "BATCH_COST", 1)
     monkeypatch.setattr(members, "AHEAD_MIN", 0)
     monkeypatch.setattr(keep, "HEAD", 4096)
     monkeypatch.setattr(keep, "NEAR", 1024)
-    assert one(whl, "rvv256", "baseline").to_json() == plain
+    assert one(whl, "rvv256", "runs-on").to_json() == plain
     assert plain["wheel"]["record_checked"] == len(files) + 3
 
 
@@ -292,7 +315,7 @@ def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):
     schema = json.loads(builtin("schemas", "verify.schema.json").read_text())
     doc = json.loads(js.read_text())
     jsonschema.validate(doc, schema)
-    assert doc["ok"] and doc["profile"]["name"] == "rvv256" and doc["isa"] == "profile"
+    assert doc["ok"] and doc["profile"]["name"] == "rvv256" and doc["isa"] == "runs-on"
     assert len(ET.parse(xml).getroot().findall("./testsuite/testcase")) == 2
 
     r = rvport("verify", "artifacts", str(elf_fixtures.path("libmixed.a")), "--json", str(js), "--junit", str(xml))
@@ -304,8 +327,14 @@ def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):
     failure = ET.parse(xml).getroot().find("./testsuite/testcase/failure")
     assert failure is not None and "x86.o" in failure.text
 
+    # runs on (the default): an rv64gc library runs on rvv256; it does not carry what rvv256 promises
+    r = rvport("verify", "artifacts", str(elf_fixtures.path("librv64gc.so")), "--profile", "rvv256")
+    assert r.returncode == 0, r.stdout + r.stderr
     r = rvport("verify", "artifacts", str(elf_fixtures.path("librv64gc.so")), "--profile", "rvv256",
-               "--isa", "baseline")
+               "--isa", "carries")
+    assert r.returncode == 1 and "promises" in r.stdout, r.stdout + r.stderr
+    r = rvport("verify", "artifacts", str(elf_fixtures.path("librv64gc.so")), "--profile", "rvv256",
+               "--isa", "baseline")   # the older name of runs-on
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -319,3 +348,55 @@ def test_cli_usage_errors(args):
     r = rvport(*args)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "error:" in r.stderr
+
+
+# ---- exports: the artifact's own ELF symbol tables ------------------------------------------------------------
+
+def test_archive_exports(elf_fixtures: ElfFixtures):
+    lib = elf_fixtures.path("libexports.a")
+    r = verify_paths([lib], get_profile("rv64gc"), exports=["create_client", "close_client", "second_fn",
+                                                             "hidden_fn"])
+    a = r.artifacts[0]
+    assert a.ok, reasons(a)
+    assert any("exports create_client, close_client, second_fn, hidden_fn (functions)" in n for n in a.notes)
+    # second_fn lives in a member that also carries an .llvmbc section: its ELF symbol table still says FUNC
+    r = verify_paths([lib], get_profile("rv64gc"),
+                     exports=["create_client", "counter", "local_only", "undefined_fn", "destroy_client"])
+    text = reasons(r.artifacts[0])
+    assert not r.ok and len(r.artifacts[0].reasons) == 4, text
+    assert "does not export counter is GLOBAL OBJECT (STT_OBJECT) in exports.o, not a function" in text
+    assert "does not export local_only is defined only as a LOCAL symbol in exports.o" in text
+    assert "does not export undefined_fn is referenced in exports.o but defined in no member" in text
+    assert "does not export no member defines or references destroy_client" in text
+    assert "create_client" not in text
+
+
+def test_shared_object_exports(elf_fixtures: ElfFixtures):
+    so = elf_fixtures.path("libexports.so")
+    assert verify_paths([so], get_profile("rv64gc"), exports=["create_client", "close_client"]).ok
+    r = verify_paths([so], get_profile("rv64gc"), exports=["hidden_fn", "counter", "undefined_fn"])
+    text = reasons(r.artifacts[0])
+    assert not r.ok
+    assert "hidden_fn is not in its .dynsym" in text
+    assert "counter is GLOBAL OBJECT (STT_OBJECT), not a function" in text
+    assert "undefined_fn is referenced but defined elsewhere" in text
+
+
+def test_exports_of_a_wheel_or_a_bad_archive_fail(elf_fixtures: ElfFixtures, tmp_path):
+    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/_x.so": elf_fixtures.read("libexports.so")})
+    r = verify_paths([whl], get_profile("rv64gc"), exports=["create_client"])
+    assert not r.ok and "checked in ELF files and ar archives, not in a wheel" in reasons(r.artifacts[0])
+    bad = tmp_path / "libtrunc.a"
+    bad.write_bytes(elf_fixtures.read("libexports.a")[:2000])
+    r = verify_paths([bad], get_profile("rv64gc"), exports=["create_client"])
+    assert not r.ok and "exports not checked: bad ar archive" in reasons(r.artifacts[0])
+
+
+def test_cli_exports(elf_fixtures: ElfFixtures):
+    lib = str(elf_fixtures.path("libexports.a"))
+    r = rvport("verify", "artifacts", lib, "--export", "create_client,close_client", "--export", "second_fn")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = rvport("verify", "artifacts", lib, "--export", "create_client", "--export", "counter")
+    assert r.returncode == 1 and "counter" in r.stdout and "not a function" in r.stdout, r.stdout + r.stderr
+    r = rvport("verify", "artifacts", lib, "--export", "create_client,,x")
+    assert r.returncode == 2 and "not a symbol name" in r.stderr, r.stdout + r.stderr

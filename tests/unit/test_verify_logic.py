@@ -119,18 +119,49 @@ def test_vector_object_exceeds_scalar_and_narrower_profiles():
     assert judge_elf(facts(arch=V256_ARCH), get_profile("rvv256")).ok
 
 
-def test_bf16_exceeds_rvv256_ceiling_even_at_baseline():
+def test_bf16_exceeds_rvv256_ceiling_at_both_levels():
     arch = V256_ARCH + "_zfbfmin1p0_zvfbfmin1p0"
-    j = judge_elf(facts(arch=arch), get_profile("rvv256"), IsaLevel.BASELINE)
-    assert not j.ok and any("zvfbfmin" in r and "beyond" in r for r in j.reasons)
-    assert judge_elf(facts(arch=arch), get_profile("rvv256-bf16")).ok
+    for level in IsaLevel:
+        j = judge_elf(facts(arch=arch), get_profile("rvv256"), level)
+        assert not j.ok and any("zvfbfmin" in r and "beyond" in r for r in j.reasons)
+    assert judge_elf(facts(arch=arch), get_profile("rvv256-bf16"), IsaLevel.CARRIES).ok
 
 
-def test_profile_level_requires_promised_extensions_baseline_does_not():
-    j = judge_elf(facts(arch=V128_ARCH), get_profile("rvv256"))
-    assert not j.ok and any("lacks zvl256b" in r for r in j.reasons)
-    j = judge_elf(facts(arch=GC_ARCH), get_profile("rvv256"), IsaLevel.BASELINE)
+def test_carries_requires_promised_extensions_runs_on_does_not():
+    j = judge_elf(facts(arch=V128_ARCH), get_profile("rvv256"), IsaLevel.CARRIES)
+    assert not j.ok and any("arch string lacks zvl256b that profile rvv256 promises" in r for r in j.reasons)
+    assert judge_elf(facts(arch=V128_ARCH), get_profile("rvv256"), IsaLevel.RUNS_ON).ok
+    j = judge_elf(facts(arch=GC_ARCH), get_profile("rvv256"), IsaLevel.RUNS_ON)
     assert j.ok, j.reasons
+
+
+# What the brief of "runs on" asks, case by case: (arch, profile, runs on, carries, a reason that must appear).
+V128_NO_ZVFH = V128_ARCH.replace("_zvfh1p0_zvfhmin1p0", "").replace("_zfhmin1p0", "")
+
+
+@pytest.mark.parametrize("arch,profile,runs_on,carries,why", [
+    (GC_ARCH, "rv64gc", True, True, ""),
+    (GC_ARCH, "rvv128", True, False, "lacks v, zvfh, zvl128b that profile rvv128 promises"),
+    (V128_NO_ZVFH, "rvv128", True, False, "lacks zvfh that profile rvv128 promises"),
+    (V128_NO_ZVFH, "rvv256", True, False, "lacks zvfh, zvl256b"),
+    (V128_ARCH, "rvv128", True, True, ""),
+    (V256_ARCH, "rvv128", False, False, "needs zvl256b, beyond profile rvv128"),
+    (V128_ARCH, "rv64gc", False, False, "needs v, zvfh, beyond profile rv64gc"),
+    (V128_NO_ZVFH, "rv64gc", False, False, "needs v, beyond profile rv64gc"),
+])
+def test_runs_on_is_a_subset_carries_is_the_promise(arch, profile, runs_on, carries, why):
+    r = judge_elf(facts(arch=arch), get_profile(profile), IsaLevel.RUNS_ON)
+    c = judge_elf(facts(arch=arch), get_profile(profile), IsaLevel.CARRIES)
+    assert (r.ok, c.ok) == (runs_on, carries), (r.reasons, c.reasons)
+    if why:
+        assert any(why in x for x in (r.reasons + c.reasons)), (r.reasons, c.reasons)
+
+
+def test_isa_level_names_and_older_names():
+    assert IsaLevel("runs-on") is IsaLevel.RUNS_ON and IsaLevel("CARRIES") is IsaLevel.CARRIES
+    assert IsaLevel("profile") is IsaLevel.CARRIES and IsaLevel("baseline") is IsaLevel.RUNS_ON
+    with pytest.raises(ValueError):
+        IsaLevel("everything")
 
 
 def test_float_abi_and_rvc():
@@ -138,10 +169,16 @@ def test_float_abi_and_rvc():
     assert any("float ABI is soft" in r and "lp64d" in r for r in j.reasons)
     j = judge_elf(facts(e_flags=0x3), get_profile("rv64gc"))
     assert any("float ABI is single" in r for r in j.reasons)
-    j = judge_elf(facts(e_flags=0x4), get_profile("rv64gc"))
+    j = judge_elf(facts(e_flags=0x4), get_profile("rv64gc"), IsaLevel.CARRIES)
     assert any("lacks RVC" in r for r in j.reasons)
-    j = judge_elf(facts(e_flags=0x4), get_profile("rv64gc"), IsaLevel.BASELINE)
+    j = judge_elf(facts(e_flags=0x4), get_profile("rv64gc"), IsaLevel.RUNS_ON)
     assert j.ok and any("no RVC" in n for n in j.notes)
+
+
+def test_tso_needs_a_ztso_profile():
+    for level in IsaLevel:
+        j = judge_elf(facts(e_flags=0x15), get_profile("rvv256"), level)
+        assert not j.ok and any("Ztso" in r and "no ztso" in r for r in j.reasons)
 
 
 def test_header_checks():
@@ -155,25 +192,62 @@ def test_header_checks():
     assert any("not rv64" in r for r in j.reasons)
 
 
-def test_no_attributes_profile_fails_baseline_passes_with_note():
-    go = GoBuildInfo(go_version="go1.22.1", main_module="example.com/x", path="example.com/x",
-                     goos="linux", goarch="riscv64")
-    j = judge_elf(facts(arch=None, go=go), get_profile("rv64gc"))
-    assert not j.ok and any("Go binary carries no .riscv.attributes" in r and "--isa baseline" in r
+def test_no_attributes_carries_fails_runs_on_passes_with_note():
+    j = judge_elf(facts(arch=None), get_profile("rv64gc"), IsaLevel.CARRIES)
+    assert not j.ok and any("no .riscv.attributes arch string: cannot prove" in r and "--isa runs-on" in r
                             for r in j.reasons)
-    j = judge_elf(facts(arch=None, go=go), get_profile("rvv256"), "baseline")
+    j = judge_elf(facts(arch=None), get_profile("rvv256"), IsaLevel.RUNS_ON)
     assert j.ok and any("header checks alone" in n for n in j.notes)
-    assert any("go1.22.1, linux/riscv64, main module example.com/x" in n for n in j.notes)
 
 
-def test_go_goarch_mismatch_fails():
-    go = GoBuildInfo(go_version="go1.22.1", main_module=None, path=None, goos="linux", goarch="arm64")
-    j = judge_elf(facts(arch=None, go=go), get_profile("rv64gc"), "baseline")
+def go_facts(goarch: str = "riscv64", **settings: str) -> ElfFacts:
+    go = GoBuildInfo(go_version="go1.25.1", main_module="example.com/x", path="example.com/x", goos="linux",
+                     goarch=goarch, settings={"GOARCH": goarch, "GOOS": "linux", **settings})
+    return facts(arch=None, e_flags=0x4, go=go)   # Go: double float ABI, no RVC, no arch attribute
+
+
+@pytest.mark.parametrize("profile", ["rv64gc", "rvv128", "rvv256", "rvv256-bf16"])
+def test_go_binary_runs_on_every_profile(profile):
+    for f in (go_facts(), go_facts(GORISCV64="rva20u64")):
+        j = judge_elf(f, get_profile(profile), IsaLevel.RUNS_ON)
+        assert j.ok, j.reasons
+        assert not any("unproven" in n for n in j.notes)
+    assert any("GORISCV64=rva20u64" in n for n in judge_elf(go_facts(GORISCV64="rva20u64"),
+                                                            get_profile(profile)).notes)
+
+
+def test_go_binary_carries_only_what_its_level_has():
+    assert judge_elf(go_facts(), get_profile("rv64gc"), IsaLevel.CARRIES).ok   # no RVC flag: Go's level says c
+    j = judge_elf(go_facts(GORISCV64="rva20u64"), get_profile("rvv128"), IsaLevel.CARRIES)
+    assert not j.ok and any("Go build info (GORISCV64=rva20u64) lacks v, zvfh, zvl128b" in r for r in j.reasons)
+
+
+@pytest.mark.parametrize("level,beyond", [("rva22u64", "zba, zbb, zbs"), ("rva23u64", "v")])
+def test_go_binary_built_for_a_higher_level_does_not_run_on_rv64gc(level, beyond):
+    j = judge_elf(go_facts(GORISCV64=level), get_profile("rv64gc"), IsaLevel.RUNS_ON)
+    assert not j.ok
+    r = next(r for r in j.reasons if "beyond profile rv64gc" in r)
+    assert all(e in r for e in beyond.split(", ")) and f"GORISCV64={level}" in r
+
+
+def test_go_binary_with_an_unknown_level_or_arch_fails():
+    j = judge_elf(go_facts(GORISCV64="rva99u64"), get_profile("rv64gc"))
+    assert not j.ok and any("GORISCV64=rva99u64, a level rvport does not know" in r for r in j.reasons)
+    j = judge_elf(go_facts("arm64"), get_profile("rv64gc"))
     assert any("GOARCH=arm64" in r for r in j.reasons)
 
 
+def test_go_levels_are_data():
+    from rvport.catalogue.profiles import go_level, isa_rules
+    levels = isa_rules()["go_riscv64"]["levels"]
+    assert set(levels) >= {"rva20u64", "rva22u64", "rva23u64"}
+    assert go_level(None).name == isa_rules()["go_riscv64"]["default"] and go_level(None).default
+    assert go_level("rva22u64").extensions == frozenset(levels["rva22u64"])
+    assert go_level("nonsense") is None
+
+
 def test_v0p7_is_not_rvv1():
-    j = judge_elf(facts(arch=GC_ARCH + "_v0p7"), get_profile("rvv128"), IsaLevel.BASELINE)
+    j = judge_elf(facts(arch=GC_ARCH + "_v0p7"), get_profile("rvv128"), IsaLevel.RUNS_ON)
     assert any("older than 1p0" in r for r in j.reasons)
 
 
@@ -301,7 +375,7 @@ def _report() -> VerifyReport:
                          members=(MemberResult(name="x86.o", verdict=Verdict.FAIL,
                                                reasons=("machine is x86-64 (EM_X86_64), not RISC-V",),
                                                facts=facts(machine="EM_X86_64", arch=None, e_flags=0)),))
-    return VerifyReport(profile="rv64gc", march="rv64gc", mabi="lp64d", isa=IsaLevel.PROFILE,
+    return VerifyReport(profile="rv64gc", march="rv64gc", mabi="lp64d", isa=IsaLevel.CARRIES,
                         artifacts=(good, bad))
 
 
@@ -319,7 +393,7 @@ def test_json_is_versioned_sorted_and_valid():
 
 
 def test_empty_report_is_not_ok():
-    assert not VerifyReport(profile="rv64gc", march="rv64gc", mabi="lp64d", isa=IsaLevel.PROFILE,
+    assert not VerifyReport(profile="rv64gc", march="rv64gc", mabi="lp64d", isa=IsaLevel.CARRIES,
                             artifacts=()).ok
 
 
@@ -433,7 +507,7 @@ def test_member_read_errors(tmp_path):
         _patch_member_headers(whl, "demo/_x.so", fn)
         with pytest.raises(MemberError, match=why):
             _read(whl, "demo/_x.so")
-        r = verify_wheel(whl, get_profile("rv64gc"), IsaLevel.PROFILE)
+        r = verify_wheel(whl, get_profile("rv64gc"), IsaLevel.CARRIES)
         assert not r.ok and any("demo/_x.so: cannot read member" in x and why in x for x in r.reasons), r.reasons
 
 
@@ -518,12 +592,12 @@ def test_wheel_verdicts_same_alone_and_on_threads(tmp_path, monkeypatch):
     whl = _wheel(tmp_path, files, record_override={"demo/m7.py": _sha256_field(b"other"),
                                                    "demo/lib3.so": _sha256_field(b"other")})
     profile = get_profile("rv64gc")
-    alone = verify_wheel(whl, profile, IsaLevel.PROFILE)
+    alone = verify_wheel(whl, profile, IsaLevel.CARRIES)
     monkeypatch.setenv("RVPORT_VERIFY_THREADS", "3")
     monkeypatch.setattr(pool, "PARALLEL_MIN_COST", 0)
     monkeypatch.setattr(pool, "BATCH_COST", 1)
     monkeypatch.setattr(members, "AHEAD_MIN", 0)
-    threaded = verify_wheel(whl, profile, IsaLevel.PROFILE)
+    threaded = verify_wheel(whl, profile, IsaLevel.CARRIES)
     assert alone.to_json() == threaded.to_json()
     doc = alone.to_json()
     assert doc["wheel"]["record_checked"] == len(files) + 1   # every file but RECORD itself
@@ -552,7 +626,7 @@ def test_unreadable_zip_structures_are_verdicts(tmp_path):
                             ("demo-1.0.dist-info/RECORD", encrypted_record, "not a readable zip file: File")]:
         whl = _wheel(tmp_path, {"demo/_x.so": elf})
         _patch_member_headers(whl, member, fn)
-        r = verify_wheel(whl, get_profile("rv64gc"), IsaLevel.PROFILE)
+        r = verify_wheel(whl, get_profile("rv64gc"), IsaLevel.CARRIES)
         assert not r.ok and any(x.startswith(why) for x in r.reasons), r.reasons
 
 
@@ -568,9 +642,9 @@ def test_big_elf_kept_in_ranges_judged_the_same(tmp_path, monkeypatch):
     m = _read_keep(whl, "demo/unusual.so")
     with pytest.raises(NotKept):
         read_elf(m.content)   # type: ignore[arg-type]
-    sparse = verify_wheel(whl, get_profile("rvv128"), IsaLevel.PROFILE)
+    sparse = verify_wheel(whl, get_profile("rvv128"), IsaLevel.CARRIES)
     monkeypatch.setattr(keep, "HEAD", 1 << 30)
-    whole = verify_wheel(whl, get_profile("rvv128"), IsaLevel.PROFILE)
+    whole = verify_wheel(whl, get_profile("rvv128"), IsaLevel.CARRIES)
     assert sparse.to_json() == whole.to_json()
     assert [m.name for m in sparse.failed_members] == ["demo/usual.so", "demo/unusual.so"]
     assert all("needs zvl256b, beyond profile rvv128" in m.reasons[0] for m in sparse.failed_members)
@@ -617,3 +691,73 @@ def test_go_build_info_of_a_binary_without_section_headers():
                                                                     2, 64, 0, 0)
     f = read_elf_bytes(hdr + phdrs + info)
     assert f.go is not None and (f.go.go_version, f.go.goarch, f.go.goos) == ("go1.22.4", "riscv64", "linux")
+
+
+# ---- exports: judged from symbol tables (symbols.py reads them; exports.py judges) -------------------------------
+
+def _sym(name, bind="GLOBAL", type_="FUNC", visibility="DEFAULT", defined=True):
+    from rvport.verify.symbols import Symbol
+    return Symbol(name=name, bind=bind, type=type_, visibility=visibility, defined=defined)
+
+
+def _table(table, *syms):
+    from rvport.verify.symbols import SymbolTable
+    return SymbolTable(table=table, elf_type="ET_REL" if table == ".symtab" else "ET_DYN", symbols=syms)
+
+
+def test_judge_exports_in_archive_members():
+    from rvport.verify.exports import Found, judge_exports
+    found = [Found(where="a.o", table=_table(".symtab", _sym("create_client", defined=False),
+                                              _sym("helper", bind="LOCAL"), _sym("data", type_="OBJECT"))),
+             Found(where="b.o", table=_table(".symtab", _sym("create_client"), _sym("close_client", bind="WEAK"),
+                                              _sym("resolver", type_="IFUNC"), _sym("hid", visibility="HIDDEN"),
+                                              _sym("only_ref", defined=False)))]
+    j = judge_exports(["create_client", "close_client", "resolver", "hid"], found, archive=True)
+    assert j.reasons == () and j.notes == ("exports create_client, close_client, resolver, hid (functions)",)
+    j = judge_exports(["data", "helper", "only_ref", "nowhere"], found, archive=True)
+    assert j.reasons == (
+        "does not export data is GLOBAL OBJECT (STT_OBJECT) in a.o, not a function (STT_FUNC)",
+        "does not export helper is defined only as a LOCAL symbol in a.o (static): not visible to a linker",
+        "does not export only_ref is referenced in b.o but defined in no member",
+        "does not export no member defines or references nowhere",
+    )
+    assert j.notes == ()
+
+
+def test_judge_exports_in_a_shared_object():
+    from rvport.verify.exports import Found, judge_exports
+    found = [Found(where=None, table=_table(".dynsym", _sym("f"), _sym("p", visibility="PROTECTED"),
+                                             _sym("h", visibility="HIDDEN")))]
+    assert judge_exports(["f", "p"], found, archive=False).reasons == ()
+    j = judge_exports(["h", "g"], found, archive=False)
+    assert j.reasons == ("does not export h is a HIDDEN function: not visible outside its object",
+                         "does not export g is not in its .dynsym")
+    empty = [Found(where=None, table=_table(""))]
+    assert judge_exports(["g"], empty, archive=False).reasons == ("does not export g: the file has no symbol table",)
+
+
+def test_symbol_table_of_a_corrupt_file_is_an_elf_read_error():
+    from rvport.verify.symbols import read_symbols
+    import io
+    with pytest.raises(ElfReadError):
+        read_symbols(io.BytesIO(b"\x7fELF" + b"\x02\x01\x01" + b"\0" * 9 + b"\xff" * 48))
+    with pytest.raises(ElfReadError):
+        read_symbols(io.BytesIO(b"not an elf file at all"))
+
+
+def test_recipe_outputs_declare_exports(tmp_path):
+    from rvport.catalogue.recipes import load_catalogue
+    from rvport.errors import RecipeError
+    glide = load_catalogue().resolve("glide-ffi")
+    assert glide.outputs[0].exports == ("create_client", "close_client")
+    (tmp_path / "demo.yaml").write_text(
+        "schema: 1\nname: demo\nkind: python-wheel\nbuild: [echo]\n"
+        "outputs:\n  - {glob: '*.whl', type: wheel, exports: [f]}\n"
+        "versions:\n  - version: '1.0'\n    sources: [{name: s, url: 'https://example.org/s.tar.gz'}]\n")
+    with pytest.raises(RecipeError) as ei:
+        load_catalogue(tmp_path)
+    p = ei.value.problems[0]
+    assert "declares exports" in p.message and p.line == 6 and "staticlib" in p.hint
+    (tmp_path / "demo.yaml").write_text((tmp_path / "demo.yaml").read_text().replace("exports: [f]", "exports: ['a b']"))
+    with pytest.raises(RecipeError):
+        load_catalogue(tmp_path)
