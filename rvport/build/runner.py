@@ -444,7 +444,7 @@ class Runner:
 
         reports, failures = [], []
         for o in st.recipe.outputs:
-            report = verify_paths(_matches(files, o.glob), self.profile, isa=o.isa)
+            report = verify_paths(_matches(files, o.glob), self.profile, isa=o.isa, exports=o.exports)
             doc = report.to_json()
             for a in doc["artifacts"]:      # paths relative to the stage's output, not a temporary directory
                 a["path"] = str(Path(a["path"]).relative_to(files))
