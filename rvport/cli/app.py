@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import traceback
 from pathlib import Path
 from typing import Optional
@@ -11,6 +10,7 @@ import typer
 
 from rvport import __version__
 from rvport.cli.console import configure, ui
+from rvport.cli.entry import install_handlers
 from rvport.errors import ExitCode, RvportError, UsageError
 from rvport.cli.sources import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
 from rvport.cli.sources import register as register_sources
@@ -209,16 +209,10 @@ def doctor(builder: Optional[str] = BUILDER_OPT) -> None:
     ui().console.print("[green]ready:[/] a riscv64 build can run here")
 
 
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def main() -> None:
-    """Console-script entry: run the app and turn errors into exit codes, never tracebacks."""
-    # Ctrl-C and a CI system's cancel (SIGTERM) stop a build cleanly, even when started from a shell that made
-    # background jobs ignore SIGINT (Python then installs no handler of its own).
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
+    """Run the app and turn errors into exit codes, never tracebacks (the `rvport` script reaches it through
+    rvport.cli.entry, which handles an interrupt while this module is imported)."""
+    install_handlers()
     try:
         rc = app(standalone_mode=False)
         # click 8.2+ (vendored by typer >= 0.16) turns Ctrl-C into Abort and, without standalone mode, *returns*
