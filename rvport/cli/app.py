@@ -11,12 +11,14 @@ import typer
 from rvport import __version__
 from rvport.cli.console import configure, ui
 from rvport.cli.entry import install_handlers
+from rvport.cli.options import profile_option
 from rvport.errors import ExitCode, RvportError, UsageError
 from rvport.cli.sources import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
 from rvport.cli.sources import register as register_sources
 from rvport.cli.verify import app as verify_app
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# Plain (click-style) help: paragraphs are re-flowed to the terminal, and no type labels such as <bool> are shown.
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Pinned recipes in, proven riscv64 artifacts out.")
 app.add_typer(verify_app, name="verify")
 register_sources(app)  # fetch, pin (rvport/sources_cli.py)
@@ -39,12 +41,17 @@ def main_options(
 
 
 # ------------------------------------------------------------------------------------------------- plan
-PROFILE_OPT = typer.Option("rvv256", "--profile", "-p", help="Target profile: rv64gc, rvv128, rvv256, rvv256-bf16.")
-MODE_OPT = typer.Option("auto", "--mode", "-m", help="auto, native, qemu, cross or accelerated (auto picks per recipe).")
-TAG_OPT = typer.Option("local", "--tag", "-t", help="Tag for the images and the result.")
-OUT_OPT = typer.Option(Path("out"), "--output", "-o", help="Output directory (plan.json, result.json, artifacts/, logs/).")
-JOBS_OPT = typer.Option(None, "--jobs", "-j", help="Parallel compile jobs (default: bounded by cores and memory).")
-BUILDER_OPT = typer.Option(None, "--builder", help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).")
+PROFILE_OPT = profile_option()
+MODE_OPT = typer.Option("auto", "--mode", "-m", metavar="MODE",
+                        help="auto, native, qemu, cross or accelerated (auto picks per recipe).")
+TAG_OPT = typer.Option("local", "--tag", "-t", metavar="TAG", help="Tag for the images and the result.")
+OUT_OPT = typer.Option(Path("out"), "--output", "-o", metavar="DIR",
+                       help="Output directory (plan.json, result.json, artifacts/, logs/).")
+JOBS_OPT = typer.Option(None, "--jobs", "-j", metavar="N",
+                        help="Parallel compile jobs, 1 or more (default: bounded by cores and memory).")
+BUILDER_OPT = typer.Option(None, "--builder", metavar="NAME",
+                           help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).")
+RECIPES_ARG = typer.Argument(None, metavar="RECIPE[==VERSION]", show_default=False, hidden=True)
 
 
 def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline, ca=None):
@@ -60,30 +67,50 @@ def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_d
         raise UsageError(f"unknown mode {mode!r}", hint="choose auto, native, qemu, cross or accelerated") from None
     if all_ and recipes:
         raise UsageError("give recipe names or --all, not both")
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs {jobs}: give 1 or more",
+                         hint="or leave --jobs out: rvport then runs as many as the cores and memory allow")
     cat = load_catalogue(recipes_dir)
     fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca)
     req = Request(refs=tuple(recipes or ()), all=all_, profile=get_profile(profile), mode=mode_v, tag=tag,
                   jobs=jobs, builder=builder)
     plan = make_plan(cat, req, gather(),
                      locate=lambda s: str(locate(s, fopts.cache, fopts.mirror, offline=fopts.offline)))
+    _warn_jobs(plan, jobs)
     return plan, fopts
 
 
-@app.command()
+def _warn_jobs(plan, jobs: int | None) -> None:
+    """The planner bounds --jobs by the host's memory (a compile job of each kind needs some); say so."""
+    if jobs is None:
+        return
+    for s in plan.stages:
+        if s.jobs != jobs:
+            ui().err.print(f"warning: --jobs {jobs}: {s.recipe.ref} runs {s.jobs} job(s) instead, as many as this "
+                           f"host's memory allows for a {s.recipe.kind.value} build", markup=False, highlight=False)
+
+
+@app.command(short_help="Resolve recipes into a plan, with every pin, before anything runs.")
 def plan(
-    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    recipes: Optional[list[str]] = RECIPES_ARG,
     all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT,
-    fmt: str = typer.Option("json", "--format", help="json (plan.json) or bake (docker-bake.json too)."),
-    base_image: Optional[str] = typer.Option(None, "--base-image", help="With --format bake: the riscv64 base image (REF@sha256:...) instead of a bootstrapped one."),
+    fmt: str = typer.Option("json", "--format", metavar="json|bake",
+                            help="json (plan.json) or bake (docker-bake.json too)."),
+    base_image: Optional[str] = typer.Option(None, "--base-image", metavar="REF@sha256:DIGEST",
+                                             help="With --format bake: the riscv64 base image instead of a "
+                                                  "bootstrapped one."),
     recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT,
 ) -> None:
-    """Resolve recipes into a plan (printed, and written to OUTPUT/plan.json) before anything runs.
+    """Resolve recipes into a plan (printed, and written to DIR/plan.json) before anything runs.
 
-    With --format bake, also OUTPUT/docker-bake.json and its stage contexts under OUTPUT/bake/ (this fetches
-    the sources and makes sure the base image exists, as a build would)."""
+    Name recipes as NAME (its default version) or NAME==VERSION, or pass --all. The plan promises every pin:
+    the patches and lock files shipped with the planned recipes are checked against their sha256 here.
+
+    With --format bake, also DIR/docker-bake.json and its stage contexts under DIR/bake/ (this fetches the
+    sources and makes sure the base image exists, as a build would)."""
     from rvport import manifest
     from rvport.cli import views
 
@@ -107,23 +134,32 @@ def plan(
 
 
 # ------------------------------------------------------------------------------------------------ build
-@app.command()
+@app.command(short_help="Run the plan in buildx stages; export, verify and record the artifacts.")
 def build(
-    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    recipes: Optional[list[str]] = RECIPES_ARG,
     all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT,
-    base_image: Optional[str] = typer.Option(None, "--base-image", help="Use this image (REF@sha256:...) as the riscv64 base instead of bootstrapping one."),
+    base_image: Optional[str] = typer.Option(None, "--base-image", metavar="REF@sha256:DIGEST",
+                                             help="Use this image as the riscv64 base instead of bootstrapping one."),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used (images and sources still are)."),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here: one test case per stage."),
-    summary: Optional[Path] = typer.Option(None, "--summary", help="Append a Markdown summary here (default on GitHub Actions: $GITHUB_STEP_SUMMARY)."),
-    cache_to: Optional[Path] = typer.Option(None, "--cache-to", help="Export the buildx layer cache to DIR (needs a docker-container builder)."),
-    cache_from: Optional[Path] = typer.Option(None, "--cache-from", help="Import the buildx layer cache from DIR."),
+    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE",
+                                         help="Write JUnit XML here: one test case per stage."),
+    summary: Optional[Path] = typer.Option(None, "--summary", metavar="FILE",
+                                           help="Append a Markdown summary here (default on GitHub Actions: "
+                                                "$GITHUB_STEP_SUMMARY)."),
+    cache_to: Optional[Path] = typer.Option(None, "--cache-to", metavar="DIR",
+                                            help="Export the buildx layer cache to DIR (needs a docker-container "
+                                                 "builder)."),
+    cache_from: Optional[Path] = typer.Option(None, "--cache-from", metavar="DIR",
+                                              help="Import the buildx layer cache from DIR."),
     recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
 ) -> None:
-    """Run the plan in Docker buildx stages; export artifacts; verify them; write OUTPUT/result.json."""
+    """Run the plan in Docker buildx stages; export artifacts; verify them; write DIR/result.json.
+
+    Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
     from rvport import manifest
     from rvport.cli import views
     from rvport.cli.progress import reporter
@@ -170,7 +206,7 @@ def _step_summary(ci_name: str | None) -> Path | None:
 
 
 # ---------------------------------------------------------------------------------------------- recipes
-recipes_app = typer.Typer(no_args_is_help=True, help="List and show recipes.")
+recipes_app = typer.Typer(rich_markup_mode=None, help="List and show recipes.")
 app.add_typer(recipes_app, name="recipes")
 
 
@@ -184,7 +220,7 @@ def recipes_list(recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
 
 
 @recipes_app.command("show")
-def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]"),
+def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]", hidden=True),
                  recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
     """Everything a recipe pins: sources, patches, lock files, toolchain, env, commands."""
     from rvport.cli import views
@@ -194,7 +230,7 @@ def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]"),
 
 
 # ----------------------------------------------------------------------------------------------- doctor
-@app.command()
+@app.command(short_help="What this host can do for a riscv64 build, and what to fix.")
 def doctor(builder: Optional[str] = BUILDER_OPT) -> None:
     """What this host can do for a riscv64 build, and what to fix. Exit 0 when a build can run, 6 if not."""
     from rvport.cli import views

@@ -13,12 +13,12 @@ from rvport.errors import RvportError, UsageError
 from rvport.catalogue.recipes import Recipe, load_catalogue
 from rvport.sources import Fetched, Fetcher, fetch_options, pin_recipe, prepare_tree
 
-CACHE_OPT = typer.Option(None, "--cache-dir", envvar="RVPORT_CACHE_DIR", show_envvar=True,
+CACHE_OPT = typer.Option(None, "--cache-dir", envvar="RVPORT_CACHE_DIR", show_envvar=True, metavar="DIR",
                          help="Download cache (default: $XDG_CACHE_HOME/rvport or ~/.cache/rvport).")
-MIRROR_OPT = typer.Option(None, "--mirror", envvar="RVPORT_MIRROR", show_envvar=True,
+MIRROR_OPT = typer.Option(None, "--mirror", envvar="RVPORT_MIRROR", show_envvar=True, metavar="DIR",
                           help="Directory of source archives consulted before the network (see docs/sources.md).")
 OFFLINE_OPT = typer.Option(False, "--offline", help="Never use the network; fail when a source is missing.")
-CA_OPT = typer.Option(None, "--ca-bundle", envvar="RVPORT_CA_BUNDLE", show_envvar=True,
+CA_OPT = typer.Option(None, "--ca-bundle", envvar="RVPORT_CA_BUNDLE", show_envvar=True, metavar="FILE",
                       help="CA certificates to verify TLS with (default: REQUESTS_CA_BUNDLE, SSL_CERT_FILE, "
                            "PIP_CERT, CURL_CA_BUNDLE, the system bundle, certifi).")
 RECIPES_OPT = typer.Option(None, "--recipes", metavar="DIR",
@@ -56,9 +56,9 @@ def _select(recipes: list[str], all_: bool, root: Optional[list[Path]]) -> list[
 
 
 def fetch(
-    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    recipes: Optional[list[str]] = typer.Argument(None, metavar="RECIPE[==VERSION]", show_default=False, hidden=True),
     all_: bool = typer.Option(False, "--all", help="Every version of every recipe."),
-    to: Optional[Path] = typer.Option(None, "--to", help="Also copy every source into this mirror directory."),
+    to: Optional[Path] = typer.Option(None, "--to", metavar="DIR", help="Also copy every source into this mirror directory."),
     tree: bool = typer.Option(False, "--tree", help="Also prepare the source trees (patches, vendored crates)."),
     cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT,
@@ -66,7 +66,9 @@ def fetch(
     ca_bundle: Optional[Path] = CA_OPT,
     recipes_dir: Optional[list[Path]] = RECIPES_OPT,
 ) -> None:
-    """Download and verify sources (SHA256) into the cache; optionally fill a mirror for offline hosts."""
+    """Download and verify sources (SHA256) into the cache; optionally fill a mirror for offline hosts.
+
+    Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
     selected = _select(list(recipes or []), all_, recipes_dir)
     opts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle, to=to)
     u = ui()
@@ -89,7 +91,7 @@ def fetch(
 
 
 def pin(
-    recipe: str = typer.Argument(..., metavar="RECIPE[==VERSION]"),
+    recipe: str = typer.Argument(..., metavar="RECIPE[==VERSION]", hidden=True),
     cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT,
     offline: bool = OFFLINE_OPT,
@@ -110,5 +112,5 @@ def pin(
 
 def register(app: typer.Typer) -> None:
     """Add `fetch` and `pin` to the main app."""
-    app.command("fetch")(fetch)
-    app.command("pin")(pin)
+    app.command("fetch", short_help="Download and verify sources into the cache; fill a mirror.")(fetch)
+    app.command("pin", short_help="Record the SHA256 of sources that publish none in the recipe.")(pin)

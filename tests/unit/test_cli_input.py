@@ -51,3 +51,80 @@ def test_ctrl_c_while_importing_prints_interrupted_and_exits_8(start):
 def test_console_script_starts_at_the_entry_module():
     (script,) = [e for e in metadata.entry_points(group="console_scripts") if e.name == "rvport"]
     assert script.value == "rvport.cli.entry:main"
+
+
+# ---- the command line itself -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, says", [
+    ((), "Missing command"),
+    (("bogus",), "No such command 'bogus'"),
+    (("b[red]o[/]gus",), "No such command 'b[red]o[/]gus'"),
+    (("plan", "--jobs", "abc", "msgspec"), "Invalid value for '--jobs'"),
+    (("verify",), "Missing command"),
+])
+def test_command_line_mistakes_exit_2_with_a_short_message(args, says):
+    cp = run(*args)
+    assert cp.returncode == 2, cp.stderr
+    assert says in cp.stderr and no_traceback(cp)
+    assert len(cp.stderr.splitlines()) <= 5 and not cp.stdout
+
+
+def test_plan_names_no_version_after_equals_is_a_usage_error(tmp_path):
+    cp = run("plan", "msgspec==", "-o", str(tmp_path))
+    assert cp.returncode == 2 and no_traceback(cp)
+    assert "'msgspec==' names no version after '=='" in cp.stderr and "known: 0.23.0" in cp.stderr
+    assert not (tmp_path / "plan.json").exists()
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3"])
+def test_jobs_below_one_is_refused(tmp_path, jobs):
+    cp = run("plan", "msgspec", f"--jobs={jobs}", "-o", str(tmp_path))
+    assert cp.returncode == 2 and f"--jobs {jobs}: give 1 or more" in cp.stderr and no_traceback(cp)
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_jobs_above_what_memory_allows_is_lowered_with_a_warning(tmp_path):
+    import json
+
+    cp = run("plan", "msgspec", "--jobs", "100000", "-o", str(tmp_path))
+    assert cp.returncode == 0, cp.stderr
+    (stage,) = json.loads((tmp_path / "plan.json").read_text())["stages"]
+    assert stage["jobs"] < 100000
+    assert f"warning: --jobs 100000: msgspec==0.23.0 runs {stage['jobs']} job(s) instead" in cp.stderr
+    cp = run("plan", "msgspec", "--jobs", "1", "-o", str(tmp_path))
+    assert cp.returncode == 0 and "warning" not in cp.stderr
+
+
+@pytest.mark.parametrize("command", [("plan",), ("build",), ("verify", "artifacts")])
+def test_help_reads_well_and_lists_the_catalogue_profiles(command):
+    from rvport.catalogue.profiles import load_profiles
+
+    cp = run(*command, "--help", env={"COLUMNS": "80"})
+    assert cp.returncode == 0, cp.stderr
+    text = cp.stdout
+    for label in ("<bool>", "<str>", "<int>", "<path>", "<list", "<Path"):
+        assert label not in text, f"{label} in {' '.join(command)} --help"
+    assert "--profile PROFILE" in text and "[default: rvv256]" in " ".join(text.split())
+    for name in load_profiles():
+        assert name in text
+    # paragraphs are re-flowed, never broken mid-sentence: every line of a paragraph but its last is long
+    for paragraph in text.split("\n\n"):
+        lines = paragraph.splitlines()
+        if lines and not lines[0].startswith(("Usage:", "Options:", "  -", "  --")) and len(lines) > 1:
+            assert all(len(line) > 50 for line in lines[:-1]), paragraph
+
+
+def test_every_profile_option_defaults_to_rvv256():
+    import typer
+
+    from rvport.cli.app import app
+
+    def walk(cmd):
+        for p in cmd.params:
+            if "--profile" in getattr(p, "opts", ()):
+                yield cmd.name, p.default
+        for sub in getattr(cmd, "commands", {}).values():
+            yield from walk(sub)
+
+    found = dict(walk(typer.main.get_command(app)))
+    assert set(found) == {"plan", "build", "artifacts"} and set(found.values()) == {"rvv256"}
