@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.text import Text
 
 from rvport import __version__
 from rvport.cli.console import configure, ui
@@ -120,17 +121,17 @@ def plan(
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
     p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline)
     u = ui()
-    u.console.print(views.plan_table(p))
+    u.console.print(views.plan_table(p), crop=False)
     for w in p.warnings:
-        u.console.print(f"[yellow]note:[/] {w}")
+        u.console.print(Text.assemble(("note:", "yellow"), f" {w}"))
     path = manifest.write(output / "plan.json", p.to_json())
-    u.console.print(f"wrote {path}")
+    u.console.print(f"wrote {path}", markup=False)
     if fmt == "bake":
         from rvport.build.bake import BakeOptions, export
 
         bpath = export(p, BakeOptions(output=output, fetch=fopts, builder=builder, base_image=base_image))
         u.console.print(f"wrote {bpath} (contexts in {output / 'bake'}); run: docker buildx bake -f {bpath} "
-                        "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)))
+                        "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)), markup=False)
 
 
 # ------------------------------------------------------------------------------------------------ build
@@ -190,13 +191,13 @@ def build(
         if rpath.is_file():
             import json
             doc = json.loads(rpath.read_text())
-            u.console.print(views.result_table(doc))
-            u.console.print(f"wrote {rpath}")
+            u.console.print(views.result_table(doc), crop=False)
+            u.console.print(f"wrote {rpath}", markup=False)
             from rvport.cli import ci
             if junit is not None:
-                u.console.print(f"wrote {ci.write_junit(junit, doc)}")
+                u.console.print(f"wrote {ci.write_junit(junit, doc)}", markup=False)
             if summary is not None:
-                u.console.print(f"appended the summary to {ci.append_summary(summary, doc)}")
+                u.console.print(f"appended the summary to {ci.append_summary(summary, doc)}", markup=False)
 
 
 def _step_summary(ci_name: str | None) -> Path | None:
@@ -216,7 +217,7 @@ def recipes_list(recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
     from rvport.cli import views
     from rvport.catalogue.recipes import load_catalogue
 
-    ui().console.print(views.recipes_table(load_catalogue(recipes_dir)))
+    ui().console.print(views.recipes_table(load_catalogue(recipes_dir)), crop=False)
 
 
 @recipes_app.command("show")
@@ -226,7 +227,7 @@ def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]", hi
     from rvport.cli import views
     from rvport.catalogue.recipes import load_catalogue
 
-    ui().console.print(views.recipe_detail(load_catalogue(recipes_dir).resolve(name)))
+    ui().console.print(views.recipe_detail(load_catalogue(recipes_dir).resolve(name)), crop=False)
 
 
 # ----------------------------------------------------------------------------------------------- doctor
@@ -239,7 +240,7 @@ def doctor(builder: Optional[str] = BUILDER_OPT) -> None:
     from rvport.host import gather
 
     checks = run_checks(gather(), builder=builder)
-    ui().console.print(views.checks_table(checks))
+    ui().console.print(views.checks_table(checks), crop=False)
     if not can_build(checks):
         raise HostNotReady("this host cannot run a riscv64 build yet", hint="apply the fixes above, or run scripts/setup-host as root")
     ui().console.print("[green]ready:[/] a riscv64 build can run here")
@@ -262,7 +263,7 @@ def main() -> None:
         from rich.markup import escape   # messages quote build output, e.g. "executor failed running [/bin/sh -c ...]"
         u.err.print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
         if u.debug:
-            u.err.print(traceback.format_exc())
+            u.err.print(traceback.format_exc(), markup=False, highlight=False)
         raise SystemExit(int(e.exit_code))
     except KeyboardInterrupt:
         ui().err.print("[yellow]interrupted[/]")

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from rvport.cli.console import ui
 from rvport.errors import RvportError, UsageError
@@ -37,10 +38,11 @@ def _size(n: int) -> str:
 def _table(rows: list[tuple[str, Fetched]]) -> Table:
     t = Table(title="sources", show_lines=False)
     for col in ("recipe", "source", "from", "sha256", "size"):
-        t.add_column(col, justify="right" if col == "size" else "left", no_wrap=col == "sha256")
+        t.add_column(col, justify="right" if col == "size" else "left", no_wrap=col != "from",
+                     overflow="fold")
     for ref, f in rows:
         digest = f.sha256 + (" (recorded)" if f.recorded else "")
-        t.add_row(ref, f.source.name, f.origin, digest, _size(f.size))
+        t.add_row(*(Text(cell) for cell in (ref, f.source.name, f.origin, digest, _size(f.size))))
     return t
 
 
@@ -80,14 +82,14 @@ def fetch(
                     rows.append((r.ref, fetcher.fetch(s)))
                 if tree:
                     pt = prepare_tree(r, opts, fetcher=fetcher)
-                    u.err.print(f"{r.ref}: tree {'reused' if pt.reused else 'prepared'} at {pt.path}")
+                    u.err.print(f"{r.ref}: tree {'reused' if pt.reused else 'prepared'} at {pt.path}", markup=False)
     except RvportError:
         if rows:
-            u.console.print(_table(rows))
+            u.console.print(_table(rows), crop=False)
         raise
-    u.console.print(_table(rows))
+    u.console.print(_table(rows), crop=False)
     if to:
-        u.err.print(f"mirror filled: {to} (use it with --mirror {to})")
+        u.err.print(f"mirror filled: {to} (use it with --mirror {to})", markup=False)
 
 
 def pin(
@@ -104,10 +106,10 @@ def pin(
     pinned = pin_recipe(r, opts)
     u = ui()
     if not pinned:
-        u.err.print(f"{r.ref}: every source already has a sha256; nothing to pin")
+        u.err.print(f"{r.ref}: every source already has a sha256; nothing to pin", markup=False)
         return
     for p in pinned:
-        u.console.print(f"{r.ref}: {p.source}: sha256 {p.sha256} written to {p.file}:{p.line}")
+        u.console.print(f"{r.ref}: {p.source}: sha256 {p.sha256} written to {p.file}:{p.line}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -42,20 +42,21 @@ def _rows(a: ArtifactResult, every_member: bool) -> list[tuple[str, str, Verdict
 def render_table(report: VerifyReport, console: Console, *, every_member: bool = False) -> None:
     title = (f"rvport verify: profile {report.profile} ({report.march}, {report.mabi}), "
              f"isa {report.isa}")
-    table = Table(title=title, show_lines=False, expand=False)
-    table.add_column("file", overflow="fold")
-    table.add_column("member", overflow="fold")
+    table = Table(title=Text(title), show_lines=False, expand=False)
+    # paths and member names fold only when longer than their column; reasons wrap at spaces
+    table.add_column("file", overflow="fold", min_width=len("file"))
+    table.add_column("member", overflow="fold", min_width=len("member"))
     table.add_column("verdict", no_wrap=True)
-    table.add_column("reason", overflow="fold")
+    table.add_column("reason", overflow="fold", min_width=len("reason"))
     for a in report.artifacts:
         for path, member, verdict, reason in _rows(a, every_member):
-            table.add_row(path, member, _verdict(verdict), reason)
-    console.print(table)
+            table.add_row(Text(path), Text(member), _verdict(verdict), Text(reason))
+    console.print(table, crop=False)
     n, bad = len(report.artifacts), len(report.failed)
     if report.ok:
-        console.print(f"[green]{n} artifact(s) verified for {report.profile}[/]")
+        console.print(Text(f"{n} artifact(s) verified for {report.profile}", style="green"))
     else:
-        console.print(f"[bold red]{bad} of {n} artifact(s) failed verification for {report.profile}[/]")
+        console.print(Text(f"{bad} of {n} artifact(s) failed verification for {report.profile}", style="bold red"))
 
 
 def to_junit(report: VerifyReport) -> str:

@@ -128,3 +128,89 @@ def test_every_profile_option_defaults_to_rvv256():
 
     found = dict(walk(typer.main.get_command(app)))
     assert set(found) == {"plan", "build", "artifacts"} and set(found.values()) == {"rvv256"}
+
+
+# ---- names are printed literally -------------------------------------------------------------------------
+
+MARKUP_NAMES = ["a[b]c", "x[/b]y", "[bold]z[/bold]"]
+
+
+def recipe_text(name: str = "demo", description: str = "a demo", extra: str = "") -> str:
+    return (f"schema: 1\nname: {name}\nkind: python-wheel\ndescription: {description!r}\nbuild: [make]\n"
+            "versions:\n  - version: '1.0'\n    sources:\n      - name: main\n"
+            "        url: https://example.org/demo-1.0.tar.gz\n"
+            f"        sha256: {'a' * 64}\n{extra}")
+
+
+def tiny_wheel(path: Path, member: str) -> Path:
+    """A riscv64-tagged wheel whose one extension member is a truncated ELF file."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(member, b"\x7fELF\x02\x01\x01" + b"\0" * 9)
+        zf.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp312-cp312-linux_riscv64\n")
+        zf.writestr("demo-1.0.dist-info/RECORD", "")
+    return path
+
+
+@pytest.mark.parametrize("name", MARKUP_NAMES)
+def test_verify_prints_file_and_member_names_literally(tmp_path, name):
+    odd = tmp_path / name.replace("/", "")   # a file name holds no '/': "x[b]y"; a wheel member may: "x[/b]y"
+    odd.write_bytes(b"not an artifact\n")
+    whl = tiny_wheel(tmp_path / "demo-1.0-cp312-cp312-linux_riscv64.whl", f"demo/{name}.so")
+    cp = run("verify", "artifacts", str(odd), str(whl), env={"COLUMNS": "300"})
+    assert cp.returncode == 1 and no_traceback(cp), cp.stderr
+    assert str(odd) in cp.stdout and f"demo/{name}.so" in cp.stdout
+
+
+def test_output_path_with_brackets_is_printed_as_given(tmp_path):
+    out = tmp_path / "o[/]" / "x[b]y"
+    cp = run("plan", "msgspec", "-o", str(out), env={"COLUMNS": "300"})
+    assert cp.returncode == 0 and no_traceback(cp), cp.stderr
+    assert f"wrote {out / 'plan.json'}" in cp.stdout
+
+
+@pytest.mark.parametrize("description", ["[/]", "uses [bold]x[/bold] and a[b]c"])
+def test_recipe_descriptions_are_printed_literally(tmp_path, description):
+    (tmp_path / "demo.yaml").write_text(recipe_text(description=description))
+    for args in (("recipes", "list"), ("recipes", "show", "demo")):
+        cp = run(*args, "--recipes", str(tmp_path), env={"COLUMNS": "300"})
+        assert cp.returncode == 0 and no_traceback(cp), cp.stderr
+        assert description in cp.stdout
+
+
+def test_views_keep_markup_like_names_literal():
+    from rich.console import Console
+
+    from rvport.cli.progress import LiveReporter
+    from rvport.cli.views import result_table
+
+    doc = {"status": "failed", "profile": {"name": "rvv256"}, "tag": "t[/]",
+           "stages": [{"recipe": "a[b]c", "version": "1", "status": "failed", "timings": {"build": 1.0},
+                       "artifacts": [{"path": "x[/b]y.whl", "size": 1, "sha256": "0" * 64}]}]}
+    con = Console(record=True, width=200)
+    con.print(result_table(doc))
+    rep = LiveReporter(con, None)
+    rep.add("a[b]c", "qemu")
+    rep.stages["a[b]c"].step = "running [/] now"
+    con.print(rep._render())
+    text = con.export_text()
+    for name in ("t[/]", "a[b]c==1", "x[/b]y.whl", "running [/] now"):
+        assert name in text
+
+
+def test_tables_follow_columns_and_keep_names_whole():
+    from rvport.catalogue.recipes import load_catalogue
+
+    cat = load_catalogue()
+    narrow = run("recipes", "list", env={"COLUMNS": "80"})
+    assert narrow.returncode == 0, narrow.stderr
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
+    cells = {c.strip() for line in narrow.stdout.splitlines() for c in line.split("│")}
+    for name in cat.names:
+        r = cat.default(name)
+        assert name in cells and r.kind.value in cells      # whole, each on its own line of the cell
+    wide = run("recipes", "list", env={"COLUMNS": "250"})
+    assert max(len(line) for line in wide.stdout.splitlines()) > 140   # not held to 140 when COLUMNS says more
+    for name in cat.names:
+        assert cat.default(name).description in wide.stdout             # one line each
