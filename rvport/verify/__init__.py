@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rvport.errors import UsageError
@@ -39,7 +40,7 @@ def verify_paths(paths: list[Path], profile: Profile, isa: str = "profile") -> V
         raise UsageError(f"unknown isa level {isa!r}", hint="use 'profile' or 'baseline'") from None
     if not paths:
         raise UsageError("no artifacts to verify", hint="pass at least one wheel, archive, ELF file or directory")
-    missing = [str(p) for p in paths if not Path(p).exists()]
+    missing = [str(p) for p in paths if not _exists(Path(p))]
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     results: list[ArtifactResult] = []
@@ -47,3 +48,15 @@ def verify_paths(paths: list[Path], profile: Profile, isa: str = "profile") -> V
         results += verify_path(Path(p), profile, level)
     return VerifyReport(profile=profile.name, march=profile.march, mabi=profile.mabi, isa=level,
                         artifacts=tuple(results))
+
+
+def _exists(path: Path) -> bool:
+    """False only when nothing is there: a path that cannot be reached (permissions) is verified, and fails
+    with the reason."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True

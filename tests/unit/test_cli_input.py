@@ -214,3 +214,103 @@ def test_tables_follow_columns_and_keep_names_whole():
     assert max(len(line) for line in wide.stdout.splitlines()) > 140   # not held to 140 when COLUMNS says more
     for name in cat.names:
         assert cat.default(name).description in wide.stdout             # one line each
+
+
+# ---- verify: what cannot or must not be read -------------------------------------------------------------
+
+def test_fifo_device_and_directory_holding_a_fifo_fail_at_once(tmp_path):
+    import json
+
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "dir").mkdir()
+    os.mkfifo(tmp_path / "dir" / "inner")
+    (tmp_path / "dir" / "notes.txt").write_text("not an artifact\n")
+    report = tmp_path / "report.json"
+    cp = run("verify", "artifacts", str(tmp_path / "pipe"), str(tmp_path / "dir"), "/dev/zero",
+             "--json", str(report), timeout=60, env={"COLUMNS": "200"})
+    assert cp.returncode == 1 and no_traceback(cp), cp.stderr
+    reasons = {a["path"]: a["reasons"] for a in json.loads(report.read_text())["artifacts"]}
+    assert reasons == {str(tmp_path / "pipe"): ["a FIFO, not a regular file: not read"],
+                       str(tmp_path / "dir" / "inner"): ["a FIFO, not a regular file: not read"],
+                       "/dev/zero": ["a character device, not a regular file: not read"]}
+
+
+def _verify_without_privileges(paths: list[Path]) -> dict:
+    """verify_paths(paths) in a forked child that cannot read what its modes forbid: root reads every file, so
+    as root the child drops to nobody first (no new Python process, which might not be able to reach its own
+    interpreter as nobody). The report comes back as JSON through a pipe."""
+    import json
+
+    from rvport.catalogue.profiles import get_profile
+    from rvport.verify import verify_paths
+
+    profile = get_profile("rvv256")
+    uid = gid = None
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            nobody = pwd.getpwnam("nobody")
+        except KeyError:
+            pytest.skip("running as root, and there is no user nobody to drop to")
+        uid, gid = nobody.pw_uid, nobody.pw_gid
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: drop, verify, report, and leave without running pytest's exit handlers
+        code = 0
+        try:
+            os.close(r)
+            if uid is not None:
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+            data = verify_paths(paths, profile).dumps().encode()
+        except BaseException as e:   # noqa: BLE001 - reported to the parent
+            data, code = json.dumps({"error": repr(e)}).encode(), 1
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+        os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    doc = json.loads(data)
+    assert "error" not in doc, doc
+    return doc
+
+
+def test_unreadable_file_and_directory_fail_with_the_reason():
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="rvport-unreadable-"))   # not under pytest's 0700 tmp: nobody must enter
+    try:
+        root.chmod(0o755)
+        (root / "arts").mkdir()
+        (root / "arts" / "secret.so").write_bytes(b"\x7fELF" + b"\0" * 60)
+        (root / "arts" / "closed").mkdir()
+        (root / "arts" / "closed" / "inside.so").write_bytes(b"\x7fELF" + b"\0" * 60)
+        (root / "alone.so").write_bytes(b"\x7fELF" + b"\0" * 60)
+        for p in (root / "arts" / "secret.so", root / "alone.so", root / "arts" / "closed"):
+            p.chmod(0)
+        doc = _verify_without_privileges([root / "arts", root / "alone.so"])
+        assert doc["ok"] is False
+        reasons = {a["path"]: a["reasons"] for a in doc["artifacts"]}
+        assert reasons == {str(root / "arts" / "closed"): ["cannot read directory: Permission denied"],
+                           str(root / "arts" / "secret.so"): ["cannot read: Permission denied"],
+                           str(root / "alone.so"): ["cannot read: Permission denied"]}
+    finally:
+        for p in root.rglob("*"):
+            p.chmod(0o700)
+        shutil.rmtree(root)
+
+
+def test_corrupt_wheel_fails_for_its_zip_alone(tmp_path):
+    import json
+
+    whl = tmp_path / "demo-1.0-cp312-cp312-linux_riscv64.whl"
+    whl.write_bytes(b"PK\x03\x04 this is no zip file" * 8)
+    cp = run("verify", "artifacts", str(whl), "--json", str(tmp_path / "r.json"))
+    assert cp.returncode == 1 and no_traceback(cp), cp.stderr
+    (art,) = json.loads((tmp_path / "r.json").read_text())["artifacts"]
+    assert len(art["reasons"]) == 1 and art["reasons"][0].startswith("not a readable zip file")
