@@ -314,3 +314,23 @@ def test_corrupt_wheel_fails_for_its_zip_alone(tmp_path):
     assert cp.returncode == 1 and no_traceback(cp), cp.stderr
     (art,) = json.loads((tmp_path / "r.json").read_text())["artifacts"]
     assert len(art["reasons"]) == 1 and art["reasons"][0].startswith("not a readable zip file")
+
+
+# ---- recipe files ----------------------------------------------------------------------------------------
+
+def test_recipe_that_is_not_utf8_is_named_exit_3(tmp_path):
+    (tmp_path / "demo.yaml").write_bytes(recipe_text(description="caf\u00e9").encode("latin-1"))
+    for args in (("recipes", "list"), ("plan", "demo", "-o", str(tmp_path / "out"))):
+        cp = run(*args, "--recipes", str(tmp_path))
+        assert cp.returncode == 3 and no_traceback(cp), cp.stderr
+        assert f"{tmp_path / 'demo.yaml'}:4: not UTF-8 text: byte 0xe9" in cp.stderr
+        assert "save the file as UTF-8" in cp.stderr
+
+
+def test_unquoted_all_digit_sha256_gets_a_hint_to_quote_it(tmp_path):
+    digits = "1234567890" * 6 + "1234"
+    (tmp_path / "demo.yaml").write_text(recipe_text().replace(f"sha256: {'a' * 64}", f"sha256: {digits}"))
+    cp = run("plan", "demo", "--recipes", str(tmp_path), "-o", str(tmp_path / "out"))
+    assert cp.returncode == 3 and no_traceback(cp), cp.stderr
+    assert f"{tmp_path / 'demo.yaml'}:11: versions[0].sources[0].sha256: must be a string, got int" in cp.stderr
+    assert "hint: YAML reads an unquoted all-digit value as a number: quote it (sha256: '...')" in cp.stderr
