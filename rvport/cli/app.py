@@ -12,6 +12,7 @@ from rich.text import Text
 from rvport import __version__
 from rvport.cli.console import configure, ui
 from rvport.cli.entry import install_handlers
+from rvport.cli import outputs
 from rvport.cli.options import profile_option
 from rvport.errors import ExitCode, RvportError, UsageError
 from rvport.cli.sources import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
@@ -117,6 +118,7 @@ def plan(
 
     if fmt not in ("json", "bake"):
         raise UsageError(f"unknown format {fmt!r}", hint="choose json or bake")
+    outputs.check_dir(output)
     if base_image and "@sha256:" not in base_image:
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
     p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline)
@@ -166,6 +168,9 @@ def build(
     from rvport.cli.progress import reporter
     from rvport.build.runner import BuildOptions, Runner
 
+    outputs.check_dir(output)
+    outputs.check_file(junit)
+    outputs.check_dir(cache_to)
     p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle)
     if base_image and "@sha256:" not in base_image:
@@ -175,7 +180,9 @@ def build(
         from rvport.build.buildx import check_cache_export
         check_cache_export(builder)
     summary = summary or _step_summary(u.ci)
-    output.mkdir(parents=True, exist_ok=True)
+    outputs.check_file(summary, append=True)
+    with outputs.cannot_write(output):
+        output.mkdir(parents=True, exist_ok=True)
     manifest.write(output / "plan.json", p.to_json())
     opts = BuildOptions(output=output, fetch=fopts, builder=builder, base_image=base_image, smoke=not no_smoke,
                         no_cache=no_cache,

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from rvport.cli import outputs
 from rvport.cli.console import ui
 from rvport.errors import RvportError, UsageError
 from rvport.catalogue.recipes import Recipe, load_catalogue
@@ -71,6 +72,7 @@ def fetch(
     """Download and verify sources (SHA256) into the cache; optionally fill a mirror for offline hosts.
 
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
+    outputs.check_dir(to)
     selected = _select(list(recipes or []), all_, recipes_dir)
     opts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle, to=to)
     u = ui()

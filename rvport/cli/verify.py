@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from rvport.cli import outputs
 from rvport.cli.console import ui
 from rvport.cli.options import profile_option
 from rvport.errors import UsageError, VerifyFailed
@@ -39,8 +40,7 @@ def artifacts(
     # Checked here, not by a click Choice, so a bad value is an rvport UsageError (exit 2).
     level = _isa_level(isa)
     for out in (json_out, junit_out):
-        if out is not None and not out.parent.is_dir():
-            raise UsageError(f"cannot write {out}: no directory {out.parent}")
+        outputs.check_file(out, make_parents=False)
     report = verify_paths(list(paths), prof, isa=level)
     if json_out is not None:
         write_json(report, json_out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,7 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
         fetched = [fetcher.fetch(s) for s in todo]
     path = recipe.file
     original = path.read_text(encoding="utf-8")
+    mode = stat.S_IMODE(path.stat().st_mode)   # the rewritten file keeps the permissions it had
     text = original
     lines_written: dict[str, int] = {}
     # bottom-up, so earlier line numbers stay valid
@@ -94,12 +96,12 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
     # lines below an insertion moved down by the lines inserted above them
     shift = {f.source.name: 2 * sum(1 for g in fetched if (g.source.line or 0) < (f.source.line or 0))
              for f in fetched}
-    atomic_write_text(path, text)
+    atomic_write_text(path, text, mode=mode)
     recipes, problems = load_recipe_file(path, _recipes_root(recipe))
     again = next((r for r in recipes if r.version == recipe.version), None)
     got = {s.name: s.sha256 for s in again.sources} if again else {}
     if problems or any(got.get(f.source.name) != f.sha256 for f in fetched):
-        atomic_write_text(path, original)
+        atomic_write_text(path, original, mode=mode)
         raise RecipeError(f"could not write the pins into {path} without breaking it; the file was restored",
                           problems=problems, hint="add the sha256 lines by hand: " + ", ".join(
                               f"{f.source.name}: {f.sha256}" for f in fetched))

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from rvport.errors import UsageError
+from rvport.fileio import atomic_write_text
 from rvport.verify.model import ArtifactResult, VerifyReport
 from rvport.verify.policy import Verdict
 
@@ -84,8 +86,18 @@ def to_junit(report: VerifyReport) -> str:
 
 
 def write_json(report: VerifyReport, path: Path) -> None:
-    path.write_text(report.dumps())
+    _write(path, report.dumps())
 
 
 def write_junit(report: VerifyReport, path: Path) -> None:
-    path.write_text(to_junit(report))
+    _write(path, to_junit(report))
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all, in an existing directory; a path that cannot be written is a usage error (exit 2)."""
+    if not path.parent.is_dir():
+        raise UsageError(f"cannot write {path}: no directory {path.parent}")
+    try:
+        atomic_write_text(path, text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from e

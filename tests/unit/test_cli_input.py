@@ -236,47 +236,14 @@ def test_fifo_device_and_directory_holding_a_fifo_fail_at_once(tmp_path):
 
 
 def _verify_without_privileges(paths: list[Path]) -> dict:
-    """verify_paths(paths) in a forked child that cannot read what its modes forbid: root reads every file, so
-    as root the child drops to nobody first (no new Python process, which might not be able to reach its own
-    interpreter as nobody). The report comes back as JSON through a pipe."""
+    """verify_paths(paths) as a user who cannot read what the modes forbid (root reads everything)."""
     import json
 
     from rvport.catalogue.profiles import get_profile
     from rvport.verify import verify_paths
 
     profile = get_profile("rvv256")
-    uid = gid = None
-    if os.geteuid() == 0:
-        import pwd
-
-        try:
-            nobody = pwd.getpwnam("nobody")
-        except KeyError:
-            pytest.skip("running as root, and there is no user nobody to drop to")
-        uid, gid = nobody.pw_uid, nobody.pw_gid
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:   # the child: drop, verify, report, and leave without running pytest's exit handlers
-        code = 0
-        try:
-            os.close(r)
-            if uid is not None:
-                os.setgroups([])
-                os.setgid(gid)
-                os.setuid(uid)
-            data = verify_paths(paths, profile).dumps().encode()
-        except BaseException as e:   # noqa: BLE001 - reported to the parent
-            data, code = json.dumps({"error": repr(e)}).encode(), 1
-        with os.fdopen(w, "wb") as f:
-            f.write(data)
-        os._exit(code)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    os.waitpid(pid, 0)
-    doc = json.loads(data)
-    assert "error" not in doc, doc
-    return doc
+    return json.loads(_in_child_without_privileges(lambda: verify_paths(paths, profile).dumps()))
 
 
 def test_unreadable_file_and_directory_fail_with_the_reason():
@@ -334,3 +301,150 @@ def test_unquoted_all_digit_sha256_gets_a_hint_to_quote_it(tmp_path):
     assert cp.returncode == 3 and no_traceback(cp), cp.stderr
     assert f"{tmp_path / 'demo.yaml'}:11: versions[0].sources[0].sha256: must be a string, got int" in cp.stderr
     assert "hint: YAML reads an unquoted all-digit value as a number: quote it (sha256: '...')" in cp.stderr
+
+
+# ---- where rvport writes ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make_args, says", [
+    (lambda t: ("plan", "msgspec", "-o", str(t / "afile")), "it is a file, not a directory"),
+    (lambda t: ("plan", "msgspec", "-o", str(t / "afile" / "sub")), "a part of it is a file, not a directory"),
+    (lambda t: ("plan", "msgspec", "-o", "/proc/rvport-out"), "No such file or directory"),
+    (lambda t: ("build", "msgspec", "-o", str(t / "afile")), "it is a file, not a directory"),
+    (lambda t: ("build", "msgspec", "-o", str(t / "out"), "--junit", str(t)), "it is a directory"),
+    (lambda t: ("build", "msgspec", "-o", str(t / "out"), "--summary", "/proc/rvport-summary.md"),
+     "No such file or directory"),
+    (lambda t: ("verify", "artifacts", str(t / "afile"), "--json", "/proc/rvport.json"), "No such file or directory"),
+    (lambda t: ("verify", "artifacts", str(t / "afile"), "--junit", str(t)), "it is a directory"),
+    (lambda t: ("verify", "artifacts", str(t / "afile"), "--json", "/dev/null"), "not a regular file"),
+    (lambda t: ("fetch", "msgspec", "--to", str(t / "afile")), "it is a file, not a directory"),
+])
+def test_output_paths_that_cannot_be_written_exit_2_before_any_work(tmp_path, make_args, says):
+    (tmp_path / "afile").write_text("a file\n")
+    args = make_args(tmp_path)
+    # no docker, no network: a check that came after the work would fail differently (or hang)
+    cp = run(*args, env={"DOCKER_HOST": "unix:///nonexistent.sock", "RVPORT_CACHE_DIR": str(tmp_path / "c")},
+             timeout=60)
+    assert cp.returncode == 2 and no_traceback(cp), cp.stderr
+    (line, hint) = cp.stderr.strip().splitlines()
+    assert line.startswith("error: cannot write ") and line.endswith(says) and hint.startswith("hint: ")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "c").exists()
+
+
+def test_an_unwritable_directory_is_refused():
+    import shutil
+    import tempfile
+
+    from rvport.cli.outputs import check_dir, check_file
+
+    root = Path(tempfile.mkdtemp(prefix="rvport-unwritable-"))
+    try:
+        root.chmod(0o555)   # nobody (or any user but root) cannot create anything here
+
+        def probe() -> str:
+            out = []
+            for check, path in ((check_dir, root), (check_dir, root / "new" / "out"), (check_file, root / "r.json")):
+                try:
+                    check(path)
+                    out.append("ok")
+                except Exception as e:   # noqa: BLE001 - the message is what is compared
+                    out.append(f"{type(e).__name__}: {e}")
+            return "\n".join(out)
+
+        lines = _in_child_without_privileges(probe).splitlines()
+        assert lines == [f"UsageError: cannot write {p}: Permission denied"
+                         for p in (root, root / "new" / "out", root / "r.json")]
+    finally:
+        shutil.rmtree(root)
+
+
+def _in_child_without_privileges(fn) -> str:
+    """fn() in a forked child that has dropped root (to nobody) when the tests run as root, since root may read
+    and write whatever the modes say; its result as a string. A fork, not a new Python process: nobody might not
+    reach the interpreter's own files."""
+    uid = gid = None
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            nobody = pwd.getpwnam("nobody")
+        except KeyError:
+            pytest.skip("running as root, and there is no user nobody to drop to")
+        uid, gid = nobody.pw_uid, nobody.pw_gid
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(r)
+            if uid is not None:
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+            data = str(fn()).encode()
+        except BaseException as e:   # noqa: BLE001 - reported to the parent
+            data, code = f"child failed: {e!r}".encode(), 1
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+        os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0, data
+    return data
+
+
+# ---- file permissions ------------------------------------------------------------------------------------
+
+def test_written_files_keep_the_users_umask(tmp_path):
+    cp = subprocess.run([sys.executable, "-m", "rvport", "plan", "msgspec", "-o", str(tmp_path / "out")],
+                        capture_output=True, text=True, timeout=120, preexec_fn=lambda: os.umask(0o027))
+    assert cp.returncode == 0, cp.stderr
+    assert (tmp_path / "out" / "plan.json").stat().st_mode & 0o777 == 0o640
+    cp = run("plan", "msgspec", "-o", str(tmp_path / "out2"))   # the tests' own umask
+    old = os.umask(0)
+    os.umask(old)
+    assert (tmp_path / "out2" / "plan.json").stat().st_mode & 0o777 == 0o666 & ~old
+
+
+def test_refs_and_verify_reports_follow_the_umask_and_pin_keeps_the_recipes_mode(tmp_path):
+    import hashlib
+
+    from rvport.catalogue.profiles import get_profile
+    from rvport.catalogue.recipes import Source, SourceKind, load_catalogue
+    from rvport.sources import Cache, FetchOptions, pin_recipe
+    from rvport.verify import verify_paths
+    from rvport.verify.report import write_json
+    from tests.fixtures.httpserver import Route, serve
+
+    old = os.umask(0o002)
+    try:
+        cache = Cache(root=tmp_path / "cache")
+        cache.write_ref(Source(name="s", kind=SourceKind.URL, url="https://example.org/s.tgz", sha256=None),
+                        "0" * 64, date="2026-01-02")
+        (ref,) = (tmp_path / "cache" / "refs").iterdir()
+        assert ref.stat().st_mode & 0o777 == 0o664
+        (tmp_path / "x.txt").write_text("x\n")
+        write_json(verify_paths([tmp_path / "x.txt"], get_profile("rvv256")), tmp_path / "r.json")
+        assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o664
+
+        body = b"demo source\n"
+        with serve({"/demo-1.0.tar.gz": Route(body=body)}) as srv:
+            recipes = tmp_path / "recipes"
+            recipes.mkdir()
+            text = recipe_text().replace("https://example.org", srv.base).replace(f"        sha256: {'a' * 64}\n", "")
+            (recipes / "demo.yaml").write_text(text)
+            (recipes / "demo.yaml").chmod(0o600)
+            pinned = pin_recipe(load_catalogue(recipes).resolve("demo"),
+                                FetchOptions(cache=Cache(root=tmp_path / "c2"), backoff=0.01))
+        assert [p.sha256 for p in pinned] == [hashlib.sha256(body).hexdigest()]
+        assert (recipes / "demo.yaml").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_verify_reports_need_an_existing_directory(tmp_path):
+    cp = run("verify", "artifacts", str(tmp_path), "--json", str(tmp_path / "no" / "such" / "r.json"))
+    assert cp.returncode == 2 and no_traceback(cp), cp.stderr
+    assert f"cannot write {tmp_path / 'no' / 'such' / 'r.json'}: no directory {tmp_path / 'no' / 'such'}" in cp.stderr
+    assert not (tmp_path / "no").exists()
