@@ -62,6 +62,7 @@ def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_d
     from rvport.catalogue.profiles import get_profile
     from rvport.catalogue.recipes import load_catalogue
     from rvport.sources import fetch_options, locate
+    from rvport.sources.pin import check_pinned_files
 
     try:
         mode_v = Mode(mode)
@@ -79,6 +80,7 @@ def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_d
     plan = make_plan(cat, req, gather(),
                      locate=lambda s: str(locate(s, fopts.cache, fopts.mirror, offline=fopts.offline)))
     _warn_jobs(plan, jobs)
+    check_pinned_files(s.recipe for s in plan.stages)
     return plan, fopts
 
 

@@ -1,4 +1,5 @@
-"""`rvport pin`: record the digest of sources whose upstream publishes none, by a minimal edit of the YAML.
+"""`rvport pin`: record the digest of sources whose upstream publishes none, by a minimal edit of the YAML; and
+check_pinned_files, which `rvport plan` calls to hold the files shipped beside the recipes to their pins.
 
 The edit inserts two lines at the end of the source's mapping, at its key indentation:
 
@@ -13,12 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import re
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport.errors import RecipeError, UsageError
+from rvport.errors import IntegrityError, Problem, RecipeError, UsageError
 from rvport.catalogue.recipes import Recipe, Source, load_recipe_file
-from rvport.sources.cache import atomic_write_text
+from rvport.sources.cache import atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions
 
 _LEAD = re.compile(r"^(\s*(?:-\s+)*)(\S)")
@@ -107,6 +109,35 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
                               f"{f.source.name}: {f.sha256}" for f in fetched))
     return [Pinned(source=f.source.name, sha256=f.sha256, file=path,
                    line=lines_written[f.source.name] + shift[f.source.name], fetched=f) for f in fetched]
+
+
+def check_pinned_files(recipes: Iterable[Recipe]) -> None:
+    """The patches and lock files shipped beside the recipes must have the sha256 their recipes pin (a plan
+    promises every pin; the build checks them again as it prepares each tree). Every mismatch is collected and
+    raised together as an IntegrityError (exit 4), naming the file and both digests."""
+    problems: list[Problem] = []
+    seen: set[tuple[str, Path]] = set()
+    for r in recipes:
+        for what, files in (("patch", r.patches), ("lock file", r.lockfiles)):
+            for pf in files:
+                if (r.ref, pf.path) in seen:
+                    continue
+                seen.add((r.ref, pf.path))
+                try:
+                    actual = sha256_file(pf.path)
+                except OSError as e:
+                    problems.append(Problem(message=f"{r.ref}: {what} {pf.path} cannot be read: {e.strerror}",
+                                            file=str(r.file), line=pf.line))
+                    continue
+                if actual != pf.sha256:
+                    problems.append(Problem(message=f"{r.ref}: {what} {pf.path} does not match its pin: "
+                                                    f"the recipe pins sha256 {pf.sha256}, the file has {actual}",
+                                            file=str(r.file), line=pf.line))
+    if problems:
+        n = len(problems)
+        raise IntegrityError(f"{n} pinned file{'s' if n > 1 else ''} changed since {'they were' if n > 1 else 'it was'} "
+                             "pinned", problems=problems,
+                             hint="restore the file; if the change is intended, put its new sha256 in the recipe")
 
 
 def _recipes_root(recipe: Recipe) -> Path:

@@ -448,3 +448,35 @@ def test_verify_reports_need_an_existing_directory(tmp_path):
     assert cp.returncode == 2 and no_traceback(cp), cp.stderr
     assert f"cannot write {tmp_path / 'no' / 'such' / 'r.json'}: no directory {tmp_path / 'no' / 'such'}" in cp.stderr
     assert not (tmp_path / "no").exists()
+
+
+# ---- plan holds every pin --------------------------------------------------------------------------------
+
+def test_plan_checks_the_patches_and_lock_files_against_their_pins(tmp_path):
+    import hashlib
+
+    patch, lock = b"--- a/x\n+++ b/x\n", b"# lock\n"
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "fix.patch").write_bytes(patch)
+    (tmp_path / "demo" / "demo.lock").write_bytes(lock)
+    pins = (f"    patches:\n      - file: demo/fix.patch\n        sha256: {hashlib.sha256(patch).hexdigest()}\n"
+            f"    lockfiles:\n      - file: demo/demo.lock\n        sha256: {hashlib.sha256(lock).hexdigest()}\n"
+            "        dest: demo.lock\n")
+    (tmp_path / "demo.yaml").write_text(recipe_text(extra=pins))
+    out = tmp_path / "out"
+    cp = run("plan", "demo", "--recipes", str(tmp_path), "-o", str(out))
+    assert cp.returncode == 0, cp.stderr
+    (out / "plan.json").unlink()
+
+    (tmp_path / "demo" / "fix.patch").write_bytes(patch + b"+evil\n")
+    (tmp_path / "demo" / "demo.lock").write_bytes(lock + b"# changed\n")
+    for command in ("plan", "build"):
+        cp = run(command, "demo", "--recipes", str(tmp_path), "-o", str(out),
+                 env={"COLUMNS": "300", "DOCKER_HOST": "unix:///nonexistent.sock"})
+        assert cp.returncode == 4 and no_traceback(cp), cp.stderr
+        assert "2 pinned files changed since they were pinned" in cp.stderr
+        for name, old, new in (("fix.patch", patch, patch + b"+evil\n"), ("demo.lock", lock, lock + b"# changed\n")):
+            assert (f"{tmp_path / 'demo' / name} does not match its pin: the recipe pins sha256 "
+                    f"{hashlib.sha256(old).hexdigest()}, the file has {hashlib.sha256(new).hexdigest()}") in cp.stderr
+        assert f"{tmp_path / 'demo.yaml'}:13:" in cp.stderr and f"{tmp_path / 'demo.yaml'}:16:" in cp.stderr
+        assert not (out / "plan.json").exists()
