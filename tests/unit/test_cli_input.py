@@ -55,6 +55,20 @@ def test_console_script_starts_at_the_entry_module():
 
 # ---- the command line itself -------------------------------------------------------------------------------
 
+def rvport_script(*args: str) -> subprocess.CompletedProcess:
+    """The installed console script itself (beside this interpreter in the environment)."""
+    script = Path(sys.executable).with_name("rvport")
+    assert script.is_file(), f"no rvport script beside {sys.executable}"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args", [(), ("bogus",), ("plan", "--jobs", "abc", "msgspec")])
+def test_the_installed_script_exits_2_on_command_line_mistakes(args):
+    cp = rvport_script(*args)
+    assert cp.returncode == 2 and no_traceback(cp), cp.stderr
+    assert cp.stderr.rstrip().splitlines()[-1].startswith("Error: ") and len(cp.stderr.splitlines()) <= 5
+
+
 @pytest.mark.parametrize("args, says", [
     ((), "Missing command"),
     (("bogus",), "No such command 'bogus'"),
@@ -480,3 +494,20 @@ def test_plan_checks_the_patches_and_lock_files_against_their_pins(tmp_path):
                     f"{hashlib.sha256(old).hexdigest()}, the file has {hashlib.sha256(new).hexdigest()}") in cp.stderr
         assert f"{tmp_path / 'demo.yaml'}:13:" in cp.stderr and f"{tmp_path / 'demo.yaml'}:16:" in cp.stderr
         assert not (out / "plan.json").exists()
+
+
+def test_internal_error_handler_prints_the_message_literally(monkeypatch, capsys):
+    from rvport.cli import app as app_module
+    from rvport.cli import console
+
+    def broken(**_kw):
+        raise RuntimeError("boom [/] in a[b]c")
+
+    monkeypatch.setattr(app_module, "app", broken)
+    monkeypatch.setattr(app_module, "install_handlers", lambda: None)   # keep pytest's own signal handlers
+    monkeypatch.setattr(console, "_ui", None)
+    with pytest.raises(SystemExit) as exit_:
+        app_module.main()
+    assert exit_.value.code == 9
+    err = capsys.readouterr().err
+    assert "internal error: RuntimeError: boom [/] in a[b]c" in err and "Traceback" not in err
