@@ -1,8 +1,8 @@
 """The process entry point (the `rvport` script and `python -m rvport`).
 
-It installs the Ctrl-C and SIGTERM handlers before the command line's modules (Typer, Rich, the catalogue) are
-imported, so that an interrupt during start-up ends the run as one at any other time does: `interrupted`, exit 8,
-no traceback. Only the standard library is imported here.
+It installs the Ctrl-C and SIGTERM handlers before the command line's modules (Typer, Rich, the catalogue)
+are imported, so that an interrupt during start-up ends the run as one at any other time does:
+`interrupted`, exit 8, no traceback. Only the standard library is imported here.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 
-INTERRUPTED = 8   # rvport.errors.ExitCode.INTERRUPTED, not imported: nothing but the standard library before the handlers
+INTERRUPTED = 8   # rvport.errors.ExitCode.INTERRUPTED (not imported: only the standard library comes first)
 
 
 def _interrupt(signum: int, _frame: object) -> None:

@@ -1,6 +1,6 @@
-"""Where rvport writes (--output, --json, --junit, --summary, --to, --cache-to): checked before any work starts,
-so that a path that is a file, cannot be written, or lies in /proc fails at once with `cannot write PATH: why`
-(exit 2) instead of an internal error after the work is done."""
+"""Where rvport writes (--output, --json, --junit, --summary, --to, --cache-to): checked before any work
+starts, so that a path that is a file, cannot be written, or lies in /proc fails at once with
+`cannot write PATH: why` (exit 2) instead of an internal error after the work is done."""
 
 from __future__ import annotations
 

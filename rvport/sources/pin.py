@@ -1,5 +1,5 @@
-"""`rvport pin`: record the digest of sources whose upstream publishes none, by a minimal edit of the YAML; and
-check_pinned_files, which `rvport plan` calls to hold the files shipped beside the recipes to their pins.
+"""`rvport pin`: record the digest of sources whose upstream publishes none, by a minimal edit of the YAML;
+and check_pinned_files, which `rvport plan` calls to hold the files shipped beside recipes to their pins.
 
 The edit inserts two lines at the end of the source's mapping, at its key indentation:
 
@@ -135,8 +135,8 @@ def check_pinned_files(recipes: Iterable[Recipe]) -> None:
                                             file=str(r.file), line=pf.line))
     if problems:
         n = len(problems)
-        raise IntegrityError(f"{n} pinned file{'s' if n > 1 else ''} changed since {'they were' if n > 1 else 'it was'} "
-                             "pinned", problems=problems,
+        what = f"{n} pinned files changed since they were" if n > 1 else "1 pinned file changed since it was"
+        raise IntegrityError(f"{what} pinned", problems=problems,
                              hint="restore the file; if the change is intended, put its new sha256 in the recipe")
 
 

@@ -96,8 +96,14 @@ def verify_file(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                 members = [member_result(None, read_elf(f), profile, isa)]
         except ElfReadError as e:
             members = [MemberResult(name=None, verdict=Verdict.FAIL, reasons=(str(e),))]
+        except OSError as e:
+            return _unreadable(path, kind, e)
     elif kind is ArtifactKind.ARCHIVE:
-        members = judge_blob(None, path.read_bytes(), profile, isa)
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            return _unreadable(path, kind, e)
+        members = judge_blob(None, data, profile, isa)
         if not members:
             return ArtifactResult(path=str(path), kind=kind, verdict=Verdict.FAIL,
                                   reasons=("archive has no members",), size=size, sha256=sha)
@@ -110,9 +116,9 @@ def verify_file(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
 
 
 def walk(directory: Path) -> tuple[list[Path], list[ArtifactResult]]:
-    """Every wheel, ELF file and ar archive under a directory (recursively, sorted; symlinks skipped), plus every
-    file or directory that could not be read and every FIFO, socket or device (verify_file fails those at once,
-    without opening them); and the failures of directories that could not be listed."""
+    """Every wheel, ELF file and ar archive under a directory (recursively, sorted; symlinks skipped), plus
+    every file that could not be read and every FIFO, socket or device (verify_file fails those at once,
+    without opening them); and the failures of the directories that could not be listed."""
     found: list[Path] = []
     errors: list[OSError] = []
     for root, dirs, files in os.walk(directory, onerror=errors.append):
