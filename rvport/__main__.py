@@ -1,3 +1,3 @@
-from rvport.cli.app import main
+from rvport.cli.entry import main
 
 main()

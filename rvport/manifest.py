@@ -7,7 +7,8 @@ from functools import cache
 from pathlib import Path
 
 from rvport import resources
-from rvport.sources.cache import atomic_write_text
+from rvport.errors import UsageError
+from rvport.fileio import atomic_write_text
 
 RESULT_SCHEMA = 1
 
@@ -17,7 +18,12 @@ def dumps(doc: dict) -> str:
 
 
 def write(path: Path, doc: dict) -> Path:
-    atomic_write_text(path, dumps(doc))
+    """Write a document whole; a path that cannot be written is the user's to fix (exit 2), not a bug."""
+    try:
+        atomic_write_text(path, dumps(doc))
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}",
+                         hint="choose a directory you can write to, e.g. --output ./out") from e
     return path
 
 

@@ -50,7 +50,12 @@ def _check(value: Any, node: dict, root: dict, path: str, parent: Any, key: Any,
     if t:
         py = _TYPES[t]
         if not isinstance(value, py) or (t == "integer" and isinstance(value, bool)):
-            return bad(f"must be a {t}, got {type(value).__name__}" + (f" ({value!r})" if value is not None else ""))
+            hint = None
+            if t == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                name = str(key) if isinstance(key, str) else "value"
+                hint = f"YAML reads an unquoted all-digit value as a number: quote it ({name}: '...')"
+            return bad(f"must be a {t}, got {type(value).__name__}" + (f" ({value!r})" if value is not None else ""),
+                       hint)
     if isinstance(value, str) and "pattern" in node and not re.search(node["pattern"], value):
         hint = None
         if node.get("pattern") == "^[0-9a-f]{64}$":

@@ -59,9 +59,15 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
 def load_yaml(path: Path) -> tuple[Any, Problem | None]:
     """Parse a YAML file; a syntax error becomes a located Problem instead of an exception."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as e:
         return None, Problem(message=f"cannot read: {e.strerror}", file=str(path))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return None, Problem(message=f"not UTF-8 text: byte 0x{raw[e.start]:02x} cannot be decoded",
+                             file=str(path), line=raw.count(b"\n", 0, e.start) + 1,
+                             hint="save the file as UTF-8 (re-encode it, e.g. iconv -f latin1 -t utf-8)")
     try:
         return yaml.load(text, Loader=_Loader), None  # noqa: S506 - SafeLoader subclass
     except yaml.MarkedYAMLError as e:

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import signal
 import traceback
 from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.text import Text
 
 from rvport import __version__
 from rvport.cli.console import configure, ui
+from rvport.cli.entry import install_handlers
+from rvport.cli import outputs
+from rvport.cli.options import profile_option
 from rvport.errors import ExitCode, RvportError, UsageError
 from rvport.cli.sources import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
 from rvport.cli.reproduce import register as register_reproduce
 from rvport.cli.sources import register as register_sources
 from rvport.cli.verify import app as verify_app
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# Plain (click-style) help: paragraphs are re-flowed to the terminal, and no type labels such as <bool> are shown.
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Pinned recipes in, proven riscv64 artifacts out.")
 app.add_typer(verify_app, name="verify")
 register_sources(app)  # fetch, pin (rvport/cli/sources.py)
@@ -41,12 +45,17 @@ def main_options(
 
 
 # ------------------------------------------------------------------------------------------------- plan
-PROFILE_OPT = typer.Option("rvv256", "--profile", "-p", help="Target profile: rv64gc, rvv128, rvv256, rvv256-bf16.")
-MODE_OPT = typer.Option("auto", "--mode", "-m", help="auto, native, qemu, cross or accelerated (auto picks per recipe).")
-TAG_OPT = typer.Option("local", "--tag", "-t", help="Tag for the images and the result.")
-OUT_OPT = typer.Option(Path("out"), "--output", "-o", help="Output directory (plan.json, result.json, artifacts/, logs/).")
-JOBS_OPT = typer.Option(None, "--jobs", "-j", help="Parallel compile jobs (default: bounded by cores and memory).")
-BUILDER_OPT = typer.Option(None, "--builder", help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).")
+PROFILE_OPT = profile_option()
+MODE_OPT = typer.Option("auto", "--mode", "-m", metavar="MODE",
+                        help="auto, native, qemu, cross or accelerated (auto picks per recipe).")
+TAG_OPT = typer.Option("local", "--tag", "-t", metavar="TAG", help="Tag for the images and the result.")
+OUT_OPT = typer.Option(Path("out"), "--output", "-o", metavar="DIR",
+                       help="Output directory (plan.json, result.json, artifacts/, logs/).")
+JOBS_OPT = typer.Option(None, "--jobs", "-j", metavar="N",
+                        help="Parallel compile jobs, 1 or more (default: bounded by cores and memory).")
+BUILDER_OPT = typer.Option(None, "--builder", metavar="NAME",
+                           help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).")
+RECIPES_ARG = typer.Argument(None, metavar="RECIPE[==VERSION]", show_default=False, hidden=True)
 MANYLINUX_OPT = typer.Option("auto", "--manylinux", metavar="auto|off|2_X",
                              help="Repair wheels to a manylinux tag in the stage (auditwheel): auto (the most "
                                   "compatible tag the wheel allows), a policy such as 2_31, or off (keep linux_riscv64).")
@@ -59,6 +68,7 @@ def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_d
     from rvport.catalogue.profiles import get_profile
     from rvport.catalogue.recipes import load_catalogue
     from rvport.sources import fetch_options, locate
+    from rvport.sources.pin import check_pinned_files
 
     try:
         mode_v = Mode(mode)
@@ -66,76 +76,110 @@ def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_d
         raise UsageError(f"unknown mode {mode!r}", hint="choose auto, native, qemu, cross or accelerated") from None
     if all_ and recipes:
         raise UsageError("give recipe names or --all, not both")
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs {jobs}: give 1 or more",
+                         hint="or leave --jobs out: rvport then runs as many as the cores and memory allow")
     cat = load_catalogue(recipes_dir)
     fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca)
     req = Request(refs=tuple(recipes or ()), all=all_, profile=get_profile(profile), mode=mode_v, tag=tag,
                   jobs=jobs, builder=builder, manylinux=manylinux)
     plan = make_plan(cat, req, gather(),
                      locate=lambda s: str(locate(s, fopts.cache, fopts.mirror, offline=fopts.offline)))
+    _warn_jobs(plan, jobs)
+    check_pinned_files(s.recipe for s in plan.stages)
     return plan, fopts
 
 
-@app.command()
+def _warn_jobs(plan, jobs: int | None) -> None:
+    """The planner bounds --jobs by the host's memory (a compile job of each kind needs some); say so."""
+    if jobs is None:
+        return
+    for s in plan.stages:
+        if s.jobs != jobs:
+            ui().err.print(f"warning: --jobs {jobs}: {s.recipe.ref} runs {s.jobs} job(s) instead, as many as this "
+                           f"host's memory allows for a {s.recipe.kind.value} build", markup=False, highlight=False)
+
+
+@app.command(short_help="Resolve recipes into a plan, with every pin, before anything runs.")
 def plan(
-    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    recipes: Optional[list[str]] = RECIPES_ARG,
     all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT, manylinux: str = MANYLINUX_OPT,
-    fmt: str = typer.Option("json", "--format", help="json (plan.json) or bake (docker-bake.json too)."),
-    base_image: Optional[str] = typer.Option(None, "--base-image", help="With --format bake: the riscv64 base image (REF@sha256:...) instead of a bootstrapped one."),
+    fmt: str = typer.Option("json", "--format", metavar="json|bake",
+                            help="json (plan.json) or bake (docker-bake.json too)."),
+    base_image: Optional[str] = typer.Option(None, "--base-image", metavar="REF@sha256:DIGEST",
+                                             help="With --format bake: the riscv64 base image instead of a "
+                                                  "bootstrapped one."),
     recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT,
 ) -> None:
-    """Resolve recipes into a plan (printed, and written to OUTPUT/plan.json) before anything runs.
+    """Resolve recipes into a plan (printed, and written to DIR/plan.json) before anything runs.
 
-    With --format bake, also OUTPUT/docker-bake.json and its stage contexts under OUTPUT/bake/ (this fetches
-    the sources and makes sure the base image exists, as a build would)."""
+    Name recipes as NAME (its default version) or NAME==VERSION, or pass --all. The plan promises every pin:
+    the patches and lock files shipped with the planned recipes are checked against their sha256 here.
+
+    With --format bake, also DIR/docker-bake.json and its stage contexts under DIR/bake/ (this fetches the
+    sources and makes sure the base image exists, as a build would)."""
     from rvport import manifest
     from rvport.cli import views
 
     if fmt not in ("json", "bake"):
         raise UsageError(f"unknown format {fmt!r}", hint="choose json or bake")
+    outputs.check_dir(output)
     if base_image and "@sha256:" not in base_image:
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
     p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
                      manylinux=manylinux)
     u = ui()
-    u.console.print(views.plan_table(p))
+    u.console.print(views.plan_table(p), crop=False)
     for w in p.warnings:
-        u.console.print(f"[yellow]note:[/] {w}")
+        u.console.print(Text.assemble(("note:", "yellow"), f" {w}"))
     path = manifest.write(output / "plan.json", p.to_json())
-    u.console.print(f"wrote {path}")
+    u.console.print(f"wrote {path}", markup=False)
     if fmt == "bake":
         from rvport.build.bake import BakeOptions, export
 
         bpath = export(p, BakeOptions(output=output, fetch=fopts, builder=builder, base_image=base_image))
         u.console.print(f"wrote {bpath} (contexts in {output / 'bake'}); run: docker buildx bake -f {bpath} "
-                        "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)))
+                        "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)), markup=False)
 
 
 # ------------------------------------------------------------------------------------------------ build
-@app.command()
+@app.command(short_help="Run the plan in buildx stages; export, verify and record the artifacts.")
 def build(
-    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    recipes: Optional[list[str]] = RECIPES_ARG,
     all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT, manylinux: str = MANYLINUX_OPT,
-    base_image: Optional[str] = typer.Option(None, "--base-image", help="Use this image (REF@sha256:...) as the riscv64 base instead of bootstrapping one."),
+    base_image: Optional[str] = typer.Option(None, "--base-image", metavar="REF@sha256:DIGEST",
+                                             help="Use this image as the riscv64 base instead of bootstrapping one."),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used (images and sources still are)."),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here: one test case per stage."),
-    summary: Optional[Path] = typer.Option(None, "--summary", help="Append a Markdown summary here (default on GitHub Actions: $GITHUB_STEP_SUMMARY)."),
-    cache_to: Optional[Path] = typer.Option(None, "--cache-to", help="Export the buildx layer cache to DIR (needs a docker-container builder)."),
-    cache_from: Optional[Path] = typer.Option(None, "--cache-from", help="Import the buildx layer cache from DIR."),
+    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE",
+                                         help="Write JUnit XML here: one test case per stage."),
+    summary: Optional[Path] = typer.Option(None, "--summary", metavar="FILE",
+                                           help="Append a Markdown summary here (default on GitHub Actions: "
+                                                "$GITHUB_STEP_SUMMARY)."),
+    cache_to: Optional[Path] = typer.Option(None, "--cache-to", metavar="DIR",
+                                            help="Export the buildx layer cache to DIR (needs a docker-container "
+                                                 "builder)."),
+    cache_from: Optional[Path] = typer.Option(None, "--cache-from", metavar="DIR",
+                                              help="Import the buildx layer cache from DIR."),
     recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
 ) -> None:
-    """Run the plan in Docker buildx stages; export artifacts; verify them; write OUTPUT/result.json."""
+    """Run the plan in Docker buildx stages; export artifacts; verify them; write DIR/result.json.
+
+    Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
     from rvport import manifest
     from rvport.cli import views
     from rvport.cli.progress import reporter
     from rvport.build.runner import BuildOptions, Runner
 
+    outputs.check_dir(output)
+    outputs.check_file(junit)
+    outputs.check_dir(cache_to)
     p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle, manylinux=manylinux)
     if base_image and "@sha256:" not in base_image:
@@ -145,7 +189,9 @@ def build(
         from rvport.build.buildx import check_cache_export
         check_cache_export(builder)
     summary = summary or _step_summary(u.ci)
-    output.mkdir(parents=True, exist_ok=True)
+    outputs.check_file(summary, append=True)
+    with outputs.cannot_write(output):
+        output.mkdir(parents=True, exist_ok=True)
     manifest.write(output / "plan.json", p.to_json())
     opts = BuildOptions(output=output, fetch=fopts, builder=builder, base_image=base_image, smoke=not no_smoke,
                         no_cache=no_cache,
@@ -161,13 +207,13 @@ def build(
         if rpath.is_file():
             import json
             doc = json.loads(rpath.read_text())
-            u.console.print(views.result_table(doc))
-            u.console.print(f"wrote {rpath}")
+            u.console.print(views.result_table(doc), crop=False)
+            u.console.print(f"wrote {rpath}", markup=False)
             from rvport.cli import ci
             if junit is not None:
-                u.console.print(f"wrote {ci.write_junit(junit, doc)}")
+                u.console.print(f"wrote {ci.write_junit(junit, doc)}", markup=False)
             if summary is not None:
-                u.console.print(f"appended the summary to {ci.append_summary(summary, doc)}")
+                u.console.print(f"appended the summary to {ci.append_summary(summary, doc)}", markup=False)
 
 
 def _step_summary(ci_name: str | None) -> Path | None:
@@ -177,7 +223,7 @@ def _step_summary(ci_name: str | None) -> Path | None:
 
 
 # ---------------------------------------------------------------------------------------------- recipes
-recipes_app = typer.Typer(no_args_is_help=True, help="List and show recipes.")
+recipes_app = typer.Typer(rich_markup_mode=None, help="List and show recipes.")
 app.add_typer(recipes_app, name="recipes")
 
 
@@ -187,21 +233,21 @@ def recipes_list(recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
     from rvport.cli import views
     from rvport.catalogue.recipes import load_catalogue
 
-    ui().console.print(views.recipes_table(load_catalogue(recipes_dir)))
+    ui().console.print(views.recipes_table(load_catalogue(recipes_dir)), crop=False)
 
 
 @recipes_app.command("show")
-def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]"),
+def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]", hidden=True),
                  recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
     """Everything a recipe pins: sources, patches, lock files, toolchain, env, commands."""
     from rvport.cli import views
     from rvport.catalogue.recipes import load_catalogue
 
-    ui().console.print(views.recipe_detail(load_catalogue(recipes_dir).resolve(name)))
+    ui().console.print(views.recipe_detail(load_catalogue(recipes_dir).resolve(name)), crop=False)
 
 
 # ----------------------------------------------------------------------------------------------- doctor
-@app.command()
+@app.command(short_help="What this host can do for a riscv64 build, and what to fix.")
 def doctor(builder: Optional[str] = BUILDER_OPT) -> None:
     """What this host can do for a riscv64 build, and what to fix. Exit 0 when a build can run, 6 if not."""
     from rvport.cli import views
@@ -210,22 +256,16 @@ def doctor(builder: Optional[str] = BUILDER_OPT) -> None:
     from rvport.host import gather
 
     checks = run_checks(gather(), builder=builder)
-    ui().console.print(views.checks_table(checks))
+    ui().console.print(views.checks_table(checks), crop=False)
     if not can_build(checks):
         raise HostNotReady("this host cannot run a riscv64 build yet", hint="apply the fixes above, or run scripts/setup-host as root")
     ui().console.print("[green]ready:[/] a riscv64 build can run here")
 
 
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def main() -> None:
-    """Console-script entry: run the app and turn errors into exit codes, never tracebacks."""
-    # Ctrl-C and a CI system's cancel (SIGTERM) stop a build cleanly, even when started from a shell that made
-    # background jobs ignore SIGINT (Python then installs no handler of its own).
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
+    """Run the app and turn errors into exit codes, never tracebacks (the `rvport` script reaches it through
+    rvport.cli.entry, which handles an interrupt while this module is imported)."""
+    install_handlers()
     try:
         rc = app(standalone_mode=False)
         # click 8.2+ (vendored by typer >= 0.16) turns Ctrl-C into Abort and, without standalone mode, *returns*
@@ -239,7 +279,7 @@ def main() -> None:
         from rich.markup import escape   # messages quote build output, e.g. "executor failed running [/bin/sh -c ...]"
         u.err.print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
         if u.debug:
-            u.err.print(traceback.format_exc())
+            u.err.print(traceback.format_exc(), markup=False, highlight=False)
         raise SystemExit(int(e.exit_code))
     except KeyboardInterrupt:
         ui().err.print("[yellow]interrupted[/]")

@@ -10,6 +10,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from rvport.cli.outputs import cannot_write
+from rvport.fileio import atomic_write_text
+
 TIMING_ORDER = ("fetch", "base", "toolchain", "build", "verify", "smoke")
 
 
@@ -127,15 +130,13 @@ def junit_xml(doc: dict) -> str:
 
 
 def write_junit(path: Path, doc: dict) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(junit_xml(doc), encoding="utf-8")
-    tmp.replace(path)
+    with cannot_write(path):
+        atomic_write_text(path, junit_xml(doc))
     return path
 
 
 def append_summary(path: Path, doc: dict) -> Path:
     """Append (never overwrite): $GITHUB_STEP_SUMMARY is shared by every step of the job."""
-    with open(path, "a", encoding="utf-8") as f:
+    with cannot_write(path), open(path, "a", encoding="utf-8") as f:
         f.write(summary_markdown(doc))
     return path

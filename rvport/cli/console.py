@@ -49,7 +49,9 @@ def configure(*, ci: str | None = None, force_ci: bool = False, debug: bool = Fa
     global _ui
     ci = ci or detect_ci() or ("generic" if force_ci else None)
     no_color = bool(os.environ.get("NO_COLOR")) or ci is not None and not sys.stdout.isatty()
-    _ui = UI(console=Console(no_color=no_color, highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 140),
+    # On a terminal, or with COLUMNS set, Rich takes the width from there; into a pipe or file, 140 columns.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").strip().isdigit() else 140
+    _ui = UI(console=Console(no_color=no_color, highlight=False, soft_wrap=False, width=width),
              err=Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=not sys.stderr.isatty()),
              ci=ci, debug=debug)
     return _ui

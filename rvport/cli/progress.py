@@ -110,7 +110,7 @@ class LiveReporter(Reporter):
         for v in self.stages.values():
             el = v.elapsed if v.status not in ("running",) or v.started is None else now - v.started
             style = {"ok": "green", "cached": "green", "failed": "red", "running": "yellow"}.get(v.status, "")
-            t.add_row(v.name, v.mode, Text(v.status, style=style), f"{el:6.1f}s", v.step[:70])
+            t.add_row(Text(v.name), Text(v.mode), Text(v.status, style=style), f"{el:6.1f}s", Text(v.step[:70]))
             if v.status == "running":
                 running = v
         tail = Text("\n".join(("  " + l)[:160] for l in running.tail), style="dim") if running else Text("")

@@ -17,7 +17,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from rvport import manifest
+from rvport.cli import outputs
 from rvport.cli.console import ui
+from rvport.cli.options import profile_option
 from rvport.cli.sources import CA_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
 from rvport.errors import UsageError, VerifyFailed
 
@@ -25,20 +27,26 @@ REPORT_SCHEMA = 1
 
 
 def reproduce(
-    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
-    profile: str = typer.Option("rvv256", "--profile", "-p", help="Target profile: rv64gc, rvv128, rvv256, rvv256-bf16."),
-    mode: str = typer.Option("auto", "--mode", "-m", help="auto, native, qemu, cross or accelerated (the same in both builds)."),
-    output: Path = typer.Option(Path("reproduce"), "--output", "-o",
-                                help="Directory for both builds (first/, second/) and reproduce.json."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Parallel compile jobs."),
-    builder: Optional[str] = typer.Option(None, "--builder", help="A buildx builder."),
+    recipes: Optional[list[str]] = typer.Argument(None, metavar="RECIPE[==VERSION]", show_default=False, hidden=True),
+    profile: str = profile_option(),
+    mode: str = typer.Option("auto", "--mode", "-m", metavar="MODE",
+                             help="auto, native, qemu, cross or accelerated (the same in both builds)."),
+    output: Path = typer.Option(Path("reproduce"), "--output", "-o", metavar="DIR",
+                                help="Directory for both builds (DIR/first, DIR/second) and DIR/reproduce.json."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", metavar="N", min=1, help="Parallel compile jobs."),
+    builder: Optional[str] = typer.Option(None, "--builder", metavar="NAME", help="A buildx builder."),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
     manylinux: str = typer.Option("auto", "--manylinux", metavar="auto|off|2_X",
                                   help="Repair wheels to a manylinux tag (auditwheel), as in build."),
     recipes_dir: Optional[list[Path]] = RECIPES_OPT, mirror: Optional[Path] = MIRROR_OPT,
     offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
 ) -> None:
-    """Build RECIPES twice from nothing and compare the artifacts bit for bit (exit 1 when any differs)."""
+    """Build recipes twice from nothing and compare the artifacts bit for bit (exit 1 when any differs).
+
+    Name recipes as NAME or NAME==VERSION. Each build has a fresh cache directory (sources fetched again, trees
+    prepared again, no artifact cache) and BuildKit's --no-cache; base and toolchain images are reused. A
+    difference names the wheel members (contents, times, modes, order), archive members and ELF sections that
+    differ."""
     from rvport.build.runner import BuildOptions, Runner
     from rvport.catalogue.profiles import get_profile
     from rvport.catalogue.recipes import load_catalogue
@@ -50,6 +58,7 @@ def reproduce(
 
     if not recipes:
         raise UsageError("name the recipes to rebuild", hint="e.g. rvport reproduce msgspec")
+    outputs.check_dir(output)
     try:
         mode_v = Mode(mode)
     except ValueError:

@@ -1,91 +1,114 @@
-"""Rich renderings of plans, results, recipes and doctor checks (no logic beyond layout)."""
+"""Rich renderings of plans, results, recipes and doctor checks (no logic beyond layout).
+
+Every name, path and message is put in a Text, never in a markup string: a file called `a[b]c` or a
+description holding `[/]` is shown as it is."""
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from rvport.build.doctor import Check
 from rvport.plan.planner import Plan
-from rvport.catalogue.recipes import Catalogue, Recipe
+from rvport.catalogue.recipes import BUILTIN, Catalogue, Recipe
+
+
+def _whole(name_like: bool, header: str = "", min_width: int = 0) -> dict:
+    """Column settings: names, kinds and numbers are never broken; other text wraps at spaces (never narrower than
+    its header or min_width), and only a word longer than its column (a path, a digest) is folded."""
+    if name_like:
+        return {"no_wrap": True}
+    return {"overflow": "fold", "min_width": max(len(header), min_width)}
 
 
 def plan_table(plan: Plan) -> Table:
     p = plan.request.profile
-    t = Table(title=f"plan: profile {p.name} ({p.march}, {p.mabi}), tag {plan.request.tag}, "
-                    f"host {plan.host.arch}", title_justify="left")
-    for col in ("#", "recipe", "kind", "mode", "jobs", "sources", "depends"):
-        t.add_column(col, overflow="fold")
+    t = Table(title=Text(f"plan: profile {p.name} ({p.march}, {p.mabi}), tag {plan.request.tag}, "
+                         f"host {plan.host.arch}"), title_justify="left")
+    modes = max((len(s.mode.value) for s in plan.stages), default=0)
+    for col in ("#", "recipe, kind", "mode", "jobs", "sources", "depends"):
+        t.add_column(col, **_whole(col in ("#", "recipe, kind", "jobs", "depends"), col,
+                                   modes if col == "mode" else 0))
     for i, s in enumerate(plan.stages, 1):
-        srcs = "\n".join(escape(f"{src.name}: "
-                                f"{src.sha256[:16] + '…' if src.sha256 else 'to be recorded on first verified fetch'}"
-                                f" ({s.source_locations.get(src.name, '?')})")
+        srcs = "\n".join(f"{src.name}: "
+                         f"{src.sha256[:16] + '…' if src.sha256 else 'to be recorded on first verified fetch'}"
+                         f" ({s.source_locations.get(src.name, '?')})"
                          for src in s.recipe.sources)
-        t.add_row(str(i), s.recipe.ref, s.recipe.kind.value, f"{s.mode.value}\n[dim]{s.mode_reason}[/]",
-                  str(s.jobs), srcs, ", ".join(s.depends) or "-")
+        t.add_row(str(i), Text.assemble(s.recipe.ref, "\n", (s.recipe.kind.value, "dim")),
+                  Text.assemble(s.mode.value, "\n", (s.mode_reason, "dim")),
+                  str(s.jobs), Text(srcs), Text("\n".join(s.depends) or "-"))
     return t
 
 
 def recipes_table(cat: Catalogue) -> Table:
     layers = ", ".join(str(d) for d in cat.user_dirs)
-    t = Table(title="recipes" + (f" ({layers} over the built-in catalogue)" if layers else ""), title_justify="left")
-    for col in ("name", "versions", "kind", "depends", "from", "description"):
-        t.add_column(col, overflow="fold")
+    t = Table(title=Text("recipes" + (f" ({layers} over the built-in catalogue)" if layers else "")),
+              title_justify="left")
+    longest = max((len(r.version) + 1 for vs in cat.recipes.values() for r in vs), default=0)
+    for col in ("name, kind", "versions", "depends", "from", "description"):
+        t.add_column(col, **_whole(col in ("name, kind", "depends"), col,
+                                   {"versions": longest, "from": len(BUILTIN)}.get(col, 0)))
     for name in cat.names:
         d = cat.default(name)
-        versions = ", ".join(f"[bold]{r.version}[/]" if r is d else r.version for r in cat.recipes[name])
-        t.add_row(name, versions, d.kind.value, ", ".join(d.depends) or "-", cat.origin(name), d.description)
+        versions = Text(", ").join(Text(r.version, style="bold" if r is d else "") for r in cat.recipes[name])
+        t.add_row(Text.assemble(name, "\n", (d.kind.value, "dim")), versions, Text("\n".join(d.depends) or "-"),
+                  Text(cat.origin(name)), Text(d.description))
     return t
 
 
 def recipe_detail(r: Recipe) -> Table:
-    t = Table(title=f"{r.ref} ({r.kind.value})", show_header=False, title_justify="left")
-    t.add_column("field", style="bold")
+    t = Table(title=Text(f"{r.ref} ({r.kind.value})"), show_header=False, title_justify="left")
+    t.add_column("field", style="bold", no_wrap=True)
     t.add_column("value", overflow="fold")
-    t.add_row("file", str(r.file))
-    t.add_row("from", r.origin)
-    t.add_row("description", r.description)
-    t.add_row("hermetic", "yes" if r.hermetic else f"no: {r.note or ''}")
+
+    def row(field: str, value: str) -> None:
+        t.add_row(Text(field), Text(value))
+
+    row("file", str(r.file))
+    row("from", r.origin)
+    row("description", r.description)
+    row("hermetic", "yes" if r.hermetic else f"no: {r.note or ''}")
     for s in r.sources:
-        t.add_row(f"source {s.name}", f"{s.origin}\nsha256 {s.sha256 or 'to be recorded on first verified fetch'}")
+        row(f"source {s.name}", f"{s.origin}\nsha256 {s.sha256 or 'to be recorded on first verified fetch'}")
     for p in r.patches:
-        t.add_row("patch", f"{p.rel} (sha256 {p.sha256})")
+        row("patch", f"{p.rel} (sha256 {p.sha256})")
     for p in r.lockfiles:
-        t.add_row("lock file", f"{p.rel} -> {p.dest} (sha256 {p.sha256})")
+        row("lock file", f"{p.rel} -> {p.dest} (sha256 {p.sha256})")
     if r.vendor:
-        t.add_row("vendor", r.vendor)
-    t.add_row("depends", ", ".join(r.depends) or "-")
+        row("vendor", r.vendor)
+    row("depends", ", ".join(r.depends) or "-")
     tc = r.toolchain
-    t.add_row("toolchain", f"base {tc.base}; debian: {', '.join(tc.debian) or '-'}"
-                           + (f"; go {tc.go}" if tc.go else "") + (f"; rust {tc.rust}" if tc.rust else ""))
-    t.add_row("env", "\n".join(f"{k}={v}" for k, v in sorted(r.env.items())) or "-")
-    t.add_row("build", "\n".join(r.build))
-    t.add_row("outputs", ", ".join(f"{o.glob} ({o.type}, isa {o.isa})" for o in r.outputs))
-    t.add_row("modes", ", ".join(r.modes))
+    row("toolchain", f"base {tc.base}; debian: {', '.join(tc.debian) or '-'}"
+                     + (f"; go {tc.go}" if tc.go else "") + (f"; rust {tc.rust}" if tc.rust else ""))
+    row("env", "\n".join(f"{k}={v}" for k, v in sorted(r.env.items())) or "-")
+    row("build", "\n".join(r.build))
+    row("outputs", ", ".join(f"{o.glob} ({o.type}, isa {o.isa})" for o in r.outputs))
+    row("modes", ", ".join(r.modes))
     return t
 
 
 def checks_table(checks: list[Check]) -> Table:
     t = Table(title="rvport doctor", title_justify="left")
     for col in ("check", "", "detail / remedy"):
-        t.add_column(col, overflow="fold")
+        t.add_column(col, **_whole(col != "detail / remedy", col))
     for c in checks:
         mark = Text("ok", style="green") if c.ok else Text("FAIL" if c.blocking else "warn",
                                                          style="red" if c.blocking else "yellow")
-        detail = c.detail + (f"\n[bold]fix:[/] {c.remedy}" if c.remedy and not c.ok else "")
-        t.add_row(c.name, mark, detail)
+        detail = Text(c.detail)
+        if c.remedy and not c.ok:
+            detail.append("\n").append("fix:", style="bold").append(f" {c.remedy}")
+        t.add_row(Text(c.name), mark, detail)
     return t
 
 
 def result_table(doc: dict) -> Table:
-    t = Table(title=f"build {doc['status']}: profile {doc['profile']['name']}, tag {doc['tag']}",
+    t = Table(title=Text(f"build {doc['status']}: profile {doc['profile']['name']}, tag {doc['tag']}"),
               title_justify="left")
     for col in ("recipe", "status", "time", "artifacts (sha256)"):
-        t.add_column(col, overflow="fold")
+        t.add_column(col, **_whole(col != "artifacts (sha256)", "artifacts"))
     for s in doc["stages"]:
         total = sum(s["timings"].values())
         arts = "\n".join(f"{a['path']} {a['size']} B {a['sha256'][:16]}…" for a in s["artifacts"]) or "-"
         style = {"ok": "green", "cached": "green", "failed": "red"}.get(s["status"], "yellow")
-        t.add_row(f"{s['recipe']}=={s['version']}", Text(s["status"], style=style), f"{total:.1f}s", arts)
+        t.add_row(Text(f"{s['recipe']}=={s['version']}"), Text(s["status"], style=style), f"{total:.1f}s", Text(arts))
     return t

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from rvport.errors import HostNotReady, IntegrityError
+from rvport.fileio import atomic_write_text, new_file_mode
 from rvport.catalogue.recipes import Source
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -214,19 +215,6 @@ class Cache:
         return dest
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def atomic_copy(src: Path, dest: Path) -> None:
     """Copy src to dest through a temporary file beside dest, then rename."""
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -235,7 +223,7 @@ def atomic_copy(src: Path, dest: Path) -> None:
         with os.fdopen(fd, "wb") as out, open(src, "rb") as f:
             for chunk in iter(lambda: f.read(CHUNK), b""):
                 out.write(chunk)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, new_file_mode())
         os.replace(tmp, dest)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -1,4 +1,5 @@
-"""`rvport pin`: record the digest of sources whose upstream publishes none, by a minimal edit of the YAML.
+"""`rvport pin`: record the digest of sources whose upstream publishes none, by a minimal edit of the YAML;
+and check_pinned_files, which `rvport plan` calls to hold the files shipped beside recipes to their pins.
 
 The edit inserts two lines at the end of the source's mapping, at its key indentation:
 
@@ -14,13 +15,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport.errors import RecipeError, UsageError
+from rvport.errors import IntegrityError, Problem, RecipeError, UsageError
 from rvport.catalogue.recipes import BUILTIN, Recipe, Source, SourceKind, load_recipe_file
 from rvport.sources.archive import archive_tree
-from rvport.sources.cache import CorruptEntry, atomic_write_text
+from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions
 
 _LEAD = re.compile(r"^(\s*(?:-\s+)*)(\S)")
@@ -120,6 +123,7 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
             fetched.append(f)
     path = recipe.file
     original = path.read_text(encoding="utf-8")
+    mode = stat.S_IMODE(path.stat().st_mode)   # the rewritten file keeps the permissions it had
     text = original
     lines_written: dict[str, int] = {}
     # bottom-up, so earlier line numbers stay valid
@@ -129,17 +133,46 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
     # lines below an insertion moved down by the lines inserted above them
     shift = {f.source.name: 2 * sum(1 for g in fetched if (g.source.line or 0) < (f.source.line or 0))
              for f in fetched}
-    atomic_write_text(path, text)
+    atomic_write_text(path, text, mode=mode)
     recipes, problems = load_recipe_file(path, _recipes_root(recipe))
     again = next((r for r in recipes if r.version == recipe.version), None)
     got = {s.name: getattr(s, _pin_key(s)) for s in again.sources} if again else {}
     if problems or any(got.get(f.source.name) != values[f.source.name] for f in fetched):
-        atomic_write_text(path, original)
+        atomic_write_text(path, original, mode=mode)
         raise RecipeError(f"could not write the pins into {path} without breaking it; the file was restored",
                           problems=problems, hint="add the pin lines by hand: " + ", ".join(
                               f"{f.source.name}: {_pin_key(f.source)}: {values[f.source.name]}" for f in fetched))
     return [Pinned(source=f.source.name, sha256=values[f.source.name], file=path, key=_pin_key(f.source),
                    line=lines_written[f.source.name] + shift[f.source.name], fetched=f) for f in fetched]
+
+
+def check_pinned_files(recipes: Iterable[Recipe]) -> None:
+    """The patches and lock files shipped beside the recipes must have the sha256 their recipes pin (a plan
+    promises every pin; the build checks them again as it prepares each tree). Every mismatch is collected and
+    raised together as an IntegrityError (exit 4), naming the file and both digests."""
+    problems: list[Problem] = []
+    seen: set[tuple[str, Path]] = set()
+    for r in recipes:
+        for what, files in (("patch", r.patches), ("lock file", r.lockfiles)):
+            for pf in files:
+                if (r.ref, pf.path) in seen:
+                    continue
+                seen.add((r.ref, pf.path))
+                try:
+                    actual = sha256_file(pf.path)
+                except OSError as e:
+                    problems.append(Problem(message=f"{r.ref}: {what} {pf.path} cannot be read: {e.strerror}",
+                                            file=str(r.file), line=pf.line))
+                    continue
+                if actual != pf.sha256:
+                    problems.append(Problem(message=f"{r.ref}: {what} {pf.path} does not match its pin: "
+                                                    f"the recipe pins sha256 {pf.sha256}, the file has {actual}",
+                                            file=str(r.file), line=pf.line))
+    if problems:
+        n = len(problems)
+        what = f"{n} pinned files changed since they were" if n > 1 else "1 pinned file changed since it was"
+        raise IntegrityError(f"{what} pinned", problems=problems,
+                             hint="restore the file; if the change is intended, put its new sha256 in the recipe")
 
 
 def _recipes_root(recipe: Recipe) -> Path:

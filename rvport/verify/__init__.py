@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -45,7 +46,7 @@ def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_O
     level = isa_level(isa)
     if not paths:
         raise UsageError("no artifacts to verify", hint="pass at least one wheel, archive, ELF file or directory")
-    missing = [str(p) for p in paths if not Path(p).exists()]
+    missing = [str(p) for p in paths if not _exists(Path(p))]
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     results: list[ArtifactResult] = []
@@ -73,3 +74,15 @@ def _against(prov: Provenance, a: ArtifactResult) -> ArtifactResult:
     reasons, notes = check_provenance(prov, a.path, a.sha256)
     return replace(a, verdict=Verdict.FAIL if reasons or not a.ok else Verdict.PASS,
                    reasons=a.reasons + tuple(reasons), notes=a.notes + tuple(notes))
+
+
+def _exists(path: Path) -> bool:
+    """False only when nothing is there: a path that cannot be reached (permissions) is verified, and fails
+    with the reason."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True

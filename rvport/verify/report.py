@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from rvport.errors import UsageError
+from rvport.fileio import atomic_write_text
 from rvport.verify.model import ArtifactResult, VerifyReport
 from rvport.verify.policy import Verdict
 
@@ -42,20 +44,21 @@ def _rows(a: ArtifactResult, every_member: bool) -> list[tuple[str, str, Verdict
 def render_table(report: VerifyReport, console: Console, *, every_member: bool = False) -> None:
     title = (f"rvport verify: profile {report.profile} ({report.march}, {report.mabi}), "
              f"isa {report.isa}")
-    table = Table(title=title, show_lines=False, expand=False)
-    table.add_column("file", overflow="fold")
-    table.add_column("member", overflow="fold")
+    table = Table(title=Text(title), show_lines=False, expand=False)
+    # paths and member names fold only when longer than their column; reasons wrap at spaces
+    table.add_column("file", overflow="fold", min_width=len("file"))
+    table.add_column("member", overflow="fold", min_width=len("member"))
     table.add_column("verdict", no_wrap=True)
-    table.add_column("reason", overflow="fold")
+    table.add_column("reason", overflow="fold", min_width=len("reason"))
     for a in report.artifacts:
         for path, member, verdict, reason in _rows(a, every_member):
-            table.add_row(path, member, _verdict(verdict), reason)
-    console.print(table)
+            table.add_row(Text(path), Text(member), _verdict(verdict), Text(reason))
+    console.print(table, crop=False)
     n, bad = len(report.artifacts), len(report.failed)
     if report.ok:
-        console.print(f"[green]{n} artifact(s) verified for {report.profile}[/]")
+        console.print(Text(f"{n} artifact(s) verified for {report.profile}", style="green"))
     else:
-        console.print(f"[bold red]{bad} of {n} artifact(s) failed verification for {report.profile}[/]")
+        console.print(Text(f"{bad} of {n} artifact(s) failed verification for {report.profile}", style="bold red"))
 
 
 def to_junit(report: VerifyReport) -> str:
@@ -83,8 +86,18 @@ def to_junit(report: VerifyReport) -> str:
 
 
 def write_json(report: VerifyReport, path: Path) -> None:
-    path.write_text(report.dumps())
+    _write(path, report.dumps())
 
 
 def write_junit(report: VerifyReport, path: Path) -> None:
-    path.write_text(to_junit(report))
+    _write(path, to_junit(report))
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all, in an existing directory; a path that cannot be written is a usage error (exit 2)."""
+    if not path.parent.is_dir():
+        raise UsageError(f"cannot write {path}: no directory {path.parent}")
+    try:
+        atomic_write_text(path, text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from e

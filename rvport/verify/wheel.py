@@ -57,6 +57,7 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                               reasons=(f"invalid wheel file name: {e}",), size=size, sha256=sha)
     elfs: list[tuple[str, ElfFacts]] = []
     checked = 0
+    readable = True
     whole: tuple[int | None, str | None] | None = None
     try:
         with open(path, "rb") as f, zipfile.ZipFile(f) as zf:
@@ -101,10 +102,12 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                                    + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
     except ZIP_ERRORS as e:
         reasons.append(f"not a readable zip file: {e or type(e).__name__}")
+        readable = False
     size, sha = whole if whole is not None else size_sha(path)
-    tj = judge_wheel_tags(tags, elfs)
-    reasons += tj.reasons
-    notes += tj.notes
+    if readable:   # an unreadable zip has no ELF files to judge its tags by: that is not a second reason
+        tj = judge_wheel_tags(tags, elfs)
+        reasons += tj.reasons
+        notes += tj.notes
     glibcs = [f.max_glibc for _, f in elfs if f.max_glibc]
     worst = max(glibcs) if glibcs else None
     best = best_tag(elfs) if elfs else None

@@ -1,0 +1,99 @@
+"""Where rvport writes (--output, --json, --junit, --summary, --to, --cache-to): checked before any work
+starts, so that a path that is a file, cannot be written, or lies in /proc fails at once with
+`cannot write PATH: why` (exit 2) instead of an internal error after the work is done."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from rvport.errors import UsageError
+
+HINT = "choose a path in a directory you can write to"
+
+
+def _cannot(path: Path, why: str) -> UsageError:
+    return UsageError(f"cannot write {path}: {why}", hint=HINT)
+
+
+@contextlib.contextmanager
+def cannot_write(path: Path) -> Iterator[None]:
+    """Turn an OSError while writing path into `cannot write PATH: why` (exit 2)."""
+    try:
+        yield
+    except OSError as e:
+        raise _cannot(path, e.strerror or str(e)) from e
+
+
+def _probe(directory: Path, target: Path) -> None:
+    """Can a file be created in directory? An unnamed temporary file, gone when closed, tells."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as e:
+        raise _cannot(target, e.strerror or str(e)) from e
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """The nearest ancestor of path that exists (what rvport would create path's missing parents in)."""
+    p = path.absolute().parent
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def _mode(path: Path) -> int | None:
+    """st_mode of path (symlinks followed), None when nothing is there."""
+    try:
+        return os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        raise _cannot(path, "a part of it is a file, not a directory") from None
+    except OSError as e:
+        raise _cannot(path, e.strerror or str(e)) from e
+
+
+def _check_missing(path: Path) -> None:
+    ancestor = _existing_ancestor(path)
+    if not ancestor.is_dir():
+        raise _cannot(path, f"{ancestor} is a file, not a directory")
+    _probe(ancestor, path)
+
+
+def check_dir(path: Path | None) -> None:
+    """A directory rvport creates when needed and writes files into."""
+    if path is None:
+        return
+    mode = _mode(path)
+    if mode is None:
+        return _check_missing(path)
+    if not stat.S_ISDIR(mode):
+        raise _cannot(path, "it is a file, not a directory")
+    _probe(path, path)
+
+
+def check_file(path: Path | None, *, append: bool = False, make_parents: bool = True) -> None:
+    """A file rvport writes whole (a temporary file beside it, then a rename), or appends to. make_parents:
+    rvport creates its missing directories; else the directory must exist."""
+    if path is None:
+        return
+    mode = _mode(path)
+    if mode is None:
+        parent = path.absolute().parent
+        if not make_parents and not parent.is_dir():
+            raise _cannot(path, f"no directory {path.parent}")
+        return _check_missing(path)
+    if stat.S_ISDIR(mode):
+        raise _cannot(path, "it is a directory")
+    if not stat.S_ISREG(mode):
+        raise _cannot(path, "not a regular file")
+    if append:
+        with cannot_write(path), open(path, "a", encoding="utf-8"):
+            pass
+    else:
+        _probe(path.absolute().parent, path)
