@@ -118,7 +118,8 @@ def test_semantic_router(cat):
     assert src.commit == "9afc5a421886f44085f9070a8fbd878b80724f64" and src.tag == "v0.3.0"
     assert r.depends == ("glide-ffi",)
     assert r.vendor == "go"
-    assert r.toolchain.go == "go-1.25.14"
+    # go.mod says go 1.24.1: Debian trixie's Go in every mode, no downloaded toolchain
+    assert r.toolchain.go is None and "golang-go" in r.toolchain.debian
     env = r.env
     assert env["CGO_ENABLED"] == "1" and env["GOARCH"] == "riscv64"
     ld = shlex.split(env["CGO_LDFLAGS"])
@@ -126,9 +127,9 @@ def test_semantic_router(cat):
     assert env["GOFLAGS"] == "-mod=vendor"
     assert [(o.type, o.isa) for o in r.outputs] == [("executable", "baseline")]
     assert r.smoke.startswith("#!/bin/sh\n")
-    patches = [p for p in r.patches if "riscv64" in p.rel]
-    if not patches:                               # no patch that might not apply: say so instead
-        assert not r.hermetic and "build" in (r.note or "") and "patch" in (r.note or "")
+    assert [(p.rel, p.strip) for p in r.patches] == [("semantic-router/0.3.0-riscv64-stubs.patch", 1)]
+    # the stubs it selects lag candle's cgo API at this commit: not buildable yet, and the note says why
+    assert not r.hermetic and "MLPSelector" in (r.note or "")
 
 
 def test_vendor_enum_has_go():
