@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 
 from rvport import resources
-from rvport.sources.cache import atomic_write_text
+from rvport.files import atomic_write_text
 
 RESULT_SCHEMA = 1
 

@@ -25,6 +25,7 @@ from typing import Iterator
 
 from rvport.errors import HostNotReady
 from rvport.catalogue.recipes import Source
+from rvport.files import atomic_write_text  # noqa: F401  (the sources' writes; lives in the bottom layer)
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 CHUNK = 1 << 16
@@ -124,19 +125,6 @@ class Cache:
         os.chmod(part, 0o444)
         os.replace(part, dest)
         return dest
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def atomic_copy(src: Path, dest: Path) -> None:
