@@ -15,7 +15,7 @@ Exit codes (documented in docs/exit-codes.md; one per kind):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 
 
@@ -99,17 +99,3 @@ class BuildFailed(RvportError):
 
 class VerifyFailed(RvportError):
     exit_code = ExitCode.VERIFY_FAILED
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProblemList:
-    """Collects problems so a run can report all of them together."""
-
-    items: list[Problem] = field(default_factory=list)
-
-    def add(self, message: str, *, file: str | None = None, line: int | None = None,
-            hint: str | None = None) -> None:
-        self.items.append(Problem(message=message, file=file, line=line, hint=hint))
-
-    def __bool__(self) -> bool:
-        return bool(self.items)

@@ -7,9 +7,10 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from rvport.target import DOCKER_PLATFORM
+
 _ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64",
                  "riscv64": "riscv64"}
-DOCKER_PLATFORM = {"x86_64": "linux/amd64", "aarch64": "linux/arm64", "riscv64": "linux/riscv64"}
 
 
 @dataclass(frozen=True, kw_only=True)

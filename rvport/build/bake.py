@@ -1,9 +1,10 @@
 """Export a Plan as a `docker buildx bake` file: OUTPUT/docker-bake.json plus OUTPUT/bake/<stage>/ contexts.
 
-The Dockerfiles and build contexts are made by the runner's own functions (rvport.build.runner: toolchain_dockerfile,
-toolchain_tag, build_dockerfile, stage_context) from the same prepared source trees, so bake builds what
-`rvport build` builds. What bake does not do: bootstrap the base image (debootstrap; made here, as the runner
-makes it, and referenced by tag), verify, smoke-test, or cache artifacts by inputs.
+Each stage goes through its mode (rvport/build/modes/) in a StageEnv, as in `rvport build`, from the same
+prepared source trees and with the same base images (rvport.build.images.Bases), so bake builds what
+`rvport build` builds. The one difference is the environment's toolchain images: here they become bake
+targets (`BakeTargets`) instead of being built. What bake does not do: bootstrap the base image (debootstrap;
+made here, as the runner makes it, and referenced by tag), verify, smoke-test, or cache artifacts by inputs.
 
 Targets, per stage NAME:
     NAME-toolchain   the base plus the recipe's Debian packages (cross stages: the build-platform base plus the
@@ -24,13 +25,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport.build.modes import accelerated, cross
-
-from rvport.build import render as dockerfiles
-from rvport.build.images import BaseImage, ensure_base, load_base_spec
+from rvport.build import modes, render
+from rvport.build.images import BaseImage, Bases
+from rvport.build.progress import SILENT
+from rvport.build.stage import StageEnv, StageRecord, Toolchain, stage_context, stage_tools, toolchain_tag
 from rvport.errors import RvportError, UsageError
-from rvport.plan.planner import Mode, Plan, Stage
-from rvport.build.runner import build_dockerfile, stage_context, stage_tools, toolchain_dockerfile, toolchain_tag
+from rvport.plan.planner import Plan, Stage
 from rvport.sources.fetch import FetchOptions, ca_bundle
 from rvport.sources.tree import prepare_tree
 
@@ -42,7 +42,7 @@ class BakeOptions:
     output: Path
     fetch: FetchOptions
     builder: str | None = None
-    base_image: str | None = None
+    base_image: str | None = None       # a digest-pinned image instead of the bootstrapped riscv64 base
 
 
 def _target_name(name: str) -> str:
@@ -57,75 +57,60 @@ def _ca(opts: BakeOptions) -> Path | None:
         return None
 
 
+class BakeTargets:
+    """The export's toolchain images: a `NAME-toolchain` target each, tagged as the runner tags the image."""
+
+    def __init__(self, root: Path, ca: Path | None):
+        self.root, self.ca = root, ca
+        self.targets: dict[str, dict] = {}
+
+    def make(self, env: StageEnv, base: BaseImage, rendered: render.Rendered, what: str) -> Toolchain:
+        name = env.stage.name
+        tag, key = toolchain_tag(name, what, base.image_id, rendered)
+        tc_dir = self.root / f"{name}-toolchain"
+        tc_dir.mkdir(parents=True)
+        (tc_dir / "Dockerfile").write_text(rendered.text)
+        t = {"context": str(tc_dir), "dockerfile": "Dockerfile", "platforms": [base.platform],
+             "tags": [tag], "labels": {"org.rvport.key": key}, "output": ["type=docker"]}
+        if self.ca:
+            t["secret"] = [f"id=rvport-ca,src={self.ca}"]
+        self.targets[_target_name(f"{name}-toolchain")] = t
+        return Toolchain(tag=tag)       # no image yet: `bake toolchains` makes it
+
+    def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
+        return {}
+
+
 def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] | None = None) -> dict:
     """Materialise every stage under OUTPUT/bake/ and return the bake file's document (not yet written)."""
     root = opts.output / "bake"
     out_root = root / "out"
-    profile = plan.request.profile
-    bases = {} if bases is None else bases
-    ca = _ca(opts)
+    cache_root = opts.fetch.cache.root
+    all_bases = Bases(cache_dir=cache_root, log_dir=opts.output / "logs", builder=opts.builder,
+                      override=opts.base_image, images=bases)
+    (opts.output / "logs").mkdir(parents=True, exist_ok=True)
+    toolchains = BakeTargets(root, _ca(opts))
     targets: dict[str, dict] = {}
-    toolchains: list[str] = []
     stages: list[str] = []
     for st in plan.stages:
         tree = prepare_tree(st.recipe, opts.fetch)
-        if st.mode is Mode.CROSS:      # the build-platform base plus the kind's cross toolchain
-            base = _base(cross.BASE, st.platform, opts, bases)
-            rendered_tc, what = dockerfiles.cross_toolchain_dockerfile(st.recipe, base.tag), "cross"
-        else:
-            base = _base(st.recipe.toolchain.base, "linux/riscv64", opts, bases)
-            rendered_tc, what = None, "build"
-            if st.recipe.toolchain.debian:
-                rendered_tc = toolchain_dockerfile(base.tag, profile.qemu_cpu, st.recipe.toolchain.debian)
-        tc = base.tag
-        if rendered_tc is not None:
-            tc, key = toolchain_tag(st.name, what, base.image_id, rendered_tc)
-            tc_dir = root / f"{st.name}-toolchain"
-            tc_dir.mkdir(parents=True)
-            (tc_dir / "Dockerfile").write_text(rendered_tc.text)
-            tc_target = _target_name(f"{st.name}-toolchain")
-            t = {"context": str(tc_dir), "dockerfile": "Dockerfile", "platforms": [base.platform],
-                 "tags": [tc], "labels": {"org.rvport.key": key}, "output": ["type=docker"]}
-            if ca:
-                t["secret"] = [f"id=rvport-ca,src={ca}"]
-            targets[tc_target] = t
-            toolchains.append(tc_target)
-        rendered, script = build_dockerfile(st, tc, profile.name)
-        if st.mode is Mode.ACCELERATED:
-            rendered = _accelerated(st, plan, base, tc, opts, bases)
+        env = StageEnv(stage=st, profile=plan.request.profile, host=plan.host, record=StageRecord(stage=st),
+                       bases=all_bases, images=toolchains, progress=SILENT,
+                       log_path=opts.output / "logs" / f"xtc-{st.name}.log",   # the accelerated prefix's build
+                       tmp_root=cache_root / "tmp", builder=opts.builder)
+        mode = modes.of(st.mode)
+        tc = mode.toolchain(env)
+        rendered = mode.dockerfile(env, tc)
         ctx = root / st.name
-        stage_context(ctx, tree.path, rendered, script, _deps(st, opts), stage_tools(st, opts.fetch))
+        stage_context(ctx, tree.path, rendered, render.build_script(st.commands), _deps(st, opts),
+                      stage_tools(st, opts.fetch))
         name = _target_name(st.name)
         targets[name] = {"context": str(ctx), "dockerfile": "Dockerfile", "platforms": [st.platform],
                          "network": "none", "output": [f"type=local,dest={out_root / st.name}"]}
         stages.append(name)
     return {"group": {"default": {"targets": list(stages)}, "stages": {"targets": stages},
-                      "toolchains": {"targets": toolchains}},
-            "target": targets}
-
-
-def _base(spec: str, platform: str, opts: BakeOptions, bases: dict[str, BaseImage]) -> BaseImage:
-    key = f"{spec}@{platform}"
-    if key not in bases:
-        bases[key] = ensure_base(load_base_spec(spec), platform=platform, cache_dir=opts.fetch.cache.root,
-                                 log_path=opts.output / "logs" / f"base-{spec}.log", builder=opts.builder,
-                                 image_override=opts.base_image if platform == "linux/riscv64" else None)
-    return bases[key]
-
-
-def _accelerated(st: Stage, plan: Plan, base: BaseImage, tc: str, opts: BakeOptions,
-                 bases: dict[str, BaseImage]) -> dockerfiles.Rendered:
-    """An accelerated stage's Dockerfile: the prefix image is made here (bake has no target that could make
-    it), and the base's compilers are checked against it. Packages the toolchain target adds (rustc-web) are
-    checked in the stage by setup.sh, whose probe compiles against the stage's own Rust standard library."""
-    rust = accelerated.needs_rust(st.recipe)
-    platform = accelerated.host_platform(plan.host.arch)
-    xbase = _base(accelerated.XTC_RUST_BASE if rust else accelerated.XTC_BASE, platform, opts, bases)
-    xtc = accelerated.ensure_prefix(xbase, rust, tmp_root=opts.fetch.cache.root / "tmp",
-                                    log_path=opts.output / "logs" / f"xtc-{st.name}.log", builder=opts.builder)
-    if base.packages:
-        accelerated.check_versions(base.packages, xtc.packages, xtc.gcc_major)
-    return accelerated.render_stage(toolchain=tc, xtc=xtc, env=st.env, profile=plan.request.profile.name)
+                      "toolchains": {"targets": list(toolchains.targets)}},
+            "target": {**toolchains.targets, **targets}}
 
 
 def _deps(st: Stage, opts: BakeOptions) -> dict[str, Path]:

@@ -12,7 +12,7 @@ from rvport.build import buildx
 from rvport import proc
 from rvport.errors import RvportError
 from rvport.host import HostFacts, binfmt_handler
-from rvport.plan.planner import ACCELERATED_HOSTS
+from rvport.target import BUILD_HOSTS, PLATFORM as RISCV64
 
 MIN_FREE_GIB = 20
 MIN_QEMU_MAJOR = 8      # RVV 1.0 with zvfh; QEMU 10 also has zvfbfmin
@@ -85,7 +85,7 @@ def accelerated_check(host: HostFacts, prefix_images: list[str]) -> Check:
     if host.is_riscv64:
         return Check(name="accelerated stages", ok=True, blocking=False,
                      detail="not needed: stages run natively on riscv64")
-    if host.arch not in ACCELERATED_HOSTS:
+    if host.arch not in BUILD_HOSTS:
         return Check(name="accelerated stages", ok=False, blocking=False,
                      detail=f"not available on {host.arch}: riscv64 stages compile under plain emulation",
                      remedy="an x86_64 or aarch64 host runs the compilers natively (--mode accelerated)")
@@ -116,7 +116,7 @@ def run_checks(host: HostFacts, *, builder: str | None = None, workdir: Path = P
                                 remedy="docker buildx ls; create one with docker buildx create --name NAME"))
         else:
             plats = info.get("platforms", [])
-            ok = host.is_riscv64 or "linux/riscv64" in plats
+            ok = host.is_riscv64 or RISCV64 in plats
             checks.append(Check(name="builder", ok=ok,
                                 detail=f"{info.get('name')} (driver {info.get('driver')}): {', '.join(plats)}",
                                 remedy=None if ok else "register the riscv64 binfmt handler (below) or use a "

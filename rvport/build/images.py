@@ -1,8 +1,14 @@
-"""Base images: a Debian rootfs made with debootstrap and loaded with buildx, or an image named by digest.
+"""Images in the engine: base images, and building an image then inspecting it, written once.
 
+Base images: a Debian rootfs made with debootstrap and loaded with buildx, or an image named by digest.
 Built once and reused while its inputs (spec file, architecture, mirror) are unchanged: the image tag carries
 the inputs' digest. What was installed (the suite's Release file digest, every package version) is recorded
-beside the cache entry and in result.json.
+beside the cache entry and in result.json. `Bases` holds the base images of one run.
+
+Build-then-inspect (`load_image`, `ensure_image`): `docker buildx build --load`, then the engine's own record
+of the image; an image that was built but is not in the engine is a HostNotReady, never a crash. Base,
+toolchain and accelerated prefix images are all made this way. `parse_packages` reads the "name=version"
+lists dpkg-query writes (base images, toolchain images, accelerated stages).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from rvport.build import buildx
 
@@ -25,8 +31,10 @@ from rvport.errors import HostNotReady, RecipeError, RvportError
 from rvport.catalogue.schema import validate
 from rvport.sources.cache import atomic_write_text
 from rvport.catalogue.yamlsrc import load_yaml
+from rvport.target import DEBIAN_ARCH, PLATFORM as RISCV64
 
-DEBIAN_ARCH = {"linux/riscv64": "riscv64", "linux/amd64": "amd64", "linux/arm64": "arm64"}
+# dpkg-query's list of installed packages, one "name=version" a line
+DPKG_QUERY = ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,14 +145,82 @@ def parse_dpkg_status(text: str) -> dict[str, str]:
     return out
 
 
+def parse_packages(text: str, *, qualified: bool = True) -> dict[str, str]:
+    """"name=version" lines (dpkg-query output, or a tool=version list) -> {name: version}.
+
+    Lines without a name or a version are skipped (dpkg-query lists known but not installed packages with
+    an empty version). With qualified=False, an architecture qualifier is dropped: libc6:amd64 -> libc6.
+    """
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        name, _, version = line.partition("=")
+        if name and version:
+            out[name if qualified else name.split(":")[0]] = version
+    return out
+
+
 def installed_packages(image: str, platform: str) -> dict[str, str]:
     """Package -> version installed in an image (dpkg's own record), {} when it cannot be read."""
     try:
-        cp = buildx.run_container(image, ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"],
-                                  platform=platform, check=False, timeout=300)
+        cp = buildx.run_container(image, DPKG_QUERY, platform=platform, check=False, timeout=300)
     except RvportError:
         return {}
-    return dict(line.split("=", 1) for line in cp.stdout.splitlines() if "=" in line)
+    return parse_packages(cp.stdout)
+
+
+def read_packages(image: str, path: str) -> dict[str, str]:
+    """A "name=version" file an image carries (e.g. /rvport-toolchain-packages.txt), {} when it cannot be read."""
+    try:
+        cp = buildx.run_container(image, ["cat", path], check=False, timeout=120)
+    except RvportError:
+        return {}
+    return parse_packages(cp.stdout)
+
+
+# ------------------------------------------------------------------------------------ build, then inspect
+@dataclass(frozen=True, kw_only=True)
+class LoadedImage:
+    tag: str
+    image_id: str
+    built: bool                         # made by this call (False: it was in the engine already)
+
+
+def load_image(ctx: Path, tag: str, *, platform: str, log_path: Path, what: str = "image",
+               builder: str | None = None, on_line: Callable[[str], None] | None = None,
+               labels: tuple[tuple[str, str], ...] = (), secrets: tuple[tuple[str, Path], ...] = (),
+               network: str | None = None) -> str:
+    """Build ctx/Dockerfile into the engine as `tag` (buildx --load) and return the image's id."""
+    buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=platform, tag=tag,
+                                  load=True, network=network, builder=builder, secrets=secrets, labels=labels),
+                 log_path=log_path, on_line=on_line)
+    info = buildx.image_info(tag)
+    if info is None:
+        raise HostNotReady(f"{what} {tag} was built but is not in the engine",
+                           hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
+    return info["id"]
+
+
+def ensure_image(tag: str, files: Mapping[str, str], *, platform: str, tmp_root: Path, log_path: Path,
+                 what: str = "image", builder: str | None = None, on_line: Callable[[str], None] | None = None,
+                 labels: tuple[tuple[str, str], ...] = (), secrets: tuple[tuple[str, Path], ...] = (),
+                 network: str | None = None) -> LoadedImage:
+    """The image `tag`, built once from `files` (Dockerfile and what it copies) when the engine lacks it.
+
+    The tag carries the digest of the image's inputs, so an image found under it is reused as it is.
+    """
+    info = buildx.image_info(tag)
+    if info is not None:
+        return LoadedImage(tag=tag, image_id=info["id"], built=False)
+    tmp_root.mkdir(parents=True, exist_ok=True)
+    ctx = Path(tempfile.mkdtemp(prefix="image-", dir=tmp_root))
+    try:
+        for name, text in files.items():
+            (ctx / name).write_text(text)
+        image_id = load_image(ctx, tag, platform=platform, log_path=log_path, what=what, builder=builder,
+                              on_line=on_line, labels=labels, secrets=secrets, network=network)
+    finally:
+        shutil.rmtree(ctx, ignore_errors=True)
+    return LoadedImage(tag=tag, image_id=image_id, built=True)
 
 
 def _release_digest(rootfs: Path) -> str | None:
@@ -220,18 +296,12 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
                     continue
                 tar.add(str(p), arcname=p.name)
         (ctx / "Dockerfile").write_text("FROM scratch\nADD rootfs.tar /\nENV LANG=C.UTF-8\nCMD [\"/bin/bash\"]\n")
-        buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=platform, tag=tag,
-                                      load=True, builder=builder,
-                                      labels=(("org.rvport.base", spec.name), ("org.rvport.key", key),
-                                              ("org.rvport.release", release or ""))),
-                     log_path=log_path, on_line=on_line)
-        info = buildx.image_info(tag)
-        if info is None:
-            raise HostNotReady(f"base image {tag} was built but is not in the engine",
-                               hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
+        image_id = load_image(ctx, tag, platform=platform, log_path=log_path, what="base image", builder=builder,
+                              on_line=on_line, labels=(("org.rvport.base", spec.name), ("org.rvport.key", key),
+                                                       ("org.rvport.release", release or "")))
         atomic_write_text(meta_path, json.dumps({"tag": tag, "release_sha256": release, "packages": packages,
                                                  "mirror": mirror, "spec": spec.name}, sort_keys=True, indent=1))
-        return BaseImage(spec=spec.name, tag=tag, image_id=info["id"], platform=platform, key=key,
+        return BaseImage(spec=spec.name, tag=tag, image_id=image_id, platform=platform, key=key,
                          source="debootstrap", release_sha256=release, packages=packages)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -242,4 +312,34 @@ def _tmp_root(cache_dir: Path) -> Path:
     p.mkdir(parents=True, exist_ok=True)
     return p
 
+
+class Bases:
+    """The base images of one run (`rvport build` or a bake export), each made or found once.
+
+    `images` maps "spec@platform" to the BaseImage (result.json's base_images). An override (--base-image)
+    replaces the riscv64 base only: build-platform bases (cross stages, the accelerated prefix) are always the
+    spec's own.
+    """
+
+    def __init__(self, *, cache_dir: Path, log_dir: Path, builder: str | None = None,
+                 override: str | None = None, images: dict[str, BaseImage] | None = None):
+        self.cache_dir, self.log_dir, self.builder, self.override = cache_dir, log_dir, builder, override
+        self.images: dict[str, BaseImage] = {} if images is None else images
+
+    @staticmethod
+    def key(spec: str, platform: str) -> str:
+        return f"{spec}@{platform}"
+
+    def has(self, spec: str, platform: str) -> bool:
+        return self.key(spec, platform) in self.images
+
+    def get(self, spec: str, platform: str, on_line: Callable[[str], None] | None = None) -> BaseImage:
+        key = self.key(spec, platform)
+        if key not in self.images:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            self.images[key] = ensure_base(
+                load_base_spec(spec), platform=platform, cache_dir=self.cache_dir,
+                log_path=self.log_dir / f"base-{spec}.log", on_line=on_line, builder=self.builder,
+                image_override=self.override if platform == RISCV64 else None)
+        return self.images[key]
 

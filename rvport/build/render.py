@@ -1,4 +1,7 @@
-"""Renders stage Dockerfiles from the templates in dockerfiles/ (placeholders are @@NAME@@)."""
+"""Renders Dockerfiles from the templates in resources/dockerfiles/ (placeholders are @@NAME@@).
+
+Template mechanics only: which template a stage uses is its mode's choice (rvport/build/modes/).
+"""
 
 from __future__ import annotations
 
@@ -8,18 +11,16 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping
 
 from rvport import resources
-
-if TYPE_CHECKING:
-    from rvport.plan.planner import Stage
-    from rvport.catalogue.recipes import Recipe
+from rvport.catalogue.kinds import KINDS
+from rvport.catalogue.recipes import Kind
 
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
 
-# Which template builds which stage; cross stages (a build-platform container with a riscv64 cross
-# toolchain) have their own templates per kind.
+# The templates by name; a mode picks its own (cross stages: a build-platform container with a riscv64 cross
+# toolchain, the kind's environment given by rvport/catalogue/kinds.py).
 TEMPLATES: Mapping[str, str] = {
     "toolchain": "toolchain.Dockerfile",
     "build": "build.Dockerfile",
@@ -74,9 +75,9 @@ def build_script(commands: list[str] | tuple[str, ...]) -> str:
             + "\n".join(commands) + "\n")
 
 
-def smoke_commands(kind: str, script: str) -> tuple[str, str]:
+def smoke_commands(kind: Kind, script: str) -> tuple[str, str]:
     """(install, run) shell snippets for a smoke test of this build kind."""
-    if kind in ("python-wheel", "torch-wheel"):
+    if KINDS[kind].installs_wheels:
         install = ("python3 -m pip install --no-index --no-deps --break-system-packages "
                    "--find-links /artifacts $(find /artifacts -name '*.whl')")
     else:
@@ -89,22 +90,6 @@ def packages_arg(packages: list[str] | tuple[str, ...]) -> str:
     return " ".join(shlex.quote(p) for p in sorted(set(packages)))
 
 
-def stage_dockerfile(stage: "Stage", toolchain: str, profile: str, root: Path | None = None) -> Rendered:
-    """The build stage's Dockerfile, as the runner builds it: cross stages get the kind's cross env."""
-    from rvport.build.modes import cross
-    from rvport.plan.planner import Mode
-
-    values = {"TOOLCHAIN": toolchain, "ENV": env_lines(stage.env), "PROFILE": profile}
-    if stage.mode is Mode.CROSS:
-        return render("cross", {**values, "CROSS_ENV": env_lines(cross.ENV[stage.recipe.kind])}, root)
-    return render("build", values, root)
-
-
-def cross_toolchain_dockerfile(recipe: "Recipe", base: str, root: Path | None = None) -> Rendered:
-    """The image a cross stage compiles in: build-platform base + the kind's cross packages (rvport/cross.py)."""
-    from rvport.build.modes import cross
-
-    return render("cross-toolchain", {
-        "BASE": base, "FOREIGN_ARCH": cross.FOREIGN_ARCH, "PACKAGES": packages_arg(cross.packages(recipe)),
-        "SAME_VERSION": cross.same_version_check(recipe.kind), "VERSIONS": cross.version_command(recipe.kind)},
-        root)
+def toolchain_dockerfile(base_tag: str, qemu_cpu: str, packages: tuple[str, ...]) -> Rendered:
+    """An image of `base_tag` plus Debian packages (a stage's toolchain, or its smoke test's runtime)."""
+    return render("toolchain", {"BASE": base_tag, "QEMU_CPU": qemu_cpu, "PACKAGES": packages_arg(packages)})

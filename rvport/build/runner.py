@@ -1,8 +1,10 @@
 """Executes a Plan stage by stage in Docker buildx; exports artifacts; writes result.json.
 
-Per stage: prepare the verified source tree (fetch), make sure the toolchain image exists, build with no
-network, check the expected outputs, verify them, run the smoke test, then commit the artifacts to the
-content-addressed artifact cache and copy them into the output directory. Nothing half-made is ever left in
+Per stage: prepare the verified source tree (fetch), make sure the toolchain image exists and render the
+stage's Dockerfile (both the stage's mode's work, rvport/build/modes/, done in a StageEnv whose toolchain
+images are built and inspected now), build with no network, check the expected outputs, verify them, run the
+smoke test, then commit the artifacts to the content-addressed artifact cache and copy them into the output
+directory. Nothing half-made is ever left in
 the output or the cache: every result is made in a temporary directory and renamed into place.
 """
 
@@ -17,24 +19,25 @@ import shutil
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rvport.build.modes import accelerated, cross
-
-from rvport.build import buildx, render as dockerfiles
+from rvport.build import buildx, modes, render as dockerfiles
 
 from rvport import manifest
 from rvport import resources
-from rvport.build.images import BaseImage, ensure_base, load_base_spec
-from rvport.errors import BuildFailed, Problem, RvportError, VerifyFailed
-from rvport.plan.planner import Mode, Plan, Stage
-from rvport.cli.progress import Reporter
+from rvport.build.images import BaseImage, Bases, ensure_image, read_packages
+from rvport.build.progress import Progress
+from rvport.build.stage import (TOOLCHAIN_PACKAGES, StageEnv, StageRecord, Toolchain, link_tree, stage_context,
+                                stage_tools, toolchain_tag)
+from rvport.errors import BuildFailed, HostNotReady, Problem, RvportError, VerifyFailed
+from rvport.plan.planner import Plan, Stage
 from rvport.sources.cache import sha256_file
 from rvport.sources.fetch import Fetcher, FetchOptions, ca_bundle
 from rvport.sources.tree import prepare_tree
 from rvport.verify import provenance
+from rvport.target import PLATFORM as RISCV64
 
 RUNNER_FORMAT = 2   # bump when the way stages are built changes, so old artifact cache entries are not reused
 REPAIR_REPORT = ".rvport-repair"    # what wheel-repair.sh leaves beside the wheels, for the runner only
@@ -45,7 +48,7 @@ class BuildOptions:
     output: Path
     fetch: FetchOptions
     builder: str | None = None
-    base_image: str | None = None       # a digest-pinned image instead of the bootstrapped base
+    base_image: str | None = None       # a digest-pinned image instead of the bootstrapped riscv64 base
     smoke: bool = True
     verify: bool = True
     no_cache: bool = False              # compile afresh: skip the artifact cache and BuildKit's layer cache
@@ -53,63 +56,8 @@ class BuildOptions:
     cache_from: Path | None = None      # buildx --cache-from type=local,src=DIR
 
 
-@dataclass
-class StageRecord:
-    """What happened to one stage; becomes one entry of result.json."""
-
-    stage: Stage
-    status: str = "not run"             # ok | cached | failed | interrupted | not run
-    timings: dict[str, float] = field(default_factory=dict)
-    images: dict[str, str] = field(default_factory=dict)
-    artifacts: list[dict] = field(default_factory=list)
-    verify: dict | None = None
-    smoke: dict | None = None
-    manylinux: list[dict] = field(default_factory=list)   # wheel repair: tag, grafted libraries, auditwheel's words
-    sources: list[dict] = field(default_factory=list)
-    toolchain_packages: dict[str, str] = field(default_factory=dict)
-    toolchain: dict | None = None       # cross stages: the cross toolchain used (rvport/cross.py)
-    key: str | None = None
-    build_command: str | None = None    # the buildx command that built the artifacts (kept with cached ones)
-    error: str | None = None
-    log_tail: list[str] = field(default_factory=list)
-    log: str | None = None
-
-    def to_json(self) -> dict:
-        s = self.stage
-        return {
-            "recipe": s.name, "version": s.recipe.version, "kind": s.recipe.kind.value, "mode": s.mode.value,
-            "platform": s.platform, "status": self.status, "timings": {k: round(v, 2) for k, v in self.timings.items()},
-            "commands": list(s.commands), "env": dict(sorted(s.env.items())), "images": self.images,
-            "key": self.key, "plan_key": s.key, "artifacts": self.artifacts, "verify": self.verify,
-            "smoke": self.smoke, "manylinux": self.manylinux, "sources": self.sources, "toolchain_packages": self.toolchain_packages,
-            "toolchain": self.toolchain, "build_command": self.build_command,
-            "error": self.error, "log_tail": self.log_tail, "log": self.log,
-        }
-
-
-class _Timer:
-    def __init__(self, rec: StageRecord, name: str):
-        self.rec, self.name = rec, name
-
-    def __enter__(self) -> None:
-        self.t0 = time.monotonic()
-
-    def __exit__(self, *exc: object) -> None:
-        self.rec.timings[self.name] = self.rec.timings.get(self.name, 0.0) + time.monotonic() - self.t0
-
-
 def _key(*parts: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
-
-
-def _link_tree(src: Path, dest: Path) -> None:
-    """Copy a tree with hard links where possible (same filesystem), plain copies elsewhere."""
-    def link(s: str, d: str) -> None:
-        try:
-            os.link(s, d)
-        except OSError:
-            shutil.copy2(s, d)
-    shutil.copytree(src, dest, symlinks=True, copy_function=link)
 
 
 def _matches(root: Path, pattern: str) -> list[Path]:
@@ -120,53 +68,21 @@ def _describe(path: Path, root: Path) -> dict:
     return {"path": str(path.relative_to(root)), "size": path.stat().st_size, "sha256": sha256_file(path)}
 
 
-# -------------------------------------------------------------------------- stage materialising (shared)
-# The runner and the bake export (rvport/bake.py) make a stage's Dockerfiles and build context with these,
-# so `docker buildx bake` on an exported plan builds exactly what `rvport build` builds.
-def toolchain_dockerfile(base_tag: str, qemu_cpu: str, packages: tuple[str, ...]) -> dockerfiles.Rendered:
-    return dockerfiles.render("toolchain", {"BASE": base_tag, "QEMU_CPU": qemu_cpu,
-                                            "PACKAGES": dockerfiles.packages_arg(packages)})
+class LoadedToolchains:
+    """`rvport build`'s toolchain images: built once (buildx --load), inspected, their package lists read."""
 
+    def __init__(self, secrets: Callable[[], tuple[tuple[str, Path], ...]]):
+        self.secrets = secrets
 
-def toolchain_tag(stage_name: str, what: str, base_image_id: str, rendered: dockerfiles.Rendered) -> tuple[str, str]:
-    """(image tag, key) of a stage's toolchain image: made once per base image and Dockerfile."""
-    key = _key(base_image_id, rendered.sha256)
-    return f"rvport/toolchain:{stage_name}-{what}-{key[:12]}", key
+    def make(self, env: StageEnv, base: BaseImage, rendered: dockerfiles.Rendered, what: str) -> Toolchain:
+        tag, key = toolchain_tag(env.stage.name, what, base.image_id, rendered)
+        image = ensure_image(tag, {"Dockerfile": rendered.text}, platform=base.platform, tmp_root=env.tmp_root,
+                             log_path=env.log_path, what="toolchain image", builder=env.builder, on_line=env.line,
+                             secrets=self.secrets(), labels=(("org.rvport.key", key),))
+        return Toolchain(tag=tag, image_id=image.image_id, packages=read_packages(tag, TOOLCHAIN_PACKAGES))
 
-
-def build_dockerfile(st: Stage, toolchain: str, profile_name: str) -> tuple[dockerfiles.Rendered, str]:
-    """(the stage's build Dockerfile, its build script)."""
-    rendered = dockerfiles.stage_dockerfile(st, toolchain, profile_name)   # cross stages: cross.Dockerfile
-    return rendered, dockerfiles.build_script(st.commands)
-
-
-def stage_context(ctx: Path, tree: Path, rendered: dockerfiles.Rendered, script: str,
-                  deps: dict[str, Path], tools: dict[str, Path] | None = None) -> None:
-    """Lay out a build stage's context in ctx: src/, deps/<name>/, tools/ (rvport's own pinned tools and their
-    stage scripts, as /rvport/tools in the stage), the build script and the Dockerfile."""
-    _link_tree(tree, ctx / "src")
-    (ctx / "deps").mkdir()
-    for dep, path in deps.items():
-        _link_tree(path, ctx / "deps" / dep)
-    (ctx / "tools").mkdir()
-    for name, path in (tools or {}).items():
-        shutil.copyfile(path, ctx / "tools" / name)
-    (ctx / "rvport-build.sh").write_text(script)
-    (ctx / "Dockerfile").write_text(rendered.text)
-    (ctx / ".dockerignore").write_text("Dockerfile\n")
-
-
-def stage_tools(st: Stage, fopts: FetchOptions) -> dict[str, Path]:
-    """The files of a stage's pinned tools (fetched and checked like sources) and their stage scripts."""
-    if not st.tools:
-        return {}
-    out: dict[str, Path] = {}
-    with Fetcher(options=fopts) as fetcher:
-        for tool in st.tools:
-            got = fetcher.fetch(tool.source)
-            out[got.filename] = got.path
-            out[tool.script] = resources.builtin("scripts", tool.script)
-    return out
+    def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
+        return read_packages(toolchain.tag, path)
 
 
 def take_repair_report(files: Path) -> list[dict]:
@@ -207,13 +123,16 @@ def repair_disagreements(repairs: list[dict], verify: dict | None) -> list[str]:
 
 
 class Runner:
-    def __init__(self, plan: Plan, opts: BuildOptions, rep: Reporter):
+    def __init__(self, plan: Plan, opts: BuildOptions, rep: Progress):
         self.plan, self.opts, self.rep = plan, opts, rep
         self.profile = plan.request.profile
         self.cache_root = opts.fetch.cache.root
         self.logs = opts.output / "logs"
         self.records = [StageRecord(stage=s) for s in plan.stages]
         self.bases: dict[str, BaseImage] = {}
+        self._bases = Bases(cache_dir=self.cache_root, log_dir=self.logs, builder=opts.builder,
+                            override=opts.base_image, images=self.bases)
+        self._toolchains = LoadedToolchains(self._secrets)
         self.stage_outputs: dict[str, Path] = {}
         self._ca: Path | None = None
 
@@ -235,63 +154,11 @@ class Runner:
         ca = self._ca_bundle()
         return (("rvport-ca", ca),) if ca else ()
 
-    def _base(self, spec_name: str, platform: str, rec: StageRecord) -> BaseImage:
-        key = f"{spec_name}@{platform}"
-        if key not in self.bases:
-            self.rep.step(rec.stage.name, f"base image {spec_name} ({platform})")
-            with _Timer(rec, "base"):
-                self.bases[key] = ensure_base(
-                    load_base_spec(spec_name), platform=platform, cache_dir=self.cache_root,
-                    log_path=self.logs / f"base-{spec_name}.log", builder=self.opts.builder,
-                    on_line=lambda l: self.rep.line(rec.stage.name, l), image_override=self.opts.base_image)
-        return self.bases[key]
-
-    def _image_with_packages(self, base: BaseImage, packages: tuple[str, ...], what: str,
-                             rec: StageRecord) -> tuple[str, dict[str, str]]:
-        """base + Debian packages, as a loaded image (made once per inputs); returns (tag, packages)."""
-        if not packages:
-            return base.tag, {}
-        return self._image(base, toolchain_dockerfile(base.tag, self.profile.qemu_cpu, packages), what, rec)
-
-    def _image(self, base: BaseImage, rendered: dockerfiles.Rendered, what: str,
-               rec: StageRecord) -> tuple[str, dict[str, str]]:
-        """A toolchain image from `rendered` on `base`, built once per content; returns (tag, packages)."""
-        tag, key = toolchain_tag(rec.stage.name, what, base.image_id, rendered)
-        if buildx.image_info(tag) is None:
-            ctx = self._tmp(f"tc-{rec.stage.name}-")
-            try:
-                (ctx / "Dockerfile").write_text(rendered.text)
-                buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=base.platform,
-                                              tag=tag, load=True, builder=self.opts.builder,
-                                              secrets=self._secrets(), labels=(("org.rvport.key", key),)),
-                             log_path=self._log(rec), on_line=lambda l: self.rep.line(rec.stage.name, l))
-            finally:
-                shutil.rmtree(ctx, ignore_errors=True)
-        pkgs = self._toolchain_packages(tag)
-        return tag, pkgs
-
-    def _cross_toolchain(self, rec: StageRecord) -> str:
-        """Cross stages: the build-platform base plus the kind's riscv64 cross toolchain (rvport/cross.py)."""
-        st = rec.stage
-        xbase = self._base(cross.BASE, st.platform, rec)
-        rec.images["build_base"] = xbase.image_id
-        tag, rec.toolchain_packages = self._image(
-            xbase, dockerfiles.cross_toolchain_dockerfile(st.recipe, xbase.tag), "cross", rec)
-        rec.toolchain = cross.describe(st.recipe, st.platform, rec.toolchain_packages,
-                                       self._toolchain_packages(tag, "/rvport-cross-toolchain.txt"))
-        return tag
-
-    def _toolchain_packages(self, tag: str, path: str = "/rvport-toolchain-packages.txt") -> dict[str, str]:
-        try:
-            cp = buildx.run_container(tag, ["cat", path], check=False, timeout=120)
-        except RvportError:
-            return {}
-        out = {}
-        for line in cp.stdout.splitlines():
-            k, _, v = line.partition("=")
-            if k:
-                out[k] = v
-        return out
+    def _env(self, rec: StageRecord) -> StageEnv:
+        """The stage environment the stage's mode works in (rvport/build/stage.py)."""
+        return StageEnv(stage=rec.stage, profile=self.profile, host=self.plan.host, record=rec, bases=self._bases,
+                        images=self._toolchains, progress=self.rep, log_path=self._log(rec),
+                        tmp_root=self.cache_root / "tmp", builder=self.opts.builder)
 
     def _log(self, rec: StageRecord) -> Path:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -350,28 +217,27 @@ class Runner:
     def _run_stage(self, rec: StageRecord) -> None:
         st = rec.stage
         name = st.name
-        log = self._log(rec)
-        on_line = lambda l: self.rep.line(name, l)  # noqa: E731
+        env = self._env(rec)
+        mode = modes.of(st.mode)
 
         self.rep.step(name, "fetching and preparing sources")
-        with _Timer(rec, "fetch"):
+        with env.timer("fetch"):
             tree = prepare_tree(st.recipe, self.opts.fetch)
         rec.sources = [f.to_json() for f in tree.fetched]
 
-        base = self._base(st.recipe.toolchain.base, "linux/riscv64", rec)
+        base = env.base(st.recipe.toolchain.base, RISCV64)      # every stage's smoke test runs in it
         rec.images["base"] = base.image_id
         self.rep.step(name, "toolchain image")
-        with _Timer(rec, "toolchain"):
-            if st.mode is Mode.CROSS:
-                tc_tag = self._cross_toolchain(rec)
-            else:
-                tc_tag, rec.toolchain_packages = self._image_with_packages(base, st.recipe.toolchain.debian,
-                                                                           "build", rec)
-        rec.images["toolchain"] = buildx.image_info(tc_tag)["id"]
+        with env.timer("toolchain"):
+            tc = mode.toolchain(env)
+        if tc.image_id is None:     # LoadedToolchains always inspects the image; a clear error all the same
+            raise HostNotReady(f"the toolchain image {tc.tag} is not in the engine",
+                               hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
+        rec.images["toolchain"] = tc.image_id
+        rec.toolchain_packages = dict(tc.packages)
 
-        rendered, script = build_dockerfile(st, tc_tag, self.profile.name)
-        if st.mode is Mode.ACCELERATED:   # riscv64 stage, native cross compilers: rvport/accelerated.py
-            rendered = accelerated.stage_dockerfile(self, rec, base, tc_tag)
+        rendered = mode.dockerfile(env, tc)
+        script = dockerfiles.build_script(st.commands)
         dep_keys = [self._record(d).key or "" for d in st.depends]
         rec.key = _key(f"runner-{RUNNER_FORMAT}", st.key, tree.key, rec.images["toolchain"], rendered.sha256,
                        script, *dep_keys, str(self.opts.smoke), str(self.opts.verify))
@@ -384,16 +250,16 @@ class Runner:
             rec.manylinux = meta.get("manylinux") or []
             rec.status = "cached"
         else:
-            self._build_into_store(rec, tree.path, rendered, script, base, store, log, on_line)
+            self._build_into_store(env, tree.path, rendered, script, base, store)
             rec.status = "ok"
         self._export(rec, store)
 
     def _record(self, name: str) -> StageRecord:
         return next(r for r in self.records if r.stage.name == name)
 
-    def _build_into_store(self, rec: StageRecord, tree: Path, rendered: dockerfiles.Rendered, script: str,
-                          base: BaseImage, store: Path, log: Path, on_line: Callable[[str], None]) -> None:
-        st = rec.stage
+    def _build_into_store(self, env: StageEnv, tree: Path, rendered: dockerfiles.Rendered, script: str,
+                          base: BaseImage, store: Path) -> None:
+        rec, st, log, on_line = env.record, env.stage, env.log_path, env.line
         ctx = self._tmp(f"ctx-{st.name}-")
         out = self._tmp(f"out-{st.name}-")
         try:
@@ -406,7 +272,7 @@ class Runner:
                                     cache_to=self.opts.cache_to, cache_from=self.opts.cache_from,
                                     no_cache=self.opts.no_cache)
             rec.build_command = buildx.quote(spec.argv())
-            with _Timer(rec, "build"):
+            with env.timer("build"):
                 buildx.build(spec, log_path=log, on_line=on_line)
             files = out / "files"
             rec.manylinux = take_repair_report(files)
@@ -416,7 +282,7 @@ class Runner:
                                   hint=f"check the build commands in {st.recipe.file}; full log: {log}")
             if self.opts.verify:
                 self.rep.step(st.name, "verifying artifacts")
-                with _Timer(rec, "verify"):
+                with env.timer("verify"):
                     rec.verify = self._verify(st, files)
                 wrong = repair_disagreements(rec.manylinux, rec.verify)
                 if wrong:
@@ -425,8 +291,8 @@ class Runner:
                                        hint="see stages[].manylinux and stages[].verify in result.json")
             if self.opts.smoke and st.recipe.smoke:
                 self.rep.step(st.name, "smoke test in a clean riscv64 container")
-                with _Timer(rec, "smoke"):
-                    rec.smoke = self._smoke(rec, files, base, log, on_line)
+                with env.timer("smoke"):
+                    rec.smoke = self._smoke(env, files, base)
             meta = {"recipe": st.recipe.ref, "key": rec.key, "verify": rec.verify, "smoke": rec.smoke,
                     "build_command": rec.build_command, "manylinux": rec.manylinux,
                     "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()]}
@@ -456,23 +322,22 @@ class Runner:
                                problems=[Problem(message=f) for f in failures[:10]])
         return {"ok": True, "reports": reports}
 
-    def _smoke(self, rec: StageRecord, files: Path, base: BaseImage, log: Path,
-               on_line: Callable[[str], None]) -> dict:
-        st = rec.stage
-        image, _ = self._image_with_packages(base, st.recipe.smoke_debian, "smoke", rec)
-        install, run = dockerfiles.smoke_commands(st.recipe.kind.value, st.recipe.smoke or "")
+    def _smoke(self, env: StageEnv, files: Path, base: BaseImage) -> dict:
+        st = env.stage
+        image = env.with_packages(base, st.recipe.smoke_debian, "smoke").tag
+        install, run = dockerfiles.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
         rendered = dockerfiles.render("smoke", {"IMAGE": image, "QEMU_CPU": self.profile.qemu_cpu,
                                                 "INSTALL": install, "RUN": run})
         ctx = self._tmp(f"smoke-{st.name}-")
         out = self._tmp(f"smoke-out-{st.name}-")
         try:
-            _link_tree(files, ctx / "artifacts")
+            link_tree(files, ctx / "artifacts")
             (ctx / "rvport-smoke").write_text(st.recipe.smoke or "")
             (ctx / "Dockerfile").write_text(rendered.text)
-            buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform="linux/riscv64",
+            buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=RISCV64,
                                           output_dir=out, network="none", builder=self.opts.builder,
                                           no_cache=True),
-                         log_path=log, on_line=on_line)
+                         log_path=env.log_path, on_line=env.line)
             text = (out / "rvport-smoke.log").read_text(errors="replace")
             return {"status": "passed", "output": text.strip().splitlines()[-5:]}
         finally:

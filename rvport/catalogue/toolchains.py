@@ -1,11 +1,12 @@
 """Pinned toolchains: frozen values loaded from toolchains/*.yaml, validated with file:line errors.
 
-A toolchain of kind `archive` (Go, Rust) is a set of pinned archives, one per build platform
+A toolchain file of kind `archive` (Go, Rust) pins a set of archives, one per build platform
 (`linux/riscv64` for native and emulated stages, `linux/amd64` for cross stages on an x86-64 host), plus
-optional extra target libraries (`targets`, e.g. Rust's riscv64 standard library for cross stages).
-Each archive is unpacked into `install` (dropping `strip` leading path components) unless `setup`
-commands are given: then it is unpacked in a scratch directory and the commands run there, with
-`RVPORT_TOOLCHAIN_PREFIX` set to `install` (Rust's dist tarballs carry an install.sh).
+optional extra target libraries (`targets`, e.g. Rust's riscv64 standard library for cross stages), and says
+how they would be installed (`install`, `path`, `strip`, `setup`, `env`). The whole file is validated (its
+schema, platform keys, a `path` under `install`), but rvport reads only the toolchain's name and version
+today (the pinned Go's version for host-side `go mod vendor`, rvport.sources.tree): no stage installs the
+archives yet (docs/heavy-recipes.md, "Open"), so they are not loaded into values nobody reads.
 
 Files of another kind (the base image, `kind: debian`) live beside them and are not read here.
 """
@@ -14,10 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Mapping
 
 from rvport import resources
 from rvport.errors import Problem, RecipeError
@@ -28,46 +28,12 @@ _PLATFORM = re.compile(r"^linux/(riscv64|amd64|arm64)$")
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolchainArchive:
-    key: str                      # the platform ("linux/riscv64") or the target triple it serves
-    url: str
-    sha256: str
-    line: int | None = None
-
-    @property
-    def filename(self) -> str:
-        return self.url.rsplit("/", 1)[-1]
-
-    def to_json(self) -> dict:
-        return {"key": self.key, "url": self.url, "sha256": self.sha256}
-
-
-@dataclass(frozen=True, kw_only=True)
 class ToolchainSpec:
     name: str
     version: str
     kind: str
-    install: str
-    path: tuple[str, ...]
-    archives: Mapping[str, ToolchainArchive]       # build platform -> archive
-    targets: Mapping[str, ToolchainArchive] = field(default_factory=dict)
-    strip: int = 1
-    setup: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
     file: Path | None = None
-
-    def archive_for(self, platform: str) -> ToolchainArchive | None:
-        """The archive for a build platform such as `linux/amd64`, or None if the toolchain has none."""
-        return self.archives.get(platform)
-
-    def to_json(self) -> dict:
-        return {
-            "name": self.name, "version": self.version, "kind": self.kind, "install": self.install,
-            "path": list(self.path), "strip": self.strip, "setup": list(self.setup), "env": dict(self.env),
-            "archives": {k: a.to_json() for k, a in sorted(self.archives.items())},
-            "targets": {k: a.to_json() for k, a in sorted(self.targets.items())},
-        }
 
 
 @cache
@@ -78,11 +44,6 @@ def toolchain_schema() -> dict:
 def default_toolchains_dir() -> Path:
     """The built-in toolchains/ (shipped in the package); RVPORT_TOOLCHAINS overrides."""
     return resources.directory("toolchains")
-
-
-def _archives(d: dict) -> dict[str, ToolchainArchive]:
-    return {k: ToolchainArchive(key=k, url=v["url"], sha256=v["sha256"], line=line_of(d, k))
-            for k, v in (d or {}).items()}
 
 
 def load_toolchain_file(path: Path) -> tuple[ToolchainSpec | None, list[Problem]]:
@@ -115,12 +76,8 @@ def load_toolchain_file(path: Path) -> tuple[ToolchainSpec | None, list[Problem]
                                 hint=f"add {doc['install'].rstrip('/')}/bin"))
     if problems:
         return None, problems
-    spec = ToolchainSpec(
-        name=doc["name"], version=str(doc["version"]), kind=doc["kind"], install=doc["install"],
-        path=tuple(doc["path"]), archives=_archives(doc["archives"]), targets=_archives(doc.get("targets") or {}),
-        strip=int(doc.get("strip", 1)), setup=tuple(doc.get("setup") or ()), env=dict(doc.get("env") or {}),
-        description=doc.get("description", ""), file=path,
-    )
+    spec = ToolchainSpec(name=doc["name"], version=str(doc["version"]), kind=doc["kind"],
+                         description=doc.get("description", ""), file=path)
     return spec, []
 
 

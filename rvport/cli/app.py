@@ -11,7 +11,7 @@ from rich.text import Text
 
 from rvport import __version__
 from rvport.cli.console import configure, ui
-from rvport.cli.entry import install_handlers
+from rvport.cli.signals import install_handlers
 from rvport.cli import outputs
 from rvport.cli.options import profile_option
 from rvport.errors import ExitCode, RvportError, UsageError

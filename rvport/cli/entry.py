@@ -7,21 +7,11 @@ are imported, so that an interrupt during start-up ends the run as one at any ot
 
 from __future__ import annotations
 
-import signal
 import sys
 
+from rvport.cli.signals import install_handlers
+
 INTERRUPTED = 8   # rvport.errors.ExitCode.INTERRUPTED (not imported: only the standard library comes first)
-
-
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
-def install_handlers() -> None:
-    """Ctrl-C and a CI system's cancel (SIGTERM) stop a run cleanly, even when started from a shell that made
-    background jobs ignore SIGINT (Python then installs no handler of its own)."""
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
 
 
 def main() -> None:

@@ -16,21 +16,13 @@ from typing import Callable, Mapping, Sequence
 
 from rvport.errors import UsageError
 from rvport.host import HostFacts
+from rvport.catalogue.kinds import KINDS, kinds_with
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
+from rvport.target import BUILD_HOSTS, PLATFORM as RISCV64, RUST_TARGET, TRIPLET as TRIPLE
 
 PLAN_SCHEMA = 1
-RISCV64 = "linux/riscv64"
-TRIPLE = "riscv64-linux-gnu"
-RUST_TARGET = "riscv64gc-unknown-linux-gnu"
-
-# Memory one compile job may need, by build kind: bounds --jobs so a small host is not driven into OOM.
-JOB_MEMORY_GIB: Mapping[Kind, float] = {
-    Kind.PYTHON_WHEEL: 1.5, Kind.CARGO_STATICLIB: 2.0, Kind.GO_BINARY: 1.5, Kind.TORCH_WHEEL: 4.0,
-}
-# Kinds whose compile can run on the build platform with a riscv64 cross toolchain.
-CROSS_KINDS = frozenset({Kind.CARGO_STATICLIB, Kind.GO_BINARY})
 # Reproducible builds: the build directory (/src in every stage) never reaches an artifact. C and C++ get the
 # prefix map through RVPORT_CFLAGS (which recipes put in CFLAGS/CXXFLAGS), Rust through RUSTFLAGS unless the
 # recipe sets its own; SOURCE_DATE_EPOCH is set in the stage from the prepared tree (rvport.build.render).
@@ -38,10 +30,7 @@ BUILD_DIR = "/src"
 PREFIX_MAP_CFLAGS = (f"-ffile-prefix-map={BUILD_DIR}=.",)
 PREFIX_MAP_RUSTFLAGS = f"--remap-path-prefix={BUILD_DIR}=."
 # Kinds whose outputs are wheels: after the build, the stage repairs them to a manylinux tag (auditwheel).
-WHEEL_KINDS = frozenset({Kind.PYTHON_WHEEL, Kind.TORCH_WHEEL})
-MANYLINUX_CHOICES = ("auto", "off")       # or a policy: manylinux_2_X_riscv64 (given as 2_X on the command line)
-# Hosts whose native cross compilers can stand in for a riscv64 stage's own (accelerated mode).
-ACCELERATED_HOSTS = frozenset({"x86_64", "aarch64"})
+WHEEL_KINDS = frozenset(k for k, f in KINDS.items() if f.installs_wheels)
 
 
 class Mode(StrEnum):
@@ -135,7 +124,8 @@ def expand(value: str, ctx: Mapping[str, str]) -> str:
 
 
 def bound_jobs(kind: Kind, host: HostFacts, requested: int | None) -> int:
-    by_mem = max(1, int(host.mem_bytes / (JOB_MEMORY_GIB[kind] * 2**30)))
+    # memory one compile job of this kind may need: a small host is not driven into OOM
+    by_mem = max(1, int(host.mem_bytes / (KINDS[kind].job_memory_gib * 2**30)))
     limit = max(1, min(host.cpus, by_mem))
     return limit if requested is None else max(1, min(requested, by_mem))
 
@@ -149,17 +139,20 @@ def decide_mode(recipe: Recipe, requested: Mode, host: HostFacts) -> tuple[Mode,
     if requested is Mode.NATIVE:
         raise UsageError(f"--mode native needs a riscv64 host; this host is {host.arch}",
                          hint="use --mode qemu (emulation) or --mode auto, or --builder with a riscv64 node")
-    can_cross = recipe.kind in CROSS_KINDS and "cross" in recipe.modes
+    # the kinds table (rvport/catalogue/kinds.py) says what a kind can do; the recipe's `modes` what it may do
+    can_cross = "cross" in KINDS[recipe.kind].modes and "cross" in recipe.modes
     if requested is Mode.CROSS:
         if not can_cross:
+            kinds = " and ".join(k.value for k in kinds_with("cross"))
             raise UsageError(f"{recipe.ref} ({recipe.kind.value}) cannot be cross-compiled",
-                             hint="cross mode is for cargo-staticlib and go-binary recipes that list it in "
+                             hint=f"cross mode is for {kinds} recipes that list it in "
                                   "`modes`; use --mode auto to let rvport choose per recipe")
         return Mode.CROSS, f"requested: compiled on {host.platform} with a riscv64 cross toolchain"
     if requested is Mode.AUTO and can_cross:
         return Mode.CROSS, (f"auto: {recipe.kind.value} cross-compiles on {host.platform}, many times faster "
                             "than emulation")
-    can_accelerate = "accelerated" in recipe.modes and host.arch in ACCELERATED_HOSTS
+    can_accelerate = ("accelerated" in KINDS[recipe.kind].modes and "accelerated" in recipe.modes
+                      and host.arch in BUILD_HOSTS)
     if requested is Mode.ACCELERATED:
         if not can_accelerate:
             raise UsageError(f"{recipe.ref} cannot run accelerated on {host.arch}",

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport.verify import inflate
 from rvport.verify import keep as keeping
 from rvport.verify.buffer import BufferFile
 from rvport.verify.keep import Keep
@@ -29,7 +28,7 @@ MAGIC = 8                  # first bytes that decide what is kept of a member (E
 AHEAD_MIN = 8 << 20        # members this big (compressed) are inflated on a helper thread, hashed on this one
 
 # What zipfile (and the decompressors under it) raise on a corrupt, truncated, encrypted or unsupported zip.
-ZIP_ERRORS: tuple[type[Exception], ...] = (zipfile.BadZipFile, *inflate.ERRORS, lzma.LZMAError, EOFError,
+ZIP_ERRORS: tuple[type[Exception], ...] = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError,
                                            OSError, NotImplementedError, RuntimeError, ValueError)
 
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")   # PK\3\4, versions, flags, method, time, date, crc, sizes, lengths
@@ -75,7 +74,7 @@ def _read(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Ca
     for out in chunks:
         if size + len(out) > info.file_size:   # as zipfile: never more than the directory's size (the CRC tells)
             out = out[:info.file_size - size]
-        crc = inflate.BACKEND.crc32(out, crc)
+        crc = zlib.crc32(out, crc)
         size += len(out)
         if hasher is not None:
             hasher.update(out)
@@ -185,7 +184,7 @@ def _raw(fd: int, start: int, length: int) -> Iterator[bytes]:
 def _inflate(chunks: Iterator[bytes]) -> Iterator[bytes]:
     """Raw deflate, as zipfile inflates it: up to the stream's end marker, or whatever a stream cut short by
     the member's compressed size still gives (its CRC then fails)."""
-    d = inflate.BACKEND.decompressobj(-zlib.MAX_WBITS)
+    d = zlib.decompressobj(-zlib.MAX_WBITS)
     for chunk in chunks:
         out = d.decompress(chunk, INFLATE_SIZE)
         while True:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rvport.build.modes import accelerated as acc
-from rvport.build.images import BaseImage
+from rvport.build.images import BaseImage, parse_packages
 from rvport.errors import BuildFailed, HostNotReady
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
@@ -100,9 +100,11 @@ def test_gcc_major_from_the_cross_packages():
         acc.gcc_major(dict(CROSS, **{"gcc-15-riscv64-linux-gnu": "15.1.0-1cross1"}))
 
 
-def test_parse_packages_drops_architecture_qualifiers():
-    assert acc.parse_packages("gcc-14=14.2.0-19\nlibc6:amd64=2.41-11\n\nbroken\n") == {
-        "gcc-14": "14.2.0-19", "libc6": "2.41-11"}
+def test_parse_packages_drops_architecture_qualifiers_when_asked():
+    text = "gcc-14=14.2.0-19\nlibc6:amd64=2.41-11\n\nbroken\nnot-installed=\n=1.0\n"
+    assert parse_packages(text, qualified=False) == {"gcc-14": "14.2.0-19", "libc6": "2.41-11"}
+    assert parse_packages(text) == {"gcc-14": "14.2.0-19", "libc6:amd64": "2.41-11"}
+    assert parse_packages("go=go version go1.24.4 linux/amd64\n") == {"go": "go version go1.24.4 linux/amd64"}
 
 
 @pytest.mark.parametrize("arch, platform", [("x86_64", "linux/amd64"), ("aarch64", "linux/arm64")])

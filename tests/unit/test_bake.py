@@ -1,5 +1,5 @@
 """Bake export without Docker: a tiny recipe (sources from a mirror, offline) and a base image given as known,
-rendered into docker-bake.json and contexts made by the runner's own functions."""
+rendered into docker-bake.json and contexts made by the modes and stage functions the runner uses."""
 
 from __future__ import annotations
 
@@ -7,14 +7,16 @@ import dataclasses
 import hashlib
 import io
 import json
+import shutil
 import tarfile
 
 import pytest
 
-from rvport.build.modes import accelerated
+from rvport.build.modes import accelerated, cross, emulated
 
-from rvport.build import bake, render as dockerfiles, runner
+from rvport.build import bake, render as dockerfiles
 from rvport.build.images import BaseImage
+from rvport.build.stage import toolchain_tag
 from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
@@ -106,8 +108,8 @@ def test_bake_targets_are_the_runners_stages(setup):
     assert doc["group"]["toolchains"]["targets"] == ["tinylib-toolchain"]
     st = p.stage("tinylib")
     # the toolchain target: the runner's Dockerfile, tagged as the runner tags it
-    rendered_tc = runner.toolchain_dockerfile(BASE.tag, p.request.profile.qemu_cpu, st.recipe.toolchain.debian)
-    tc_tag, key = runner.toolchain_tag("tinylib", "build", BASE.image_id, rendered_tc)
+    rendered_tc = dockerfiles.toolchain_dockerfile(BASE.tag, p.request.profile.qemu_cpu, st.recipe.toolchain.debian)
+    tc_tag, key = toolchain_tag("tinylib", "build", BASE.image_id, rendered_tc)
     tc = doc["target"]["tinylib-toolchain"]
     assert tc["tags"] == [tc_tag] and tc["output"] == ["type=docker"] and tc["labels"] == {"org.rvport.key": key}
     assert (out / "bake" / "tinylib-toolchain" / "Dockerfile").read_text() == rendered_tc.text
@@ -115,7 +117,7 @@ def test_bake_targets_are_the_runners_stages(setup):
     t = doc["target"]["tinylib"]
     assert t["network"] == "none" and t["platforms"] == ["linux/riscv64"]
     assert t["output"] == [f"type=local,dest={out / 'bake' / 'out' / 'tinylib'}"]
-    rendered, script = runner.build_dockerfile(st, tc_tag, "rvv256")
+    rendered, script = emulated.render_stage(st, tc_tag, "rvv256"), dockerfiles.build_script(st.commands)
     ctx = out / "bake" / "tinylib"
     assert t["context"] == str(ctx) and t["dockerfile"] == "Dockerfile"
     assert (ctx / "Dockerfile").read_text() == rendered.text and f"FROM {tc_tag}" in rendered.text
@@ -155,15 +157,15 @@ def test_cross_stages_compile_in_the_build_platform_cross_toolchain(setup, tmp_p
     (out / "bake").mkdir(parents=True)
     doc = bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts), bases=bases())
     st = p.stage("tinystatic")
-    rendered_tc = dockerfiles.cross_toolchain_dockerfile(st.recipe, XBASE.tag)
-    tc_tag, _ = runner.toolchain_tag("tinystatic", "cross", XBASE.image_id, rendered_tc)
+    rendered_tc = cross.render_toolchain(st.recipe, XBASE.tag)
+    tc_tag, _ = toolchain_tag("tinystatic", "cross", XBASE.image_id, rendered_tc)
     tc = doc["target"]["tinystatic-toolchain"]
     assert tc["platforms"] == ["linux/amd64"] and tc["tags"] == [tc_tag]
     assert (out / "bake" / "tinystatic-toolchain" / "Dockerfile").read_text() == rendered_tc.text
     t = doc["target"]["tinystatic"]
     assert t["platforms"] == ["linux/amd64"] and t["network"] == "none"
     text = (out / "bake" / "tinystatic" / "Dockerfile").read_text()
-    assert text == runner.build_dockerfile(st, tc_tag, "rvv256")[0].text
+    assert text == cross.render_stage(st, tc_tag, "rvv256").text
     assert f"FROM {tc_tag} AS build" in text and 'CARGO_BUILD_TARGET="riscv64gc-unknown-linux-gnu"' in text
 
 
@@ -202,3 +204,78 @@ def test_an_accelerated_base_with_another_gcc_is_refused_at_export(setup, monkey
     with pytest.raises(accelerated.ToolchainMismatch, match="stage gcc-14 14.2.0-20"):
         bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts),
                            bases=dict(bases(), **{"debian-trixie@linux/riscv64": base}))
+
+
+XRBASE = BaseImage(spec="debian-trixie-xtc-rust", tag="rvport/base:debian-trixie-xtc-rust-amd64-0123456789ab",
+                   image_id="sha256:" + "4" * 64, platform="linux/amd64", key="k", source="debootstrap")
+GCC = {"gcc-14": "14.2.0-19", "g++-14": "14.2.0-19", "libgcc-14-dev": "14.2.0-19", "libstdc++-14-dev": "14.2.0-19",
+       "binutils-riscv64-linux-gnu": "2.44-3"}
+XGCC = {"gcc-14-riscv64-linux-gnu": "14.2.0-19cross1", "g++-14-riscv64-linux-gnu": "14.2.0-19cross1",
+        "libgcc-14-dev-riscv64-cross": "14.2.0-19cross1", "libstdc++-14-dev-riscv64-cross": "14.2.0-19cross1",
+        "binutils-riscv64-linux-gnu": "2.44-3"}
+RUST = {"rustc-web": "1.96.0+dfsg1-1~deb13u1", "libstd-rust-web-dev": "1.96.0+dfsg1-1~deb13u1"}
+
+
+def _rust_stage(setup, tmp_path, monkeypatch):
+    """An accelerated stage that installs rustc-web, and a Rust prefix image (the docker edge) made for it."""
+    cat, fopts, out = setup
+    fname, sha = _tarball("tinyrs-1.0", {"setup.py": "print('hi')\n"}, tmp_path / "mirror")
+    (tmp_path / "recipes" / "tinyrs.yaml").write_text(
+        RECIPE.format(name="tinyrs", pkgs="rustc-web", depends="", fname=fname, sha=sha))
+    made = []
+    xtc = accelerated.XtcImage(tag="rvport/xtc:debian-trixie-xtc-rust-amd64-0123456789ab", image_id="sha256:" + "5" * 64,
+                               platform="linux/amd64", gcc_major="14", packages={**XGCC, **RUST}, rust=True)
+
+    def ensure_prefix(base, rust=False, **kw):
+        made.append((base.tag, rust))
+        return xtc
+
+    monkeypatch.setattr(accelerated, "ensure_prefix", ensure_prefix)
+    p = _plan(load_catalogue(tmp_path / "recipes"), "tinyrs")
+    p = dataclasses.replace(p, stages=(dataclasses.replace(p.stages[0], mode=Mode.ACCELERATED),))
+    (out / "bake").mkdir(parents=True)
+    return p, bake.BakeOptions(output=out, fetch=fopts), made
+
+
+def test_bake_checks_an_accelerated_rust_stage_against_the_rust_prefix(setup, tmp_path, monkeypatch):
+    """The riscv64 base already has another rustc-web than the prefix's: refused at export, as `rvport build`
+    refuses it (bake used to compare the C compilers only)."""
+    p, opts, made = _rust_stage(setup, tmp_path, monkeypatch)
+    base = dataclasses.replace(BASE, packages={**GCC, **RUST, "rustc-web": "1.95.0+dfsg1-1"})
+    with pytest.raises(accelerated.ToolchainMismatch, match="stage rustc-web 1.95.0"):
+        bake.bake_document(p, opts, bases=dict(bases(), **{"debian-trixie@linux/riscv64": base,
+                                                            "debian-trixie-xtc-rust@linux/amd64": XRBASE}))
+    assert made == [(XRBASE.tag, True)]
+
+
+def test_packages_the_toolchain_target_adds_are_left_to_the_stage(setup, tmp_path, monkeypatch):
+    """rustc-web comes with the toolchain target, not built at export: its version is checked in the stage
+    (setup.sh); what the base has is checked now."""
+    p, opts, made = _rust_stage(setup, tmp_path, monkeypatch)
+    base = dataclasses.replace(BASE, packages=dict(GCC))
+    doc = bake.bake_document(p, opts, bases=dict(bases(), **{"debian-trixie@linux/riscv64": base,
+                                                             "debian-trixie-xtc-rust@linux/amd64": XRBASE}))
+    text = (opts.output / "bake" / "tinyrs" / "Dockerfile").read_text()
+    assert 'ENV RUSTC="/opt/xtc/rust/bin/rustc"' in text and "COPY --from=rvport/xtc:debian-trixie-xtc-rust" in text
+    assert doc["group"]["toolchains"]["targets"] == ["tinyrs-toolchain"]
+    older = dataclasses.replace(BASE, packages={**GCC, "gcc-14": "14.2.0-18"})
+    shutil.rmtree(opts.output / "bake")
+    (opts.output / "bake").mkdir()
+    with pytest.raises(accelerated.ToolchainMismatch, match="stage gcc-14 14.2.0-18"):
+        bake.bake_document(p, opts, bases=dict(bases(), **{"debian-trixie@linux/riscv64": older,
+                                                           "debian-trixie-xtc-rust@linux/amd64": XRBASE}))
+
+
+def test_base_image_override_leaves_the_cross_base_alone(setup, tmp_path, monkeypatch):
+    """--base-image names the riscv64 base: a cross stage still compiles in the build-platform base."""
+    from tests.unit.test_stage_env import OVERRIDE, engine, xtc_base_tag
+
+    cat, fopts, out = setup
+    fname, sha = _tarball("tinystatic-1.0", {"Cargo.toml": "[package]\nname = \"t\"\n"}, tmp_path / "mirror")
+    (tmp_path / "recipes" / "tinystatic.yaml").write_text(STATICLIB.format(fname=fname, sha=sha))
+    p = _plan(load_catalogue(tmp_path / "recipes"), "tinystatic", mode=Mode.CROSS)
+    engine(monkeypatch, {OVERRIDE: "sha256:" + "a" * 64, xtc_base_tag(): "sha256:" + "b" * 64})
+    (out / "bake").mkdir(parents=True)
+    doc = bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts, base_image=OVERRIDE))
+    assert f"FROM {xtc_base_tag()}" in (out / "bake" / "tinystatic-toolchain" / "Dockerfile").read_text()
+    assert doc["target"]["tinystatic-toolchain"]["platforms"] == ["linux/amd64"]

@@ -1,7 +1,8 @@
 """The four heavy recipes as planned and rendered: every stage file carries exactly the profile's flags.
 
-The Dockerfiles are rendered by rvport.build.render.stage_dockerfile and cross_toolchain_dockerfile, the
-functions the runner builds with, so what is asserted here is what a build runs (no docker needed)."""
+The Dockerfiles are rendered by each stage's mode (rvport.build.modes.of(stage.mode).dockerfile) and by
+rvport.build.modes.cross.render_toolchain, what the runner and bake build with, so what is asserted here is
+what a build runs (no docker needed)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from rvport.resources import builtin
-from rvport.build.modes import cross
+from types import SimpleNamespace
 
-from rvport.build import render as dockerfiles
+from rvport.resources import builtin
+from rvport.build import modes
+from rvport.build.modes import accelerated, cross
+from rvport.build.stage import Toolchain
+from rvport.catalogue.kinds import KINDS
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.catalogue.profiles import get_profile
@@ -54,7 +58,16 @@ def installed(toolchain_dockerfile: str) -> list[str]:
 
 
 def rendered(stage):
-    r = dockerfiles.stage_dockerfile(stage, TC, stage.env["RVPORT_PROFILE"])
+    """The stage's Dockerfile from its mode. Only an accelerated stage needs more than the stage and profile
+    (its prefix image, made at build time): it is rendered with a prefix image given by tag."""
+    profile = get_profile(stage.env["RVPORT_PROFILE"])
+    if stage.mode is Mode.ACCELERATED:
+        xtc = accelerated.XtcImage(tag="rvport/xtc:under-test", image_id="sha256:" + "1" * 64,
+                                   platform="linux/amd64", gcc_major="14")
+        r = accelerated.render_stage(toolchain=TC, xtc=xtc, env=stage.env, profile=profile.name)
+    else:
+        env = SimpleNamespace(stage=stage, profile=profile)    # all an emulated or cross stage's file needs
+        r = modes.of(stage.mode).dockerfile(env, Toolchain(tag=TC))
     assert r.text.startswith("#") and f"FROM {TC} AS build" in r.text
     return r, env_of(r.text)
 
@@ -114,7 +127,7 @@ def test_glide_ffi_cross_stage(cat):
     assert env["CFLAGS_riscv64gc_unknown_linux_gnu"] == "-O2 -march=rv64gc -mabi=lp64d"
     assert env["RVPORT_MODE"] == "cross" and "QEMU_CPU" not in env
     assert any('--target "$RVPORT_RUST_TARGET"' in c for c in st.commands)
-    tc = dockerfiles.cross_toolchain_dockerfile(st.recipe, "rvport/base:xtc").text
+    tc = cross.render_toolchain(st.recipe, "rvport/base:xtc").text
     assert tc.startswith("#") and "FROM rvport/base:xtc" in tc and "QEMU_CPU" not in tc
     assert "dpkg --add-architecture riscv64;" in tc
     assert tc.index("dpkg --add-architecture") < tc.index("apt-get $ca update")
@@ -134,7 +147,7 @@ def test_semantic_router_cross_stage(cat):
     assert env["CGO_LDFLAGS"] == "-L/deps/glide-ffi -lm -ldl -lpthread"
     assert env["GOFLAGS"] == "-mod=vendor" and env["GOPROXY"] == "off" and env["GOTOOLCHAIN"] == "local"
     assert "QEMU_CPU" not in env
-    tc = dockerfiles.cross_toolchain_dockerfile(st.recipe, "B").text
+    tc = cross.render_toolchain(st.recipe, "B").text
     assert installed(tc) == ["g++-riscv64-linux-gnu", "gcc-riscv64-linux-gnu", "golang-go", "pkg-config"]
 
 
@@ -151,10 +164,12 @@ def test_cross_kinds_under_qemu_and_native(cat):
 
 
 def test_cross_data_is_complete():
-    for kind in cross.PACKAGES:
-        assert kind in cross.ENV and kind in cross.COMPILERS
-        assert "gcc-riscv64-linux-gnu" in cross.PACKAGES[kind]
-    assert set(cross.PACKAGES) == {"cargo-staticlib", "go-binary"}
+    crossable = {k for k, f in KINDS.items() if "cross" in f.modes}
+    assert crossable == {"cargo-staticlib", "go-binary"}
+    assert {k for k, f in KINDS.items() if f.cross is not None} == crossable
+    for kind in crossable:
+        tc = KINDS[kind].cross
+        assert tc.env and tc.compilers and "gcc-riscv64-linux-gnu" in tc.packages
 
 
 def test_cli_plan_all_shows_the_flags(tmp_path):

@@ -21,31 +21,27 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rvport.build import buildx, render as dockerfiles
-
-from rvport.build.modes import cross
-from rvport.build.images import BaseImage
+from rvport.build import render as dockerfiles
+from rvport.build.images import BaseImage, ensure_image, installed_packages
+from rvport.build.modes.emulated import riscv64_toolchain
+from rvport.build.stage import StageEnv, Toolchain
 from rvport import resources
+from rvport.catalogue.kinds import KINDS
 from rvport.errors import BuildFailed, HostNotReady
-from rvport.host import DOCKER_PLATFORM
 from rvport.catalogue.recipes import Kind
+from rvport.target import BUILD_HOSTS, DOCKER_PLATFORM, HOST_RUST_TARGET, PLATFORM as RISCV64, TRIPLET
 
-if TYPE_CHECKING:   # the runner hands itself in; only its helpers are used
+if TYPE_CHECKING:
     from rvport.catalogue.recipes import Recipe
-    from rvport.build.runner import Runner, StageRecord
 
 XTC_BASE = "debian-trixie-xtc"
 XTC_RUST_BASE = "debian-trixie-xtc-rust"     # XTC_BASE plus the build platform's rustc-web
 PREFIX = "/opt/xtc"
-TRIPLE = "riscv64-linux-gnu"
-RISCV64 = "linux/riscv64"
 PREFIX_FORMAT = 2    # bump when the prefix layout changes
 
 # Debian packages that mean a stage compiles Rust.
@@ -53,10 +49,10 @@ RUST_PACKAGES = frozenset({"rustc", "rustc-web", "cargo", "cargo-web"})
 
 # What must match between the riscv64 stage (left: its package) and the cross toolchain (right: the build
 # platform's package); {v} is the GCC major version.
-MATCHED = (("gcc-{v}", "gcc-{v}-riscv64-linux-gnu"), ("g++-{v}", "g++-{v}-riscv64-linux-gnu"),
+MATCHED = (("gcc-{v}", f"gcc-{{v}}-{TRIPLET}"), ("g++-{v}", f"g++-{{v}}-{TRIPLET}"),
            ("libgcc-{v}-dev", "libgcc-{v}-dev-riscv64-cross"),
            ("libstdc++-{v}-dev", "libstdc++-{v}-dev-riscv64-cross"),
-           ("binutils-riscv64-linux-gnu", "binutils-riscv64-linux-gnu"))
+           (f"binutils-{TRIPLET}", f"binutils-{TRIPLET}"))
 # The same for Rust: the stage's riscv64 standard library is used by the build platform's rustc.
 RUST_MATCHED = (("rustc-web", "rustc-web"), ("libstd-rust-web-dev", "libstd-rust-web-dev"))
 
@@ -65,10 +61,7 @@ RUST_MATCHED = (("rustc-web", "rustc-web"), ("libstd-rust-web-dev", "libstd-rust
 # The linker of the build platform's own target (build scripts, proc-macros) is the prefix's native gcc
 # (rust_env); setup.sh adds PYO3_CROSS_LIB_DIR, the stage Python's standard library directory, in
 # /opt/xtc/stage.env.
-RUST_ENV = {"RUSTC": f"{PREFIX}/rust/bin/rustc", **cross.ENV[Kind.CARGO_STATICLIB]}
-HOST_RUST_TARGET = {"linux/amd64": "x86_64-unknown-linux-gnu", "linux/arm64": "aarch64-unknown-linux-gnu"}
-
-
+RUST_ENV = {"RUSTC": f"{PREFIX}/rust/bin/rustc", **KINDS[Kind.CARGO_STATICLIB].cross.env}
 
 
 def assemble_sh() -> str:
@@ -104,7 +97,7 @@ class XtcImage:
 
 def host_platform(arch: str) -> str:
     platform = DOCKER_PLATFORM.get(arch)
-    if platform is None or arch == "riscv64":
+    if platform is None or arch not in BUILD_HOSTS:
         raise HostNotReady(f"accelerated stages need an x86_64 or aarch64 host, not {arch}",
                            hint="use --mode qemu (or native on a riscv64 host)")
     return platform
@@ -120,19 +113,21 @@ def source_version(version: str) -> str:
 
 def gcc_major(packages: Mapping[str, str]) -> str:
     """The GCC major version of the cross toolchain, from its package names."""
-    majors = sorted({m.group(1) for p in packages if (m := re.fullmatch(r"gcc-(\d+)-riscv64-linux-gnu", p))})
+    majors = sorted({m.group(1) for p in packages if (m := re.fullmatch(rf"gcc-(\d+)-{TRIPLET}", p))})
     if len(majors) != 1:
         raise HostNotReady(f"the build-platform base has {len(majors) or 'no'} riscv64 cross GCC "
                            f"versions ({', '.join(majors) or 'none'}); exactly one is needed",
-                           hint=f"toolchains/{XTC_BASE}.yaml must list one gcc-N-riscv64-linux-gnu")
+                           hint=f"toolchains/{XTC_BASE}.yaml must list one gcc-N-{TRIPLET}")
     return majors[0]
 
 
 def check_versions(stage: Mapping[str, str], cross: Mapping[str, str], major: str,
-                   rust: bool = False) -> dict[str, str]:
+                   rust: bool = False, *, complete: bool = True) -> dict[str, str]:
     """The stage's compiler packages against the cross toolchain's: same source version or ToolchainMismatch.
 
     With `rust`, the stage's rustc and riscv64 standard library against the build platform's rustc too.
+    `complete=False` says `stage` may lack packages its toolchain image will add (a bake export, where that
+    image is not built yet): a package missing from it is then left to the stage's own check (setup.sh).
     Returns what was compared ("gcc-14": "14.2.0-19", ...) for the record.
     """
     compared: dict[str, str] = {}
@@ -143,7 +138,8 @@ def check_versions(stage: Mapping[str, str], cross: Mapping[str, str], major: st
         if c_ver is None:
             problems.append(f"the cross toolchain has no {c_name}")
         elif s_ver is None:
-            problems.append(f"the stage has no {s_name} (the cross compiler is {c_name} {c_ver})")
+            if complete:
+                problems.append(f"the stage has no {s_name} (the cross compiler is {c_name} {c_ver})")
         elif source_version(s_ver) != source_version(c_ver):
             problems.append(f"stage {s_name} {s_ver} != cross {c_name} {c_ver}")
         else:
@@ -155,15 +151,6 @@ def check_versions(stage: Mapping[str, str], cross: Mapping[str, str], major: st
                  f"must be equal: pin the same Debian suite in toolchains/{XTC_BASE}*.yaml and the stage's base "
                  "(and rebuild both), or build with --mode qemu")
     return compared
-
-
-def parse_packages(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        name, _, version = line.partition("=")
-        if name and version:
-            out[name.split(":")[0]] = version
-    return out
 
 
 def needs_rust(recipe: Recipe) -> bool:
@@ -206,61 +193,48 @@ def ensure_prefix(base: BaseImage, rust: bool = False, *, tmp_root: Path, log_pa
     rendered = render_prefix(base.tag, major, base.platform, rust)
     key = prefix_key(base, rendered)
     tag = f"rvport/xtc:{base.spec}-{base.platform.split('/')[-1]}-{key[:12]}"
-    info = buildx.image_info(tag)
-    built = False
-    if info is None:
-        tmp_root.mkdir(parents=True, exist_ok=True)
-        ctx = Path(tempfile.mkdtemp(prefix="xtc-", dir=tmp_root))
-        try:
-            (ctx / "Dockerfile").write_text(rendered.text)
-            (ctx / "xtc-assemble.sh").write_text(assemble_sh())
-            (ctx / "xtc-setup.sh").write_text(setup_sh())
-            # the image holds build-platform binaries for riscv64 stages; it is made for the riscv64 platform
-            # (FROM scratch) so those stages can COPY --from it by name without a registry
-            buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=RISCV64,
-                                          tag=tag, load=True, network="none", builder=builder,
-                                          labels=(("org.rvport.key", key), ("org.rvport.xtc.base", base.tag))),
-                         log_path=log_path, on_line=on_line)
-        finally:
-            shutil.rmtree(ctx, ignore_errors=True)
-        info = buildx.image_info(tag)
-        if info is None:
-            raise HostNotReady(f"the accelerated prefix image {tag} was built but is not in the engine",
-                               hint="with a non-docker builder, --load must be supported")
-        built = True
+    # the image holds build-platform binaries for riscv64 stages; it is made for the riscv64 platform
+    # (FROM scratch) so those stages can COPY --from it by name without a registry
+    image = ensure_image(tag, {"Dockerfile": rendered.text, "xtc-assemble.sh": assemble_sh(),
+                               "xtc-setup.sh": setup_sh()},
+                         platform=RISCV64, tmp_root=tmp_root, log_path=log_path, what="the accelerated prefix image",
+                         builder=builder, on_line=on_line, network="none",
+                         labels=(("org.rvport.key", key), ("org.rvport.xtc.base", base.tag)))
     rust_names = {right for _, right in RUST_MATCHED} if rust else set()
     packages = {p: v for p, v in base.packages.items()
-                if p.endswith(("riscv64-linux-gnu", "riscv64-cross")) or p in rust_names}
-    return XtcImage(tag=tag, image_id=info["id"], platform=base.platform, gcc_major=major, packages=packages,
-                    rust=rust, built=built)
+                if p.endswith((TRIPLET, "riscv64-cross")) or p in rust_names}
+    return XtcImage(tag=tag, image_id=image.image_id, platform=base.platform, gcc_major=major, packages=packages,
+                    rust=rust, built=image.built)
 
 
-def stage_dockerfile(runner: Runner, rec: StageRecord, stage_base: BaseImage,
-                     toolchain_tag: str) -> dockerfiles.Rendered:
-    """The runner's hook: prefix image ready, versions checked and recorded, the stage's Dockerfile rendered."""
-    st = rec.stage
-    platform = host_platform(runner.plan.host.arch)
-    rust = needs_rust(st.recipe)
-    runner.rep.step(st.name, f"accelerated: cross toolchain prefix ({platform}{', with rustc' if rust else ''})")
-    xtc_base = runner._base(XTC_RUST_BASE if rust else XTC_BASE, platform, rec)
-    with _timer(rec, "accelerated"):
-        xtc = ensure_prefix(xtc_base, rust, tmp_root=runner.cache_root / "tmp", log_path=runner._log(rec),
-                            builder=runner.opts.builder, on_line=lambda l: runner.rep.line(st.name, l))
-    stage_packages = {**stage_base.packages, **rec.toolchain_packages}
-    if not stage_packages:   # a base named by digest, no extra packages: ask the image itself
-        cp = buildx.run_container(toolchain_tag, ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"],
-                                  platform=RISCV64, check=False, timeout=300)
-        stage_packages = parse_packages(cp.stdout)
-    compared = check_versions(stage_packages, xtc.packages, xtc.gcc_major, rust)
-    rec.images["xtc"] = xtc.image_id
-    rec.images["xtc_tag"] = xtc.tag
-    for name, version in sorted(xtc.packages.items()):
-        rec.toolchain_packages[f"xtc:{name}"] = version
-    runner.rep.line(st.name, "accelerated: the cross toolchain matches the stage: "
-                    + ", ".join(f"{k} {v}" for k, v in compared.items()))
-    return render_stage(toolchain=toolchain_tag, xtc=xtc, env=st.env, profile=runner.profile.name)
+class Accelerated:
+    """The mode: the riscv64 stage's own toolchain image, and a Dockerfile that takes the prefix image."""
 
+    def toolchain(self, env: StageEnv) -> Toolchain:
+        return riscv64_toolchain(env)
 
-def _timer(rec: StageRecord, name: str):
-    from rvport.build.runner import _Timer
-    return _Timer(rec, name)
+    def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> dockerfiles.Rendered:
+        """The prefix image made, the stage's compilers checked against it and recorded, the Dockerfile rendered."""
+        st = env.stage
+        platform = host_platform(env.host.arch)
+        rust = needs_rust(st.recipe)
+        env.step(f"accelerated: cross toolchain prefix ({platform}{', with rustc' if rust else ''})")
+        xtc_base = env.base(XTC_RUST_BASE if rust else XTC_BASE, platform)
+        with env.timer("accelerated"):
+            xtc = ensure_prefix(xtc_base, rust, tmp_root=env.tmp_root, log_path=env.log_path, builder=env.builder,
+                                on_line=env.line)
+        # in the engine: always for `rvport build`; for a bake export only when the stage has no packages of
+        # its own (its toolchain is the base), else the toolchain image is a bake target, made later
+        in_engine = toolchain.image_id is not None
+        stage_packages = {**env.base(st.recipe.toolchain.base, RISCV64).packages, **toolchain.packages}
+        if not stage_packages and in_engine:   # a base named by digest, no extra packages: ask the image itself
+            stage_packages = installed_packages(toolchain.tag, RISCV64)
+        if stage_packages or in_engine:
+            compared = check_versions(stage_packages, xtc.packages, xtc.gcc_major, rust, complete=in_engine)
+            env.line("accelerated: the cross toolchain matches the stage: "
+                     + ", ".join(f"{k} {v}" for k, v in compared.items()))
+        env.record.images["xtc"] = xtc.image_id
+        env.record.images["xtc_tag"] = xtc.tag
+        for name, version in sorted(xtc.packages.items()):
+            env.record.toolchain_packages[f"xtc:{name}"] = version
+        return render_stage(toolchain=toolchain.tag, xtc=xtc, env=st.env, profile=env.profile.name)

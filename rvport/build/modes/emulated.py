@@ -1,0 +1,32 @@
+"""Emulated stages (modes native and qemu): the stage runs as riscv64, natively on a riscv64 host and under
+QEMU user emulation elsewhere, in the riscv64 base plus the recipe's Debian packages.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rvport.build import render
+from rvport.build.stage import StageEnv, Toolchain
+from rvport.target import PLATFORM
+
+if TYPE_CHECKING:
+    from rvport.plan.planner import Stage
+
+
+def riscv64_toolchain(env: StageEnv) -> Toolchain:
+    """The riscv64 base plus the recipe's Debian packages (emulated and accelerated stages)."""
+    recipe = env.stage.recipe
+    return env.with_packages(env.base(recipe.toolchain.base, PLATFORM), recipe.toolchain.debian, "build")
+
+
+def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
+    return render.render("build", {"TOOLCHAIN": toolchain, "ENV": render.env_lines(stage.env), "PROFILE": profile})
+
+
+class Emulated:
+    def toolchain(self, env: StageEnv) -> Toolchain:
+        return riscv64_toolchain(env)
+
+    def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> render.Rendered:
+        return render_stage(env.stage, toolchain.tag, env.profile.name)

@@ -1,0 +1,43 @@
+"""What the build side tells the user while it works: a protocol, so the build layer never imports the CLI.
+
+rvport/cli/progress.py implements it (a live view on a terminal, plain lines in CI); `SILENT` is for callers
+that show nothing (the bake export, tests).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Progress(Protocol):
+    def begin(self, name: str, what: str) -> None:
+        """Stage `name` starts; `what` says what it builds."""
+
+    def step(self, name: str, text: str) -> None:
+        """Stage `name` is now doing `text`."""
+
+    def line(self, name: str, text: str) -> None:
+        """One line of output (a log line) of stage `name`."""
+
+    def end(self, name: str, status: str) -> None:
+        """Stage `name` ended: ok, cached, failed or interrupted."""
+
+
+class Silent:
+    """Progress that shows nothing."""
+
+    def begin(self, name: str, what: str) -> None:
+        pass
+
+    def step(self, name: str, text: str) -> None:
+        pass
+
+    def line(self, name: str, text: str) -> None:
+        pass
+
+    def end(self, name: str, status: str) -> None:
+        pass
+
+
+SILENT = Silent()

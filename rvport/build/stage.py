@@ -1,0 +1,185 @@
+"""A stage's environment: what the runner (`rvport build`) and the bake export both hand to a mode.
+
+A mode (rvport/build/modes/) says which toolchain image a stage needs and renders the stage's Dockerfile; it
+does so through a StageEnv, never through the runner. The environment gives it:
+
+- base images (`base`), made or found once per run, --base-image applied to the riscv64 base only;
+- toolchain images (`image`, `with_packages`): built and inspected now by the runner, emitted as a bake
+  target by the export (the one place where the two differ: `ToolchainImages`);
+- the stage's record (images, packages, toolchain: what result.json says of it), its log, step timers, and
+  progress lines.
+
+The stage's build context (`stage_context`) is laid out here too, so bake builds what `rvport build` builds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Mapping, Protocol
+
+from rvport import resources
+from rvport.build import render
+from rvport.build.images import Bases, BaseImage
+from rvport.build.progress import Progress
+from rvport.sources.fetch import Fetcher, FetchOptions
+
+if TYPE_CHECKING:
+    from rvport.catalogue.profiles import Profile
+    from rvport.host import HostFacts
+    from rvport.plan.planner import Stage
+
+# What a toolchain image lists of itself: its Debian packages, "name=version" a line (the toolchain templates).
+TOOLCHAIN_PACKAGES = "/rvport-toolchain-packages.txt"
+
+
+@dataclass
+class StageRecord:
+    """What happened to one stage; becomes one entry of result.json."""
+
+    stage: Stage
+    status: str = "not run"             # ok | cached | failed | interrupted | not run
+    timings: dict[str, float] = field(default_factory=dict)
+    images: dict[str, str] = field(default_factory=dict)
+    artifacts: list[dict] = field(default_factory=list)
+    verify: dict | None = None
+    smoke: dict | None = None
+    manylinux: list[dict] = field(default_factory=list)   # wheel repair: tag, grafted libraries, auditwheel's words
+    sources: list[dict] = field(default_factory=list)
+    toolchain_packages: dict[str, str] = field(default_factory=dict)
+    toolchain: dict | None = None       # cross stages: the cross toolchain used (rvport/build/modes/cross.py)
+    key: str | None = None
+    build_command: str | None = None    # the buildx command that built the artifacts (kept with cached ones)
+    error: str | None = None
+    log_tail: list[str] = field(default_factory=list)
+    log: str | None = None
+
+    def to_json(self) -> dict:
+        s = self.stage
+        return {
+            "recipe": s.name, "version": s.recipe.version, "kind": s.recipe.kind.value, "mode": s.mode.value,
+            "platform": s.platform, "status": self.status, "timings": {k: round(v, 2) for k, v in self.timings.items()},
+            "commands": list(s.commands), "env": dict(sorted(s.env.items())), "images": self.images,
+            "key": self.key, "plan_key": s.key, "artifacts": self.artifacts, "verify": self.verify,
+            "smoke": self.smoke, "manylinux": self.manylinux, "sources": self.sources, "toolchain_packages": self.toolchain_packages,
+            "toolchain": self.toolchain, "build_command": self.build_command,
+            "error": self.error, "log_tail": self.log_tail, "log": self.log,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolchain:
+    """The image a stage builds FROM."""
+
+    tag: str
+    image_id: str | None = None         # None: not in the engine yet (bake emits it as a target)
+    packages: Mapping[str, str] = field(default_factory=dict)   # its Debian packages, where known
+
+
+def toolchain_tag(stage_name: str, what: str, base_image_id: str, rendered: render.Rendered) -> tuple[str, str]:
+    """(image tag, key) of a stage's toolchain image: made once per base image and Dockerfile."""
+    key = hashlib.sha256("\n".join([base_image_id, rendered.sha256]).encode()).hexdigest()
+    return f"rvport/toolchain:{stage_name}-{what}-{key[:12]}", key
+
+
+class ToolchainImages(Protocol):
+    """How a stage's toolchain images come to be: the one service the runner and bake provide differently."""
+
+    def make(self, env: StageEnv, base: BaseImage, rendered: render.Rendered, what: str) -> Toolchain:
+        """The image `rendered` makes on `base`, tagged by toolchain_tag."""
+
+    def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
+        """A "name=value" file of the image ({} where the image is not made yet)."""
+
+
+@dataclass(kw_only=True)
+class StageEnv:
+    stage: Stage
+    profile: Profile
+    host: HostFacts
+    record: StageRecord
+    bases: Bases
+    images: ToolchainImages
+    progress: Progress
+    log_path: Path                      # where this stage's image builds log
+    tmp_root: Path                      # scratch directories (the cache's tmp/)
+    builder: str | None = None
+
+    def base(self, spec: str, platform: str) -> BaseImage:
+        """The base image `spec` for `platform`, made once per run (timed as "base")."""
+        if self.bases.has(spec, platform):
+            return self.bases.get(spec, platform)
+        self.step(f"base image {spec} ({platform})")
+        with self.timer("base"):
+            return self.bases.get(spec, platform, on_line=self.line)
+
+    def image(self, base: BaseImage, rendered: render.Rendered, what: str) -> Toolchain:
+        return self.images.make(self, base, rendered, what)
+
+    def with_packages(self, base: BaseImage, packages: tuple[str, ...], what: str) -> Toolchain:
+        """`base` plus Debian packages (the toolchain template), or the base itself when there are none."""
+        if not packages:
+            return Toolchain(tag=base.tag, image_id=base.image_id)
+        return self.image(base, render.toolchain_dockerfile(base.tag, self.profile.qemu_cpu, packages), what)
+
+    def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
+        return self.images.read(toolchain, path)
+
+    @contextlib.contextmanager
+    def timer(self, name: str) -> Iterator[None]:
+        """Adds the time spent in the block to the record's timings[name]."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.record.timings[name] = self.record.timings.get(name, 0.0) + time.monotonic() - t0
+
+    def step(self, text: str) -> None:
+        self.progress.step(self.stage.name, text)
+
+    def line(self, text: str) -> None:
+        self.progress.line(self.stage.name, text)
+
+
+def link_tree(src: Path, dest: Path) -> None:
+    """Copy a tree with hard links where possible (same filesystem), plain copies elsewhere."""
+    def link(s: str, d: str) -> None:
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+    shutil.copytree(src, dest, symlinks=True, copy_function=link)
+
+
+def stage_context(ctx: Path, tree: Path, rendered: render.Rendered, script: str, deps: dict[str, Path],
+                  tools: dict[str, Path] | None = None) -> None:
+    """Lay out a build stage's context in ctx: src/, deps/<name>/, tools/ (rvport's own pinned tools and their
+    stage scripts, /rvport/tools in the stage), the build script and the Dockerfile."""
+    link_tree(tree, ctx / "src")
+    (ctx / "deps").mkdir()
+    for dep, path in deps.items():
+        link_tree(path, ctx / "deps" / dep)
+    (ctx / "tools").mkdir()
+    for name, path in (tools or {}).items():
+        shutil.copyfile(path, ctx / "tools" / name)
+    (ctx / "rvport-build.sh").write_text(script)
+    (ctx / "Dockerfile").write_text(rendered.text)
+    (ctx / ".dockerignore").write_text("Dockerfile\n")
+
+
+def stage_tools(st: Stage, fopts: FetchOptions) -> dict[str, Path]:
+    """The files of a stage's pinned tools (fetched and checked like sources) and their stage scripts."""
+    if not st.tools:
+        return {}
+    out: dict[str, Path] = {}
+    with Fetcher(options=fopts) as fetcher:
+        for tool in st.tools:
+            got = fetcher.fetch(tool.source)
+            out[got.filename] = got.path
+            out[tool.script] = resources.builtin("scripts", tool.script)
+    return out

@@ -1,0 +1,83 @@
+"""Recipe kinds as one table: which build modes each kind supports, and what rvport needs to know per kind.
+
+The planner reads the modes and the memory a compile job needs; the build reads the cross toolchain of the
+kinds that can be cross-compiled (rvport/build/modes/cross.py) and how a smoke test installs the artifacts.
+A recipe still chooses among its kind's modes with its own `modes:` list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from rvport.catalogue.recipes import Kind
+from rvport.target import GOARCH, PLATFORM, RUST_TARGET, TRIPLET
+
+MODES = ("native", "qemu", "cross", "accelerated")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossToolchain:
+    """A kind's riscv64 cross toolchain on the build platform (cross stages)."""
+
+    packages: tuple[str, ...]                       # Debian packages (build platform, or `:riscv64`) on the base
+    env: Mapping[str, str]                          # the stage's environment; the recipe's env comes after, wins
+    compilers: tuple[str, ...]                      # their `--version` is recorded in result.json
+    target: str                                     # what the toolchain targets, for result.json
+    same_version: tuple[tuple[str, str], ...] = ()  # package pairs that must have one version, or no image
+
+
+@dataclass(frozen=True, kw_only=True)
+class KindFacts:
+    kind: Kind
+    modes: frozenset[str]           # the build modes a recipe of this kind may list
+    job_memory_gib: float           # memory one compile job may need: bounds --jobs on a small host
+    installs_wheels: bool           # its smoke test pip-installs the wheels it made
+    cross: CrossToolchain | None = None
+
+
+# The unversioned triplet names (riscv64-linux-gnu-gcc, -g++) for build scripts and linkers.
+_C = (f"gcc-{TRIPLET}", f"g++-{TRIPLET}")
+
+KINDS: Mapping[Kind, KindFacts] = {k.kind: k for k in (
+    KindFacts(kind=Kind.PYTHON_WHEEL, modes=frozenset({"native", "qemu", "accelerated"}), job_memory_gib=1.5,
+              installs_wheels=True),
+    KindFacts(kind=Kind.TORCH_WHEEL, modes=frozenset({"native", "qemu", "accelerated"}), job_memory_gib=4.0,
+              installs_wheels=True),
+    KindFacts(kind=Kind.CARGO_STATICLIB, modes=frozenset(MODES), job_memory_gib=2.0, installs_wheels=False,
+              cross=CrossToolchain(
+                  # the riscv64 standard library beside the host's rustc: Multi-Arch: same, so only at the
+                  # host rustc's exact version (checked again in the image: same_version)
+                  packages=(*_C, "rustc", "cargo", "libstd-rust-dev:riscv64"),
+                  env={
+                      "CARGO_BUILD_TARGET": RUST_TARGET,        # even a bare `cargo build` makes riscv64 objects
+                      "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER": f"{TRIPLET}-gcc",
+                      "CC_riscv64gc_unknown_linux_gnu": f"{TRIPLET}-gcc",
+                      "CXX_riscv64gc_unknown_linux_gnu": f"{TRIPLET}-g++",
+                      "AR_riscv64gc_unknown_linux_gnu": f"{TRIPLET}-ar",
+                  },
+                  compilers=("rustc", "cargo", f"{TRIPLET}-gcc"),
+                  target=RUST_TARGET,
+                  same_version=(("rustc", "libstd-rust-dev:riscv64"),))),
+    KindFacts(kind=Kind.GO_BINARY, modes=frozenset(MODES), job_memory_gib=1.5, installs_wheels=False,
+              cross=CrossToolchain(
+                  packages=(*_C, "golang-go"),
+                  env={
+                      "GOOS": "linux",
+                      "GOARCH": GOARCH,
+                      "CGO_ENABLED": "1",                       # Go turns cgo off when cross-compiling unless told
+                      "CC": f"{TRIPLET}-gcc",
+                      "CXX": f"{TRIPLET}-g++",
+                  },
+                  compilers=("go", f"{TRIPLET}-gcc"),
+                  target=PLATFORM)),
+)}
+
+
+def facts(kind: Kind) -> KindFacts:
+    return KINDS[kind]
+
+
+def kinds_with(mode: str) -> tuple[Kind, ...]:
+    """The kinds that support a mode, sorted by name."""
+    return tuple(sorted((k for k, f in KINDS.items() if mode in f.modes), key=lambda k: k.value))
