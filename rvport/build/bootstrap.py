@@ -1,0 +1,290 @@
+"""Making a base image's Debian root filesystem: debootstrap in one run, or split between the build platform and
+emulation.
+
+`debootstrap` (the classic method): one `debootstrap` run. For a foreign architecture (riscv64 on x86-64) its
+second stage runs under QEMU: debootstrap's own shell and perl, and dpkg unpacking every package again
+(decompression and file writes emulated) before the maintainer scripts configure them.
+
+`split` (foreign architectures, on a host with dpkg): the same first stage, run natively (`debootstrap
+--foreign`: resolve, download and check the packages, extract the required ones), then
+  1. unpack every package with the build platform's own dpkg (`--root`): native decompression and writes,
+     with --force-unsafe-io (the rootfs is thrown away if anything fails); only preinst scripts run, in the
+     rootfs (chroot: emulated);
+  2. configure with the rootfs's own dpkg under emulation (`chroot ROOTFS dpkg --configure -a`), as
+     debootstrap's second stage does: the target's dpkg, maintainer scripts and triggers, so the result is
+     what debootstrap makes. What debootstrap does around it is done here too: ld.so cache first, /proc
+     mounted, policy-rc.d and a fake start-stop-daemon during configuration, the dselect method, the
+     `available` file, the log in /var/log/bootstrap.log, the /debootstrap directory removed.
+Same package set, same versions, same Release file (bench/bootstrap.py compares both methods' packages).
+
+The host's dpkg must not filter what it unpacks (path-exclude in /etc/dpkg/dpkg.cfg.d, as slim container
+images have): then the classic method is used (`choose_method`). Progress lines for rvport's reporter:
+`bootstrap: unpacking 12/213 libc6`, `bootstrap: configuring 45/213 zlib1g`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from rvport import proc
+from rvport.errors import HostNotReady, UsageError
+
+CLASSIC = "debootstrap"
+SPLIT = "split"
+SPLIT_FORMAT = 1   # bump when the split method changes what ends up in the rootfs: it is part of the base key
+
+# dpkg options of the host that would change what the native unpack writes
+_FILTERS = re.compile(r"^\s*(path-exclude|path-include)\b", re.M)
+# the environment maintainer scripts see, as debootstrap gives it
+SCRIPT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "DEBCONF_NONINTERACTIVE_SEEN": "true", "LC_ALL": "C",
+              "LANGUAGE": "C", "LANG": "C", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+_UNPACKING = re.compile(r"^Unpacking (\S+) \(")
+_SETTING_UP = re.compile(r"^Setting up (\S+) \(")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """One rootfs to make (pure data; `first_stage_argv` and friends derive the commands from it)."""
+
+    arch: str                     # Debian architecture: riscv64, amd64, arm64
+    suite: str
+    variant: str
+    components: tuple[str, ...]
+    packages: tuple[str, ...]
+    mirror: str | None
+
+
+def host_dpkg_filters(cfg_dir: Path = Path("/etc/dpkg/dpkg.cfg.d"), cfg: Path = Path("/etc/dpkg/dpkg.cfg")) -> list[str]:
+    """The host's dpkg path-exclude/path-include lines (they would drop files from a native unpack)."""
+    found = []
+    for f in sorted(cfg_dir.glob("*")) + [cfg]:
+        if f.is_file():
+            found += [f"{f}: {m.group(0).strip()}" for m in _FILTERS.finditer(f.read_text(errors="replace"))]
+    return found
+
+
+def choose_method(*, foreign: bool, dpkg: str | None, filters: list[str],
+                  forced: str | None = None) -> tuple[str, str]:
+    """(method, why): split for a foreign architecture on a host whose dpkg unpacks everything.
+
+    `forced` is RVPORT_BOOTSTRAP: `debootstrap` always works; `split` only where it applies."""
+    if forced == CLASSIC:
+        return CLASSIC, f"RVPORT_BOOTSTRAP={forced}"
+    if forced not in (None, "", SPLIT):
+        raise UsageError(f"RVPORT_BOOTSTRAP={forced!r} is not a bootstrap method",
+                         hint=f"set it to {CLASSIC} or {SPLIT}, or unset it to let rvport choose")
+    if not foreign:
+        return CLASSIC, "native architecture: debootstrap runs without emulation"
+    if dpkg is None:
+        return CLASSIC, "the host has no dpkg to unpack natively"
+    if filters:
+        return CLASSIC, f"the host's dpkg filters what it unpacks ({filters[0]})"
+    return SPLIT, ("RVPORT_BOOTSTRAP=split: " if forced else "") + "unpacked natively, configured under emulation"
+
+
+def key_part(method: str) -> dict:
+    """What the method adds to the base key: nothing for the classic method (keys of existing bases stay)."""
+    return {} if method == CLASSIC else {"bootstrap": f"{method}-{SPLIT_FORMAT}"}
+
+
+def debootstrap_argv(req: Request, rootfs: Path, *, foreign: bool = False) -> list[str]:
+    cmd = ["debootstrap", f"--arch={req.arch}", f"--variant={req.variant}",
+           f"--components={','.join(req.components)}", f"--include={','.join(req.packages)}"]
+    if foreign:
+        cmd.append("--foreign")
+    cmd += [req.suite, str(rootfs)]
+    if req.mirror:
+        cmd.append(req.mirror)
+    return cmd
+
+
+def package_order(rootfs: Path) -> list[tuple[str, Path]]:
+    """(package, .deb in the rootfs) in debootstrap's order: required, then base; from the first stage's lists."""
+    d = rootfs / "debootstrap"
+    required = (d / "required").read_text().split()
+    base = (d / "base").read_text().split()
+    paths = dict(line.split(None, 1) for line in (d / "debpaths").read_text().splitlines() if line.strip())
+    order = required + [p for p in base if p not in required]
+    missing = [p for p in order if p not in paths]
+    if missing:
+        raise HostNotReady(f"debootstrap's first stage named packages it did not download: {', '.join(missing[:5])}",
+                           hint="run again; if it persists, the mirror may be mid-update")
+    return [(p, rootfs / paths[p].strip().lstrip("/")) for p in order]
+
+
+def native_unpack_argv(rootfs: Path, debs: list[Path]) -> list[str]:
+    return ["dpkg", f"--root={rootfs}", "--force-architecture", "--force-depends", "--force-unsafe-io",
+            "--force-overwrite", "--force-confold", "--unpack", *map(str, debs)]
+
+
+def configure_argv(rootfs: Path) -> list[str]:
+    return ["chroot", str(rootfs), "dpkg", "--force-confold", "--force-configure-any", "--configure", "-a"]
+
+
+class Counter:
+    """Turns dpkg's `Unpacking X (` / `Setting up X (` lines into `bootstrap: <phase> N/M X` lines."""
+
+    def __init__(self, phase: str, pattern: re.Pattern[str], total: int, on_line: Callable[[str], None]):
+        self.phase, self.pattern, self.total, self.on_line, self.n = phase, pattern, total, on_line, 0
+
+    def __call__(self, line: str) -> None:
+        m = self.pattern.match(line)
+        if m is None:
+            self.on_line(line)
+            return
+        self.n += 1
+        self.on_line(f"bootstrap: {self.phase} {min(self.n, self.total)}/{self.total} {m.group(1)}")
+
+
+def _stream(cmd: list[str], *, on_line: Callable[[str], None], log_path: Path | None, what: str,
+            env: dict | None = None) -> None:
+    rc = proc.stream(cmd, on_line=on_line, log_path=log_path, env=env)
+    if rc != 0:
+        raise HostNotReady(f"{what} failed ({proc.describe_status(rc)})",
+                           hint="under emulation the riscv64 binfmt handler must be registered with the F flag "
+                                "(rvport doctor)")
+
+
+def mounts_under(path: Path, mounts: Path = Path("/proc/self/mounts")) -> list[str]:
+    """Mount points at or below `path`, deepest first."""
+    root = str(path.resolve())
+    out = []
+    for line in mounts.read_text().splitlines():
+        parts = line.split()
+        if len(parts) > 1:
+            point = parts[1].replace("\\040", " ")
+            if point == root or point.startswith(root + "/"):
+                out.append(point)
+    return sorted(out, key=len, reverse=True)
+
+
+def unmount_all(path: Path) -> None:
+    """Unmount whatever is mounted below `path` (before it is removed: never delete through a mount)."""
+    for point in mounts_under(path):
+        proc.run(["umount", "--lazy", point], check=False, capture=True)
+    left = mounts_under(path)
+    if left:
+        raise HostNotReady(f"cannot unmount {left[0]}; not removing {path}", hint=f"umount it by hand, then rm -rf {path}")
+
+
+def remove_tree(path: Path) -> None:
+    """rm -rf that first makes sure nothing is mounted inside."""
+    if path.exists():
+        unmount_all(path)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def make_rootfs(req: Request, rootfs: Path, *, method: str, log_path: Path | None,
+                on_line: Callable[[str], None]) -> None:
+    """Bootstrap `rootfs` (which must not exist) by `method`; raises HostNotReady on failure (the caller removes
+    the rootfs: remove_tree)."""
+    if proc.which("debootstrap") is None:
+        raise HostNotReady("debootstrap is needed to make the base image (no registry is used)",
+                           hint="apt-get install debootstrap (scripts/setup-host does it), or name a base "
+                                "image by digest with --base-image")
+    if method == CLASSIC:
+        _stream(debootstrap_argv(req, rootfs), on_line=on_line, log_path=log_path,
+                what=f"debootstrap for {req.arch}")
+        return
+    on_line("bootstrap: first stage (natively): resolving, retrieving, extracting...")
+    _stream(debootstrap_argv(req, rootfs, foreign=True), on_line=on_line, log_path=log_path,
+            what=f"debootstrap's first stage for {req.arch}")
+    second_stage(rootfs, log_path=log_path, on_line=on_line)
+
+
+def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str], None]) -> None:
+    """Native unpack, emulated configure (see the module's docstring)."""
+    order = package_order(rootfs)
+    total = len(order)
+    env = {**os.environ, **SCRIPT_ENV}
+    proc_dir = rootfs / "proc"
+    proc_dir.mkdir(exist_ok=True)
+    own_log = open(rootfs / "debootstrap" / "debootstrap.log", "a", encoding="utf-8")
+
+    def tee(forward: Callable[[str], None]) -> Callable[[str], None]:
+        def each(line: str) -> None:
+            own_log.write(line + "\n")
+            forward(line)
+        return each
+
+    try:
+        proc.run(["mount", "-t", "proc", "proc", str(proc_dir)], capture=True)
+        on_line("bootstrap: ld.so cache...")
+        _stream(["chroot", str(rootfs), "/sbin/ldconfig"], on_line=on_line, log_path=log_path,
+                what="ldconfig in the new rootfs", env=env)
+        on_line(f"bootstrap: unpacking 0/{total} (natively)")
+        _stream(native_unpack_argv(rootfs, [deb for _, deb in order]),
+                on_line=tee(Counter("unpacking", _UNPACKING, total, on_line)), log_path=log_path,
+                what="unpacking the packages with the host's dpkg", env=env)
+        _restore_arch_file(rootfs)
+        _write_available(rootfs, [p for p, _ in order])
+        _dselect_method(rootfs)
+        with _no_daemons(rootfs):
+            on_line(f"bootstrap: configuring 0/{total} (emulated)")
+            _stream(configure_argv(rootfs), on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
+                    log_path=log_path, what="configuring the packages (emulated dpkg)", env=env)
+    finally:
+        own_log.close()
+        unmount_all(rootfs)
+    _finish(rootfs)
+
+
+def _restore_arch_file(rootfs: Path) -> None:
+    """The host's dpkg records its own architecture list; the rootfs's dpkg has no foreign architecture."""
+    (rootfs / "var/lib/dpkg/arch").unlink(missing_ok=True)
+
+
+def _write_available(rootfs: Path, packages: list[str]) -> None:
+    """var/lib/dpkg/available as debootstrap writes it: the Packages stanzas of every installed package."""
+    wanted = set(packages)
+    out: list[str] = []
+    for f in sorted((rootfs / "var/lib/apt/lists").glob("*_Packages")):
+        for stanza in f.read_text(errors="replace").split("\n\n"):
+            m = re.match(r"Package: (\S+)", stanza)
+            if m and m.group(1) in wanted:
+                wanted.discard(m.group(1))
+                out.append(stanza.strip("\n") + "\n")
+    (rootfs / "var/lib/dpkg/available").write_text("\n".join(out) + ("\n" if out else ""))
+
+
+def _dselect_method(rootfs: Path) -> None:
+    p = rootfs / "var/lib/dpkg/cmethopt"
+    p.write_text("apt apt\n")
+    p.chmod(0o644)
+
+
+class _no_daemons:
+    """policy-rc.d refusing, and a fake start-stop-daemon, while maintainer scripts run (as debootstrap)."""
+
+    def __init__(self, rootfs: Path):
+        self.policy = rootfs / "usr/sbin/policy-rc.d"
+        self.ssd = rootfs / "sbin/start-stop-daemon"
+        self.real = rootfs / "sbin/start-stop-daemon.REAL"
+
+    def __enter__(self) -> None:
+        self.policy.write_text("#!/bin/sh\nexit 101\n")
+        self.policy.chmod(0o755)
+        if self.ssd.exists():
+            os.replace(self.ssd, self.real)
+            self.ssd.write_text('#!/bin/sh\necho\necho "Warning: Fake start-stop-daemon called, doing nothing"\n')
+            self.ssd.chmod(0o755)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.real.exists():
+            os.replace(self.real, self.ssd)
+        self.policy.unlink(missing_ok=True)
+
+
+def _finish(rootfs: Path) -> None:
+    """debootstrap's last steps: its log (first stage and the second stage's dpkg output) becomes
+    /var/log/bootstrap.log, /debootstrap goes."""
+    own = rootfs / "debootstrap" / "debootstrap.log"
+    if own.is_file():
+        os.replace(own, rootfs / "var/log/bootstrap.log")
+    shutil.rmtree(rootfs / "debootstrap", ignore_errors=True)
