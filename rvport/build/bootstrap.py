@@ -203,8 +203,6 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
     order = package_order(rootfs)
     total = len(order)
     env = {**os.environ, **SCRIPT_ENV}
-    proc_dir = rootfs / "proc"
-    proc_dir.mkdir(exist_ok=True)
     own_log = open(rootfs / "debootstrap" / "debootstrap.log", "a", encoding="utf-8")
 
     def tee(forward: Callable[[str], None]) -> Callable[[str], None]:
@@ -214,7 +212,7 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
         return each
 
     try:
-        proc.run(["mount", "-t", "proc", "proc", str(proc_dir)], capture=True)
+        _mount_proc(rootfs, env)
         on_line("bootstrap: ld.so cache...")
         _stream(["chroot", str(rootfs), "/sbin/ldconfig"], on_line=on_line, log_path=log_path,
                 what="ldconfig in the new rootfs", env=env)
@@ -225,14 +223,107 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
         _restore_arch_file(rootfs)
         _write_available(rootfs, [p for p, _ in order])
         _dselect_method(rootfs)
-        with _no_daemons(rootfs):
+        deferred = DeferredPy3compile(rootfs)
+        with _no_daemons(rootfs), deferred:
             on_line(f"bootstrap: configuring 0/{total} (emulated)")
             _stream(configure_argv(rootfs), on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
                     log_path=log_path, what="configuring the packages (emulated dpkg)", env=env)
+        _compile_python(rootfs, deferred.calls(), log_path=log_path, on_line=tee(on_line), env=env)
     finally:
         own_log.close()
         unmount_all(rootfs)
     _finish(rootfs)
+
+
+class DeferredPy3compile:
+    """While dpkg configures, /usr/bin/py3compile is a recorder: each python3-* postinst's call (`py3compile -p
+    PKG [DIR]`) is written down instead of starting two emulated Python interpreters for it, and all of them
+    are compiled afterwards by one real py3compile run (_compile_python). The real file is back in place
+    before that run, whatever happens."""
+
+    CALLS = "var/lib/rvport-py3compile.calls"
+
+    def __init__(self, rootfs: Path):
+        self.rootfs = rootfs
+        self.path = rootfs / "usr/bin/py3compile"
+        self.real = rootfs / "usr/bin/py3compile.rvport-real"
+        self.record = rootfs / self.CALLS
+
+    def __enter__(self) -> DeferredPy3compile:
+        if self.path.is_file():
+            os.replace(self.path, self.real)
+            self.path.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> /{self.CALLS}\n')
+            self.path.chmod(0o755)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.real.exists():
+            os.replace(self.real, self.path)
+
+    def calls(self) -> list[list[str]]:
+        if not self.record.is_file():
+            return []
+        lines = self.record.read_text().splitlines()
+        self.record.unlink()
+        return [line.split() for line in lines if line.strip()]
+
+
+_PUBLIC_DIR = re.compile(r"^/usr/lib/python(\d(?:\.\d+)?)/(?:site|dist)-packages/")
+
+
+def py3compile_batch(rootfs: Path, calls: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """(the .py files the recorded `py3compile -p PKG [DIR...]` calls would compile, the calls of any other
+    form, to be run as they were). As py3compile selects them: the package's files (dpkg's list) ending in
+    .py, under the given directories, or without any, in the public dist-packages of an installed Python."""
+    versions = {"3"} | {p.name[len("python"):] for p in (rootfs / "usr/bin").glob("python3.*")
+                        if re.fullmatch(r"python3\.\d+", p.name)}
+    files: list[str] = []
+    others: list[list[str]] = []
+    info = rootfs / "var/lib/dpkg/info"
+    for argv in calls:
+        if len(argv) < 2 or argv[0] != "-p" or not all(a.startswith("/") for a in argv[2:]):
+            others.append(argv)
+            continue
+        lists = [info / f"{argv[1]}.list", *sorted(info.glob(f"{argv[1]}:*.list"))]
+        found = next((l for l in lists if l.is_file()), None)
+        if found is None:
+            others.append(argv)
+            continue
+        py = [l for l in found.read_text().splitlines() if l.endswith(".py")]
+        dirs = argv[2:]
+        if dirs:
+            chosen = [f for f in py if any(f.startswith(d) for d in dirs)]
+        else:
+            chosen = [f for f in py if (m := _PUBLIC_DIR.match(f)) and m.group(1) in versions]
+        files += [f for f in chosen if (rootfs / f.lstrip("/")).is_file()]
+    return list(dict.fromkeys(files)), others
+
+
+def _compile_python(rootfs: Path, calls: list[list[str]], *, log_path: Path | None,
+                    on_line: Callable[[str], None], env: dict) -> None:
+    if not calls:
+        return
+    files, others = py3compile_batch(rootfs, calls)
+    on_line(f"bootstrap: compiling Python bytecode: {len(files)} files of {len(calls) - len(others)} packages "
+            "in one py3compile run (emulated)...")
+    for i in range(0, len(files), 2000):
+        _stream(["chroot", str(rootfs), "/usr/bin/py3compile", *files[i:i + 2000]], on_line=on_line,
+                log_path=log_path, what="py3compile in the new rootfs", env=env)
+    for argv in others:
+        _stream(["chroot", str(rootfs), "/usr/bin/py3compile", *argv], on_line=on_line, log_path=log_path,
+                what=f"py3compile {' '.join(argv)} in the new rootfs", env=env)
+
+
+def _mount_proc(rootfs: Path, env: dict) -> None:
+    """/proc in the rootfs, as debootstrap's second stage mounts it: a real directory (the first stage may leave
+    a symlink to the host's /proc, which must never be mounted over), mounted from inside the chroot."""
+    target = rootfs / "proc"
+    if target.is_symlink() or not target.is_dir():
+        target.unlink(missing_ok=True)
+        target.mkdir()
+    proc.run(["chroot", str(rootfs), "mount", "-t", "proc", "proc", "/proc"], capture=True, env=env)
+    if str(target.resolve()) not in mounts_under(rootfs):
+        raise HostNotReady(f"/proc was not mounted at {target}", hint="run rvport as root (it chroots into the rootfs)")
 
 
 def _restore_arch_file(rootfs: Path) -> None:
@@ -241,14 +332,14 @@ def _restore_arch_file(rootfs: Path) -> None:
 
 
 def _write_available(rootfs: Path, packages: list[str]) -> None:
-    """var/lib/dpkg/available as debootstrap writes it: the Packages stanzas of every installed package."""
+    """var/lib/dpkg/available as debootstrap writes it: every Packages stanza of every installed package (all
+    of a package's versions when the archive lists several: dpkg takes the priority from the last one)."""
     wanted = set(packages)
     out: list[str] = []
     for f in sorted((rootfs / "var/lib/apt/lists").glob("*_Packages")):
         for stanza in f.read_text(errors="replace").split("\n\n"):
             m = re.match(r"Package: (\S+)", stanza)
             if m and m.group(1) in wanted:
-                wanted.discard(m.group(1))
                 out.append(stanza.strip("\n") + "\n")
     (rootfs / "var/lib/dpkg/available").write_text("\n".join(out) + ("\n" if out else ""))
 

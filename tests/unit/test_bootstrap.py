@@ -137,3 +137,96 @@ def test_rvport_bootstrap_forces_a_method_and_a_wrong_value_is_a_usage_error():
     from rvport.errors import UsageError
     with pytest.raises(UsageError, match="RVPORT_BOOTSTRAP='mmdebstrap'"):
         bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[], forced="mmdebstrap")
+
+
+def _rootfs_with_python(tmp_path: Path) -> Path:
+    r = tmp_path / "rootfs"
+    info = r / "var/lib/dpkg/info"
+    info.mkdir(parents=True)
+    (r / "usr/bin").mkdir(parents=True)
+    (r / "usr/bin/python3.13").write_text("")
+    files = {"python3-pip:riscv64": [], "python3-pip": ["/usr/lib/python3/dist-packages/pip/__init__.py",
+                                                        "/usr/lib/python3/dist-packages/pip/py.typed",
+                                                        "/usr/share/doc/python3-pip/example.py",
+                                                        "/usr/lib/python3.12/dist-packages/old.py"],
+             "python3-minimal": ["/usr/share/python3/debpython/files.py", "/usr/lib/python3/dist-packages/x.py"]}
+    for pkg, paths in files.items():
+        if not paths:
+            continue
+        (info / f"{pkg}.list").write_text("/.\n" + "".join(p + "\n" for p in paths))
+        for p in paths:
+            (r / p.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (r / p.lstrip("/")).write_text("")
+    return r
+
+
+def test_recorded_py3compile_calls_become_one_batch_of_the_files_py3compile_would_pick(tmp_path):
+    r = _rootfs_with_python(tmp_path)
+    files, others = bootstrap.py3compile_batch(r, [["-p", "python3-pip"], ["-p", "python3-minimal", "/usr/share/python3/"],
+                                                   ["-p", "python3-pip"], ["-V", "3.13", "/opt/x"], ["-p", "gone"]])
+    # public modules of an installed Python only; a private directory's files when one is named; no repeats
+    assert files == ["/usr/lib/python3/dist-packages/pip/__init__.py", "/usr/share/python3/debpython/files.py"]
+    assert others == [["-V", "3.13", "/opt/x"], ["-p", "gone"]]      # anything else runs as it was called
+
+
+def test_py3compile_is_a_recorder_only_while_dpkg_configures(tmp_path):
+    r = tmp_path / "rootfs"
+    (r / "usr/bin").mkdir(parents=True)
+    (r / "var/lib").mkdir(parents=True)
+    (r / "usr/bin/py3compile").write_text("#!/usr/bin/python3\nreal\n")
+    deferred = bootstrap.DeferredPy3compile(r)
+    with pytest.raises(RuntimeError):
+        with deferred:
+            stub = (r / "usr/bin/py3compile").read_text()
+            assert stub.startswith("#!/bin/sh") and bootstrap.DeferredPy3compile.CALLS in stub
+            (r / bootstrap.DeferredPy3compile.CALLS).write_text("-p python3-pip\n-p python3-minimal /usr/share/python3/\n")
+            raise RuntimeError("dpkg failed")
+    assert (r / "usr/bin/py3compile").read_text() == "#!/usr/bin/python3\nreal\n"     # back, even on failure
+    assert not (r / "usr/bin/py3compile.rvport-real").exists()
+    assert deferred.calls() == [["-p", "python3-pip"], ["-p", "python3-minimal", "/usr/share/python3/"]]
+    assert not (r / bootstrap.DeferredPy3compile.CALLS).exists()                      # the record is not left behind
+
+
+@pytest.mark.parametrize("method", [bootstrap.CLASSIC, bootstrap.SPLIT])
+def test_ctrl_c_while_bootstrapping_leaves_no_rootfs_no_record_and_no_image(tmp_path, monkeypatch, method):
+    from rvport.build import buildx, images
+
+    built = []
+    monkeypatch.setenv("RVPORT_BOOTSTRAP", method)
+    monkeypatch.setattr(images, "bootstrap_method", lambda platform: (method, "test"))
+    monkeypatch.setattr(buildx, "image_info", lambda ref: None)
+    monkeypatch.setattr(buildx, "build", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
+
+    def interrupted(cmd, *, on_line, log_path=None, cwd=None, env=None):   # Ctrl-C halfway through debootstrap
+        rootfs = Path(cmd[-2] if cmd[-1].startswith("http") else cmd[-1])
+        (rootfs / "var/lib/dpkg").mkdir(parents=True)
+        (rootfs / "var/lib/dpkg/status").write_text("half\n")
+        on_line("I: Retrieving libc6 2.41-12")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bootstrap.proc, "stream", interrupted)
+    cache = tmp_path / "cache"
+    with pytest.raises(KeyboardInterrupt):
+        images.ensure_base(load_base_spec("debian-trixie"), platform="linux/riscv64", cache_dir=cache,
+                           log_path=tmp_path / "base.log")
+    assert list((cache / "tmp").iterdir()) == []          # the temp rootfs is gone
+    assert not (cache / "bases").exists()                 # no record of a base
+    assert built == []                                    # no image was built
+
+
+def test_proc_is_mounted_from_inside_the_rootfs_never_through_a_symlink_to_the_hosts(tmp_path, monkeypatch):
+    rootfs = tmp_path / "rootfs"
+    rootfs.mkdir()
+    host_proc = tmp_path / "host-proc"
+    host_proc.mkdir()
+    (rootfs / "proc").symlink_to(host_proc)          # what debootstrap's first stage leaves in a container
+    ran = []
+    monkeypatch.setattr(bootstrap.proc, "run", lambda cmd, **k: ran.append(cmd))
+    monkeypatch.setattr(bootstrap, "mounts_under", lambda p, mounts=None: [str(rootfs.resolve() / "proc")])
+    bootstrap._mount_proc(rootfs, {})
+    assert (rootfs / "proc").is_dir() and not (rootfs / "proc").is_symlink() and host_proc.is_dir()
+    assert ran == [["chroot", str(rootfs), "mount", "-t", "proc", "proc", "/proc"]]
+    monkeypatch.setattr(bootstrap, "mounts_under", lambda p, mounts=None: [])
+    with pytest.raises(HostNotReady, match="was not mounted"):
+        bootstrap._mount_proc(rootfs, {})
