@@ -192,7 +192,7 @@ def make_rootfs(req: Request, rootfs: Path, *, method: str, log_path: Path | Non
         _stream(debootstrap_argv(req, rootfs), on_line=on_line, log_path=log_path,
                 what=f"debootstrap for {req.arch}")
         return
-    on_line("bootstrap: first stage (natively): resolving, retrieving, extracting...")
+    on_line("bootstrap: first stage: resolving, retrieving and extracting natively")
     _stream(debootstrap_argv(req, rootfs, foreign=True), on_line=on_line, log_path=log_path,
             what=f"debootstrap's first stage for {req.arch}")
     second_stage(rootfs, log_path=log_path, on_line=on_line)
@@ -213,7 +213,7 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
 
     try:
         _mount_proc(rootfs, env)
-        on_line("bootstrap: ld.so cache...")
+        on_line("bootstrap: linker cache...")
         _stream(["chroot", str(rootfs), "/sbin/ldconfig"], on_line=on_line, log_path=log_path,
                 what="ldconfig in the new rootfs", env=env)
         on_line(f"bootstrap: unpacking 0/{total} (natively)")

@@ -34,7 +34,7 @@ HEARTBEAT_S = 30.0
 # step), `n` and `m` (a count and its total). Phases without a total are counted line by line.
 PHASES: tuple[tuple[re.Pattern[str], str], ...] = (
     # rvport's own bootstrap (rvport/build/bootstrap.py): "bootstrap: unpacking 12/213 libc6"
-    (re.compile(r"^bootstrap: (?P<phase>[a-z][a-z -]*?) (?P<n>\d+)/(?P<m>\d+)(?: (?P<what>\S+))?"), ""),
+    (re.compile(r"^bootstrap: (?P<phase>[a-z][a-z -]*?) (?P<n>\d+)/(?P<m>\d+)(?: (?P<what>[^\s(]\S*))?"), ""),
     (re.compile(r"^bootstrap: (?P<phase>[A-Za-z][A-Za-z0-9 -]*[A-Za-z0-9])(?:\.\.\.|:|$)"), ""),
     # debootstrap
     (re.compile(r"^I: (?P<phase>(?:Installing|Unpacking|Configuring) (?:core|required|the base system)"

@@ -43,6 +43,8 @@ def _feed(lines: list[str]) -> Activity:
      "configuring 2 (zlib1g:riscv64)"),
     (["bootstrap: unpacking 12/213 libc6", "bootstrap: configuring 45/213 zlib1g"], "configuring 45/213 (zlib1g)"),
     (["bootstrap: compiling Python bytecode..."], "compiling python bytecode"),
+    (["bootstrap: first stage: resolving, retrieving and extracting natively"], "first stage"),
+    (["bootstrap: unpacking 0/212 (natively)"], "unpacking 0/212"),
     (["I: extracting archives..."], "extracting archives"),
     (["#7 [build 3/5] RUN sh -eux /rvport/build.sh"], "build 3/5] RUN sh -eux /rvport/build.sh"),
     (["#9 12.3 Setting up cmake (3.31.6-2) ..."], "configuring 1 (cmake)"),
