@@ -24,6 +24,7 @@ images have): then the classic method is used (`choose_method`). Progress lines 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -223,36 +224,44 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
         _restore_arch_file(rootfs)
         _write_available(rootfs, [p for p, _ in order])
         _dselect_method(rootfs)
-        deferred = DeferredPy3compile(rootfs)
-        with _no_daemons(rootfs), deferred:
+        deferred = {program: Deferred(rootfs, program) for program in DEFERRED}
+        with _no_daemons(rootfs), contextlib.ExitStack() as stack:
+            for d in deferred.values():
+                stack.enter_context(d)
             on_line(f"bootstrap: configuring 0/{total} (emulated)")
             _stream(configure_argv(rootfs), on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
                     log_path=log_path, what="configuring the packages (emulated dpkg)", env=env)
-        _compile_python(rootfs, deferred.calls(), log_path=log_path, on_line=tee(on_line), env=env)
+        for argv in update_ca_batch(deferred[UPDATE_CA].calls()):
+            on_line("bootstrap: certificates: update-ca-certificates once for the configured packages (emulated)...")
+            _stream(["chroot", str(rootfs), UPDATE_CA, *argv], on_line=tee(on_line), log_path=log_path,
+                    what="update-ca-certificates in the new rootfs", env=env)
+        _compile_python(rootfs, deferred[PY3COMPILE].calls(), log_path=log_path, on_line=tee(on_line), env=env)
     finally:
         own_log.close()
         unmount_all(rootfs)
     _finish(rootfs)
 
 
-class DeferredPy3compile:
-    """While dpkg configures, /usr/bin/py3compile is a recorder: each python3-* postinst's call (`py3compile -p
-    PKG [DIR]`) is written down instead of starting two emulated Python interpreters for it, and all of them
-    are compiled afterwards by one real py3compile run (_compile_python). The real file is back in place
-    before that run, whatever happens."""
+class Deferred:
+    """While dpkg configures, a program the maintainer scripts call is a recorder: each call's arguments are
+    written down instead of run, and the real program, back in place whatever happens, runs once afterwards
+    for all of them. Used where repeating the call under emulation costs minutes and running it once later
+    gives the same files (DEFERRED): py3compile (two emulated Python interpreters per python3-* package) and
+    update-ca-certificates (ca-certificates' postinst, then its trigger: a few processes per certificate)."""
 
-    CALLS = "var/lib/rvport-py3compile.calls"
-
-    def __init__(self, rootfs: Path):
+    def __init__(self, rootfs: Path, program: str):
         self.rootfs = rootfs
-        self.path = rootfs / "usr/bin/py3compile"
-        self.real = rootfs / "usr/bin/py3compile.rvport-real"
-        self.record = rootfs / self.CALLS
+        self.path = rootfs / program.lstrip("/")
+        self.real = self.path.with_name(self.path.name + ".rvport-real")
+        self.record_name = f"var/lib/rvport-{self.path.name}.calls"
+        self.record = rootfs / self.record_name
 
-    def __enter__(self) -> DeferredPy3compile:
-        if self.path.is_file():
+    def __enter__(self) -> Deferred:
+        if self.path.is_file() and not self.path.is_symlink():
             os.replace(self.path, self.real)
-            self.path.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> /{self.CALLS}\n')
+            # one line per call: "call", then each argument, each followed by a tab (empty arguments survive)
+            self.path.write_text(f"#!/bin/sh\n{{ printf 'call\\t'; for a in \"$@\"; do printf '%s\\t' \"$a\"; done; echo; }}"
+                                 f" >> /{self.record_name}\n")
             self.path.chmod(0o755)
         return self
 
@@ -263,9 +272,27 @@ class DeferredPy3compile:
     def calls(self) -> list[list[str]]:
         if not self.record.is_file():
             return []
-        lines = self.record.read_text().splitlines()
+        lines = self.record.read_text().split("\n")
         self.record.unlink()
-        return [line.split() for line in lines if line.strip()]
+        return [line.split("\t")[1:-1] for line in lines if line.startswith("call\t")]
+
+
+PY3COMPILE = "/usr/bin/py3compile"
+UPDATE_CA = "/usr/sbin/update-ca-certificates"
+DEFERRED = (PY3COMPILE, UPDATE_CA)
+
+
+def update_ca_batch(calls: list[list[str]]) -> list[list[str]]:
+    """The update-ca-certificates runs that stand for the recorded calls: one, with --fresh when any call had it
+    and with its hooks (ca-certificates' postinst skips them, `--hooksdir ""`, and leaves them to its trigger's
+    plain call); calls with any other option are run as they were."""
+    if not calls:
+        return []
+    known = [c for c in calls if all(a == "--fresh" for a in c if a not in ("--hooksdir", ""))
+             and (c.count("--hooksdir") == 0 or c[c.index("--hooksdir") + 1:c.index("--hooksdir") + 2] == [""])]
+    others = [c for c in calls if c not in known]
+    batch = [["--fresh"] if any("--fresh" in c for c in known) else []] if known else []
+    return batch + others
 
 
 _PUBLIC_DIR = re.compile(r"^/usr/lib/python(\d(?:\.\d+)?)/(?:site|dist)-packages/")
@@ -307,10 +334,10 @@ def _compile_python(rootfs: Path, calls: list[list[str]], *, log_path: Path | No
     on_line(f"bootstrap: compiling Python bytecode: {len(files)} files of {len(calls) - len(others)} packages "
             "in one py3compile run (emulated)...")
     for i in range(0, len(files), 2000):
-        _stream(["chroot", str(rootfs), "/usr/bin/py3compile", *files[i:i + 2000]], on_line=on_line,
+        _stream(["chroot", str(rootfs), PY3COMPILE, *files[i:i + 2000]], on_line=on_line,
                 log_path=log_path, what="py3compile in the new rootfs", env=env)
     for argv in others:
-        _stream(["chroot", str(rootfs), "/usr/bin/py3compile", *argv], on_line=on_line, log_path=log_path,
+        _stream(["chroot", str(rootfs), PY3COMPILE, *argv], on_line=on_line, log_path=log_path,
                 what=f"py3compile {' '.join(argv)} in the new rootfs", env=env)
 
 

@@ -169,22 +169,36 @@ def test_recorded_py3compile_calls_become_one_batch_of_the_files_py3compile_woul
     assert others == [["-V", "3.13", "/opt/x"], ["-p", "gone"]]      # anything else runs as it was called
 
 
-def test_py3compile_is_a_recorder_only_while_dpkg_configures(tmp_path):
+def test_a_deferred_program_is_a_recorder_only_while_dpkg_configures(tmp_path):
+    import subprocess
+
     r = tmp_path / "rootfs"
-    (r / "usr/bin").mkdir(parents=True)
+    (r / "usr/sbin").mkdir(parents=True)
     (r / "var/lib").mkdir(parents=True)
-    (r / "usr/bin/py3compile").write_text("#!/usr/bin/python3\nreal\n")
-    deferred = bootstrap.DeferredPy3compile(r)
+    real = r / "usr/sbin/update-ca-certificates"
+    real.write_text("#!/bin/sh\nreal\n")
+    deferred = bootstrap.Deferred(r, bootstrap.UPDATE_CA)
     with pytest.raises(RuntimeError):
         with deferred:
-            stub = (r / "usr/bin/py3compile").read_text()
-            assert stub.startswith("#!/bin/sh") and bootstrap.DeferredPy3compile.CALLS in stub
-            (r / bootstrap.DeferredPy3compile.CALLS).write_text("-p python3-pip\n-p python3-minimal /usr/share/python3/\n")
+            stub = real.read_text()
+            assert stub.startswith("#!/bin/sh") and deferred.record_name in stub
+            # the stub as a maintainer script would call it (its record path moved under tmp_path)
+            runnable = tmp_path / "stub.sh"
+            runnable.write_text(stub.replace(f"/{deferred.record_name}", str(deferred.record)))
+            subprocess.run(["sh", str(runnable), "--hooksdir", "", "--fresh"], check=True)
+            subprocess.run(["sh", str(runnable)], check=True)
             raise RuntimeError("dpkg failed")
-    assert (r / "usr/bin/py3compile").read_text() == "#!/usr/bin/python3\nreal\n"     # back, even on failure
-    assert not (r / "usr/bin/py3compile.rvport-real").exists()
-    assert deferred.calls() == [["-p", "python3-pip"], ["-p", "python3-minimal", "/usr/share/python3/"]]
-    assert not (r / bootstrap.DeferredPy3compile.CALLS).exists()                      # the record is not left behind
+    assert real.read_text() == "#!/bin/sh\nreal\n"                       # back in place, even on failure
+    assert not real.with_name("update-ca-certificates.rvport-real").exists()
+    assert deferred.calls() == [["--hooksdir", "", "--fresh"], []]          # the empty argument survives
+    assert not deferred.record.exists()                                    # the record is not left behind
+
+
+def test_update_ca_certificates_runs_once_for_the_postinst_and_its_trigger():
+    assert bootstrap.update_ca_batch([]) == []
+    assert bootstrap.update_ca_batch([["--hooksdir", "", "--fresh"], []]) == [["--fresh"]]
+    assert bootstrap.update_ca_batch([["--hooksdir", ""], []]) == [[]]
+    assert bootstrap.update_ca_batch([[], ["--certsconf", "/x"]]) == [[], ["--certsconf", "/x"]]
 
 
 @pytest.mark.parametrize("method", [bootstrap.CLASSIC, bootstrap.SPLIT])
