@@ -23,6 +23,7 @@ import argparse
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -108,7 +109,15 @@ def compare_trees(a: dict[str, tuple], b: dict[str, tuple]) -> list[str]:
     return diffs
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main() -> int:
+    # Ctrl-C or a kill stops the bootstrap and removes the scratch directory, also when started in the
+    # background (where SIGINT is ignored unless a handler is set)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", default="debian-trixie")
     ap.add_argument("--platform", default="linux/riscv64")
