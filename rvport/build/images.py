@@ -239,7 +239,8 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
         buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=platform, tag=tag,
                                       load=True, builder=builder,
                                       labels=(("org.rvport.base", spec.name), ("org.rvport.key", key),
-                                              ("org.rvport.release", release or ""))),
+                                              ("org.rvport.release", release or ""),
+                                              ("org.rvport.bootstrap", method))),
                      log_path=log_path, on_line=on_line)
         info = buildx.image_info(tag)
         if info is None:
