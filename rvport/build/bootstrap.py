@@ -14,8 +14,10 @@ second stage runs under QEMU: debootstrap's own shell and perl, and dpkg unpacki
      debootstrap's second stage does: the target's dpkg, maintainer scripts and triggers, so the result is
      what debootstrap makes. What debootstrap does around it is done here too: ld.so cache first, /proc
      mounted, policy-rc.d and a fake start-stop-daemon during configuration, the dselect method, the
-     `available` file, the log in /var/log/bootstrap.log, the /debootstrap directory removed.
-Same package set, same versions, same Release file (bench/bootstrap.py compares both methods' packages).
+     `available` file, the log in /var/log/bootstrap.log, the /debootstrap directory removed;
+  3. py3compile and update-ca-certificates, which maintainer scripts would run again and again under
+     emulation, are recorded while dpkg configures and run once afterwards (Deferred), with the same result.
+Same package set, same versions, same Release file, same files but logs (bench/bootstrap.py compares them).
 
 The host's dpkg must not filter what it unpacks (path-exclude in /etc/dpkg/dpkg.cfg.d, as slim container
 images have): then the classic method is used (`choose_method`). Progress lines for rvport's reporter:
@@ -51,7 +53,7 @@ _SETTING_UP = re.compile(r"^Setting up (\S+) \(")
 
 @dataclass(frozen=True, kw_only=True)
 class Request:
-    """One rootfs to make (pure data; `first_stage_argv` and friends derive the commands from it)."""
+    """One rootfs to make (pure data; debootstrap_argv derives the command from it)."""
 
     arch: str                     # Debian architecture: riscv64, amd64, arm64
     suite: str
