@@ -225,6 +225,7 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
                 what="unpacking the packages with the host's dpkg", env=env)
         _restore_arch_file(rootfs)
         _write_available(rootfs, [p for p, _ in order])
+        _set_selections(rootfs, [p for p, _ in order], env)
         _dselect_method(rootfs)
         deferred = {program: Deferred(rootfs, program) for program in DEFERRED}
         with _no_daemons(rootfs), contextlib.ExitStack() as stack:
@@ -371,6 +372,13 @@ def _write_available(rootfs: Path, packages: list[str]) -> None:
             if m and m.group(1) in wanted:
                 out.append(stanza.strip("\n") + "\n")
     (rootfs / "var/lib/dpkg/available").write_text("\n".join(out) + ("\n" if out else ""))
+
+
+def _set_selections(rootfs: Path, packages: list[str], env: dict) -> None:
+    """Every package selected for install, as debootstrap does after writing `available`: this dpkg run reads
+    `available` and so records the archive's priority of a package whose .deb names another one."""
+    proc.run(["chroot", str(rootfs), "dpkg", "--set-selections"], input="".join(f"{p} install\n" for p in packages),
+             env=env, capture=True)
 
 
 def _dselect_method(rootfs: Path) -> None:
