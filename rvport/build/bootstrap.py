@@ -219,13 +219,21 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
         on_line("bootstrap: linker cache...")
         _stream(["chroot", str(rootfs), "/sbin/ldconfig"], on_line=on_line, log_path=log_path,
                 what="ldconfig in the new rootfs", env=env)
+        # debootstrap's order: the required packages, then `available` and the selections, then the base
+        # packages (dpkg records the archive's priority and section for the first, the .deb's for the others)
+        required = set((rootfs / "debootstrap" / "required").read_text().split())
+        counter = tee(Counter("unpacking", _UNPACKING, total, on_line))
         on_line(f"bootstrap: unpacking 0/{total} (natively)")
-        _stream(native_unpack_argv(rootfs, [deb for _, deb in order]),
-                on_line=tee(Counter("unpacking", _UNPACKING, total, on_line)), log_path=log_path,
-                what="unpacking the packages with the host's dpkg", env=env)
+        _stream(native_unpack_argv(rootfs, [deb for p, deb in order if p in required]), on_line=counter,
+                log_path=log_path, what="unpacking the required packages with the host's dpkg", env=env)
         _restore_arch_file(rootfs)
         _write_available(rootfs, [p for p, _ in order])
         _set_selections(rootfs, [p for p, _ in order], env)
+        base = [deb for p, deb in order if p not in required]
+        if base:
+            _stream(native_unpack_argv(rootfs, base), on_line=counter, log_path=log_path,
+                    what="unpacking the base packages with the host's dpkg", env=env)
+        _restore_arch_file(rootfs)
         _dselect_method(rootfs)
         deferred = {program: Deferred(rootfs, program) for program in DEFERRED}
         with _no_daemons(rootfs), contextlib.ExitStack() as stack:
