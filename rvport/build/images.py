@@ -1,8 +1,9 @@
 """Images in the engine: base images, and building an image then inspecting it, written once.
 
-Base images: a Debian rootfs made with debootstrap and loaded with buildx, or an image named by digest.
-Built once and reused while its inputs (spec file, architecture, mirror) are unchanged: the image tag carries
-the inputs' digest. What was installed (the suite's Release file digest, every package version) is recorded
+Base images: a Debian rootfs loaded with buildx, or an image named by digest. How the rootfs is made
+(debootstrap in one run, or split between the build platform and emulation for a foreign architecture) is
+rvport/build/bootstrap.py. Built once and reused while its inputs (spec file, architecture, mirror, bootstrap
+method) are unchanged: the image tag carries the inputs' digest. What was installed (the suite's Release file digest, every package version) is recorded
 beside the cache entry and in result.json. `Bases` holds the base images of one run.
 
 Build-then-inspect (`load_image`, `ensure_image`): `docker buildx build --load`, then the engine's own record
@@ -23,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Callable, Mapping
 
-from rvport.build import buildx
+from rvport.build import bootstrap, buildx
 
 from rvport import proc
 from rvport import resources
@@ -31,7 +32,8 @@ from rvport.errors import HostNotReady, RecipeError, RvportError
 from rvport.catalogue.schema import validate
 from rvport.sources.cache import atomic_write_text
 from rvport.catalogue.yamlsrc import load_yaml
-from rvport.target import DEBIAN_ARCH, PLATFORM as RISCV64
+from rvport.host import normalize_arch
+from rvport.target import DEBIAN_ARCH, DOCKER_PLATFORM, PLATFORM as RISCV64
 
 # dpkg-query's list of installed packages, one "name=version" a line
 DPKG_QUERY = ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"]
@@ -116,9 +118,21 @@ def host_debian_mirror(sources_dir: Path = Path("/etc/apt/sources.list.d"),
     return None
 
 
-def base_key(spec: BaseSpec, platform: str, mirror: str | None) -> str:
-    doc = {"spec": spec.text_sha256, "platform": platform, "mirror": mirror or "debootstrap-default", "v": 1}
+def base_key(spec: BaseSpec, platform: str, mirror: str | None, method: str = bootstrap.CLASSIC) -> str:
+    doc = {"spec": spec.text_sha256, "platform": platform, "mirror": mirror or "debootstrap-default", "v": 1,
+           **bootstrap.key_part(method)}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def bootstrap_method(platform: str) -> tuple[str, str]:
+    """(method, why) for a base of `platform` on this host (bootstrap.choose_method); RVPORT_BOOTSTRAP
+    (`debootstrap` or `split`) overrides the choice."""
+    import os
+    import platform as _platform
+
+    host = DOCKER_PLATFORM.get(normalize_arch(_platform.machine()))
+    return bootstrap.choose_method(foreign=platform != host, dpkg=proc.which("dpkg"),
+                                   filters=bootstrap.host_dpkg_filters(), forced=os.environ.get("RVPORT_BOOTSTRAP"))
 
 
 def keep_debootstrap_log(rootfs: Path, log_path: Path | None) -> None:
@@ -244,7 +258,8 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
         return BaseImage(spec=spec.name, tag=ref, image_id=info["id"], platform=platform, key=ref, source=ref,
                          packages=installed_packages(ref, platform), reused=True)
     mirror = host_debian_mirror()
-    key = base_key(spec, platform, mirror)
+    method, why = bootstrap_method(platform)
+    key = base_key(spec, platform, mirror, method)
     arch = DEBIAN_ARCH.get(platform)
     if arch is None:
         raise HostNotReady(f"no Debian architecture for platform {platform}")
@@ -268,17 +283,17 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
     work = Path(tempfile.mkdtemp(prefix="rvport-base-", dir=_tmp_root(cache_dir)))
     try:
         rootfs = work / "rootfs"
-        cmd = ["debootstrap", f"--arch={arch}", f"--variant={spec.variant}",
-               f"--components={','.join(spec.components)}", f"--include={','.join(spec.packages)}",
-               spec.suite, str(rootfs)]
-        if mirror:
-            cmd.append(mirror)
-        rc = proc.stream(cmd, on_line=on_line or (lambda _l: None), log_path=log_path)
-        if rc != 0:
+        say = on_line or (lambda _l: None)
+        say(f"bootstrap: {method} ({why})")
+        req = bootstrap.Request(arch=arch, suite=spec.suite, variant=spec.variant, components=spec.components,
+                                packages=spec.packages, mirror=mirror)
+        try:
+            bootstrap.make_rootfs(req, rootfs, method=method, log_path=log_path, on_line=say)
+        except HostNotReady as e:
             keep_debootstrap_log(rootfs, log_path)
-            raise HostNotReady(f"debootstrap failed ({proc.describe_status(rc)}) for {spec.name} ({arch})",
-                               hint=f"see {log_path} (debootstrap's own log is appended there); under emulation "
-                                    "the riscv64 binfmt handler must be registered (rvport doctor)")
+            raise HostNotReady(f"{e.message} for {spec.name} ({arch})",
+                               hint=f"see {log_path} (debootstrap's own log is appended there); "
+                                    + (e.hint or "")) from e
         packages = parse_dpkg_status((rootfs / "var/lib/dpkg/status").read_text(errors="replace"))
         release = _release_digest(rootfs)
         # apt lists and caches are not part of the image
@@ -298,13 +313,15 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
         (ctx / "Dockerfile").write_text("FROM scratch\nADD rootfs.tar /\nENV LANG=C.UTF-8\nCMD [\"/bin/bash\"]\n")
         image_id = load_image(ctx, tag, platform=platform, log_path=log_path, what="base image", builder=builder,
                               on_line=on_line, labels=(("org.rvport.base", spec.name), ("org.rvport.key", key),
-                                                       ("org.rvport.release", release or "")))
+                                                       ("org.rvport.release", release or ""),
+                                                       ("org.rvport.bootstrap", method)))
         atomic_write_text(meta_path, json.dumps({"tag": tag, "release_sha256": release, "packages": packages,
-                                                 "mirror": mirror, "spec": spec.name}, sort_keys=True, indent=1))
+                                                 "mirror": mirror, "spec": spec.name, "bootstrap": method},
+                                                sort_keys=True, indent=1))
         return BaseImage(spec=spec.name, tag=tag, image_id=image_id, platform=platform, key=key,
                          source="debootstrap", release_sha256=release, packages=packages)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        bootstrap.remove_tree(work)
 
 
 def _tmp_root(cache_dir: Path) -> Path:

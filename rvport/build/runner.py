@@ -29,8 +29,7 @@ from rvport import manifest
 from rvport import resources
 from rvport.build.images import BaseImage, Bases, ensure_image, read_packages
 from rvport.build.progress import Progress
-from rvport.build.stage import (TOOLCHAIN_PACKAGES, StageEnv, StageRecord, Toolchain, link_tree, stage_context,
-                                stage_tools, toolchain_tag)
+from rvport.build.stage import (LoadedToolchains, StageEnv, StageRecord, link_tree, stage_context, stage_tools)
 from rvport.errors import BuildFailed, HostNotReady, Problem, RvportError, VerifyFailed
 from rvport.plan.planner import Plan, Stage
 from rvport.sources.cache import sha256_file
@@ -66,23 +65,6 @@ def _matches(root: Path, pattern: str) -> list[Path]:
 
 def _describe(path: Path, root: Path) -> dict:
     return {"path": str(path.relative_to(root)), "size": path.stat().st_size, "sha256": sha256_file(path)}
-
-
-class LoadedToolchains:
-    """`rvport build`'s toolchain images: built once (buildx --load), inspected, their package lists read."""
-
-    def __init__(self, secrets: Callable[[], tuple[tuple[str, Path], ...]]):
-        self.secrets = secrets
-
-    def make(self, env: StageEnv, base: BaseImage, rendered: dockerfiles.Rendered, what: str) -> Toolchain:
-        tag, key = toolchain_tag(env.stage.name, what, base.image_id, rendered)
-        image = ensure_image(tag, {"Dockerfile": rendered.text}, platform=base.platform, tmp_root=env.tmp_root,
-                             log_path=env.log_path, what="toolchain image", builder=env.builder, on_line=env.line,
-                             secrets=self.secrets(), labels=(("org.rvport.key", key),))
-        return Toolchain(tag=tag, image_id=image.image_id, packages=read_packages(tag, TOOLCHAIN_PACKAGES))
-
-    def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
-        return read_packages(toolchain.tag, path)
 
 
 def take_repair_report(files: Path) -> list[dict]:

@@ -21,11 +21,11 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Protocol
 
 from rvport import resources
 from rvport.build import render
-from rvport.build.images import Bases, BaseImage
+from rvport.build.images import Bases, BaseImage, ensure_image, read_packages
 from rvport.build.progress import Progress
 from rvport.sources.fetch import Fetcher, FetchOptions
 
@@ -144,6 +144,23 @@ class StageEnv:
 
     def line(self, text: str) -> None:
         self.progress.line(self.stage.name, text)
+
+
+class LoadedToolchains:
+    """Toolchain images as `rvport build` and `rvport prepare` make them: built once (buildx --load), inspected, their package lists read."""
+
+    def __init__(self, secrets: Callable[[], tuple[tuple[str, Path], ...]]):
+        self.secrets = secrets
+
+    def make(self, env: StageEnv, base: BaseImage, rendered: render.Rendered, what: str) -> Toolchain:
+        tag, key = toolchain_tag(env.stage.name, what, base.image_id, rendered)
+        image = ensure_image(tag, {"Dockerfile": rendered.text}, platform=base.platform, tmp_root=env.tmp_root,
+                             log_path=env.log_path, what="toolchain image", builder=env.builder, on_line=env.line,
+                             secrets=self.secrets(), labels=(("org.rvport.key", key),))
+        return Toolchain(tag=tag, image_id=image.image_id, packages=read_packages(tag, TOOLCHAIN_PACKAGES))
+
+    def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
+        return read_packages(toolchain.tag, path)
 
 
 def link_tree(src: Path, dest: Path) -> None:

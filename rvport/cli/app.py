@@ -216,6 +216,63 @@ def build(
                 u.console.print(f"appended the summary to {ci.append_summary(summary, doc)}", markup=False)
 
 
+# ---------------------------------------------------------------------------------------------- prepare
+@app.command()
+def prepare(
+    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
+    profile: str = PROFILE_OPT, mode: str = MODE_OPT, output: Path = OUT_OPT, builder: Optional[str] = BUILDER_OPT,
+    base_image: Optional[str] = typer.Option(None, "--base-image", help="Use this image (REF@sha256:...) as the riscv64 base instead of bootstrapping one."),
+    no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test images."),
+    tags: Optional[Path] = typer.Option(None, "--tags", help="Write the images' tags here, one a line (for docker save)."),
+    recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
+    mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
+) -> None:
+    """Make every base, toolchain, smoke and prefix image a build of these recipes needs, ahead of time.
+
+    Nothing is fetched or compiled; a later `rvport build` with the same recipes, profile and mode reuses the
+    images. Logs go to OUTPUT/logs. See docs/ci.md for keeping the images between CI runs."""
+    from rvport.build.prepare import PrepareOptions, Preparer
+    from rvport.cli import views
+    from rvport.cli.progress import reporter
+    from rvport.errors import RvportError
+    from rvport.sources.fetch import ca_bundle as find_ca_bundle
+
+    if base_image and "@sha256:" not in base_image:
+        raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
+    p, fopts = _plan(recipes, all_, profile, mode, "local", None, builder, recipes_dir, cache_dir, mirror, offline,
+                     ca=ca_bundle)
+    try:
+        ca = fopts.ca_bundle or find_ca_bundle()
+    except RvportError:
+        ca = None
+    u = ui()
+    opts = PrepareOptions(logs=output / "logs", tmp_root=fopts.cache.root / "tmp", cache_dir=fopts.cache.root,
+                          builder=builder, base_image=base_image, smoke=not no_smoke, ca_bundle=ca)
+    rep = reporter(u.err, u.ci, u.live)
+    for s in p.stages:
+        rep.add(s.name, s.mode.value)
+    prepared = []
+    with rep:
+        preparer = Preparer(p, opts, rep)
+        for s in p.stages:
+            rep.begin(s.name, f"images for {s.recipe.ref} [{s.mode.value}]")
+            try:
+                preparer.stage(s)
+            except BaseException:
+                rep.end(s.name, "failed")
+                raise
+            rep.end(s.name, "ok")
+        prepared = list(preparer.images.values())
+    u.console.print(views.prepared_table(prepared))
+    if tags is not None:
+        tags.parent.mkdir(parents=True, exist_ok=True)
+        tmp = tags.with_name(f".{tags.name}.tmp")
+        tmp.write_text("".join(f"{i.tag}\n" for i in prepared))
+        tmp.replace(tags)
+        u.console.print(f"wrote {tags}")
+
+
 def _step_summary(ci_name: str | None) -> Path | None:
     import os
     value = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -112,3 +112,14 @@ def result_table(doc: dict) -> Table:
         style = {"ok": "green", "cached": "green", "failed": "red"}.get(s["status"], "yellow")
         t.add_row(Text(f"{s['recipe']}=={s['version']}"), Text(s["status"], style=style), f"{total:.1f}s", Text(arts))
     return t
+
+
+def prepared_table(prepared: list) -> Table:
+    """`rvport prepare`: each image a build will use, and whether it was made now or already there."""
+    t = Table(title="images for the build", title_justify="left")
+    for col in ("image", "for", "tag", "id", ""):
+        t.add_column(col, overflow="fold")
+    for i in prepared:
+        t.add_row(i.what, i.stage or "-", i.tag, (i.image_id or "")[7:19],
+                  "[green]made[/]" if i.made else "already there")
+    return t

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""The riscv64 base made the old way (debootstrap in one run, its second stage under QEMU) and the new way
+(rvport/build/bootstrap.py's split: native first stage and unpack, emulated configure), side by side in one run.
+
+    python bench/bootstrap.py                    # debian-trixie for linux/riscv64, both methods
+    python bench/bootstrap.py --keep             # keep the two bench images (rvport/bench-base:*)
+
+Each method makes the base from nothing with rvport's own ensure_base: a fresh cache directory and a copy of
+the spec with a bench-only comment line, so the image key and tag are new (rvport/bench-base:...) and no
+existing base is reused or touched; packages are downloaded again by each. RVPORT_BOOTSTRAP picks the method.
+Printed: each method's wall time, split into bootstrap (rootfs) and the rest (tar + buildx --load), read from
+its log; the ratio; and the check that both bases hold the same packages at the same versions and the same
+Release file. Then the two images' file trees are compared (path, type, mode, owner, size, link target and
+sha256 of every file, from `docker export`), with the differences listed. Exit 1 when the package sets differ.
+
+Run it alone: bootstrapping is CPU-heavy, and the ratio means most when both see the same machine.
+Benchmarks are ratios in one run, never timed assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rvport.build import bootstrap, images  # noqa: E402
+
+# files that record when or how the rootfs was made, not what it holds
+VOLATILE = ("var/log/", "var/cache/debconf/", "var/lib/dpkg/status-old", "var/lib/dpkg/diversions-old",
+            "var/lib/dpkg/available-old", "etc/shadow", "etc/gshadow", "etc/shadow-", "etc/gshadow-",
+            "var/cache/ldconfig/aux-cache")
+
+
+def make(method: str, spec_name: str, platform: str, work: Path) -> dict:
+    """One base from nothing by `method`; returns times, the image and what it holds."""
+    specs = work / "toolchains"
+    specs.mkdir(parents=True)
+    text = (images.default_toolchains_dir() / f"{spec_name}.yaml").read_text()
+    (specs / f"{spec_name}.yaml").write_text(f"# bench/bootstrap.py {method} {time.time_ns()}\n{text}")
+    spec = images.load_base_spec(spec_name, specs)
+    log = work / "base.log"
+    marks: dict[str, float] = {}
+    t0 = time.monotonic()
+
+    def on_line(line: str) -> None:
+        now = time.monotonic() - t0
+        if line.startswith("#"):      # buildx started: the rootfs is made
+            marks.setdefault("rootfs", now)
+        if line.startswith("bootstrap: configuring 0/"):
+            marks.setdefault("unpacked", now)
+
+    os.environ["RVPORT_BOOTSTRAP"] = method
+    try:
+        base = images.ensure_base(spec, platform=platform, cache_dir=work / "cache", log_path=log, on_line=on_line)
+    finally:
+        os.environ.pop("RVPORT_BOOTSTRAP", None)
+    total = time.monotonic() - t0
+    tag = f"rvport/bench-base:{method}-{base.key[:12]}"
+    subprocess.run(["docker", "tag", base.tag, tag], check=True)
+    subprocess.run(["docker", "rmi", base.tag], check=True, capture_output=True)
+    return {"method": method, "total": total, "rootfs": marks.get("rootfs", total), "unpacked": marks.get("unpacked"),
+            "tag": tag, "packages": base.packages, "release": base.release_sha256}
+
+
+def tree(tag: str, platform: str) -> dict[str, tuple]:
+    """path -> (type, mode, uid, gid, size, link, sha256) of the image's files, from docker export."""
+    cid = subprocess.run(["docker", "create", "--platform", platform, tag], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    out: dict[str, tuple] = {}
+    try:
+        with subprocess.Popen(["docker", "export", cid], stdout=subprocess.PIPE) as p:
+            with tarfile.open(fileobj=p.stdout, mode="r|") as tar:
+                for m in tar:
+                    digest = None
+                    if m.isfile():
+                        f = tar.extractfile(m)
+                        digest = hashlib.sha256(f.read()).hexdigest() if f else None
+                    out[m.name.rstrip("/")] = (m.type, m.mode, m.uid, m.gid, m.size if m.isfile() else 0,
+                                               m.linkname, digest)
+    finally:
+        subprocess.run(["docker", "rm", cid], check=False, capture_output=True)
+    return out
+
+
+def compare_trees(a: dict[str, tuple], b: dict[str, tuple]) -> list[str]:
+    diffs = []
+    for path in sorted(set(a) | set(b)):
+        if path.startswith(VOLATILE):
+            continue
+        if path not in a:
+            diffs.append(f"only new: {path}")
+        elif path not in b:
+            diffs.append(f"only old: {path}")
+        elif a[path] != b[path]:
+            fields = ("type", "mode", "uid", "gid", "size", "link", "sha256")
+            what = ", ".join(f"{f} {x!r} -> {y!r}" for f, x, y in zip(fields, a[path], b[path]) if x != y)
+            diffs.append(f"differs: {path}: {what}")
+    return diffs
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def main() -> int:
+    # Ctrl-C or a kill stops the bootstrap and removes the scratch directory, also when started in the
+    # background (where SIGINT is ignored unless a handler is set)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spec", default="debian-trixie")
+    ap.add_argument("--platform", default="linux/riscv64")
+    ap.add_argument("--keep", action="store_true", help="keep the bench images")
+    ap.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temporary one)")
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="rvport-bench-bootstrap-", dir=args.work))
+    runs = []
+    try:
+        for method in (bootstrap.CLASSIC, bootstrap.SPLIT):
+            print(f"== {method}: making {args.spec} for {args.platform} from nothing ...", flush=True)
+            r = make(method, args.spec, args.platform, work / method)
+            runs.append(r)
+            print(f"   {r['total']:.0f}s (rootfs {r['rootfs']:.0f}s); {len(r['packages'])} packages; {r['tag']}",
+                  flush=True)
+        old, new = runs
+        print()
+        print(f"{'':24}{'old (debootstrap)':>20}{'new (split)':>14}{'ratio':>8}")
+        for label, key in (("base, total", "total"), ("rootfs (bootstrap)", "rootfs")):
+            print(f"{label:24}{old[key]:>19.0f}s{new[key]:>13.0f}s{old[key] / new[key]:>7.2f}x")
+        rest_old, rest_new = old["total"] - old["rootfs"], new["total"] - new["rootfs"]
+        print(f"{'tar + load':24}{rest_old:>19.0f}s{rest_new:>13.0f}s")
+        if new.get("unpacked"):
+            print(f"new: first stage + native unpack {new['unpacked']:.0f}s, emulated configure "
+                  f"{new['rootfs'] - new['unpacked']:.0f}s")
+        same_packages = old["packages"] == new["packages"]
+        print(f"same packages and versions: {same_packages} ({len(old['packages'])} / {len(new['packages'])})")
+        if not same_packages:
+            for p in sorted(set(old["packages"]) | set(new["packages"])):
+                if old["packages"].get(p) != new["packages"].get(p):
+                    print(f"   {p}: old {old['packages'].get(p)} new {new['packages'].get(p)}")
+        print(f"same Release file: {old['release'] == new['release']}")
+        diffs = compare_trees(tree(old["tag"], args.platform), tree(new["tag"], args.platform))
+        print(f"file trees: {len(diffs)} difference(s) outside {', '.join(VOLATILE[:3])}, ...")
+        for d in diffs[:40]:
+            print(f"   {d}")
+        (work / "bench.json").write_text(json.dumps({"runs": [{k: v for k, v in r.items() if k != 'packages'}
+                                                               for r in runs], "tree_differences": diffs}, indent=1))
+        return 0 if same_packages else 1
+    finally:
+        if not args.keep:
+            for r in runs:
+                subprocess.run(["docker", "rmi", r["tag"]], check=False, capture_output=True)
+        bootstrap.remove_tree(work)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

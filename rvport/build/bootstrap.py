@@ -1,0 +1,426 @@
+"""Making a base image's Debian root filesystem: debootstrap in one run, or split between the build platform and
+emulation.
+
+`debootstrap` (the classic method): one `debootstrap` run. For a foreign architecture (riscv64 on x86-64) its
+second stage runs under QEMU: debootstrap's own shell and perl, and dpkg unpacking every package again
+(decompression and file writes emulated) before the maintainer scripts configure them.
+
+`split` (foreign architectures, on a host with dpkg): the same first stage, run natively (`debootstrap
+--foreign`: resolve, download and check the packages, extract the required ones), then
+  1. unpack every package with the build platform's own dpkg (`--root`): native decompression and writes,
+     with --force-unsafe-io (the rootfs is thrown away if anything fails); only preinst scripts run, in the
+     rootfs (chroot: emulated);
+  2. configure with the rootfs's own dpkg under emulation (`chroot ROOTFS dpkg --configure -a`), as
+     debootstrap's second stage does: the target's dpkg, maintainer scripts and triggers, so the result is
+     what debootstrap makes. What debootstrap does around it is done here too: ld.so cache first, /proc
+     mounted, policy-rc.d and a fake start-stop-daemon during configuration, the dselect method, the
+     `available` file, the log in /var/log/bootstrap.log, the /debootstrap directory removed;
+  3. py3compile and update-ca-certificates, which maintainer scripts would run again and again under
+     emulation, are recorded while dpkg configures and run once afterwards (Deferred), with the same result.
+Same package set, same versions, same Release file, same files but logs (bench/bootstrap.py compares them).
+
+The host's dpkg must not filter what it unpacks (path-exclude in /etc/dpkg/dpkg.cfg.d, as slim container
+images have): then the classic method is used (`choose_method`). Progress lines for rvport's reporter:
+`bootstrap: unpacking 12/213 libc6`, `bootstrap: configuring 45/213 zlib1g`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from rvport import proc
+from rvport.errors import HostNotReady, UsageError
+
+CLASSIC = "debootstrap"
+SPLIT = "split"
+SPLIT_FORMAT = 1   # bump when the split method changes what ends up in the rootfs: it is part of the base key
+
+# dpkg options of the host that would change what the native unpack writes
+_FILTERS = re.compile(r"^\s*(path-exclude|path-include)\b", re.M)
+# the environment maintainer scripts see, as debootstrap gives it
+SCRIPT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "DEBCONF_NONINTERACTIVE_SEEN": "true", "LC_ALL": "C",
+              "LANGUAGE": "C", "LANG": "C", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+_UNPACKING = re.compile(r"^Unpacking (\S+) \(")
+_SETTING_UP = re.compile(r"^Setting up (\S+) \(")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """One rootfs to make (pure data; debootstrap_argv derives the command from it)."""
+
+    arch: str                     # Debian architecture: riscv64, amd64, arm64
+    suite: str
+    variant: str
+    components: tuple[str, ...]
+    packages: tuple[str, ...]
+    mirror: str | None
+
+
+def host_dpkg_filters(cfg_dir: Path = Path("/etc/dpkg/dpkg.cfg.d"), cfg: Path = Path("/etc/dpkg/dpkg.cfg")) -> list[str]:
+    """The host's dpkg path-exclude/path-include lines (they would drop files from a native unpack)."""
+    found = []
+    for f in sorted(cfg_dir.glob("*")) + [cfg]:
+        if f.is_file():
+            found += [f"{f}: {m.group(0).strip()}" for m in _FILTERS.finditer(f.read_text(errors="replace"))]
+    return found
+
+
+def choose_method(*, foreign: bool, dpkg: str | None, filters: list[str],
+                  forced: str | None = None) -> tuple[str, str]:
+    """(method, why): split for a foreign architecture on a host whose dpkg unpacks everything.
+
+    `forced` is RVPORT_BOOTSTRAP: `debootstrap` always works; `split` only where it applies."""
+    if forced == CLASSIC:
+        return CLASSIC, f"RVPORT_BOOTSTRAP={forced}"
+    if forced not in (None, "", SPLIT):
+        raise UsageError(f"RVPORT_BOOTSTRAP={forced!r} is not a bootstrap method",
+                         hint=f"set it to {CLASSIC} or {SPLIT}, or unset it to let rvport choose")
+    if not foreign:
+        return CLASSIC, "native architecture: debootstrap runs without emulation"
+    if dpkg is None:
+        return CLASSIC, "the host has no dpkg to unpack natively"
+    if filters:
+        return CLASSIC, f"the host's dpkg filters what it unpacks ({filters[0]})"
+    return SPLIT, ("RVPORT_BOOTSTRAP=split: " if forced else "") + "unpacked natively, configured under emulation"
+
+
+def key_part(method: str) -> dict:
+    """What the method adds to the base key: nothing for the classic method (keys of existing bases stay)."""
+    return {} if method == CLASSIC else {"bootstrap": f"{method}-{SPLIT_FORMAT}"}
+
+
+def debootstrap_argv(req: Request, rootfs: Path, *, foreign: bool = False) -> list[str]:
+    cmd = ["debootstrap", f"--arch={req.arch}", f"--variant={req.variant}",
+           f"--components={','.join(req.components)}", f"--include={','.join(req.packages)}"]
+    if foreign:
+        cmd.append("--foreign")
+    cmd += [req.suite, str(rootfs)]
+    if req.mirror:
+        cmd.append(req.mirror)
+    return cmd
+
+
+def package_order(rootfs: Path) -> list[tuple[str, Path]]:
+    """(package, .deb in the rootfs) in debootstrap's order: required, then base; from the first stage's lists."""
+    d = rootfs / "debootstrap"
+    required = (d / "required").read_text().split()
+    base = (d / "base").read_text().split()
+    paths = dict(line.split(None, 1) for line in (d / "debpaths").read_text().splitlines() if line.strip())
+    order = required + [p for p in base if p not in required]
+    missing = [p for p in order if p not in paths]
+    if missing:
+        raise HostNotReady(f"debootstrap's first stage named packages it did not download: {', '.join(missing[:5])}",
+                           hint="run again; if it persists, the mirror may be mid-update")
+    return [(p, rootfs / paths[p].strip().lstrip("/")) for p in order]
+
+
+def native_unpack_argv(rootfs: Path, debs: list[Path]) -> list[str]:
+    return ["dpkg", f"--root={rootfs}", "--force-architecture", "--force-depends", "--force-unsafe-io",
+            "--force-overwrite", "--force-confold", "--unpack", *map(str, debs)]
+
+
+def configure_argv(rootfs: Path) -> list[str]:
+    return ["chroot", str(rootfs), "dpkg", "--force-confold", "--force-configure-any", "--configure", "-a"]
+
+
+class Counter:
+    """Turns dpkg's `Unpacking X (` / `Setting up X (` lines into `bootstrap: <phase> N/M X` lines."""
+
+    def __init__(self, phase: str, pattern: re.Pattern[str], total: int, on_line: Callable[[str], None]):
+        self.phase, self.pattern, self.total, self.on_line, self.n = phase, pattern, total, on_line, 0
+
+    def __call__(self, line: str) -> None:
+        m = self.pattern.match(line)
+        if m is None:
+            self.on_line(line)
+            return
+        self.n += 1
+        self.on_line(f"bootstrap: {self.phase} {min(self.n, self.total)}/{self.total} {m.group(1)}")
+
+
+def _stream(cmd: list[str], *, on_line: Callable[[str], None], log_path: Path | None, what: str,
+            env: dict | None = None) -> None:
+    rc = proc.stream(cmd, on_line=on_line, log_path=log_path, env=env)
+    if rc != 0:
+        raise HostNotReady(f"{what} failed ({proc.describe_status(rc)})",
+                           hint="under emulation the riscv64 binfmt handler must be registered with the F flag "
+                                "(rvport doctor)")
+
+
+def mounts_under(path: Path, mounts: Path = Path("/proc/self/mounts")) -> list[str]:
+    """Mount points at or below `path`, deepest first."""
+    root = str(path.resolve())
+    out = []
+    for line in mounts.read_text().splitlines():
+        parts = line.split()
+        if len(parts) > 1:
+            point = parts[1].replace("\\040", " ")
+            if point == root or point.startswith(root + "/"):
+                out.append(point)
+    return sorted(out, key=len, reverse=True)
+
+
+def unmount_all(path: Path) -> None:
+    """Unmount whatever is mounted below `path` (before it is removed: never delete through a mount)."""
+    for point in mounts_under(path):
+        proc.run(["umount", "--lazy", point], check=False, capture=True)
+    left = mounts_under(path)
+    if left:
+        raise HostNotReady(f"cannot unmount {left[0]}; not removing {path}", hint=f"umount it by hand, then rm -rf {path}")
+
+
+def remove_tree(path: Path) -> None:
+    """rm -rf that first makes sure nothing is mounted inside."""
+    if path.exists():
+        unmount_all(path)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def make_rootfs(req: Request, rootfs: Path, *, method: str, log_path: Path | None,
+                on_line: Callable[[str], None]) -> None:
+    """Bootstrap `rootfs` (which must not exist) by `method`; raises HostNotReady on failure (the caller removes
+    the rootfs: remove_tree)."""
+    if proc.which("debootstrap") is None:
+        raise HostNotReady("debootstrap is needed to make the base image (no registry is used)",
+                           hint="apt-get install debootstrap (scripts/setup-host does it), or name a base "
+                                "image by digest with --base-image")
+    if method == CLASSIC:
+        _stream(debootstrap_argv(req, rootfs), on_line=on_line, log_path=log_path,
+                what=f"debootstrap for {req.arch}")
+        return
+    on_line("bootstrap: first stage: resolving, retrieving and extracting natively")
+    _stream(debootstrap_argv(req, rootfs, foreign=True), on_line=on_line, log_path=log_path,
+            what=f"debootstrap's first stage for {req.arch}")
+    second_stage(rootfs, log_path=log_path, on_line=on_line)
+
+
+def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str], None]) -> None:
+    """Native unpack, emulated configure (see the module's docstring)."""
+    order = package_order(rootfs)
+    total = len(order)
+    env = {**os.environ, **SCRIPT_ENV}
+    own_log = open(rootfs / "debootstrap" / "debootstrap.log", "a", encoding="utf-8")
+
+    def tee(forward: Callable[[str], None]) -> Callable[[str], None]:
+        def each(line: str) -> None:
+            own_log.write(line + "\n")
+            forward(line)
+        return each
+
+    try:
+        _mount_proc(rootfs, env)
+        on_line("bootstrap: linker cache...")
+        _stream(["chroot", str(rootfs), "/sbin/ldconfig"], on_line=on_line, log_path=log_path,
+                what="ldconfig in the new rootfs", env=env)
+        # debootstrap's order: the required packages, then `available` and the selections, then the base
+        # packages (dpkg records the archive's priority and section for the first, the .deb's for the others)
+        required = set((rootfs / "debootstrap" / "required").read_text().split())
+        counter = tee(Counter("unpacking", _UNPACKING, total, on_line))
+        on_line(f"bootstrap: unpacking 0/{total} (natively)")
+        _stream(native_unpack_argv(rootfs, [deb for p, deb in order if p in required]), on_line=counter,
+                log_path=log_path, what="unpacking the required packages with the host's dpkg", env=env)
+        _restore_arch_file(rootfs)
+        _write_available(rootfs, [p for p, _ in order])
+        _set_selections(rootfs, [p for p, _ in order], env)
+        base = [deb for p, deb in order if p not in required]
+        if base:
+            _stream(native_unpack_argv(rootfs, base), on_line=counter, log_path=log_path,
+                    what="unpacking the base packages with the host's dpkg", env=env)
+        _restore_arch_file(rootfs)
+        _dselect_method(rootfs)
+        deferred = {program: Deferred(rootfs, program) for program in DEFERRED}
+        with _no_daemons(rootfs), contextlib.ExitStack() as stack:
+            for d in deferred.values():
+                stack.enter_context(d)
+            on_line(f"bootstrap: configuring 0/{total} (emulated)")
+            _stream(configure_argv(rootfs), on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
+                    log_path=log_path, what="configuring the packages (emulated dpkg)", env=env)
+        for argv in update_ca_batch(deferred[UPDATE_CA].calls()):
+            on_line("bootstrap: certificates: update-ca-certificates once for the configured packages (emulated)...")
+            _stream(["chroot", str(rootfs), UPDATE_CA, *argv], on_line=tee(on_line), log_path=log_path,
+                    what="update-ca-certificates in the new rootfs", env=env)
+        _compile_python(rootfs, deferred[PY3COMPILE].calls(), log_path=log_path, on_line=tee(on_line), env=env)
+    finally:
+        own_log.close()
+        unmount_all(rootfs)
+    _finish(rootfs)
+
+
+class Deferred:
+    """While dpkg configures, a program the maintainer scripts call is a recorder: each call's arguments are
+    written down instead of run, and the real program, back in place whatever happens, runs once afterwards
+    for all of them. Used where repeating the call under emulation costs minutes and running it once later
+    gives the same files (DEFERRED): py3compile (two emulated Python interpreters per python3-* package) and
+    update-ca-certificates (ca-certificates' postinst, then its trigger: a few processes per certificate)."""
+
+    def __init__(self, rootfs: Path, program: str):
+        self.rootfs = rootfs
+        self.path = rootfs / program.lstrip("/")
+        self.real = self.path.with_name(self.path.name + ".rvport-real")
+        self.record_name = f"var/lib/rvport-{self.path.name}.calls"
+        self.record = rootfs / self.record_name
+
+    def __enter__(self) -> Deferred:
+        if self.path.is_file() and not self.path.is_symlink():
+            os.replace(self.path, self.real)
+            # one line per call: "call", then each argument, each followed by a tab (empty arguments survive)
+            self.path.write_text(f"#!/bin/sh\n{{ printf 'call\\t'; for a in \"$@\"; do printf '%s\\t' \"$a\"; done; echo; }}"
+                                 f" >> /{self.record_name}\n")
+            self.path.chmod(0o755)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.real.exists():
+            os.replace(self.real, self.path)
+
+    def calls(self) -> list[list[str]]:
+        if not self.record.is_file():
+            return []
+        lines = self.record.read_text().split("\n")
+        self.record.unlink()
+        return [line.split("\t")[1:-1] for line in lines if line.startswith("call\t")]
+
+
+PY3COMPILE = "/usr/bin/py3compile"
+UPDATE_CA = "/usr/sbin/update-ca-certificates"
+DEFERRED = (PY3COMPILE, UPDATE_CA)
+
+
+def update_ca_batch(calls: list[list[str]]) -> list[list[str]]:
+    """The update-ca-certificates runs that stand for the recorded calls: one, with --fresh when any call had it
+    and with its hooks (ca-certificates' postinst skips them, `--hooksdir ""`, and leaves them to its trigger's
+    plain call); calls with any other option are run as they were."""
+    if not calls:
+        return []
+    known = [c for c in calls if all(a == "--fresh" for a in c if a not in ("--hooksdir", ""))
+             and (c.count("--hooksdir") == 0 or c[c.index("--hooksdir") + 1:c.index("--hooksdir") + 2] == [""])]
+    others = [c for c in calls if c not in known]
+    batch = [["--fresh"] if any("--fresh" in c for c in known) else []] if known else []
+    return batch + others
+
+
+_PUBLIC_DIR = re.compile(r"^/usr/lib/python(\d(?:\.\d+)?)/(?:site|dist)-packages/")
+
+
+def py3compile_batch(rootfs: Path, calls: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """(the .py files the recorded `py3compile -p PKG [DIR...]` calls would compile, the calls of any other
+    form, to be run as they were). As py3compile selects them: the package's files (dpkg's list) ending in
+    .py, under the given directories, or without any, in the public dist-packages of an installed Python."""
+    versions = {"3"} | {p.name[len("python"):] for p in (rootfs / "usr/bin").glob("python3.*")
+                        if re.fullmatch(r"python3\.\d+", p.name)}
+    files: list[str] = []
+    others: list[list[str]] = []
+    info = rootfs / "var/lib/dpkg/info"
+    for argv in calls:
+        if len(argv) < 2 or argv[0] != "-p" or not all(a.startswith("/") for a in argv[2:]):
+            others.append(argv)
+            continue
+        lists = [info / f"{argv[1]}.list", *sorted(info.glob(f"{argv[1]}:*.list"))]
+        found = next((l for l in lists if l.is_file()), None)
+        if found is None:
+            others.append(argv)
+            continue
+        py = [l for l in found.read_text().splitlines() if l.endswith(".py")]
+        dirs = argv[2:]
+        if dirs:
+            chosen = [f for f in py if any(f.startswith(d) for d in dirs)]
+        else:
+            chosen = [f for f in py if (m := _PUBLIC_DIR.match(f)) and m.group(1) in versions]
+        files += [f for f in chosen if (rootfs / f.lstrip("/")).is_file()]
+    return list(dict.fromkeys(files)), others
+
+
+def _compile_python(rootfs: Path, calls: list[list[str]], *, log_path: Path | None,
+                    on_line: Callable[[str], None], env: dict) -> None:
+    if not calls:
+        return
+    files, others = py3compile_batch(rootfs, calls)
+    on_line(f"bootstrap: compiling Python bytecode: {len(files)} files of {len(calls) - len(others)} packages "
+            "in one py3compile run (emulated)...")
+    for i in range(0, len(files), 2000):
+        _stream(["chroot", str(rootfs), PY3COMPILE, *files[i:i + 2000]], on_line=on_line,
+                log_path=log_path, what="py3compile in the new rootfs", env=env)
+    for argv in others:
+        _stream(["chroot", str(rootfs), PY3COMPILE, *argv], on_line=on_line, log_path=log_path,
+                what=f"py3compile {' '.join(argv)} in the new rootfs", env=env)
+
+
+def _mount_proc(rootfs: Path, env: dict) -> None:
+    """/proc in the rootfs, as debootstrap's second stage mounts it: a real directory (the first stage may leave
+    a symlink to the host's /proc, which must never be mounted over), mounted from inside the chroot."""
+    target = rootfs / "proc"
+    if target.is_symlink() or not target.is_dir():
+        target.unlink(missing_ok=True)
+        target.mkdir()
+    proc.run(["chroot", str(rootfs), "mount", "-t", "proc", "proc", "/proc"], capture=True, env=env)
+    if str(target.resolve()) not in mounts_under(rootfs):
+        raise HostNotReady(f"/proc was not mounted at {target}", hint="run rvport as root (it chroots into the rootfs)")
+
+
+def _restore_arch_file(rootfs: Path) -> None:
+    """The host's dpkg records its own architecture list; the rootfs's dpkg has no foreign architecture."""
+    (rootfs / "var/lib/dpkg/arch").unlink(missing_ok=True)
+
+
+def _write_available(rootfs: Path, packages: list[str]) -> None:
+    """var/lib/dpkg/available as debootstrap writes it: every Packages stanza of every installed package (all
+    of a package's versions when the archive lists several: dpkg takes the priority from the last one)."""
+    wanted = set(packages)
+    out: list[str] = []
+    for f in sorted((rootfs / "var/lib/apt/lists").glob("*_Packages")):
+        for stanza in f.read_text(errors="replace").split("\n\n"):
+            m = re.match(r"Package: (\S+)", stanza)
+            if m and m.group(1) in wanted:
+                out.append(stanza.strip("\n") + "\n")
+    (rootfs / "var/lib/dpkg/available").write_text("\n".join(out) + ("\n" if out else ""))
+
+
+def _set_selections(rootfs: Path, packages: list[str], env: dict) -> None:
+    """Every package selected for install, as debootstrap does after writing `available`: this dpkg run reads
+    `available` and so records the archive's priority of a package whose .deb names another one."""
+    proc.run(["chroot", str(rootfs), "dpkg", "--set-selections"], input="".join(f"{p} install\n" for p in packages),
+             env=env, capture=True)
+
+
+def _dselect_method(rootfs: Path) -> None:
+    p = rootfs / "var/lib/dpkg/cmethopt"
+    p.write_text("apt apt\n")
+    p.chmod(0o644)
+
+
+class _no_daemons:
+    """policy-rc.d refusing, and a fake start-stop-daemon, while maintainer scripts run (as debootstrap)."""
+
+    def __init__(self, rootfs: Path):
+        self.policy = rootfs / "usr/sbin/policy-rc.d"
+        self.ssd = rootfs / "sbin/start-stop-daemon"
+        self.real = rootfs / "sbin/start-stop-daemon.REAL"
+
+    def __enter__(self) -> None:
+        self.policy.write_text("#!/bin/sh\nexit 101\n")
+        self.policy.chmod(0o755)
+        if self.ssd.exists():
+            os.replace(self.ssd, self.real)
+            self.ssd.write_text('#!/bin/sh\necho\necho "Warning: Fake start-stop-daemon called, doing nothing"\n')
+            self.ssd.chmod(0o755)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.real.exists():
+            os.replace(self.real, self.ssd)
+        self.policy.unlink(missing_ok=True)
+
+
+def _finish(rootfs: Path) -> None:
+    """debootstrap's last steps: its log (first stage and the second stage's dpkg output) becomes
+    /var/log/bootstrap.log, /debootstrap goes."""
+    own = rootfs / "debootstrap" / "debootstrap.log"
+    if own.is_file():
+        os.replace(own, rootfs / "var/log/bootstrap.log")
+    shutil.rmtree(rootfs / "debootstrap", ignore_errors=True)

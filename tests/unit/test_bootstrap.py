@@ -1,0 +1,246 @@
+"""The base rootfs's bootstrap methods: which one is chosen, what it adds to the base key, the commands, the
+package order and progress lines, the mount guard before removal, and failures (no docker, no root needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rvport.build import bootstrap
+from rvport.build.images import base_key, load_base_spec
+from rvport.errors import HostNotReady
+
+REQ = bootstrap.Request(arch="riscv64", suite="trixie", variant="minbase", components=("main",),
+                        packages=("python3", "cmake"), mirror="http://mirror.example/debian")
+
+
+def test_split_is_chosen_for_a_foreign_architecture_on_a_host_whose_dpkg_unpacks_everything():
+    assert bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[])[0] == bootstrap.SPLIT
+    assert bootstrap.choose_method(foreign=False, dpkg="/usr/bin/dpkg", filters=[])[0] == bootstrap.CLASSIC
+    assert bootstrap.choose_method(foreign=True, dpkg=None, filters=[])[0] == bootstrap.CLASSIC
+    method, why = bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg",
+                                          filters=["/etc/dpkg/dpkg.cfg.d/excludes: path-exclude"])
+    assert method == bootstrap.CLASSIC and "path-exclude" in why
+
+
+def test_host_dpkg_filters_are_found(tmp_path):
+    d = tmp_path / "dpkg.cfg.d"
+    d.mkdir()
+    (d / "docker-apt-speedup").write_text("# speed\nforce-unsafe-io\n")
+    assert bootstrap.host_dpkg_filters(d, tmp_path / "dpkg.cfg") == []
+    (d / "excludes").write_text("path-exclude /usr/share/doc/*\n# path-include not this\npath-include /usr/share/doc/*/copyright\n")
+    found = bootstrap.host_dpkg_filters(d, tmp_path / "dpkg.cfg")
+    assert [f.split(": ", 1)[1] for f in found] == ["path-exclude", "path-include"]
+
+
+def test_the_method_changes_the_base_key_and_the_classic_key_stays_what_it_was():
+    rv = load_base_spec("debian-trixie")
+    classic = base_key(rv, "linux/riscv64", None)
+    assert classic == base_key(rv, "linux/riscv64", None, bootstrap.CLASSIC)
+    split = base_key(rv, "linux/riscv64", None, bootstrap.SPLIT)
+    assert split != classic
+    assert bootstrap.key_part(bootstrap.SPLIT) == {"bootstrap": f"split-{bootstrap.SPLIT_FORMAT}"}
+
+
+def test_commands():
+    root = Path("/c/rootfs")
+    assert bootstrap.debootstrap_argv(REQ, root) == [
+        "debootstrap", "--arch=riscv64", "--variant=minbase", "--components=main", "--include=python3,cmake",
+        "trixie", "/c/rootfs", "http://mirror.example/debian"]
+    first = bootstrap.debootstrap_argv(REQ, root, foreign=True)
+    assert "--foreign" in first and first.index("--foreign") < first.index("trixie")
+    unpack = bootstrap.native_unpack_argv(root, [root / "var/cache/apt/archives/a.deb"])
+    assert unpack[:2] == ["dpkg", "--root=/c/rootfs"] and "--unpack" in unpack and "--force-unsafe-io" in unpack
+    assert bootstrap.configure_argv(root)[:3] == ["chroot", "/c/rootfs", "dpkg"]
+
+
+def _first_stage(tmp_path: Path, base: str = "cmake python3 libc6") -> Path:
+    rootfs = tmp_path / "rootfs"
+    d = rootfs / "debootstrap"
+    d.mkdir(parents=True)
+    (d / "required").write_text("libc6 dpkg\n")
+    (d / "base").write_text(base + "\n")
+    (d / "debpaths").write_text("".join(f"{p} /var/cache/apt/archives/{p}_1_riscv64.deb\n"
+                                        for p in ("libc6", "dpkg", "cmake", "python3")))
+    return rootfs
+
+
+def test_package_order_is_required_then_base_without_repeats(tmp_path):
+    rootfs = _first_stage(tmp_path)
+    order = bootstrap.package_order(rootfs)
+    assert [p for p, _ in order] == ["libc6", "dpkg", "cmake", "python3"]
+    assert order[0][1] == rootfs / "var/cache/apt/archives/libc6_1_riscv64.deb"
+
+
+def test_a_package_the_first_stage_did_not_download_is_an_error(tmp_path):
+    with pytest.raises(HostNotReady, match="did not download: zlib1g"):
+        bootstrap.package_order(_first_stage(tmp_path, base="cmake zlib1g"))
+
+
+def test_dpkg_lines_become_counted_progress_lines():
+    seen: list[str] = []
+    count = bootstrap.Counter("configuring", bootstrap._SETTING_UP, 3, seen.append)
+    for line in ("Setting up libc6:riscv64 (2.41-12) ...", "update-alternatives: using /bin/more",
+                 "Setting up zlib1g:riscv64 (1:1.3) ..."):
+        count(line)
+    assert seen == ["bootstrap: configuring 1/3 libc6:riscv64", "update-alternatives: using /bin/more",
+                    "bootstrap: configuring 2/3 zlib1g:riscv64"]
+
+
+def test_mounts_under_a_tree_are_found_deepest_first(tmp_path):
+    work = tmp_path / "work"
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"proc /proc proc rw 0 0\nproc {work}/rootfs/proc proc rw 0 0\n"
+                      f"sysfs {work}/rootfs/proc/sys/fs/binfmt_misc binfmt_misc rw 0 0\n"
+                      f"tmpfs {work}-other tmpfs rw 0 0\n")
+    assert bootstrap.mounts_under(work, mounts) == [f"{work}/rootfs/proc/sys/fs/binfmt_misc", f"{work}/rootfs/proc"]
+
+
+def test_a_tree_with_a_mount_that_will_not_go_is_not_removed(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    (work / "rootfs/proc").mkdir(parents=True)
+    monkeypatch.setattr(bootstrap, "mounts_under", lambda p, mounts=None: [str(work / "rootfs/proc")])
+    monkeypatch.setattr(bootstrap.proc, "run", lambda *a, **k: None)      # umount "fails" silently
+    with pytest.raises(HostNotReady, match="cannot unmount"):
+        bootstrap.remove_tree(work)
+    assert work.is_dir()
+
+
+def test_without_debootstrap_the_hint_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(HostNotReady) as e:
+        bootstrap.make_rootfs(REQ, tmp_path / "rootfs", method=bootstrap.SPLIT, log_path=None, on_line=print)
+    assert "debootstrap" in e.value.message and "apt-get install debootstrap" in e.value.hint
+
+
+def test_a_failing_first_stage_is_a_typed_error(tmp_path, monkeypatch):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "debootstrap").write_text("#!/bin/sh\necho 'E: Couldn'\"'\"'t download packages: python3'\nexit 1\n")
+    (fake / "debootstrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
+    seen: list[str] = []
+    with pytest.raises(HostNotReady, match=r"debootstrap's first stage for riscv64 failed \(exit 1\)"):
+        bootstrap.make_rootfs(REQ, tmp_path / "rootfs", method=bootstrap.SPLIT, log_path=tmp_path / "log",
+                              on_line=seen.append)
+    assert "E: Couldn't download packages: python3" in seen
+    assert "E: Couldn't download packages: python3" in (tmp_path / "log").read_text()
+
+
+def test_rvport_bootstrap_forces_a_method_and_a_wrong_value_is_a_usage_error():
+    assert bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[], forced="debootstrap") == \
+        (bootstrap.CLASSIC, "RVPORT_BOOTSTRAP=debootstrap")
+    assert bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[], forced="split")[0] == bootstrap.SPLIT
+    # split where it cannot apply still falls back, with the reason
+    assert bootstrap.choose_method(foreign=False, dpkg="/usr/bin/dpkg", filters=[], forced="split")[0] == bootstrap.CLASSIC
+    from rvport.errors import UsageError
+    with pytest.raises(UsageError, match="RVPORT_BOOTSTRAP='mmdebstrap'"):
+        bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[], forced="mmdebstrap")
+
+
+def _rootfs_with_python(tmp_path: Path) -> Path:
+    r = tmp_path / "rootfs"
+    info = r / "var/lib/dpkg/info"
+    info.mkdir(parents=True)
+    (r / "usr/bin").mkdir(parents=True)
+    (r / "usr/bin/python3.13").write_text("")
+    files = {"python3-pip:riscv64": [], "python3-pip": ["/usr/lib/python3/dist-packages/pip/__init__.py",
+                                                        "/usr/lib/python3/dist-packages/pip/py.typed",
+                                                        "/usr/share/doc/python3-pip/example.py",
+                                                        "/usr/lib/python3.12/dist-packages/old.py"],
+             "python3-minimal": ["/usr/share/python3/debpython/files.py", "/usr/lib/python3/dist-packages/x.py"]}
+    for pkg, paths in files.items():
+        if not paths:
+            continue
+        (info / f"{pkg}.list").write_text("/.\n" + "".join(p + "\n" for p in paths))
+        for p in paths:
+            (r / p.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (r / p.lstrip("/")).write_text("")
+    return r
+
+
+def test_recorded_py3compile_calls_become_one_batch_of_the_files_py3compile_would_pick(tmp_path):
+    r = _rootfs_with_python(tmp_path)
+    files, others = bootstrap.py3compile_batch(r, [["-p", "python3-pip"], ["-p", "python3-minimal", "/usr/share/python3/"],
+                                                   ["-p", "python3-pip"], ["-V", "3.13", "/opt/x"], ["-p", "gone"]])
+    # public modules of an installed Python only; a private directory's files when one is named; no repeats
+    assert files == ["/usr/lib/python3/dist-packages/pip/__init__.py", "/usr/share/python3/debpython/files.py"]
+    assert others == [["-V", "3.13", "/opt/x"], ["-p", "gone"]]      # anything else runs as it was called
+
+
+def test_a_deferred_program_is_a_recorder_only_while_dpkg_configures(tmp_path):
+    import subprocess
+
+    r = tmp_path / "rootfs"
+    (r / "usr/sbin").mkdir(parents=True)
+    (r / "var/lib").mkdir(parents=True)
+    real = r / "usr/sbin/update-ca-certificates"
+    real.write_text("#!/bin/sh\nreal\n")
+    deferred = bootstrap.Deferred(r, bootstrap.UPDATE_CA)
+    with pytest.raises(RuntimeError):
+        with deferred:
+            stub = real.read_text()
+            assert stub.startswith("#!/bin/sh") and deferred.record_name in stub
+            # the stub as a maintainer script would call it (its record path moved under tmp_path)
+            runnable = tmp_path / "stub.sh"
+            runnable.write_text(stub.replace(f"/{deferred.record_name}", str(deferred.record)))
+            subprocess.run(["sh", str(runnable), "--hooksdir", "", "--fresh"], check=True)
+            subprocess.run(["sh", str(runnable)], check=True)
+            raise RuntimeError("dpkg failed")
+    assert real.read_text() == "#!/bin/sh\nreal\n"                       # back in place, even on failure
+    assert not real.with_name("update-ca-certificates.rvport-real").exists()
+    assert deferred.calls() == [["--hooksdir", "", "--fresh"], []]          # the empty argument survives
+    assert not deferred.record.exists()                                    # the record is not left behind
+
+
+def test_update_ca_certificates_runs_once_for_the_postinst_and_its_trigger():
+    assert bootstrap.update_ca_batch([]) == []
+    assert bootstrap.update_ca_batch([["--hooksdir", "", "--fresh"], []]) == [["--fresh"]]
+    assert bootstrap.update_ca_batch([["--hooksdir", ""], []]) == [[]]
+    assert bootstrap.update_ca_batch([[], ["--certsconf", "/x"]]) == [[], ["--certsconf", "/x"]]
+
+
+@pytest.mark.parametrize("method", [bootstrap.CLASSIC, bootstrap.SPLIT])
+def test_ctrl_c_while_bootstrapping_leaves_no_rootfs_no_record_and_no_image(tmp_path, monkeypatch, method):
+    from rvport.build import buildx, images
+
+    built = []
+    monkeypatch.setenv("RVPORT_BOOTSTRAP", method)
+    monkeypatch.setattr(images, "bootstrap_method", lambda platform: (method, "test"))
+    monkeypatch.setattr(buildx, "image_info", lambda ref: None)
+    monkeypatch.setattr(buildx, "build", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
+
+    def interrupted(cmd, *, on_line, log_path=None, cwd=None, env=None):   # Ctrl-C halfway through debootstrap
+        rootfs = Path(cmd[-2] if cmd[-1].startswith("http") else cmd[-1])
+        (rootfs / "var/lib/dpkg").mkdir(parents=True)
+        (rootfs / "var/lib/dpkg/status").write_text("half\n")
+        on_line("I: Retrieving libc6 2.41-12")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bootstrap.proc, "stream", interrupted)
+    cache = tmp_path / "cache"
+    with pytest.raises(KeyboardInterrupt):
+        images.ensure_base(load_base_spec("debian-trixie"), platform="linux/riscv64", cache_dir=cache,
+                           log_path=tmp_path / "base.log")
+    assert list((cache / "tmp").iterdir()) == []          # the temp rootfs is gone
+    assert not (cache / "bases").exists()                 # no record of a base
+    assert built == []                                    # no image was built
+
+
+def test_proc_is_mounted_from_inside_the_rootfs_never_through_a_symlink_to_the_hosts(tmp_path, monkeypatch):
+    rootfs = tmp_path / "rootfs"
+    rootfs.mkdir()
+    host_proc = tmp_path / "host-proc"
+    host_proc.mkdir()
+    (rootfs / "proc").symlink_to(host_proc)          # what debootstrap's first stage leaves in a container
+    ran = []
+    monkeypatch.setattr(bootstrap.proc, "run", lambda cmd, **k: ran.append(cmd))
+    monkeypatch.setattr(bootstrap, "mounts_under", lambda p, mounts=None: [str(rootfs.resolve() / "proc")])
+    bootstrap._mount_proc(rootfs, {})
+    assert (rootfs / "proc").is_dir() and not (rootfs / "proc").is_symlink() and host_proc.is_dir()
+    assert ran == [["chroot", str(rootfs), "mount", "-t", "proc", "proc", "/proc"]]
+    monkeypatch.setattr(bootstrap, "mounts_under", lambda p, mounts=None: [])
+    with pytest.raises(HostNotReady, match="was not mounted"):
+        bootstrap._mount_proc(rootfs, {})
