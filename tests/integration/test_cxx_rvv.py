@@ -101,12 +101,12 @@ def test_cxx_rvv_extension_for_rvv256(engine, tmp_path):
     jsonschema.validate(doc, manifest.schema("result"))
     (st,) = doc["stages"]
     assert st["mode"] == "qemu" and st["env"]["QEMU_CPU"].startswith("rv64,v=true,vlen=256")
-    assert st["env"]["CXXFLAGS"] == "-O2 -march=rv64gcv_zvfh_zvl256b -mabi=lp64d"
+    assert st["env"]["CXXFLAGS"] == "-O2 -march=rv64gcv_zvfh_zvl256b -mabi=lp64d -ffile-prefix-map=/src=."
     assert st["verify"]["ok"]
     assert st["smoke"]["status"] == "passed"
     assert "rvvdot ok: dot 9900.0 vlmax_e32 8" in "\n".join(st["smoke"]["output"])
 
-    (wheel,) = (out / "artifacts" / "rvvdot").glob("rvvdot-1.0.0-*linux_riscv64.whl")
+    (wheel,) = (out / "artifacts" / "rvvdot").glob("rvvdot-1.0.0-*riscv64.whl")   # repaired to a manylinux tag
     with zipfile.ZipFile(wheel) as z:
         (so,) = [n for n in z.namelist() if n.endswith(".so")]
         facts = read_elf_bytes(z.read(so))
