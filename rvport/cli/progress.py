@@ -183,12 +183,16 @@ class Reporter:
         else:
             self._print(f"[{self._ts()}] {title}")
 
-    def line(self, name: str, text: str) -> None:
+    def _record(self, name: str, text: str) -> None:
+        """A log line of a stage: kept for its tail, and read for its phase."""
         with self._lock:
             v = self.stages.get(name)
             if v:
                 v.tail.append(text)
                 v.activity.feed(text)
+
+    def line(self, name: str, text: str) -> None:
+        self._record(name, text)
         if self.ci:
             self._print(text)
 
@@ -282,11 +286,7 @@ class LiveReporter(Reporter):
             self._start_step(v, what)
 
     def line(self, name: str, text: str) -> None:
-        with self._lock:
-            v = self.stages.get(name)
-            if v:
-                v.tail.append(text)
-                v.activity.feed(text)
+        self._record(name, text)
 
     def step(self, name: str, text: str) -> None:
         with self._lock:
