@@ -29,9 +29,9 @@ from rvport.build import modes, render
 from rvport.build.images import BaseImage, Bases
 from rvport.build.progress import SILENT
 from rvport.build.stage import StageEnv, StageRecord, Toolchain, stage_context, stage_tools, toolchain_tag
-from rvport.errors import RvportError, UsageError
+from rvport.errors import UsageError
 from rvport.plan.planner import Plan, Stage
-from rvport.sources.fetch import FetchOptions, ca_bundle
+from rvport.sources.fetch import FetchOptions, stage_ca_bundle
 from rvport.sources.tree import prepare_tree
 
 BAKE_FILE = "docker-bake.json"
@@ -48,13 +48,6 @@ class BakeOptions:
 def _target_name(name: str) -> str:
     # bake target names: letters, digits, '-' and '_'
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
-
-
-def _ca(opts: BakeOptions) -> Path | None:
-    try:
-        return opts.fetch.ca_bundle or ca_bundle()
-    except RvportError:
-        return None
 
 
 class BakeTargets:
@@ -89,7 +82,7 @@ def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] 
     all_bases = Bases(cache_dir=cache_root, log_dir=opts.output / "logs", builder=opts.builder,
                       override=opts.base_image, images=bases)
     (opts.output / "logs").mkdir(parents=True, exist_ok=True)
-    toolchains = BakeTargets(root, _ca(opts))
+    toolchains = BakeTargets(root, stage_ca_bundle(opts.fetch))
     targets: dict[str, dict] = {}
     stages: list[str] = []
     for st in plan.stages:

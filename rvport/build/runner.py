@@ -1,8 +1,8 @@
 """Executes a Plan stage by stage in Docker buildx; exports artifacts; writes result.json.
 
 Per stage: prepare the verified source tree (fetch), make sure the toolchain image exists and render the
-stage's Dockerfile (both the stage's mode's work, rvport/build/modes/, done in a StageEnv whose toolchain
-images are built and inspected now), build with no network, check the expected outputs, verify them, run the
+stage's Dockerfile (both the stage's mode's work, rvport/build/modes/, done by `modes.setup` in a StageEnv
+whose toolchain images are built and inspected now, as `rvport prepare` makes them), build with no network, check the expected outputs, verify them, run the
 smoke test, then commit the artifacts to the content-addressed artifact cache and copy them into the output
 directory. Nothing half-made is ever left in
 the output or the cache: every result is made in a temporary directory and renamed into place.
@@ -21,19 +21,17 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from rvport.build import buildx, modes, render as dockerfiles
 
 from rvport import manifest
-from rvport import resources
-from rvport.build.images import BaseImage, Bases, ensure_image, read_packages
+from rvport.build.images import BaseImage, Bases
 from rvport.build.progress import Progress
 from rvport.build.stage import (LoadedToolchains, StageEnv, StageRecord, link_tree, stage_context, stage_tools)
-from rvport.errors import BuildFailed, HostNotReady, Problem, RvportError, VerifyFailed
+from rvport.errors import BuildFailed, Problem, RvportError, VerifyFailed
 from rvport.plan.planner import Plan, Stage
 from rvport.sources.cache import sha256_file
-from rvport.sources.fetch import Fetcher, FetchOptions, ca_bundle
+from rvport.sources.fetch import FetchOptions
 from rvport.sources.tree import prepare_tree
 from rvport.verify import provenance
 from rvport.target import PLATFORM as RISCV64
@@ -114,27 +112,14 @@ class Runner:
         self.bases: dict[str, BaseImage] = {}
         self._bases = Bases(cache_dir=self.cache_root, log_dir=self.logs, builder=opts.builder,
                             override=opts.base_image, images=self.bases)
-        self._toolchains = LoadedToolchains(self._secrets)
+        self._toolchains = LoadedToolchains(opts.fetch)
         self.stage_outputs: dict[str, Path] = {}
-        self._ca: Path | None = None
 
     # ------------------------------------------------------------------------------------------ helpers
     def _tmp(self, prefix: str) -> Path:
         root = self.cache_root / "tmp"
         root.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
-
-    def _ca_bundle(self) -> Path | None:
-        if self._ca is None:
-            try:
-                self._ca = self.opts.fetch.ca_bundle or ca_bundle()
-            except RvportError:
-                self._ca = None
-        return self._ca
-
-    def _secrets(self) -> tuple[tuple[str, Path], ...]:
-        ca = self._ca_bundle()
-        return (("rvport-ca", ca),) if ca else ()
 
     def _env(self, rec: StageRecord) -> StageEnv:
         """The stage environment the stage's mode works in (rvport/build/stage.py)."""
@@ -200,25 +185,14 @@ class Runner:
         st = rec.stage
         name = st.name
         env = self._env(rec)
-        mode = modes.of(st.mode)
 
         self.rep.step(name, "fetching and preparing sources")
         with env.timer("fetch"):
             tree = prepare_tree(st.recipe, self.opts.fetch)
         rec.sources = [f.to_json() for f in tree.fetched]
 
-        base = env.base(st.recipe.toolchain.base, RISCV64)      # every stage's smoke test runs in it
-        rec.images["base"] = base.image_id
-        self.rep.step(name, "toolchain image")
-        with env.timer("toolchain"):
-            tc = mode.toolchain(env)
-        if tc.image_id is None:     # LoadedToolchains always inspects the image; a clear error all the same
-            raise HostNotReady(f"the toolchain image {tc.tag} is not in the engine",
-                               hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
-        rec.images["toolchain"] = tc.image_id
-        rec.toolchain_packages = dict(tc.packages)
-
-        rendered = mode.dockerfile(env, tc)
+        setup = modes.setup(env)        # the images and the Dockerfile, as `rvport prepare` makes them
+        base, rendered = setup.base, setup.dockerfile
         script = dockerfiles.build_script(st.commands)
         dep_keys = [self._record(d).key or "" for d in st.depends]
         rec.key = _key(f"runner-{RUNNER_FORMAT}", st.key, tree.key, rec.images["toolchain"], rendered.sha256,
@@ -272,9 +246,10 @@ class Runner:
                                        "files disagree", problems=[Problem(message=w) for w in wrong],
                                        hint="see stages[].manylinux and stages[].verify in result.json")
             if self.opts.smoke and st.recipe.smoke:
-                self.rep.step(st.name, "smoke test in a clean riscv64 container")
                 with env.timer("smoke"):
-                    rec.smoke = self._smoke(env, files, base)
+                    image = modes.smoke_image(env, base).tag
+                    self.rep.step(st.name, "smoke test in a clean riscv64 container")
+                    rec.smoke = self._smoke(env, files, image)
             meta = {"recipe": st.recipe.ref, "key": rec.key, "verify": rec.verify, "smoke": rec.smoke,
                     "build_command": rec.build_command, "manylinux": rec.manylinux,
                     "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()]}
@@ -304,9 +279,9 @@ class Runner:
                                problems=[Problem(message=f) for f in failures[:10]])
         return {"ok": True, "reports": reports}
 
-    def _smoke(self, env: StageEnv, files: Path, base: BaseImage) -> dict:
+    def _smoke(self, env: StageEnv, files: Path, image: str) -> dict:
+        """The smoke test, in `image` (modes.smoke_image) under QEMU, with no network."""
         st = env.stage
-        image = env.with_packages(base, st.recipe.smoke_debian, "smoke").tag
         install, run = dockerfiles.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
         rendered = dockerfiles.render("smoke", {"IMAGE": image, "QEMU_CPU": self.profile.qemu_cpu,
                                                 "INSTALL": install, "RUN": run})

@@ -21,13 +21,13 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Iterator, Mapping, Protocol
 
 from rvport import resources
 from rvport.build import render
 from rvport.build.images import Bases, BaseImage, ensure_image, read_packages
 from rvport.build.progress import Progress
-from rvport.sources.fetch import Fetcher, FetchOptions
+from rvport.sources.fetch import Fetcher, FetchOptions, stage_ca_bundle
 
 if TYPE_CHECKING:
     from rvport.catalogue.profiles import Profile
@@ -79,6 +79,17 @@ class Toolchain:
     tag: str
     image_id: str | None = None         # None: not in the engine yet (bake emits it as a target)
     packages: Mapping[str, str] = field(default_factory=dict)   # its Debian packages, where known
+    made: bool = False                  # built by this run (False: found in the engine, or not made yet)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsedImage:
+    """An image a stage used: what `rvport prepare` lists (and --tags writes) of it."""
+
+    what: str                           # base, build, cross, smoke, xtc
+    tag: str
+    image_id: str | None                # None: not in the engine yet (a bake target)
+    made: bool                          # made by this run (False: it was in the engine already)
 
 
 def toolchain_tag(stage_name: str, what: str, base_image_id: str, rendered: render.Rendered) -> tuple[str, str]:
@@ -109,17 +120,28 @@ class StageEnv:
     log_path: Path                      # where this stage's image builds log
     tmp_root: Path                      # scratch directories (the cache's tmp/)
     builder: str | None = None
+    used: list[UsedImage] = field(default_factory=list)   # every image the stage used, in order
 
     def base(self, spec: str, platform: str) -> BaseImage:
         """The base image `spec` for `platform`, made once per run (timed as "base")."""
         if self.bases.has(spec, platform):
-            return self.bases.get(spec, platform)
-        self.step(f"base image {spec} ({platform})")
-        with self.timer("base"):
-            return self.bases.get(spec, platform, on_line=self.line)
+            base = self.bases.get(spec, platform)
+        else:
+            self.step(f"base image {spec} ({platform})")
+            with self.timer("base"):
+                base = self.bases.get(spec, platform, on_line=self.line)
+        self.use("base", base.tag, base.image_id, made=not base.reused)
+        return base
 
     def image(self, base: BaseImage, rendered: render.Rendered, what: str) -> Toolchain:
-        return self.images.make(self, base, rendered, what)
+        toolchain = self.images.make(self, base, rendered, what)
+        self.use(what, toolchain.tag, toolchain.image_id, made=toolchain.made)
+        return toolchain
+
+    def use(self, what: str, tag: str, image_id: str | None, *, made: bool) -> None:
+        """Note an image the stage uses (`used`): bases and toolchain images note themselves, a mode notes
+        the other images it makes (the accelerated prefix)."""
+        self.used.append(UsedImage(what=what, tag=tag, image_id=image_id, made=made))
 
     def with_packages(self, base: BaseImage, packages: tuple[str, ...], what: str) -> Toolchain:
         """`base` plus Debian packages (the toolchain template), or the base itself when there are none."""
@@ -147,17 +169,21 @@ class StageEnv:
 
 
 class LoadedToolchains:
-    """Toolchain images as `rvport build` and `rvport prepare` make them: built once (buildx --load), inspected, their package lists read."""
+    """Toolchain images as `rvport build` and `rvport prepare` make them: built once (buildx --load), inspected,
+    their package lists read. The apt stages get the CA bundle of `fetch` as a secret."""
 
-    def __init__(self, secrets: Callable[[], tuple[tuple[str, Path], ...]]):
-        self.secrets = secrets
+    def __init__(self, fetch: FetchOptions):
+        self.fetch = fetch
 
     def make(self, env: StageEnv, base: BaseImage, rendered: render.Rendered, what: str) -> Toolchain:
         tag, key = toolchain_tag(env.stage.name, what, base.image_id, rendered)
+        env.step(f"{what} image {tag}")
+        ca = stage_ca_bundle(self.fetch)
         image = ensure_image(tag, {"Dockerfile": rendered.text}, platform=base.platform, tmp_root=env.tmp_root,
                              log_path=env.log_path, what="toolchain image", builder=env.builder, on_line=env.line,
-                             secrets=self.secrets(), labels=(("org.rvport.key", key),))
-        return Toolchain(tag=tag, image_id=image.image_id, packages=read_packages(tag, TOOLCHAIN_PACKAGES))
+                             secrets=(("rvport-ca", ca),) if ca else (), labels=(("org.rvport.key", key),))
+        return Toolchain(tag=tag, image_id=image.image_id, packages=read_packages(tag, TOOLCHAIN_PACKAGES),
+                         made=image.built)
 
     def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
         return read_packages(toolchain.tag, path)

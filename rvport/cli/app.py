@@ -232,44 +232,27 @@ def prepare(
 
     Nothing is fetched or compiled; a later `rvport build` with the same recipes, profile and mode reuses the
     images. Logs go to OUTPUT/logs. See docs/ci.md for keeping the images between CI runs."""
-    from rvport.build.prepare import PrepareOptions, Preparer
+    from rvport.build.prepare import Preparer
+    from rvport.build.runner import BuildOptions
     from rvport.cli import views
     from rvport.cli.progress import reporter
-    from rvport.errors import RvportError
-    from rvport.sources.fetch import ca_bundle as find_ca_bundle
+    from rvport.fileio import atomic_write_text
 
     if base_image and "@sha256:" not in base_image:
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
     p, fopts = _plan(recipes, all_, profile, mode, "local", None, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle)
-    try:
-        ca = fopts.ca_bundle or find_ca_bundle()
-    except RvportError:
-        ca = None
     u = ui()
-    opts = PrepareOptions(logs=output / "logs", tmp_root=fopts.cache.root / "tmp", cache_dir=fopts.cache.root,
-                          builder=builder, base_image=base_image, smoke=not no_smoke, ca_bundle=ca)
+    # the options of the build this prepares for: the same cache, CA bundle, builder, riscv64 base and smoke
+    opts = BuildOptions(output=output, fetch=fopts, builder=builder, base_image=base_image, smoke=not no_smoke)
     rep = reporter(u.err, u.ci, u.live)
     for s in p.stages:
         rep.add(s.name, s.mode.value)
-    prepared = []
     with rep:
-        preparer = Preparer(p, opts, rep)
-        for s in p.stages:
-            rep.begin(s.name, f"images for {s.recipe.ref} [{s.mode.value}]")
-            try:
-                preparer.stage(s)
-            except BaseException:
-                rep.end(s.name, "failed")
-                raise
-            rep.end(s.name, "ok")
-        prepared = list(preparer.images.values())
+        prepared = Preparer(p, opts, rep).run()
     u.console.print(views.prepared_table(prepared))
     if tags is not None:
-        tags.parent.mkdir(parents=True, exist_ok=True)
-        tmp = tags.with_name(f".{tags.name}.tmp")
-        tmp.write_text("".join(f"{i.tag}\n" for i in prepared))
-        tmp.replace(tags)
+        atomic_write_text(tags, "".join(f"{i.tag}\n" for i in prepared))
         u.console.print(f"wrote {tags}")
 
 

@@ -99,6 +99,15 @@ class FetchOptions:
     backoff: float = 1.0                # seconds before the first retry; doubles each time
 
 
+def stage_ca_bundle(opts: FetchOptions) -> Path | None:
+    """The CA bundle handed to the build stages that download (apt in toolchain images): --ca-bundle, else
+    ca_bundle()'s choice; None where none is found (the stage then trusts its own certificates)."""
+    try:
+        return opts.ca_bundle or ca_bundle()
+    except RvportError:
+        return None
+
+
 def fetch_options(*, cache_dir: str | os.PathLike[str] | None = None, mirror: str | os.PathLike[str] | None = None,
                   offline: bool = False, ca: str | os.PathLike[str] | None = None,
                   to: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,

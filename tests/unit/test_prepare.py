@@ -1,19 +1,30 @@
-"""`rvport prepare` without Docker: the images it makes are the runner's (same Dockerfiles, same tags), made
-once, and an image already in the engine is not made again. Docker is replaced at its door (buildx)."""
+"""`rvport prepare` without Docker: the images it makes are the runner's (made by modes.setup in a StageEnv with
+the runner's LoadedToolchains: same Dockerfiles, same tags), made once, and an image already in the engine is
+not made again. Docker is replaced at its door (buildx); everything between runs as it is."""
 
 from __future__ import annotations
+
+import dataclasses
+import subprocess
 
 import pytest
 
 from rvport.build import buildx, prepare, stage
-from rvport.build.modes import cross
+from rvport.build.modes import accelerated, cross
 from rvport.build import render as dockerfiles
+from rvport.build.runner import BuildOptions
 from rvport.plan.planner import Mode
-from tests.unit.test_bake import BASE, STATICLIB, XBASE, _plan, _tarball, setup  # noqa: F401 (fixture)
+from tests.unit.test_bake import (BASE, GCC, RECIPE, STATICLIB, XBASE, XGCC, _plan, _tarball,  # noqa: F401
+                                  setup)
+
+# the bases are in the engine already (`rvport prepare` lists them as found, not made)
+FOUND = {"debian-trixie@linux/riscv64": dataclasses.replace(BASE, reused=True),
+         "debian-trixie-xtc@linux/amd64": dataclasses.replace(XBASE, reused=True)}
 
 
 class FakeEngine:
-    """buildx.image_info / buildx.build: images appear when built; builds are recorded."""
+    """buildx.image_info / buildx.build / buildx.run_container: images appear when built; builds are recorded;
+    a container prints nothing (an image's package list reads as empty)."""
 
     def __init__(self, present=()):
         self.images = {t: f"sha256:{i:064d}" for i, t in enumerate(present, 1)}
@@ -28,10 +39,18 @@ class FakeEngine:
         if on_line:
             on_line("#1 [1/2] FROM base")
 
+    def run_container(self, image, cmd, **kw):
+        return subprocess.CompletedProcess(["docker", "run", image, *cmd], 0, stdout="", stderr="")
+
 
 class Rec:
+    """The build's Progress: what the user is told."""
+
     def __init__(self):
-        self.steps, self.lines = [], []
+        self.steps, self.lines, self.ends = [], [], []
+
+    def begin(self, name, what):
+        self.steps.append((name, what))
 
     def step(self, name, text):
         self.steps.append((name, text))
@@ -39,52 +58,117 @@ class Rec:
     def line(self, name, text):
         self.lines.append((name, text))
 
+    def end(self, name, status):
+        self.ends.append((name, status))
+
 
 @pytest.fixture
 def engine(monkeypatch):
     e = FakeEngine()
     monkeypatch.setattr(buildx, "image_info", e.image_info)
     monkeypatch.setattr(buildx, "build", e.build)
+    monkeypatch.setattr(buildx, "run_container", e.run_container)
     return e
 
 
-def _preparer(plan, tmp_path, rep, smoke=True):
-    p = prepare.Preparer(plan, prepare.PrepareOptions(logs=tmp_path / "logs", tmp_root=tmp_path / "tmp",
-                                                      cache_dir=tmp_path / "cache", smoke=smoke), rep)
-    p.bases = {"debian-trixie@linux/riscv64": BASE, "debian-trixie-xtc@linux/amd64": XBASE}
-    return p
+def _preparer(plan, setup, rep, smoke=True, bases=None):
+    _cat, fopts, out = setup
+    opts = BuildOptions(output=out, fetch=fopts, smoke=smoke)
+    return prepare.Preparer(plan, opts, rep, bases=dict(FOUND if bases is None else bases))
 
 
-def test_prepare_makes_the_runners_toolchain_image_once(setup, engine, tmp_path):
-    cat, _fopts, _out = setup
+def test_prepare_makes_the_runners_toolchain_image_once(setup, engine):
+    cat, fopts, out = setup
     plan = _plan(cat, "tinylib")
     rep = Rec()
-    made = _preparer(plan, tmp_path, rep).run()
+    made = _preparer(plan, setup, rep).run()
     st = plan.stage("tinylib")
     rendered = dockerfiles.toolchain_dockerfile(BASE.tag, plan.request.profile.qemu_cpu, st.recipe.toolchain.debian)
     tag, key = stage.toolchain_tag("tinylib", "build", BASE.image_id, rendered)
-    assert [(i.what, i.tag, i.made) for i in made] == [("build", tag, True)]
+    assert [(i.what, i.stage, i.tag, i.made) for i in made] == [("base", None, BASE.tag, False),
+                                                                ("build", "tinylib", tag, True)]
     (spec,) = engine.builds
     assert spec.tag == tag and spec.load and spec.platform == "linux/riscv64"
     assert ("org.rvport.key", key) in spec.labels
     assert ("tinylib", f"build image {tag}") in rep.steps and ("tinylib", "#1 [1/2] FROM base") in rep.lines
-    assert not list((tmp_path / "tmp").iterdir())          # the build context is gone
-    again = _preparer(plan, tmp_path, Rec()).run()           # already in the engine: not made again
-    assert [i.made for i in again] == [False] and len(engine.builds) == 1
+    assert rep.ends == [("tinylib", "ok")]
+    assert (out / "logs" / "prepare-tinylib.log").parent.is_dir()
+    assert not list((fopts.cache.root / "tmp").iterdir())       # the build context is gone
+    again = _preparer(plan, setup, Rec()).run()                  # already in the engine: not made again
+    assert [i.made for i in again] == [False, False] and len(engine.builds) == 1
+
+
+def test_a_stage_without_packages_needs_the_base_alone(setup, engine):
+    cat, _fopts, _out = setup
+    made = _preparer(_plan(cat, "tinyapp"), setup, Rec()).run()
+    assert [(i.what, i.tag) for i in made] == [("base", BASE.tag), ("build", made[1].tag)]   # tinylib's
+    assert [i.stage for i in made] == [None, "tinylib"]
 
 
 def test_a_cross_stage_gets_the_cross_toolchain_on_the_build_platform_base(setup, engine, tmp_path):
     cat, fopts, _out = setup
-    mirror = fopts.mirror
-    fname, sha = _tarball("tinystatic-1.0", {"Cargo.toml": "[package]\n"}, mirror)
+    fname, sha = _tarball("tinystatic-1.0", {"Cargo.toml": "[package]\n"}, fopts.mirror)
     recipes_dir = tmp_path / "more"
     recipes_dir.mkdir()
     (recipes_dir / "tinystatic.yaml").write_text(STATICLIB.format(fname=fname, sha=sha))
     from rvport.catalogue.recipes import load_catalogue
     plan = _plan(load_catalogue([recipes_dir]), "tinystatic", mode=Mode.CROSS)
-    made = _preparer(plan, tmp_path, Rec()).run()
+    made = _preparer(plan, setup, Rec()).run()
     st = plan.stage("tinystatic")
     tag, _ = stage.toolchain_tag("tinystatic", "cross", XBASE.image_id,
                                   cross.render_toolchain(st.recipe, XBASE.tag))
-    assert [(i.what, i.tag) for i in made] == [("cross", tag)]
-    assert engine.builds[0].platform == XBASE.platform
+    assert [(i.what, i.tag) for i in made] == [("base", BASE.tag), ("base", XBASE.tag), ("cross", tag)]
+    assert [s.platform for s in engine.builds] == [XBASE.platform]
+
+
+SMOKED = RECIPE.replace("outputs:", "smoke:\n  debian: [python3-pip]\n  script: python3 -c 'import tinysmoke'\n"
+                                    "outputs:")
+
+
+def _smoked(setup, tmp_path):
+    from rvport.catalogue.recipes import load_catalogue
+    _cat, fopts, _out = setup
+    fname, sha = _tarball("tinysmoke-1.0", {"setup.py": "print('hi')\n"}, fopts.mirror)
+    recipes_dir = tmp_path / "smoked"
+    recipes_dir.mkdir()
+    (recipes_dir / "tinysmoke.yaml").write_text(SMOKED.format(name="tinysmoke", pkgs="", depends="", fname=fname,
+                                                              sha=sha))
+    return _plan(load_catalogue([recipes_dir]), "tinysmoke")
+
+
+def test_the_smoke_image_is_the_runners_and_no_smoke_leaves_it_out(setup, engine, tmp_path):
+    plan = _smoked(setup, tmp_path)
+    rendered = dockerfiles.toolchain_dockerfile(BASE.tag, plan.request.profile.qemu_cpu, ("python3-pip",))
+    tag, _ = stage.toolchain_tag("tinysmoke", "smoke", BASE.image_id, rendered)
+    made = _preparer(plan, setup, Rec()).run()
+    assert [(i.what, i.tag, i.made) for i in made] == [("base", BASE.tag, False), ("smoke", tag, True)]
+    assert [(i.what, i.tag) for i in _preparer(plan, setup, Rec(), smoke=False).run()] == [("base", BASE.tag)]
+
+
+def test_an_accelerated_stage_gets_the_prefix_image_checked_against_the_stage(setup, engine):
+    cat, _fopts, _out = setup
+    plan = _plan(cat, "tinylib")
+    plan = dataclasses.replace(plan, stages=(dataclasses.replace(plan.stages[0], mode=Mode.ACCELERATED),))
+    bases = dict(FOUND, **{"debian-trixie@linux/riscv64": dataclasses.replace(FOUND["debian-trixie@linux/riscv64"],
+                                                                               packages=GCC),
+                           "debian-trixie-xtc@linux/amd64": dataclasses.replace(FOUND["debian-trixie-xtc@linux/amd64"],
+                                                                                 packages=XGCC)})
+    rep = Rec()
+    made = _preparer(plan, setup, rep, bases=bases).run()
+    assert [(i.what, i.made) for i in made] == [("base", False), ("build", True), ("base", False), ("xtc", True)]
+    xtc = made[3]
+    assert xtc.tag.startswith("rvport/xtc:debian-trixie-xtc-amd64-") and xtc.image_id
+    assert [s.tag for s in engine.builds] == [made[1].tag, xtc.tag]
+    assert any("the cross toolchain matches the stage: gcc-14 14.2.0-19" in text for _n, text in rep.lines)
+
+
+def test_an_accelerated_stage_with_another_gcc_fails_as_its_build_would(setup, engine):
+    cat, _fopts, _out = setup
+    plan = _plan(cat, "tinylib")
+    plan = dataclasses.replace(plan, stages=(dataclasses.replace(plan.stages[0], mode=Mode.ACCELERATED),))
+    bases = dict(FOUND, **{"debian-trixie@linux/riscv64": dataclasses.replace(BASE, packages=dict(GCC, **{
+        "gcc-14": "14.2.0-20"})), "debian-trixie-xtc@linux/amd64": dataclasses.replace(XBASE, packages=XGCC)})
+    rep = Rec()
+    with pytest.raises(accelerated.ToolchainMismatch, match="stage gcc-14 14.2.0-20"):
+        _preparer(plan, setup, rep, bases=bases).run()
+    assert rep.ends == [("tinylib", "failed")]

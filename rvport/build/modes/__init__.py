@@ -12,14 +12,18 @@ support which modes is the kinds table (rvport/catalogue/kinds.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Protocol
 
+from rvport.build.images import BaseImage
 from rvport.build.modes.accelerated import Accelerated
 from rvport.build.modes.cross import Cross
 from rvport.build.modes.emulated import Emulated
 from rvport.build.render import Rendered
 from rvport.build.stage import StageEnv, Toolchain
+from rvport.errors import HostNotReady
 from rvport.plan.planner import Mode
+from rvport.target import PLATFORM as RISCV64
 
 
 class StageMode(Protocol):
@@ -38,3 +42,35 @@ MODES: Mapping[Mode, StageMode] = {
 def of(mode: Mode) -> StageMode:
     """The implementation of a planned stage's mode (never Mode.AUTO: the planner decides)."""
     return MODES[mode]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageSetup:
+    """What a stage builds with."""
+
+    base: BaseImage                     # the riscv64 base: every stage's smoke test runs in it
+    toolchain: Toolchain                # the image the stage builds FROM, in the engine
+    dockerfile: Rendered                # the stage's build Dockerfile
+
+
+def setup(env: StageEnv) -> StageSetup:
+    """A stage's images and Dockerfile, made in the engine as `rvport build` and `rvport prepare` both make them:
+    the riscv64 base, the mode's toolchain image, the Dockerfile (an accelerated stage's prefix image made and
+    its compilers checked). What they are is recorded in env.record (result.json) and env.used."""
+    mode = of(env.stage.mode)
+    base = env.base(env.stage.recipe.toolchain.base, RISCV64)
+    env.record.images["base"] = base.image_id
+    with env.timer("toolchain"):
+        toolchain = mode.toolchain(env)
+    if toolchain.image_id is None:   # LoadedToolchains always inspects the image; a clear error all the same
+        raise HostNotReady(f"the toolchain image {toolchain.tag} is not in the engine",
+                           hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
+    env.record.images["toolchain"] = toolchain.image_id
+    env.record.toolchain_packages = dict(toolchain.packages)
+    return StageSetup(base=base, toolchain=toolchain, dockerfile=mode.dockerfile(env, toolchain))
+
+
+def smoke_image(env: StageEnv, base: BaseImage) -> Toolchain:
+    """The image a stage's smoke test runs in: the riscv64 base plus the recipe's smoke packages (the base itself
+    when there are none)."""
+    return env.with_packages(base, env.stage.recipe.smoke_debian, "smoke")

@@ -223,6 +223,7 @@ class Accelerated:
         with env.timer("accelerated"):
             xtc = ensure_prefix(xtc_base, rust, tmp_root=env.tmp_root, log_path=env.log_path, builder=env.builder,
                                 on_line=env.line)
+        env.use("xtc", xtc.tag, xtc.image_id, made=xtc.built)
         # in the engine: always for `rvport build`; for a bake export only when the stage has no packages of
         # its own (its toolchain is the base), else the toolchain image is a bake target, made later
         in_engine = toolchain.image_id is not None
