@@ -12,7 +12,7 @@ from rich.text import Text
 from rvport import __version__
 from rvport.cli.console import configure, ui
 from rvport.cli.signals import install_handlers
-from rvport.cli import outputs
+from rvport.cli import outputs, planning
 from rvport.cli.options import profile_option
 from rvport.errors import ExitCode, RvportError, UsageError
 from rvport.cli.sources import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
@@ -61,45 +61,6 @@ MANYLINUX_OPT = typer.Option("auto", "--manylinux", metavar="auto|off|2_X",
                                   "compatible tag the wheel allows), a policy such as 2_31, or off (keep linux_riscv64).")
 
 
-def _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline, ca=None,
-          manylinux="auto"):
-    from rvport.host import gather
-    from rvport.plan.planner import Mode, Request, make_plan
-    from rvport.catalogue.profiles import get_profile
-    from rvport.catalogue.recipes import load_catalogue
-    from rvport.sources import fetch_options, locate
-    from rvport.sources.pin import check_pinned_files
-
-    try:
-        mode_v = Mode(mode)
-    except ValueError:
-        raise UsageError(f"unknown mode {mode!r}", hint="choose auto, native, qemu, cross or accelerated") from None
-    if all_ and recipes:
-        raise UsageError("give recipe names or --all, not both")
-    if jobs is not None and jobs < 1:
-        raise UsageError(f"--jobs {jobs}: give 1 or more",
-                         hint="or leave --jobs out: rvport then runs as many as the cores and memory allow")
-    cat = load_catalogue(recipes_dir)
-    fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca)
-    req = Request(refs=tuple(recipes or ()), all=all_, profile=get_profile(profile), mode=mode_v, tag=tag,
-                  jobs=jobs, builder=builder, manylinux=manylinux)
-    plan = make_plan(cat, req, gather(),
-                     locate=lambda s: str(locate(s, fopts.cache, fopts.mirror, offline=fopts.offline)))
-    _warn_jobs(plan, jobs)
-    check_pinned_files(s.recipe for s in plan.stages)
-    return plan, fopts
-
-
-def _warn_jobs(plan, jobs: int | None) -> None:
-    """The planner bounds --jobs by the host's memory (a compile job of each kind needs some); say so."""
-    if jobs is None:
-        return
-    for s in plan.stages:
-        if s.jobs != jobs:
-            ui().err.print(f"warning: --jobs {jobs}: {s.recipe.ref} runs {s.jobs} job(s) instead, as many as this "
-                           f"host's memory allows for a {s.recipe.kind.value} build", markup=False, highlight=False)
-
-
 @app.command(short_help="Resolve recipes into a plan, with every pin, before anything runs.")
 def plan(
     recipes: Optional[list[str]] = RECIPES_ARG,
@@ -129,7 +90,7 @@ def plan(
     outputs.check_dir(output)
     if base_image and "@sha256:" not in base_image:
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
-    p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
+    p, fopts = planning.from_options(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
                      manylinux=manylinux)
     u = ui()
     u.console.print(views.plan_table(p), crop=False)
@@ -180,7 +141,7 @@ def build(
     outputs.check_dir(output)
     outputs.check_file(junit)
     outputs.check_dir(cache_to)
-    p, fopts = _plan(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
+    p, fopts = planning.from_options(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle, manylinux=manylinux)
     if base_image and "@sha256:" not in base_image:
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
@@ -240,7 +201,7 @@ def prepare(
 
     if base_image and "@sha256:" not in base_image:
         raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
-    p, fopts = _plan(recipes, all_, profile, mode, "local", None, builder, recipes_dir, cache_dir, mirror, offline,
+    p, fopts = planning.from_options(recipes, all_, profile, mode, "local", None, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle)
     u = ui()
     # the options of the build this prepares for: the same cache, CA bundle, builder, riscv64 base and smoke

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rvport import manifest
-from rvport.cli import outputs
+from rvport.cli import outputs, planning
 from rvport.cli.console import ui
 from rvport.cli.options import profile_option
 from rvport.cli.sources import CA_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
@@ -48,24 +48,16 @@ def reproduce(
     difference names the wheel members (contents, times, modes, order), archive members and ELF sections that
     differ."""
     from rvport.build.runner import BuildOptions, Runner
-    from rvport.catalogue.profiles import get_profile
     from rvport.catalogue.recipes import load_catalogue
     from rvport.cli.progress import reporter
-    from rvport.host import gather
-    from rvport.plan.planner import Mode, Request, make_plan
-    from rvport.sources import fetch_options, locate
+    from rvport.sources import fetch_options
     from rvport.verify.compare import compare_dirs
 
     if not recipes:
         raise UsageError("name the recipes to rebuild", hint="e.g. rvport reproduce msgspec")
     outputs.check_dir(output)
-    try:
-        mode_v = Mode(mode)
-    except ValueError:
-        raise UsageError(f"unknown mode {mode!r}", hint="choose auto, native, qemu, cross or accelerated") from None
+    req = planning.request(recipes, False, profile, mode, "reproduce", jobs, builder, manylinux)
     cat = load_catalogue(recipes_dir)
-    req = Request(refs=tuple(recipes), profile=get_profile(profile), mode=mode_v, tag="reproduce", jobs=jobs,
-                  builder=builder, manylinux=manylinux)
     u = ui()
     dirs = {}
     for run in ("first", "second"):
@@ -73,8 +65,7 @@ def reproduce(
         shutil.rmtree(out, ignore_errors=True)       # from nothing: its own fresh cache directory too
         out.mkdir(parents=True)
         fopts = fetch_options(cache_dir=out / "cache", mirror=mirror, offline=offline, ca=ca_bundle)
-        plan = make_plan(cat, req, gather(),
-                         locate=lambda s, f=fopts: str(locate(s, f.cache, f.mirror, offline=f.offline)))
+        plan = planning.resolve(req, cat, fopts)
         manifest.write(out / "plan.json", plan.to_json())
         u.console.print(f"{run} build of {', '.join(s.recipe.ref for s in plan.stages)} "
                         f"(fresh cache {out / 'cache'}, no BuildKit cache)", markup=False)

@@ -97,6 +97,17 @@ def test_jobs_below_one_is_refused(tmp_path, jobs):
     assert not (tmp_path / "plan.json").exists()
 
 
+@pytest.mark.parametrize("command", ["plan", "build", "prepare", "reproduce"])
+def test_every_verb_that_plans_refuses_an_unknown_mode_alike_before_any_work(tmp_path, command):
+    """One plan setup (rvport/cli/planning.py): reproduce refuses what plan refuses, and before it clears the
+    output of an earlier run."""
+    earlier = tmp_path / "out" / "first" / "artifacts"
+    earlier.mkdir(parents=True)
+    cp = run(command, "msgspec", "--mode", "bogus", "-o", str(tmp_path / "out"))
+    assert cp.returncode == 2 and "unknown mode 'bogus'" in cp.stderr and no_traceback(cp)
+    assert earlier.is_dir() and not (tmp_path / "out" / "plan.json").exists()
+
+
 def test_jobs_above_what_memory_allows_is_lowered_with_a_warning(tmp_path):
     import json
 
