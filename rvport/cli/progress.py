@@ -244,7 +244,8 @@ class Reporter:
 
 class LiveReporter(Reporter):
     """A Rich live view per stage: status, elapsed time, the current step with its own time and phase, and the
-    last log lines of the running one. Rich refreshes it from its own thread, so it moves when the log is quiet."""
+    last log lines of the running one. Rich refreshes it from its own thread, so it moves when the log is quiet.
+    It keeps the plain reporter's state (begin, step, line, end) and prints none of its lines."""
 
     def __enter__(self) -> LiveReporter:
         self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False,
@@ -279,30 +280,11 @@ class LiveReporter(Reporter):
         phase = v.activity.describe()
         return f"{v.step[:60]} [{duration(now - v.step_started)}]" + (f" {phase[:70]}" if phase else "")
 
-    def begin(self, name: str, what: str) -> None:
-        with self._lock:
-            v = self.stages.setdefault(name, StageView(name=name, mode=""))
-            v.status, v.started = "running", v.started or self.clock()
-            self._start_step(v, what)
-
-    def line(self, name: str, text: str) -> None:
-        self._record(name, text)
-
-    def step(self, name: str, text: str) -> None:
-        with self._lock:
-            v = self.stages.get(name)
-            if v:
-                self._start_step(v, text)
+    def _print(self, text: str) -> None:
+        pass    # the live view shows the stages, steps and log lines the plain reporter prints
 
     def tick(self) -> None:
         pass    # the live view is its own heartbeat
-
-    def end(self, name: str, status: str) -> None:
-        with self._lock:
-            v = self.stages.setdefault(name, StageView(name=name, mode=""))
-            if v.started is not None:
-                v.elapsed = self.clock() - v.started
-            v.status = status
 
     def note(self, text: str) -> None:
         self._live.console.print(text, markup=False, highlight=False)

@@ -148,3 +148,24 @@ def test_the_live_step_column_shows_the_step_time_and_phase():
     assert rep.step_text(v, clock()) == "base image debian-trixie (linux/riscv64) [2m05s] configuring 45/213 (libc6)"
     rep.end("msgspec", "ok")
     assert rep.step_text(v, clock()) == "base image debian-trixie (linux/riscv64)"
+
+
+def test_the_live_reporter_keeps_the_plain_reporters_state_and_prints_none_of_its_lines():
+    views = []
+    for cls in (Reporter, LiveReporter):
+        clock, buf = FakeClock(), io.StringIO()
+        rep = cls(Console(file=buf, width=120), None, clock=clock)
+        rep.add("msgspec", "qemu")
+        rep.begin("msgspec", "msgspec==0.23.0 [qemu]")
+        rep.step("msgspec", "building (no network)")
+        rep.line("msgspec", "#7 [build 3/5] RUN make")
+        clock.now += 7
+        rep.end("msgspec", "ok")
+        v = rep.stages["msgspec"]
+        views.append((v.status, v.step, v.elapsed, list(v.tail), v.activity.describe()))
+        if cls is LiveReporter:
+            assert buf.getvalue() == ""             # the live view (not entered here) shows it all
+        else:
+            assert "msgspec: ok (7.0s)" in buf.getvalue()
+    assert views[0] == views[1] == ("ok", "building (no network)", 7, ["#7 [build 3/5] RUN make"],
+                                    "build 3/5] RUN make")
