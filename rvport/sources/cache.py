@@ -43,12 +43,20 @@ def default_cache_dir(env: dict[str, str] | None = None) -> Path:
     return Path.home() / ".cache" / "rvport"
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
+def hash_file(path: Path, copy_to: Path | None = None) -> tuple[str, int]:
+    """The sha256 and size of a file, read once; copied to `copy_to` on the way when given."""
+    h, size = hashlib.sha256(), 0
+    with open(path, "rb") as f, (open(copy_to, "wb") if copy_to else contextlib.nullcontext()) as out:
         for chunk in iter(lambda: f.read(CHUNK), b""):
+            if out is not None:
+                out.write(chunk)
             h.update(chunk)
-    return h.hexdigest()
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def sha256_file(path: Path) -> str:
+    return hash_file(path)[0]
 
 
 class CorruptEntry(IntegrityError):

@@ -32,7 +32,8 @@ from rvport.errors import IntegrityError, RvportError, SourceUnavailable, UsageE
 from rvport.catalogue.recipes import Source, SourceKind
 from rvport.sources import gitsrc
 from rvport.sources.archive import archive_tree, tree_mismatch
-from rvport.sources.cache import CHUNK, HEX64, Cache, CorruptEntry, default_cache_dir, open_blob, origin_key
+from rvport.sources.cache import (CHUNK, HEX64, Cache, CorruptEntry, default_cache_dir, hash_file, open_blob,
+                                  origin_key, sha256_file)
 from rvport.sources.pypi import IndexConfig, find_sdist, index_config
 
 log = logging.getLogger("rvport.sources")
@@ -371,18 +372,18 @@ class Fetcher:
         filename = source.archive_name
         if source.kind is SourceKind.GIT and opts.git_clones:
             repo = self._from_clones(source, part)
-            digest, size = _hash_file(part)
+            digest, size = hash_file(part)
             return "clone", f"git {'bundle' if repo.is_file() else 'clone'} {repo}", None, filename, digest, size, \
                 None
         found = _in_mirror(source, opts.mirror)
         if found is not None and gitsrc.is_bundle(found):
             if gitsrc.archive_from_bundle(found, source, part, scratch=self.options.cache.tmpdir()):
-                digest, size = _hash_file(part)
+                digest, size = hash_file(part)
                 return "mirror", f"git bundle {found}", None, filename, digest, size, None
             found = next((p for p in mirror_candidates(source, opts.mirror) if p.is_file() and p != found
                           and not gitsrc.is_bundle(p)), None) if opts.mirror else None
         if found is not None:
-            digest, size = _copy_hashing(found, part)
+            digest, size = hash_file(found, copy_to=part)
             return "mirror", f"mirror file {found}", None, filename, digest, size, found
         if opts.offline:
             raise SourceUnavailable(
@@ -500,25 +501,6 @@ def _lockname(source: Source) -> str:
     return source.sha256 or f"origin-{origin_key(source)}"
 
 
-def _hash_file(path: Path) -> tuple[str, int]:
-    h, size = hashlib.sha256(), 0
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(CHUNK), b""):
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
-
-
-def _copy_hashing(src: Path, part: Path) -> tuple[str, int]:
-    h, size = hashlib.sha256(), 0
-    with open(src, "rb") as f, open(part, "wb") as out:
-        for chunk in iter(lambda: f.read(CHUNK), b""):
-            out.write(chunk)
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
-
-
 def fill_mirror(result: Fetched, mirror: Path) -> list[Path]:
     """Copy a cached blob into a mirror: DIR/<archive name> and DIR/sha256/<hex> (atomic, idempotent).
 
@@ -530,7 +512,7 @@ def fill_mirror(result: Fetched, mirror: Path) -> list[Path]:
     todo: list[Path] = []
     for t in targets:
         with contextlib.suppress(OSError):
-            if t.is_file() and t.stat().st_size == result.size and _same_digest(t, result.sha256):
+            if t.is_file() and t.stat().st_size == result.size and sha256_file(t) == result.sha256:
                 continue
         todo.append(t)
     if not todo:
@@ -559,14 +541,6 @@ def fill_mirror(result: Fetched, mirror: Path) -> list[Path]:
         for tmp, _ in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-
-
-def _same_digest(path: Path, sha256: str) -> bool:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest() == sha256
 
 
 # --------------------------------------------------------------------------------------------- API
