@@ -8,6 +8,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 
 def umask() -> int:
@@ -28,19 +29,29 @@ def new_file_mode() -> int:
     return 0o666 & ~umask()
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Write data to path whole. mode: the file's permissions (default: 0666 less the umask)."""
+@contextlib.contextmanager
+def atomic_file(path: Path, *, mode: int | None = None) -> Iterator[BinaryIO]:
+    """A binary file to write that becomes `path` whole (flushed to disk, then renamed) when the block ends, and
+    leaves nothing when it raises. mode: the file's permissions (default: 0666 less the umask)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
             os.fchmod(f.fileno(), new_file_mode() if mode is None else mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Write data to path whole. mode: the file's permissions (default: 0666 less the umask)."""
+    with atomic_file(path, mode=mode) as f:
+        f.write(data)
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:

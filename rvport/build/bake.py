@@ -30,6 +30,7 @@ from rvport.build.images import BaseImage, Bases
 from rvport.build.progress import SILENT
 from rvport.build.stage import StageEnv, StageRecord, Toolchain, stage_context, stage_tools, toolchain_tag
 from rvport.errors import UsageError
+from rvport.fileio import atomic_write_text
 from rvport.plan.planner import Plan, Stage
 from rvport.sources.fetch import FetchOptions, stage_ca_bundle
 from rvport.sources.tree import prepare_tree
@@ -127,7 +128,5 @@ def export(plan: Plan, opts: BakeOptions) -> Path:
     root.mkdir(parents=True)
     doc = bake_document(plan, opts)
     path = opts.output / BAKE_FILE
-    tmp = path.with_name(f".{BAKE_FILE}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path

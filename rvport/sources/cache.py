@@ -19,13 +19,13 @@ import io
 import json
 import os
 import re
-import tempfile
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
 from rvport.errors import HostNotReady, IntegrityError
-from rvport.fileio import atomic_write_text, new_file_mode
+from rvport.fileio import atomic_file, atomic_write_text
 from rvport.catalogue.recipes import Source
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -225,15 +225,5 @@ class Cache:
 
 def atomic_copy(src: Path, dest: Path) -> None:
     """Copy src to dest through a temporary file beside dest, then rename."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out, open(src, "rb") as f:
-            for chunk in iter(lambda: f.read(CHUNK), b""):
-                out.write(chunk)
-        os.chmod(tmp, new_file_mode())
-        os.replace(tmp, dest)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_file(dest) as out, open(src, "rb") as f:
+        shutil.copyfileobj(f, out, CHUNK)

@@ -13,9 +13,7 @@ modules by their lock's digest, base, toolchain and dependency artifacts), and w
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -24,6 +22,7 @@ from typing import Any
 
 from rvport import __version__
 from rvport.errors import UsageError
+from rvport.fileio import atomic_write_text
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -195,17 +194,7 @@ def write_beside(output: Path, result: Mapping[str, Any], plan: Mapping[str, Any
     if result.get("status") != "ok" or not result.get("artifacts"):
         path.unlink(missing_ok=True)
         return None
-    text = json.dumps(statement(result, plan, builder=builder), indent=2, sort_keys=True) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=output, prefix=f".{FILENAME}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps(statement(result, plan, builder=builder), indent=2, sort_keys=True) + "\n")
     return path
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -160,7 +161,7 @@ def test_write_beside_is_atomic_and_only_for_a_finished_build(tmp_path, schema, 
     # interrupted while writing: nothing half-written is left
     def boom(*a, **k):
         raise KeyboardInterrupt
-    monkeypatch.setattr(provenance.os, "replace", boom)
+    monkeypatch.setattr(os, "replace", boom)           # the rename of rvport.fileio.atomic_file
     with pytest.raises(KeyboardInterrupt):
         provenance.write_beside(tmp_path, _result_doc(plan), plan)
     assert list(tmp_path.iterdir()) == []
