@@ -26,24 +26,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport.build import modes, render
-from rvport.build.images import BaseImage, Bases
+from rvport.build.images import BaseImage
 from rvport.build.progress import SILENT
-from rvport.build.stage import StageEnv, StageRecord, Toolchain, stage_context, stage_tools, toolchain_tag
+from rvport.build.stage import (RunOptions, StageEnv, StageRecord, Toolchain, stage_context, stage_tools,
+                                toolchain_tag)
 from rvport.errors import UsageError
 from rvport.fileio import atomic_write_text
 from rvport.plan.planner import Plan, Stage
-from rvport.sources.fetch import FetchOptions, stage_ca_bundle
+from rvport.sources.fetch import stage_ca_bundle
 from rvport.sources.tree import prepare_tree
 
 BAKE_FILE = "docker-bake.json"
 
 
 @dataclass(frozen=True, kw_only=True)
-class BakeOptions:
-    output: Path
-    fetch: FetchOptions
-    builder: str | None = None
-    base_image: str | None = None       # a digest-pinned image instead of the bootstrapped riscv64 base
+class BakeOptions(RunOptions):
+    """The export's options: where it writes (OUTPUT/docker-bake.json, OUTPUT/bake/), the sources, the builder
+    the base images are loaded into, the riscv64 base."""
 
 
 def _target_name(name: str) -> str:
@@ -80,8 +79,7 @@ def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] 
     root = opts.output / "bake"
     out_root = root / "out"
     cache_root = opts.fetch.cache.root
-    all_bases = Bases(cache_dir=cache_root, log_dir=opts.output / "logs", builder=opts.builder,
-                      override=opts.base_image, images=bases)
+    all_bases = opts.bases(bases)
     (opts.output / "logs").mkdir(parents=True, exist_ok=True)
     toolchains = BakeTargets(root, stage_ca_bundle(opts.fetch))
     targets: dict[str, dict] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rvport.build import modes
-from rvport.build.images import BaseImage, Bases
+from rvport.build.images import BaseImage
 from rvport.build.progress import Progress
 from rvport.build.runner import BuildOptions
 from rvport.build.stage import LoadedToolchains, StageEnv, StageRecord
@@ -40,8 +40,7 @@ class Preparer:
     def __init__(self, plan: Plan, opts: BuildOptions, rep: Progress, *, bases: dict[str, BaseImage] | None = None):
         self.plan, self.opts, self.rep = plan, opts, rep
         self.logs = opts.output / "logs"
-        self._bases = Bases(cache_dir=opts.fetch.cache.root, log_dir=self.logs, builder=opts.builder,
-                            override=opts.base_image, images=bases)
+        self._bases = opts.bases(bases)
         self._toolchains = LoadedToolchains(opts.fetch)
         self.images: dict[str, Prepared] = {}      # by tag, in the order first used
 

@@ -25,13 +25,13 @@ from pathlib import Path
 from rvport.build import buildx, modes, render as dockerfiles
 
 from rvport import manifest
-from rvport.build.images import BaseImage, Bases
+from rvport.build.images import BaseImage
 from rvport.build.progress import Progress
-from rvport.build.stage import (LoadedToolchains, StageEnv, StageRecord, link_tree, stage_context, stage_tools)
+from rvport.build.stage import (LoadedToolchains, RunOptions, StageEnv, StageRecord, link_tree, stage_context,
+                                stage_tools)
 from rvport.errors import BuildFailed, Problem, RvportError, VerifyFailed
 from rvport.plan.planner import Plan, Stage
 from rvport.sources.cache import sha256_file
-from rvport.sources.fetch import FetchOptions
 from rvport.sources.tree import prepare_tree
 from rvport.verify import provenance
 from rvport.target import PLATFORM as RISCV64
@@ -41,11 +41,7 @@ REPAIR_REPORT = ".rvport-repair"    # what wheel-repair.sh leaves beside the whe
 
 
 @dataclass(frozen=True, kw_only=True)
-class BuildOptions:
-    output: Path
-    fetch: FetchOptions
-    builder: str | None = None
-    base_image: str | None = None       # a digest-pinned image instead of the bootstrapped riscv64 base
+class BuildOptions(RunOptions):
     smoke: bool = True
     verify: bool = True
     no_cache: bool = False              # compile afresh: skip the artifact cache and BuildKit's layer cache
@@ -110,8 +106,7 @@ class Runner:
         self.logs = opts.output / "logs"
         self.records = [StageRecord(stage=s) for s in plan.stages]
         self.bases: dict[str, BaseImage] = {}
-        self._bases = Bases(cache_dir=self.cache_root, log_dir=self.logs, builder=opts.builder,
-                            override=opts.base_image, images=self.bases)
+        self._bases = opts.bases(self.bases)
         self._toolchains = LoadedToolchains(opts.fetch)
         self.stage_outputs: dict[str, Path] = {}
 

@@ -38,6 +38,23 @@ if TYPE_CHECKING:
 TOOLCHAIN_PACKAGES = "/rvport-toolchain-packages.txt"
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """What every run over a plan's stages is given: `rvport build` and `rvport prepare` (BuildOptions, which
+    adds to it) and the bake export (BakeOptions)."""
+
+    output: Path
+    fetch: FetchOptions
+    builder: str | None = None
+    base_image: str | None = None       # a digest-pinned image instead of the bootstrapped riscv64 base
+
+    def bases(self, images: dict[str, BaseImage] | None = None) -> Bases:
+        """The run's base images, made or found once (logs in OUTPUT/logs; base_image replaces the riscv64 base
+        only); `images` may hold some already."""
+        return Bases(cache_dir=self.fetch.cache.root, log_dir=self.output / "logs", builder=self.builder,
+                     override=self.base_image, images=images)
+
+
 @dataclass
 class StageRecord:
     """What happened to one stage; becomes one entry of result.json."""
