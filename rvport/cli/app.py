@@ -45,6 +45,16 @@ def main_options(
 
 
 # ------------------------------------------------------------------------------------------------- plan
+def base_image_option(help: str) -> typer.models.OptionInfo:
+    return typer.Option(None, "--base-image", metavar="REF@sha256:DIGEST", help=help)
+
+
+def _check_pinned(base_image: str | None) -> None:
+    """--base-image names its image by digest (no tag that could move)."""
+    if base_image and "@sha256:" not in base_image:
+        raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
+
+
 PROFILE_OPT = profile_option()
 MODE_OPT = typer.Option("auto", "--mode", "-m", metavar="MODE",
                         help="auto, native, qemu, cross or accelerated (auto picks per recipe).")
@@ -56,21 +66,22 @@ JOBS_OPT = typer.Option(None, "--jobs", "-j", metavar="N",
 BUILDER_OPT = typer.Option(None, "--builder", metavar="NAME",
                            help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).")
 RECIPES_ARG = typer.Argument(None, metavar="RECIPE[==VERSION]", show_default=False, hidden=True)
+ALL_OPT = typer.Option(False, "--all", help="Every recipe (default versions).")
 MANYLINUX_OPT = typer.Option("auto", "--manylinux", metavar="auto|off|2_X",
                              help="Repair wheels to a manylinux tag in the stage (auditwheel): auto (the most "
                                   "compatible tag the wheel allows), a policy such as 2_31, or off (keep linux_riscv64).")
+BASE_IMAGE_OPT = base_image_option("Use this image as the riscv64 base instead of bootstrapping one.")
 
 
 @app.command(short_help="Resolve recipes into a plan, with every pin, before anything runs.")
 def plan(
     recipes: Optional[list[str]] = RECIPES_ARG,
-    all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
+    all_: bool = ALL_OPT,
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT, manylinux: str = MANYLINUX_OPT,
     fmt: str = typer.Option("json", "--format", metavar="json|bake",
                             help="json (plan.json) or bake (docker-bake.json too)."),
-    base_image: Optional[str] = typer.Option(None, "--base-image", metavar="REF@sha256:DIGEST",
-                                             help="With --format bake: the riscv64 base image instead of a "
+    base_image: Optional[str] = base_image_option("With --format bake: the riscv64 base image instead of a "
                                                   "bootstrapped one."),
     recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT,
@@ -88,8 +99,7 @@ def plan(
     if fmt not in ("json", "bake"):
         raise UsageError(f"unknown format {fmt!r}", hint="choose json or bake")
     outputs.check_dir(output)
-    if base_image and "@sha256:" not in base_image:
-        raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
+    _check_pinned(base_image)
     p, fopts = planning.from_options(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
                      manylinux=manylinux)
     u = ui()
@@ -110,11 +120,10 @@ def plan(
 @app.command(short_help="Run the plan in buildx stages; export, verify and record the artifacts.")
 def build(
     recipes: Optional[list[str]] = RECIPES_ARG,
-    all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
+    all_: bool = ALL_OPT,
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT, manylinux: str = MANYLINUX_OPT,
-    base_image: Optional[str] = typer.Option(None, "--base-image", metavar="REF@sha256:DIGEST",
-                                             help="Use this image as the riscv64 base instead of bootstrapping one."),
+    base_image: Optional[str] = BASE_IMAGE_OPT,
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used (images and sources still are)."),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE",
@@ -143,8 +152,7 @@ def build(
     outputs.check_dir(cache_to)
     p, fopts = planning.from_options(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle, manylinux=manylinux)
-    if base_image and "@sha256:" not in base_image:
-        raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
+    _check_pinned(base_image)
     u = ui()
     if cache_to is not None or cache_from is not None:
         from rvport.build.buildx import check_cache_export
@@ -181,9 +189,9 @@ def build(
 @app.command()
 def prepare(
     recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
-    all_: bool = typer.Option(False, "--all", help="Every recipe (default versions)."),
+    all_: bool = ALL_OPT,
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, output: Path = OUT_OPT, builder: Optional[str] = BUILDER_OPT,
-    base_image: Optional[str] = typer.Option(None, "--base-image", help="Use this image (REF@sha256:...) as the riscv64 base instead of bootstrapping one."),
+    base_image: Optional[str] = BASE_IMAGE_OPT,
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test images."),
     tags: Optional[Path] = typer.Option(None, "--tags", help="Write the images' tags here, one a line (for docker save)."),
     recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
@@ -199,8 +207,7 @@ def prepare(
     from rvport.cli.progress import reporter
     from rvport.fileio import atomic_write_text
 
-    if base_image and "@sha256:" not in base_image:
-        raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
+    _check_pinned(base_image)
     p, fopts = planning.from_options(recipes, all_, profile, mode, "local", None, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle)
     u = ui()
