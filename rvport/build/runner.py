@@ -21,6 +21,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from rvport.build import buildx, modes, render as dockerfiles
 
@@ -111,10 +112,19 @@ class Runner:
         self.stage_outputs: dict[str, Path] = {}
 
     # ------------------------------------------------------------------------------------------ helpers
-    def _tmp(self, prefix: str) -> Path:
+    @contextlib.contextmanager
+    def _scratch(self, *prefixes: str) -> Iterator[list[Path]]:
+        """Fresh directories under the cache's tmp/, one per prefix, removed however the block ends."""
         root = self.cache_root / "tmp"
         root.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+        dirs: list[Path] = []
+        try:
+            for prefix in prefixes:
+                dirs.append(Path(tempfile.mkdtemp(prefix=prefix, dir=root)))
+            yield dirs
+        finally:
+            for d in dirs:
+                shutil.rmtree(d, ignore_errors=True)
 
     def _env(self, rec: StageRecord) -> StageEnv:
         """The stage environment the stage's mode works in (rvport/build/stage.py)."""
@@ -211,9 +221,7 @@ class Runner:
     def _build_into_store(self, env: StageEnv, tree: Path, rendered: dockerfiles.Rendered, script: str,
                           base: BaseImage, store: Path) -> None:
         rec, st, log, on_line = env.record, env.stage, env.log_path, env.line
-        ctx = self._tmp(f"ctx-{st.name}-")
-        out = self._tmp(f"out-{st.name}-")
-        try:
+        with self._scratch(f"ctx-{st.name}-", f"out-{st.name}-") as (ctx, out):
             self.rep.step(st.name, "staging the build context")
             stage_context(ctx, tree, rendered, script, {d: self.stage_outputs[d] for d in st.depends},
                           stage_tools(st, self.opts.fetch))
@@ -252,9 +260,6 @@ class Runner:
             store.parent.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(store, ignore_errors=True)
             os.replace(out, store)     # atomic: the store entry appears complete or not at all
-        finally:
-            shutil.rmtree(ctx, ignore_errors=True)
-            shutil.rmtree(out, ignore_errors=True)
 
     def _verify(self, st: Stage, files: Path) -> dict:
         """Verify every expected output at its ISA level; a failure stops the stage with the reasons."""
@@ -280,9 +285,7 @@ class Runner:
         install, run = dockerfiles.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
         rendered = dockerfiles.render("smoke", {"IMAGE": image, "QEMU_CPU": self.profile.qemu_cpu,
                                                 "INSTALL": install, "RUN": run})
-        ctx = self._tmp(f"smoke-{st.name}-")
-        out = self._tmp(f"smoke-out-{st.name}-")
-        try:
+        with self._scratch(f"smoke-{st.name}-", f"smoke-out-{st.name}-") as (ctx, out):
             link_tree(files, ctx / "artifacts")
             (ctx / "rvport-smoke").write_text(st.recipe.smoke or "")
             (ctx / "Dockerfile").write_text(rendered.text)
@@ -292,9 +295,6 @@ class Runner:
                          log_path=env.log_path, on_line=env.line)
             text = (out / "rvport-smoke.log").read_text(errors="replace")
             return {"status": "passed", "output": text.strip().splitlines()[-5:]}
-        finally:
-            shutil.rmtree(ctx, ignore_errors=True)
-            shutil.rmtree(out, ignore_errors=True)
 
     def _export(self, rec: StageRecord, store: Path) -> None:
         """Copy the stage's artifacts into OUTPUT/artifacts/<recipe>/ atomically."""

@@ -78,3 +78,20 @@ def test_the_cli_reporters_implement_the_build_progress_protocol():
                 list(inspect.signature(getattr(Progress, name)).parameters), (cls, name)
     assert isinstance(SILENT, Progress)
     assert not isinstance(object(), Progress)
+
+
+def test_the_runners_scratch_directories_are_gone_however_the_block_ends(tmp_path):
+    from rvport.build.runner import BuildOptions, Runner
+    from rvport.sources import fetch_options
+    from tests.unit.test_bake import _plan
+    from rvport.catalogue.recipes import load_catalogue
+
+    fopts = fetch_options(cache_dir=tmp_path / "cache", offline=True)
+    runner = Runner(_plan(load_catalogue(), "msgspec"), BuildOptions(output=tmp_path / "out", fetch=fopts), SILENT)
+    with runner._scratch("ctx-", "out-") as (ctx, out):
+        assert ctx.is_dir() and out.is_dir() and ctx.parent == out.parent == tmp_path / "cache" / "tmp"
+        (ctx / "f").write_text("x")
+    with pytest.raises(KeyboardInterrupt):
+        with runner._scratch("ctx-", "out-"):
+            raise KeyboardInterrupt
+    assert list((tmp_path / "cache" / "tmp").iterdir()) == []
