@@ -193,7 +193,8 @@ def prepare(
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, output: Path = OUT_OPT, builder: Optional[str] = BUILDER_OPT,
     base_image: Optional[str] = BASE_IMAGE_OPT,
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test images."),
-    tags: Optional[Path] = typer.Option(None, "--tags", help="Write the images' tags here, one a line (for docker save)."),
+    tags: Optional[Path] = typer.Option(None, "--tags", metavar="FILE",
+                                        help="Write the images' tags here, one a line (for docker save)."),
     recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
     mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
 ) -> None:
@@ -207,6 +208,8 @@ def prepare(
     from rvport.cli.progress import reporter
     from rvport.fileio import atomic_write_text
 
+    outputs.check_dir(output)
+    outputs.check_file(tags)
     _check_pinned(base_image)
     p, fopts = planning.from_options(recipes, all_, profile, mode, "local", None, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle)

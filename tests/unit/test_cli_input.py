@@ -348,6 +348,8 @@ def test_unquoted_all_digit_sha256_gets_a_hint_to_quote_it(tmp_path):
     (lambda t: ("verify", "artifacts", str(t / "afile"), "--junit", str(t)), "it is a directory"),
     (lambda t: ("verify", "artifacts", str(t / "afile"), "--json", "/dev/null"), "not a regular file"),
     (lambda t: ("fetch", "msgspec", "--to", str(t / "afile")), "it is a file, not a directory"),
+    (lambda t: ("prepare", "msgspec", "-o", str(t / "afile")), "it is a file, not a directory"),
+    (lambda t: ("prepare", "msgspec", "-o", str(t / "out"), "--tags", str(t)), "it is a directory"),
 ])
 def test_output_paths_that_cannot_be_written_exit_2_before_any_work(tmp_path, make_args, says):
     (tmp_path / "afile").write_text("a file\n")
