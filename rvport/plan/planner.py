@@ -20,6 +20,7 @@ from rvport.catalogue.kinds import KINDS, kinds_with
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
+from rvport.sources.tree import CARGO_HOME
 from rvport.target import BUILD_HOSTS, PLATFORM as RISCV64, RUST_TARGET, TRIPLET as TRIPLE
 
 PLAN_SCHEMA = 1
@@ -180,6 +181,10 @@ def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[s
         # every emulated process sees exactly the profile's ISA in /proc/cpuinfo (ignored natively)
         env["QEMU_CPU"] = profile.qemu_cpu
     env["RUSTFLAGS"] = PREFIX_MAP_RUSTFLAGS
+    if recipe.vendor == "cargo":
+        # the cargo home rvport wrote into the prepared tree (rvport.sources.tree.vendor_crates): its config.toml
+        # replaces crates-io with the vendored crates; cargo merges it after the source's own .cargo/config.toml
+        env["CARGO_HOME"] = f"{BUILD_DIR}/{CARGO_HOME}"
     for k, v in recipe.env.items():
         env[k] = expand(v, ctx)
     return env

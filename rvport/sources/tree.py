@@ -8,7 +8,6 @@ tree started over), and a source pinned by its tree digest must unpack to exactl
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -26,7 +25,7 @@ from rvport.sources.archive import unpack
 from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
 
-TREE_FORMAT = 3     # bump when the way trees are made changes, so old trees are not reused
+TREE_FORMAT = 4     # bump when the way trees are made changes, so old trees are not reused
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,8 +187,15 @@ def apply_patch(pf: PinnedFile, tree: Path) -> None:
                                   "strip level, and update its sha256 in the recipe")
 
 
+# What rvport adds to a tree, in a directory of its own: the source's files (its own .cargo/config.toml
+# included) are never overwritten. Paths relative to the tree's top directory; /src/<path> in a stage.
+RVPORT_DIR = ".rvport"
+CARGO_HOME = f"{RVPORT_DIR}/cargo-home"     # a cargo home: config.toml with the source replacement, nothing else
+CARGO_VENDOR = f"{RVPORT_DIR}/vendor"       # the vendored crates
+# Cargo resolves a relative path in a config file against the parent of the directory holding that file: in
+# <tree>/.rvport/cargo-home/config.toml, "vendor" is <tree>/.rvport/vendor, wherever the tree is.
 CARGO_CONFIG = """\
-# written by rvport: crates come from the vendored directory, never the network
+# written by rvport: crates come from the vendored directory (.rvport/vendor), never the network
 [source.crates-io]
 replace-with = "vendored-sources"
 
@@ -202,23 +208,35 @@ offline = true
 
 
 def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
-    """`cargo vendor --locked` on the host into <tree>/vendor, and point cargo at it via <tree>/.cargo/config.toml."""
+    """`cargo vendor --locked` on the host into <tree>/.rvport/vendor, and a cargo home for the stage.
+
+    The source replacement goes into <tree>/.rvport/cargo-home/config.toml, not into the source's own
+    .cargo/config.toml: cargo reads the config files from its working directory upwards and then
+    $CARGO_HOME/config.toml, merging them, so the source's own settings ([env], build flags) still apply.
+    The planner sets CARGO_HOME to that directory in every stage of a `vendor: cargo` recipe.
+    """
     locks = [pf for pf in recipe.lockfiles if (pf.dest or pf.path.name).endswith("Cargo.lock")]
     lock_rel = (locks[0].dest or locks[0].path.name) if locks else "Cargo.lock"
     manifest = tree / Path(lock_rel).parent / "Cargo.toml"
     if not manifest.is_file():
         raise RecipeError(f"{recipe.ref}: vendor: cargo needs {manifest.relative_to(tree)} in the source tree",
                           hint="set the lock file's dest beside the Cargo.toml to vendor for")
+    own = tree / RVPORT_DIR
+    if own.exists():
+        raise RecipeError(f"{recipe.ref}: the source tree already has {RVPORT_DIR}/, where rvport puts its cargo "
+                          "home and vendored crates", hint="remove it from the source (a patch, or `exclude:`)")
+    own.mkdir()
     cargo = proc.which("cargo") or (str(Path.home() / ".cargo/bin/cargo")
                                     if (Path.home() / ".cargo/bin/cargo").is_file() else "cargo")
     env = dict(os.environ)
     env["CARGO_HTTP_CAINFO"] = str(options.ca_bundle or ca_bundle())
-    # a relative "vendor" (cwd = tree): the configuration cargo prints then stays valid wherever the tree goes
+    # cwd = <tree>/.rvport and a relative "vendor": the snippet cargo prints then names the directory as the
+    # cargo home's config must (see CARGO_CONFIG), wherever the tree goes
     cmd = [cargo, "vendor", "--locked", "--versioned-dirs", "--manifest-path", str(manifest), "vendor"]
     if options.offline:
         cmd.insert(2, "--offline")
     try:
-        cp = proc.run(cmd, cwd=tree, env=env, capture=True, timeout=1800)
+        cp = proc.run(cmd, cwd=own, env=env, capture=True, timeout=1800)
     except proc.CommandFailed as e:
         tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
         if "needs to be updated" in tail or "--locked was passed" in tail:
@@ -227,19 +245,16 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
         raise SourceUnavailable(f"{recipe.ref}: cargo vendor failed ({e.reason}):\n  {tail}",
                                 hint="crates are downloaded on the host: check network/proxy (--ca-bundle); "
                                      "offline, reuse a tree prepared earlier") from e
-    (tree / "vendor").mkdir(exist_ok=True)      # a crate without dependencies gets none, cargo still wants it
-    cfg = tree / ".cargo" / "config.toml"
-    cfg.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        existing = cfg.read_text()
-        if existing.strip():
-            raise RecipeError(f"{recipe.ref}: the source already has .cargo/config.toml; rvport will not merge it",
-                              hint="patch the source's .cargo/config.toml away, or vendor by hand")
+    (tree / CARGO_VENDOR).mkdir(exist_ok=True)  # a crate without dependencies gets none, cargo still wants it
+    cfg = tree / CARGO_HOME / "config.toml"
+    cfg.parent.mkdir(parents=True)
     printed = (cp.stdout or "").strip()
-    if "[source.crates-io]" in printed and 'directory = "vendor"' in printed:
-        # cargo's own snippet also covers git dependencies, which CARGO_CONFIG alone would not
-        cfg.write_text("# written by rvport from `cargo vendor`: crates come from vendor/, never the network\n"
-                       + printed + "\n\n[net]\noffline = true\n")
+    if "[source.vendored-sources]" in printed and 'directory = "vendor"' in printed:
+        # cargo's own snippet also covers git dependencies, which CARGO_CONFIG alone would not; it names
+        # crates-io only when some crate comes from there, but replacing it always keeps the stage offline
+        crates_io = "" if "[source.crates-io]" in printed else '[source.crates-io]\nreplace-with = "vendored-sources"\n\n'
+        cfg.write_text(f"# written by rvport from `cargo vendor`: crates come from {CARGO_VENDOR}, never the network\n"
+                       + crates_io + printed + "\n\n[net]\noffline = true\n")
     else:
         cfg.write_text(CARGO_CONFIG)
 
