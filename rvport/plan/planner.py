@@ -84,6 +84,7 @@ class Stage:
                         for s in r.sources],
             "patches": [p.to_json() for p in r.patches],
             "lockfiles": [p.to_json() for p in r.lockfiles],
+            "files": [p.file_json() for p in r.files],
             "vendor": r.vendor,
             "toolchain": r.toolchain.to_json(),
             "outputs": [{"glob": o.glob, "type": o.type, "isa": o.isa} for o in r.outputs],
@@ -225,6 +226,8 @@ def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, st
         "outputs": [(o.glob, o.type, o.isa) for o in recipe.outputs], "smoke": recipe.smoke,
         "smoke_debian": list(recipe.smoke_debian), "deps": list(dep_keys),
     }
+    if recipe.files:
+        doc["files"] = [[p.sha256, p.dest] for p in recipe.files]
     if tools:
         doc["tools"] = [[t.name, t.source.sha256, t.script_sha256] for t in tools]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()

@@ -1,6 +1,8 @@
-"""Prepared source trees: unpack, copy lock files, apply patches, vendor crates; content-addressed and atomic.
+"""Prepared source trees: unpack, copy lock files and recipe-local files, apply patches, vendor crates;
+content-addressed and atomic.
 
-The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files, vendoring).
+The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files, recipe-local
+files, vendoring).
 It is built in a temporary directory beside it and renamed into place, under a lock; a present tree is reused.
 Each archive is checked against its cache name while it is unpacked (a corrupt one is fetched again and the
 tree started over), and a source pinned by its tree digest must unpack to exactly that tree.
@@ -52,7 +54,7 @@ def verify_pinned(pf: PinnedFile, what: str) -> None:
 
 
 def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
-    """Key of the prepared tree: digests of sources (by name), patches and lock files, plus vendoring."""
+    """Key of the prepared tree: digests of sources (by name), patches, lock files and files, plus vendoring."""
     doc = {
         "format": TREE_FORMAT,
         "sources": [[s.name, digests[s.name], s.dest or "", s.tree or "", list(s.exclude)] for s in recipe.sources],
@@ -60,6 +62,8 @@ def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
         "lockfiles": [[p.rel, p.sha256, p.dest or ""] for p in recipe.lockfiles],
         "vendor": recipe.vendor or "",
     }
+    if recipe.files:        # only when there are any: the keys of every other tree stay what they were
+        doc["files"] = [[p.rel, p.sha256, p.dest] for p in recipe.files]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -73,6 +77,8 @@ def prepare_tree(recipe: Recipe, options: FetchOptions, *, fetcher: Fetcher | No
         verify_pinned(pf, "patch")
     for pf in recipe.lockfiles:
         verify_pinned(pf, "lock file")
+    for pf in recipe.files:
+        verify_pinned(pf, "file")
     own = fetcher is None
     fetcher = fetcher or Fetcher(options=options)
     try:
@@ -113,7 +119,8 @@ def _prepare(recipe: Recipe, fetched: tuple[Fetched, ...], options: FetchOptions
         meta = {"recipe": recipe.ref, "key": key, "format": TREE_FORMAT,
                 "sources": [f.to_json() for f in fetched],
                 "patches": [p.to_json() for p in recipe.patches],
-                "lockfiles": [p.to_json() for p in recipe.lockfiles], "vendor": recipe.vendor}
+                "lockfiles": [p.to_json() for p in recipe.lockfiles],
+                "files": [p.file_json() for p in recipe.files], "vendor": recipe.vendor}
         atomic_write_text(final.parent / f"{key}.json", json.dumps(meta, sort_keys=True, indent=2) + "\n")
     return PreparedTree(recipe=recipe.ref, key=key, path=final, fetched=fetched, reused=False)
 
@@ -131,6 +138,8 @@ def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Pa
         target = _inside(tree, pf.dest or pf.path.name, recipe)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(pf.path, target)
+    for pf in recipe.files:
+        copy_recipe_file(recipe, pf, tree)
     for pf in recipe.patches:
         apply_patch(pf, tree)
     if recipe.vendor == "cargo":
@@ -160,6 +169,19 @@ def clamp_mtimes(tree: Path, epoch: int) -> None:
                 os.utime(path, (epoch, epoch), follow_symlinks=False)
     if tree.stat().st_mtime > epoch:
         os.utime(tree, (epoch, epoch))
+
+
+def copy_recipe_file(recipe: Recipe, pf: PinnedFile, tree: Path) -> None:
+    """A recipe-local file (`files:`, checked against its pin already) into the tree at its dest, mode 0644. It
+    adds to the source and never replaces a file of it (a patch does that, visibly)."""
+    target = _inside(tree, pf.dest or pf.path.name, recipe)
+    if target.exists() or target.is_symlink():
+        raise RecipeError(f"{recipe.ref}: file {pf.rel} would replace {pf.dest}, which the source already has "
+                          f"(in {recipe.file})", hint="choose a dest the source does not have, or change the "
+                                                      "source's file with a patch")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pf.path, target)
+    os.chmod(target, 0o644)
 
 
 def _inside(tree: Path, rel: str, recipe: Recipe) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -133,6 +134,104 @@ def test_patch_whose_digest_does_not_match_its_pin_is_refused(tmp_path):
     with pytest.raises(IntegrityError, match="demo/fix.patch does not match its pin"):
         prepare_tree(recipe, options(tmp_path))
     assert not (tmp_path / "cache" / "sha256").exists()                     # refused before any download
+
+
+SMOKE_GO = "package main\n\nfunc main() { println(\"smoke\") }\n"
+
+
+def with_files(root: Path, entries: str, content: str = SMOKE_GO) -> Path:
+    """The demo recipe with a `files:` list (entries: its YAML items) and demo/smoke.go beside it."""
+    (root / "demo" / "smoke.go").write_text(content)
+    path = root / "demo.yaml"
+    path.write_text(path.read_text() + "    files:\n" + textwrap.indent(textwrap.dedent(entries), " " * 6))
+    return root
+
+
+def test_recipe_files_are_checked_copied_into_the_tree_and_part_of_its_key(tmp_path):
+    from rvport.sources.tree import tree_key
+    from rvport.verify.provenance import statement
+
+    with serve(routes()) as srv:
+        plain = load_catalogue(write_recipes(tmp_path / "plain", srv.base, main_sha=sha(MAIN))).resolve("demo")
+        root = with_files(write_recipes(tmp_path / "recipes", srv.base, main_sha=sha(MAIN)), f"""\
+            - file: demo/smoke.go
+              sha256: {sha(SMOKE_GO.encode())}
+              dest: cmd/smoke/main.go
+              note: our smoke program
+            """)
+        recipe = load_catalogue(root).resolve("demo")
+        (f,) = recipe.files
+        assert (f.rel, f.dest, f.note) == ("demo/smoke.go", "cmd/smoke/main.go", "our smoke program")
+        pt = prepare_tree(recipe, options(tmp_path))
+        target = pt.path / "cmd" / "smoke" / "main.go"
+        assert target.read_text() == SMOKE_GO and target.stat().st_mode & 0o777 == 0o644
+        meta = json.loads((pt.path.parent / f"{pt.key}.json").read_text())
+        assert meta["files"] == [{"file": "demo/smoke.go", "sha256": sha(SMOKE_GO.encode()),
+                                  "dest": "cmd/smoke/main.go", "note": "our smoke program"}]
+    digests = {"main": sha(MAIN), "dep": sha(DEP)}
+    assert pt.key == tree_key(recipe, digests) != tree_key(plain, digests)
+    other = with_files(write_recipes(tmp_path / "other", "http://127.0.0.1:9", main_sha=sha(MAIN)), f"""\
+        - file: demo/smoke.go
+          sha256: {sha(b"// v2" + SMOKE_GO.encode())}
+          dest: cmd/smoke/main.go
+        """, "// v2" + SMOKE_GO)
+    assert tree_key(load_catalogue(other).resolve("demo"), digests) != pt.key
+    # in the plan (and its key), and in the provenance like a lock file
+    from rvport.catalogue.profiles import get_profile
+    from rvport.host import HostFacts
+    from rvport.plan.planner import Request, make_plan
+
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    cat = load_catalogue(root)
+    plan = make_plan(cat, Request(refs=("demo",), profile=get_profile("rvv256")), host)
+    doc = plan.to_json()
+    assert doc["stages"][0]["files"] == [f.file_json()]
+    plain_plan = make_plan(load_catalogue(tmp_path / "plain"), Request(refs=("demo",), profile=get_profile("rvv256")),
+                           host)
+    assert plan.stages[0].key != plain_plan.stages[0].key
+    result = {"stages": [{"recipe": "demo", "version": "1.0", "sources": [], "artifacts": [], "images": {}}],
+              "base_images": {},
+              "started": "2026-01-02T00:00:00Z", "duration_s": 1}
+    deps = {d["name"]: d for d in statement(result, doc)["predicate"]["buildDefinition"]["resolvedDependencies"]}
+    assert deps["demo/file/demo/smoke.go"]["digest"] == {"sha256": sha(SMOKE_GO.encode())}
+    assert deps["demo/file/demo/smoke.go"]["annotations"]["dest"] == "cmd/smoke/main.go"
+
+
+def test_a_recipe_file_that_does_not_match_its_pin_or_would_replace_a_source_file_is_refused(tmp_path):
+    from rvport.errors import RecipeError
+    from rvport.sources.pin import check_pinned_files
+
+    root = with_files(write_recipes(tmp_path / "r1", "http://127.0.0.1:9", main_sha=sha(MAIN)), f"""\
+        - file: demo/smoke.go
+          sha256: {"e" * 64}
+          dest: smoke.go
+        """)
+    recipe = load_catalogue(root).resolve("demo")
+    with pytest.raises(IntegrityError, match="file demo/smoke.go does not match its pin"):
+        prepare_tree(recipe, options(tmp_path))
+    with pytest.raises(IntegrityError) as e:
+        check_pinned_files([recipe])        # what `rvport plan` checks
+    assert "demo/smoke.go" in e.value.render() and "e" * 64 in e.value.render()
+    with serve(routes()) as srv:
+        root = with_files(write_recipes(tmp_path / "r2", srv.base, main_sha=sha(MAIN)), f"""\
+            - file: demo/smoke.go
+              sha256: {sha(SMOKE_GO.encode())}
+              dest: hello.c
+            """)
+        with pytest.raises(RecipeError, match="would replace hello.c, which the source already has"):
+            prepare_tree(load_catalogue(root).resolve("demo"), options(tmp_path))
+    assert not [p for p in (tmp_path / "cache" / "trees").iterdir() if p.is_dir()]   # nothing half-made
+    # a dest outside the tree, or without a file name, is a recipe error with its line
+    for dest in ("../smoke.go", "/etc/smoke.go", "cmd/", ".rvport/x"):
+        root = with_files(write_recipes(tmp_path / f"r-{len(dest)}", "http://127.0.0.1:9"), f"""\
+            - file: demo/smoke.go
+              sha256: {sha(SMOKE_GO.encode())}
+              dest: {dest}
+            """)
+        with pytest.raises(RecipeError) as e:
+            load_catalogue(root)
+        assert f"dest {dest!r} is not a file path inside the source tree" in e.value.render()
+        assert "demo.yaml:" in e.value.render()
 
 
 def test_pin_writes_the_digest_in_place_and_later_fetches_check_it(tmp_path):
