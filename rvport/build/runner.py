@@ -30,7 +30,7 @@ from rvport import resources
 from rvport.build.images import BaseImage, Bases, ensure_image, read_packages
 from rvport.build.progress import Progress
 from rvport.build.stage import (LoadedToolchains, StageEnv, StageRecord, link_tree, stage_context, stage_tools)
-from rvport.errors import BuildFailed, HostNotReady, Problem, RvportError, VerifyFailed
+from rvport.errors import BuildFailed, HostNotReady, Problem, RvportError, SmokeFailed, VerifyFailed
 from rvport.plan.planner import Plan, Stage
 from rvport.sources.cache import sha256_file
 from rvport.sources.fetch import Fetcher, FetchOptions, ca_bundle
@@ -40,6 +40,8 @@ from rvport.target import PLATFORM as RISCV64
 
 RUNNER_FORMAT = 2   # bump when the way stages are built changes, so old artifact cache entries are not reused
 REPAIR_REPORT = ".rvport-repair"    # what wheel-repair.sh leaves beside the wheels, for the runner only
+SMOKE_PASSED_LINES = 5              # the last lines of a smoke test's output kept in result.json
+SMOKE_FAILED_LINES = 20             # ... and of a failing one's, also shown in the error
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -274,7 +276,7 @@ class Runner:
             if self.opts.smoke and st.recipe.smoke:
                 self.rep.step(st.name, "smoke test in a clean riscv64 container")
                 with env.timer("smoke"):
-                    rec.smoke = self._smoke(env, files, base)
+                    self._smoke(env, files, base)       # sets rec.smoke; a failing test raises SmokeFailed
             meta = {"recipe": st.recipe.ref, "key": rec.key, "verify": rec.verify, "smoke": rec.smoke,
                     "build_command": rec.build_command, "manylinux": rec.manylinux,
                     "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()]}
@@ -304,7 +306,9 @@ class Runner:
                                problems=[Problem(message=f) for f in failures[:10]])
         return {"ok": True, "reports": reports}
 
-    def _smoke(self, env: StageEnv, files: Path, base: BaseImage) -> dict:
+    def _smoke(self, env: StageEnv, files: Path, base: BaseImage) -> None:
+        """The smoke test in a clean riscv64 container; its output and exit status go to the record
+        (stages[].smoke), and a non-zero status fails the stage with the test's last lines."""
         st = env.stage
         image = env.with_packages(base, st.recipe.smoke_debian, "smoke").tag
         install, run = dockerfiles.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
@@ -320,8 +324,9 @@ class Runner:
                                           output_dir=out, network="none", builder=self.opts.builder,
                                           no_cache=True),
                          log_path=env.log_path, on_line=env.line)
-            text = (out / "rvport-smoke.log").read_text(errors="replace")
-            return {"status": "passed", "output": text.strip().splitlines()[-5:]}
+            env.record.smoke = smoke_record(st.recipe.ref, out)
+            if env.record.smoke["status"] != "passed":
+                raise smoke_failure(st.recipe.ref, env.record.smoke, env.log_path)
         finally:
             shutil.rmtree(ctx, ignore_errors=True)
             shutil.rmtree(out, ignore_errors=True)
@@ -348,6 +353,36 @@ class Runner:
         rec.artifacts = [_describe(p, self.opts.output / "artifacts") for p in sorted(final.rglob("*"))
                          if p.is_file()]
         self.stage_outputs[rec.stage.name] = final
+
+
+def smoke_record(ref: str, out: Path) -> dict:
+    """The smoke stage's exported log and exit status (smoke.Dockerfile) -> the record of stages[].smoke:
+    {"status": "passed", "output": [...]} or {"status": "failed", "exit_status": N, "output": [...]}."""
+    try:
+        status_text = (out / "rvport-smoke.status").read_text().strip()
+        text = (out / "rvport-smoke.log").read_text(errors="replace")
+    except FileNotFoundError as e:
+        raise BuildFailed(f"{ref}: the smoke stage exported no {Path(e.filename).name}",
+                          hint="a smoke.Dockerfile from RVPORT_DOCKERFILES older than this rvport? It must export "
+                               "/rvport-smoke.log and /rvport-smoke.status") from e
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    if status_text == "0":
+        return {"status": "passed", "output": lines[-SMOKE_PASSED_LINES:]}
+    try:
+        status = int(status_text)
+    except ValueError:
+        status = -1
+    return {"status": "failed", "exit_status": status, "output": lines[-SMOKE_FAILED_LINES:]}
+
+
+def smoke_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
+    """The error of a failed smoke test (exit 7): its exit status and last lines, in the message too."""
+    shown = "\n".join("    " + line for line in record["output"]) or "    (it printed nothing)"
+    err = SmokeFailed(f"{ref}: the smoke test failed (exit status {record['exit_status']}); its last lines:\n{shown}",
+                      hint=f"the artifacts were built and verified but not kept; stages[].smoke in result.json "
+                           f"has this output, the full log is {log}")
+    err.log_tail = list(record["output"])
+    return err
 
 
 def _tail(log: str | None, n: int = 30) -> list[str]:

@@ -34,6 +34,7 @@ def plan_table(plan: Plan) -> Table:
                          f"{src.sha256[:16] + '…' if src.sha256 else 'to be recorded on first verified fetch'}"
                          f" ({s.source_locations.get(src.name, '?')})"
                          for src in s.recipe.sources)
+        srcs += "".join(f"\nfile {f.dest}: {f.sha256[:16]}… (recipe)" for f in s.recipe.files)
         t.add_row(str(i), Text.assemble(s.recipe.ref, "\n", (s.recipe.kind.value, "dim")),
                   Text.assemble(s.mode.value, "\n", (s.mode_reason, "dim")),
                   str(s.jobs), Text(srcs), Text("\n".join(s.depends) or "-"))
@@ -74,6 +75,8 @@ def recipe_detail(r: Recipe) -> Table:
         row("patch", f"{p.rel} (sha256 {p.sha256})")
     for p in r.lockfiles:
         row("lock file", f"{p.rel} -> {p.dest} (sha256 {p.sha256})")
+    for p in r.files:
+        row("added file", f"{p.rel} -> {p.dest} (sha256 {p.sha256})" + (f"\n{p.note}" if p.note else ""))
     if r.vendor:
         row("vendor", r.vendor)
     row("depends", ", ".join(r.depends) or "-")

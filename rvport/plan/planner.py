@@ -20,6 +20,7 @@ from rvport.catalogue.kinds import KINDS, kinds_with
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
+from rvport.sources.tree import CARGO_HOME
 from rvport.target import BUILD_HOSTS, PLATFORM as RISCV64, RUST_TARGET, TRIPLET as TRIPLE
 
 PLAN_SCHEMA = 1
@@ -83,6 +84,7 @@ class Stage:
                         for s in r.sources],
             "patches": [p.to_json() for p in r.patches],
             "lockfiles": [p.to_json() for p in r.lockfiles],
+            "files": [p.file_json() for p in r.files],
             "vendor": r.vendor,
             "toolchain": r.toolchain.to_json(),
             "outputs": [{"glob": o.glob, "type": o.type, "isa": o.isa} for o in r.outputs],
@@ -180,6 +182,10 @@ def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[s
         # every emulated process sees exactly the profile's ISA in /proc/cpuinfo (ignored natively)
         env["QEMU_CPU"] = profile.qemu_cpu
     env["RUSTFLAGS"] = PREFIX_MAP_RUSTFLAGS
+    if recipe.vendor == "cargo":
+        # the cargo home rvport wrote into the prepared tree (rvport.sources.tree.vendor_crates): its config.toml
+        # replaces crates-io with the vendored crates; cargo merges it after the source's own .cargo/config.toml
+        env["CARGO_HOME"] = f"{BUILD_DIR}/{CARGO_HOME}"
     for k, v in recipe.env.items():
         env[k] = expand(v, ctx)
     return env
@@ -220,6 +226,8 @@ def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, st
         "outputs": [(o.glob, o.type, o.isa) for o in recipe.outputs], "smoke": recipe.smoke,
         "smoke_debian": list(recipe.smoke_debian), "deps": list(dep_keys),
     }
+    if recipe.files:
+        doc["files"] = [[p.sha256, p.dest] for p in recipe.files]
     if tools:
         doc["tools"] = [[t.name, t.source.sha256, t.script_sha256] for t in tools]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
