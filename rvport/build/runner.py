@@ -31,7 +31,7 @@ from rvport.build.images import BaseImage, Bases, ensure_image, read_packages
 from rvport.build.progress import Progress
 from rvport.build.stage import (LoadedToolchains, StageEnv, StageRecord, link_tree, stage_context, stage_tools)
 from rvport.errors import BuildFailed, HostNotReady, Problem, RvportError, SmokeFailed, VerifyFailed
-from rvport.plan.planner import Plan, Stage
+from rvport.plan.planner import RUST_REPORT, Plan, Stage
 from rvport.sources.cache import sha256_file
 from rvport.sources.fetch import Fetcher, FetchOptions, ca_bundle
 from rvport.sources.tree import prepare_tree
@@ -92,6 +92,20 @@ def take_repair_report(files: Path) -> list[dict]:
                     "grafted": grafted, "auditwheel": [l for l in lines if l.strip()][-8:]})
         if final is not None and (files / built).exists():
             (files / built).unlink()
+    return out
+
+
+def take_rust_report(files: Path) -> dict | None:
+    """The Rust a stage used (planner.RUST_RECORD), taken out of the artifacts: {"rustc", "cargo", "host"}."""
+    report = files / RUST_REPORT
+    if not report.is_file():
+        return None
+    out = {}
+    for line in report.read_text(errors="replace").splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name in ("rustc", "cargo", "host") and value.strip():
+            out[name] = value.strip()
+    report.unlink()
     return out
 
 
@@ -229,7 +243,7 @@ class Runner:
         if (store / "manifest.json").is_file() and not self.opts.no_cache:
             self.rep.step(name, "unchanged inputs: reusing verified artifacts")
             meta = json.loads((store / "manifest.json").read_text())
-            rec.verify, rec.smoke = meta.get("verify"), meta.get("smoke")
+            rec.verify, rec.smoke, rec.rust = meta.get("verify"), meta.get("smoke"), meta.get("rust")
             rec.build_command = meta.get("build_command")
             rec.manylinux = meta.get("manylinux") or []
             rec.status = "cached"
@@ -260,6 +274,7 @@ class Runner:
                 buildx.build(spec, log_path=log, on_line=on_line)
             files = out / "files"
             rec.manylinux = take_repair_report(files)
+            rec.rust = take_rust_report(files)
             missing = [o.glob for o in st.recipe.outputs if not _matches(files, o.glob)]
             if missing:
                 raise BuildFailed(f"{st.recipe.ref}: the build left no {', '.join(missing)} in $RVPORT_OUT",
@@ -278,7 +293,7 @@ class Runner:
                 with env.timer("smoke"):
                     self._smoke(env, files, base)       # sets rec.smoke; a failing test raises SmokeFailed
             meta = {"recipe": st.recipe.ref, "key": rec.key, "verify": rec.verify, "smoke": rec.smoke,
-                    "build_command": rec.build_command, "manylinux": rec.manylinux,
+                    "build_command": rec.build_command, "manylinux": rec.manylinux, "rust": rec.rust,
                     "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()]}
             (out / "manifest.json").write_text(manifest.dumps(meta))
             store.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 from rvport.errors import UsageError
 from rvport.host import HostFacts
-from rvport.catalogue.kinds import KINDS, kinds_with
+from rvport.catalogue.kinds import KINDS, compiles_rust, kinds_with
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
@@ -32,6 +32,12 @@ PREFIX_MAP_CFLAGS = (f"-ffile-prefix-map={BUILD_DIR}=.",)
 PREFIX_MAP_RUSTFLAGS = f"--remap-path-prefix={BUILD_DIR}=."
 # Kinds whose outputs are wheels: after the build, the stage repairs them to a manylinux tag (auditwheel).
 WHEEL_KINDS = frozenset(k for k, f in KINDS.items() if f.installs_wheels)
+# A stage that compiles Rust records the Rust it used, in every mode, after its build commands: the compiler
+# cargo runs ($RUSTC where a mode sets it, as accelerated stages do; else rustc on PATH), cargo, and the
+# platform rustc runs on. The runner takes the file out of the artifacts into result.json (stages[].rust).
+RUST_REPORT = ".rvport-rust"
+RUST_RECORD = ('{ echo "rustc=$(${RUSTC:-rustc} --version)"; echo "cargo=$(cargo --version)"; '
+               """echo "host=$(${RUSTC:-rustc} -vV | sed -n 's/^host: //p')"; } > "$RVPORT_OUT/""" + RUST_REPORT + '"')
 
 
 class Mode(StrEnum):
@@ -249,7 +255,8 @@ def make_plan(cat: Catalogue, req: Request, host: HostFacts,
         mode, reason = decide_mode(r, req.mode, host)
         jobs = bound_jobs(r.kind, host, req.jobs)
         env = stage_env(r, req.profile, mode, jobs)
-        r, commands, tools = with_repair(r, env, r.build, repair)
+        build = r.build + ((RUST_RECORD,) if compiles_rust(r) else ())
+        r, commands, tools = with_repair(r, env, build, repair)
         deps = tuple(d.partition("==")[0] for d in r.depends)
         key = stage_key(r, req.profile, mode, env, commands, [keys[d] for d in deps], tools)
         keys[r.name] = key

@@ -223,3 +223,8 @@ def test_no_cache_compiles_afresh(engine, tiny, tmp_path):
     (st,) = json.loads((out / "result.json").read_text())["stages"]
     assert st["status"] == "ok" and "--no-cache" in st["build_command"]
     assert "Compiling tinyffi" in cp.stdout + cp.stderr      # cargo really ran in this build
+    # the Rust that ran is recorded: Debian's riscv64 rustc and cargo, under QEMU
+    assert st["rust"]["rustc"].startswith("rustc ") and st["rust"]["cargo"].startswith("cargo ")
+    assert st["rust"]["host"] == "riscv64gc-unknown-linux-gnu"
+    assert st["toolchain_packages"]["rustc"].split("+")[0] in st["rust"]["rustc"]
+    assert [a["path"] for a in json.loads((out / "result.json").read_text())["artifacts"]] == ["tinyrust/libtinyffi.a"]
