@@ -97,5 +97,10 @@ class BuildFailed(RvportError):
     exit_code = ExitCode.BUILD_FAILED
 
 
+class SmokeFailed(BuildFailed):
+    """A stage's smoke test exited non-zero: a build stage failure (exit 7) whose message carries what the
+    test printed last; result.json records it in stages[].smoke."""
+
+
 class VerifyFailed(RvportError):
     exit_code = ExitCode.VERIFY_FAILED

@@ -30,8 +30,8 @@ from rvport.build.images import BaseImage
 from rvport.build.progress import Progress
 from rvport.build.stage import (LoadedToolchains, RunOptions, StageEnv, StageRecord, link_tree, stage_context,
                                 stage_tools)
-from rvport.errors import BuildFailed, Problem, RvportError, VerifyFailed
-from rvport.plan.planner import Plan, Stage
+from rvport.errors import BuildFailed, Problem, RvportError, SmokeFailed, VerifyFailed
+from rvport.plan.planner import RUST_REPORT, Plan, Stage
 from rvport.sources.cache import sha256_file
 from rvport.sources.tree import prepare_tree
 from rvport.verify import provenance
@@ -39,6 +39,8 @@ from rvport.target import PLATFORM as RISCV64
 
 RUNNER_FORMAT = 2   # bump when the way stages are built changes, so old artifact cache entries are not reused
 REPAIR_REPORT = ".rvport-repair"    # what wheel-repair.sh leaves beside the wheels, for the runner only
+SMOKE_PASSED_LINES = 5              # the last lines of a smoke test's output kept in result.json
+SMOKE_FAILED_LINES = 20             # ... and of a failing one's, also shown in the error
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +87,20 @@ def take_repair_report(files: Path) -> list[dict]:
                     "grafted": grafted, "auditwheel": [l for l in lines if l.strip()][-8:]})
         if final is not None and (files / built).exists():
             (files / built).unlink()
+    return out
+
+
+def take_rust_report(files: Path) -> dict | None:
+    """The Rust a stage used (planner.RUST_RECORD), taken out of the artifacts: {"rustc", "cargo", "host"}."""
+    report = files / RUST_REPORT
+    if not report.is_file():
+        return None
+    out = {}
+    for line in report.read_text(errors="replace").splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name in ("rustc", "cargo", "host") and value.strip():
+            out[name] = value.strip()
+    report.unlink()
     return out
 
 
@@ -206,7 +222,7 @@ class Runner:
         if (store / "manifest.json").is_file() and not self.opts.no_cache:
             self.rep.step(name, "unchanged inputs: reusing verified artifacts")
             meta = json.loads((store / "manifest.json").read_text())
-            rec.verify, rec.smoke = meta.get("verify"), meta.get("smoke")
+            rec.verify, rec.smoke, rec.rust = meta.get("verify"), meta.get("smoke"), meta.get("rust")
             rec.build_command = meta.get("build_command")
             rec.manylinux = meta.get("manylinux") or []
             rec.status = "cached"
@@ -235,6 +251,7 @@ class Runner:
                 buildx.build(spec, log_path=log, on_line=on_line)
             files = out / "files"
             rec.manylinux = take_repair_report(files)
+            rec.rust = take_rust_report(files)
             missing = [o.glob for o in st.recipe.outputs if not _matches(files, o.glob)]
             if missing:
                 raise BuildFailed(f"{st.recipe.ref}: the build left no {', '.join(missing)} in $RVPORT_OUT",
@@ -252,9 +269,9 @@ class Runner:
                 with env.timer("smoke"):
                     image = modes.smoke_image(env, base).tag
                     self.rep.step(st.name, "smoke test in a clean riscv64 container")
-                    rec.smoke = self._smoke(env, files, image)
+                    self._smoke(env, files, image)      # sets rec.smoke; a failing test raises SmokeFailed
             meta = {"recipe": st.recipe.ref, "key": rec.key, "verify": rec.verify, "smoke": rec.smoke,
-                    "build_command": rec.build_command, "manylinux": rec.manylinux,
+                    "build_command": rec.build_command, "manylinux": rec.manylinux, "rust": rec.rust,
                     "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()]}
             (out / "manifest.json").write_text(manifest.dumps(meta))
             store.parent.mkdir(parents=True, exist_ok=True)
@@ -279,8 +296,9 @@ class Runner:
                                problems=[Problem(message=f) for f in failures[:10]])
         return {"ok": True, "reports": reports}
 
-    def _smoke(self, env: StageEnv, files: Path, image: str) -> dict:
-        """The smoke test, in `image` (modes.smoke_image) under QEMU, with no network."""
+    def _smoke(self, env: StageEnv, files: Path, image: str) -> None:
+        """The smoke test, in `image` (modes.smoke_image) under QEMU, with no network; its output and exit
+        status go to the record (stages[].smoke), and a non-zero status fails the stage with its last lines."""
         st = env.stage
         install, run = dockerfiles.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
         rendered = dockerfiles.render("smoke", {"IMAGE": image, "QEMU_CPU": self.profile.qemu_cpu,
@@ -293,8 +311,9 @@ class Runner:
                                           output_dir=out, network="none", builder=self.opts.builder,
                                           no_cache=True),
                          log_path=env.log_path, on_line=env.line)
-            text = (out / "rvport-smoke.log").read_text(errors="replace")
-            return {"status": "passed", "output": text.strip().splitlines()[-5:]}
+            env.record.smoke = smoke_record(st.recipe.ref, out)
+            if env.record.smoke["status"] != "passed":
+                raise smoke_failure(st.recipe.ref, env.record.smoke, env.log_path)
 
     def _export(self, rec: StageRecord, store: Path) -> None:
         """Copy the stage's artifacts into OUTPUT/artifacts/<recipe>/ atomically."""
@@ -318,6 +337,36 @@ class Runner:
         rec.artifacts = [_describe(p, self.opts.output / "artifacts") for p in sorted(final.rglob("*"))
                          if p.is_file()]
         self.stage_outputs[rec.stage.name] = final
+
+
+def smoke_record(ref: str, out: Path) -> dict:
+    """The smoke stage's exported log and exit status (smoke.Dockerfile) -> the record of stages[].smoke:
+    {"status": "passed", "output": [...]} or {"status": "failed", "exit_status": N, "output": [...]}."""
+    try:
+        status_text = (out / "rvport-smoke.status").read_text().strip()
+        text = (out / "rvport-smoke.log").read_text(errors="replace")
+    except FileNotFoundError as e:
+        raise BuildFailed(f"{ref}: the smoke stage exported no {Path(e.filename).name}",
+                          hint="a smoke.Dockerfile from RVPORT_DOCKERFILES older than this rvport? It must export "
+                               "/rvport-smoke.log and /rvport-smoke.status") from e
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    if status_text == "0":
+        return {"status": "passed", "output": lines[-SMOKE_PASSED_LINES:]}
+    try:
+        status = int(status_text)
+    except ValueError:
+        status = -1
+    return {"status": "failed", "exit_status": status, "output": lines[-SMOKE_FAILED_LINES:]}
+
+
+def smoke_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
+    """The error of a failed smoke test (exit 7): its exit status and last lines, in the message too."""
+    shown = "\n".join("    " + line for line in record["output"]) or "    (it printed nothing)"
+    err = SmokeFailed(f"{ref}: the smoke test failed (exit status {record['exit_status']}); its last lines:\n{shown}",
+                      hint=f"the artifacts were built and verified but not kept; stages[].smoke in result.json "
+                           f"has this output, the full log is {log}")
+    err.log_tail = list(record["output"])
+    return err
 
 
 def _tail(log: str | None, n: int = 30) -> list[str]:

@@ -70,6 +70,7 @@ class StageRecord:
     sources: list[dict] = field(default_factory=list)
     toolchain_packages: dict[str, str] = field(default_factory=dict)
     toolchain: dict | None = None       # cross stages: the cross toolchain used (rvport/build/modes/cross.py)
+    rust: dict | None = None            # stages that compile Rust: rustc and cargo --version, rustc's host
     key: str | None = None
     build_command: str | None = None    # the buildx command that built the artifacts (kept with cached ones)
     error: str | None = None
@@ -84,7 +85,7 @@ class StageRecord:
             "commands": list(s.commands), "env": dict(sorted(s.env.items())), "images": self.images,
             "key": self.key, "plan_key": s.key, "artifacts": self.artifacts, "verify": self.verify,
             "smoke": self.smoke, "manylinux": self.manylinux, "sources": self.sources, "toolchain_packages": self.toolchain_packages,
-            "toolchain": self.toolchain, "build_command": self.build_command,
+            "toolchain": self.toolchain, "rust": self.rust, "build_command": self.build_command,
             "error": self.error, "log_tail": self.log_tail, "log": self.log,
         }
 

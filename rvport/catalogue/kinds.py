@@ -7,10 +7,10 @@ A recipe still chooses among its kind's modes with its own `modes:` list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
-from rvport.catalogue.recipes import Kind
+from rvport.catalogue.recipes import Kind, Recipe
 from rvport.target import GOARCH, PLATFORM, RUST_TARGET, TRIPLET
 
 MODES = ("native", "qemu", "cross", "accelerated")
@@ -25,6 +25,12 @@ class CrossToolchain:
     compilers: tuple[str, ...]                      # their `--version` is recorded in result.json
     target: str                                     # what the toolchain targets, for result.json
     same_version: tuple[tuple[str, str], ...] = ()  # package pairs that must have one version, or no image
+    # riscv64 packages downloaded (apt-get download) and unpacked, the one directory of each named here, instead
+    # of installed: (package, directory inside it). For a Multi-Arch: same library whose riscv64 build cannot
+    # be installed beside the build platform's because their Debian versions differ by a binNMU suffix.
+    unpack: tuple[tuple[str, str], ...] = ()
+    # package pairs (installed or unpacked) that must come from one source version: binNMU suffixes (+bN) dropped
+    same_source: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +78,46 @@ KINDS: Mapping[Kind, KindFacts] = {k.kind: k for k in (
                   compilers=("go", f"{TRIPLET}-gcc"),
                   target=PLATFORM)),
 )}
+
+
+# Rust toolchains a recipe may name (`toolchain: rust:`) that change a cargo kind's cross toolchain. The default
+# (no `rust:`, or `debian`) is the kind's own: Debian's rustc and cargo with libstd-rust-dev:riscv64.
+#
+# debian-rustc-web: Debian's rustc-web and cargo-web (a newer Rust than trixie's rustc, kept current for the
+# browsers). They install /usr/bin/rustc and /usr/bin/cargo (they conflict with rustc and cargo and provide
+# them), and cargo runs the `rustc` on PATH, so the stage's commands are the same. The riscv64 standard
+# library is libstd-rust-web-dev:riscv64 (its rlibs in /usr/lib/rustlib/riscv64gc-unknown-linux-gnu, where
+# rustc-web's sysroot /usr finds them). It is Multi-Arch: same like libstd-rust-dev, but the build platform's
+# rustc-web may be a binNMU (1.96.0+dfsg1-1~deb13u1+b1 on amd64, while riscv64 has 1.96.0+dfsg1-1~deb13u1),
+# and dpkg then refuses the pair: so the riscv64 rlibs are unpacked, not installed, and must come from the
+# same source version as rustc-web (the rule the accelerated mode applies to the same pair).
+RUST_WEB = "debian-rustc-web"
+CROSS_RUST: Mapping[str, CrossToolchain] = {
+    RUST_WEB: replace(
+        KINDS[Kind.CARGO_STATICLIB].cross,
+        packages=(*_C, "rustc-web", "cargo-web"),
+        same_version=(),
+        unpack=(("libstd-rust-web-dev:riscv64", f"usr/lib/rustlib/{RUST_TARGET}"),),
+        same_source=(("rustc-web", "libstd-rust-web-dev:riscv64"),)),
+}
+
+
+def cross_toolchain(kind: Kind, rust: str | None = None) -> CrossToolchain | None:
+    """A kind's riscv64 cross toolchain, for a recipe naming `rust` (toolchain.rust) where that changes it."""
+    cross = KINDS[kind].cross
+    if cross is not None and kind is Kind.CARGO_STATICLIB and rust in CROSS_RUST:
+        return CROSS_RUST[rust]
+    return cross
+
+
+# Debian packages that mean a stage compiles Rust.
+RUST_PACKAGES = frozenset({"rustc", "rustc-web", "cargo", "cargo-web"})
+
+
+def compiles_rust(recipe: Recipe) -> bool:
+    """Does this recipe's stage compile Rust: a cargo kind, a recipe naming `rust:`, or one installing rustc/cargo?"""
+    return (recipe.kind is Kind.CARGO_STATICLIB or bool(recipe.toolchain.rust)
+            or any(p in RUST_PACKAGES for p in recipe.toolchain.debian))
 
 
 def facts(kind: Kind) -> KindFacts:

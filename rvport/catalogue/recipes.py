@@ -119,6 +119,13 @@ class PinnedFile:
             d["dest"] = self.dest
         return d
 
+    def file_json(self) -> dict:
+        """A recipe-local file (`files:`): no strip level, always a dest."""
+        d = {"file": self.rel, "sha256": self.sha256, "dest": self.dest}
+        if self.note:
+            d["note"] = self.note
+        return d
+
 
 @dataclass(frozen=True, kw_only=True)
 class Toolchain:
@@ -152,6 +159,7 @@ class Recipe:
     sources: tuple[Source, ...]
     patches: tuple[PinnedFile, ...] = ()
     lockfiles: tuple[PinnedFile, ...] = ()
+    files: tuple[PinnedFile, ...] = ()      # recipe-local files copied into the tree at their dest
     vendor: str | None = None
     depends: tuple[str, ...] = ()
     toolchain: Toolchain = field(default_factory=Toolchain)
@@ -257,12 +265,21 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
         names = [s["name"] for s in v["sources"]]
         if len(set(names)) != len(names):
             problems.append(Problem(message="source names must be unique within a version", file=file, line=vline))
+        for j, f in enumerate(v.get("files", [])):
+            dest = PurePosixPath(f["dest"])
+            if (not f["dest"].strip() or dest.is_absolute() or ".." in dest.parts or str(dest) == "."
+                    or f["dest"].endswith("/") or dest.parts[0] == ".rvport"):
+                problems.append(Problem(message=f"file {f['file']!r}: dest {f['dest']!r} is not a file path inside "
+                                                "the source tree", file=file, line=line_of(v["files"], j) or vline,
+                                        hint="write a path relative to the tree's top directory, with the file "
+                                             "name, e.g. smoke/main.go (.rvport/ is rvport's own)"))
         env = {**(doc.get("env") or {}), **(v.get("env") or {})}
         recipes.append(Recipe(
             name=doc["name"], version=v["version"], kind=Kind(doc["kind"]), description=doc.get("description", ""),
             file=path, sources=tuple(_source(s, file, problems) for s in v["sources"]),
             patches=tuple(_pinned(p, root, file, problems) for p in v.get("patches", [])),
             lockfiles=tuple(_pinned(p, root, file, problems) for p in v.get("lockfiles", [])),
+            files=tuple(_pinned(p, root, file, problems) for p in v.get("files", [])),
             vendor=v.get("vendor"), depends=tuple(v.get("depends", [])),
             toolchain=_toolchain(v.get("toolchain"), top_tc), env=env,
             build=tuple(v.get("build") or doc.get("build") or ()),

@@ -89,7 +89,7 @@ def plan(
     """Resolve recipes into a plan (printed, and written to DIR/plan.json) before anything runs.
 
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all. The plan promises every pin:
-    the patches and lock files shipped with the planned recipes are checked against their sha256 here.
+    the patches, lock files and files shipped with the planned recipes are checked against their sha256 here.
 
     With --format bake, also DIR/docker-bake.json and its stage contexts under DIR/bake/ (this fetches the
     sources and makes sure the base image exists, as a build would)."""
@@ -250,7 +250,7 @@ def recipes_list(recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
 @recipes_app.command("show")
 def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]", hidden=True),
                  recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
-    """Everything a recipe pins: sources, patches, lock files, toolchain, env, commands."""
+    """Everything a recipe pins: sources, patches, lock files, files, toolchain, env, commands."""
     from rvport.cli import views
     from rvport.catalogue.recipes import load_catalogue
 

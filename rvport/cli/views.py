@@ -10,7 +10,7 @@ from rich.text import Text
 
 from rvport.build.doctor import Check
 from rvport.plan.planner import Plan
-from rvport.catalogue.recipes import BUILTIN, Catalogue, Recipe
+from rvport.catalogue.recipes import BUILTIN, Catalogue, Recipe, Source
 
 
 def _whole(name_like: bool, header: str = "", min_width: int = 0) -> dict:
@@ -19,6 +19,17 @@ def _whole(name_like: bool, header: str = "", min_width: int = 0) -> dict:
     if name_like:
         return {"no_wrap": True}
     return {"overflow": "fold", "min_width": max(len(header), min_width)}
+
+
+def pin_label(src: Source, *, short: bool = False) -> str:
+    """How a source is pinned: its archive's sha256, or for a git source its commit and tree digest."""
+    cut = (lambda d: d[:16] + "…") if short else (lambda d: d)
+    if src.sha256:
+        return f"sha256 {cut(src.sha256)}"
+    if src.tree:
+        commit = f"commit {(src.commit or '')[:12 if short else 40]}, " if src.commit else ""
+        return f"{commit}tree {cut(src.tree)}"
+    return "to be recorded on first verified fetch"
 
 
 def plan_table(plan: Plan) -> Table:
@@ -30,10 +41,10 @@ def plan_table(plan: Plan) -> Table:
         t.add_column(col, **_whole(col in ("#", "recipe, kind", "jobs", "depends"), col,
                                    modes if col == "mode" else 0))
     for i, s in enumerate(plan.stages, 1):
-        srcs = "\n".join(f"{src.name}: "
-                         f"{src.sha256[:16] + '…' if src.sha256 else 'to be recorded on first verified fetch'}"
-                         f" ({s.source_locations.get(src.name, '?')})"
+        srcs = "\n".join(f"{src.name}: {pin_label(src, short=True)} ({s.source_locations.get(src.name, '?')})"
                          for src in s.recipe.sources)
+        srcs += "".join(f"\nlock {f.dest or f.path.name}: {f.sha256[:16]}… (recipe)" for f in s.recipe.lockfiles)
+        srcs += "".join(f"\nfile {f.dest}: {f.sha256[:16]}… (recipe)" for f in s.recipe.files)
         t.add_row(str(i), Text.assemble(s.recipe.ref, "\n", (s.recipe.kind.value, "dim")),
                   Text.assemble(s.mode.value, "\n", (s.mode_reason, "dim")),
                   str(s.jobs), Text(srcs), Text("\n".join(s.depends) or "-"))
@@ -69,11 +80,14 @@ def recipe_detail(r: Recipe) -> Table:
     row("description", r.description)
     row("hermetic", "yes" if r.hermetic else f"no: {r.note or ''}")
     for s in r.sources:
-        row(f"source {s.name}", f"{s.origin}\nsha256 {s.sha256 or 'to be recorded on first verified fetch'}")
+        row(f"source {s.name}", f"{s.origin}\n{pin_label(s)}"
+            + (f"\nleaves out {', '.join(s.exclude)}" if s.exclude else ""))
     for p in r.patches:
         row("patch", f"{p.rel} (sha256 {p.sha256})")
     for p in r.lockfiles:
         row("lock file", f"{p.rel} -> {p.dest} (sha256 {p.sha256})")
+    for p in r.files:
+        row("added file", f"{p.rel} -> {p.dest} (sha256 {p.sha256})" + (f"\n{p.note}" if p.note else ""))
     if r.vendor:
         row("vendor", r.vendor)
     row("depends", ", ".join(r.depends) or "-")

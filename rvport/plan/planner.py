@@ -16,10 +16,11 @@ from typing import Callable, Mapping, Sequence
 
 from rvport.errors import UsageError
 from rvport.host import HostFacts
-from rvport.catalogue.kinds import KINDS, kinds_with
+from rvport.catalogue.kinds import KINDS, compiles_rust, kinds_with
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
+from rvport.sources.tree import CARGO_HOME
 from rvport.target import BUILD_HOSTS, PLATFORM as RISCV64, RUST_TARGET, TRIPLET as TRIPLE
 
 PLAN_SCHEMA = 1
@@ -31,6 +32,12 @@ PREFIX_MAP_CFLAGS = (f"-ffile-prefix-map={BUILD_DIR}=.",)
 PREFIX_MAP_RUSTFLAGS = f"--remap-path-prefix={BUILD_DIR}=."
 # Kinds whose outputs are wheels: after the build, the stage repairs them to a manylinux tag (auditwheel).
 WHEEL_KINDS = frozenset(k for k, f in KINDS.items() if f.installs_wheels)
+# A stage that compiles Rust records the Rust it used, in every mode, after its build commands: the compiler
+# cargo runs ($RUSTC where a mode sets it, as accelerated stages do; else rustc on PATH), cargo, and the
+# platform rustc runs on. The runner takes the file out of the artifacts into result.json (stages[].rust).
+RUST_REPORT = ".rvport-rust"
+RUST_RECORD = ('{ echo "rustc=$(${RUSTC:-rustc} --version)"; echo "cargo=$(cargo --version)"; '
+               """echo "host=$(${RUSTC:-rustc} -vV | sed -n 's/^host: //p')"; } > "$RVPORT_OUT/""" + RUST_REPORT + '"')
 
 
 class Mode(StrEnum):
@@ -83,6 +90,7 @@ class Stage:
                         for s in r.sources],
             "patches": [p.to_json() for p in r.patches],
             "lockfiles": [p.to_json() for p in r.lockfiles],
+            "files": [p.file_json() for p in r.files],
             "vendor": r.vendor,
             "toolchain": r.toolchain.to_json(),
             "outputs": [{"glob": o.glob, "type": o.type, "isa": o.isa} for o in r.outputs],
@@ -180,6 +188,10 @@ def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[s
         # every emulated process sees exactly the profile's ISA in /proc/cpuinfo (ignored natively)
         env["QEMU_CPU"] = profile.qemu_cpu
     env["RUSTFLAGS"] = PREFIX_MAP_RUSTFLAGS
+    if recipe.vendor == "cargo":
+        # the cargo home rvport wrote into the prepared tree (rvport.sources.tree.vendor_crates): its config.toml
+        # replaces crates-io with the vendored crates; cargo merges it after the source's own .cargo/config.toml
+        env["CARGO_HOME"] = f"{BUILD_DIR}/{CARGO_HOME}"
     for k, v in recipe.env.items():
         env[k] = expand(v, ctx)
     return env
@@ -220,6 +232,8 @@ def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, st
         "outputs": [(o.glob, o.type, o.isa) for o in recipe.outputs], "smoke": recipe.smoke,
         "smoke_debian": list(recipe.smoke_debian), "deps": list(dep_keys),
     }
+    if recipe.files:
+        doc["files"] = [[p.sha256, p.dest] for p in recipe.files]
     if tools:
         doc["tools"] = [[t.name, t.source.sha256, t.script_sha256] for t in tools]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
@@ -241,7 +255,8 @@ def make_plan(cat: Catalogue, req: Request, host: HostFacts,
         mode, reason = decide_mode(r, req.mode, host)
         jobs = bound_jobs(r.kind, host, req.jobs)
         env = stage_env(r, req.profile, mode, jobs)
-        r, commands, tools = with_repair(r, env, r.build, repair)
+        build = r.build + ((RUST_RECORD,) if compiles_rust(r) else ())
+        r, commands, tools = with_repair(r, env, build, repair)
         deps = tuple(d.partition("==")[0] for d in r.depends)
         key = stage_key(r, req.profile, mode, env, commands, [keys[d] for d in deps], tools)
         keys[r.name] = key

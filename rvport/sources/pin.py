@@ -147,13 +147,13 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
 
 
 def check_pinned_files(recipes: Iterable[Recipe]) -> None:
-    """The patches and lock files shipped beside the recipes must have the sha256 their recipes pin (a plan
+    """The patches, lock files and files shipped beside the recipes must have the sha256 their recipes pin (a plan
     promises every pin; the build checks them again as it prepares each tree). Every mismatch is collected and
     raised together as an IntegrityError (exit 4), naming the file and both digests."""
     problems: list[Problem] = []
     seen: set[tuple[str, Path]] = set()
     for r in recipes:
-        for what, files in (("patch", r.patches), ("lock file", r.lockfiles)):
+        for what, files in (("patch", r.patches), ("lock file", r.lockfiles), ("file", r.files)):
             for pf in files:
                 if (r.ref, pf.path) in seen:
                     continue
@@ -176,7 +176,7 @@ def check_pinned_files(recipes: Iterable[Recipe]) -> None:
 
 
 def _recipes_root(recipe: Recipe) -> Path:
-    for pf in (*recipe.patches, *recipe.lockfiles):
+    for pf in (*recipe.patches, *recipe.lockfiles, *recipe.files):
         rel_parts = Path(pf.rel).parts
         return Path(*pf.path.parts[:len(pf.path.parts) - len(rel_parts)])
     return recipe.file.parent

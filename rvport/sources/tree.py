@@ -1,6 +1,8 @@
-"""Prepared source trees: unpack, copy lock files, apply patches, vendor crates; content-addressed and atomic.
+"""Prepared source trees: unpack, copy lock files and recipe-local files, apply patches, vendor crates;
+content-addressed and atomic.
 
-The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files, vendoring).
+The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files, recipe-local
+files, vendoring).
 It is built in a temporary directory beside it and renamed into place, under a lock; a present tree is reused.
 Each archive is checked against its cache name while it is unpacked (a corrupt one is fetched again and the
 tree started over), and a source pinned by its tree digest must unpack to exactly that tree.
@@ -8,7 +10,6 @@ tree started over), and a source pinned by its tree digest must unpack to exactl
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -26,7 +27,7 @@ from rvport.sources.archive import unpack
 from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
 
-TREE_FORMAT = 3     # bump when the way trees are made changes, so old trees are not reused
+TREE_FORMAT = 4     # bump when the way trees are made changes, so old trees are not reused
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +54,7 @@ def verify_pinned(pf: PinnedFile, what: str) -> None:
 
 
 def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
-    """Key of the prepared tree: digests of sources (by name), patches and lock files, plus vendoring."""
+    """Key of the prepared tree: digests of sources (by name), patches, lock files and files, plus vendoring."""
     doc = {
         "format": TREE_FORMAT,
         "sources": [[s.name, digests[s.name], s.dest or "", s.tree or "", list(s.exclude)] for s in recipe.sources],
@@ -61,6 +62,8 @@ def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
         "lockfiles": [[p.rel, p.sha256, p.dest or ""] for p in recipe.lockfiles],
         "vendor": recipe.vendor or "",
     }
+    if recipe.files:        # only when there are any: the keys of every other tree stay what they were
+        doc["files"] = [[p.rel, p.sha256, p.dest] for p in recipe.files]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -74,6 +77,8 @@ def prepare_tree(recipe: Recipe, options: FetchOptions, *, fetcher: Fetcher | No
         verify_pinned(pf, "patch")
     for pf in recipe.lockfiles:
         verify_pinned(pf, "lock file")
+    for pf in recipe.files:
+        verify_pinned(pf, "file")
     own = fetcher is None
     fetcher = fetcher or Fetcher(options=options)
     try:
@@ -114,7 +119,8 @@ def _prepare(recipe: Recipe, fetched: tuple[Fetched, ...], options: FetchOptions
         meta = {"recipe": recipe.ref, "key": key, "format": TREE_FORMAT,
                 "sources": [f.to_json() for f in fetched],
                 "patches": [p.to_json() for p in recipe.patches],
-                "lockfiles": [p.to_json() for p in recipe.lockfiles], "vendor": recipe.vendor}
+                "lockfiles": [p.to_json() for p in recipe.lockfiles],
+                "files": [p.file_json() for p in recipe.files], "vendor": recipe.vendor}
         atomic_write_text(final.parent / f"{key}.json", json.dumps(meta, sort_keys=True, indent=2) + "\n")
     return PreparedTree(recipe=recipe.ref, key=key, path=final, fetched=fetched, reused=False)
 
@@ -132,6 +138,8 @@ def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Pa
         target = _inside(tree, pf.dest or pf.path.name, recipe)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(pf.path, target)
+    for pf in recipe.files:
+        copy_recipe_file(recipe, pf, tree)
     for pf in recipe.patches:
         apply_patch(pf, tree)
     if recipe.vendor == "cargo":
@@ -163,6 +171,19 @@ def clamp_mtimes(tree: Path, epoch: int) -> None:
         os.utime(tree, (epoch, epoch))
 
 
+def copy_recipe_file(recipe: Recipe, pf: PinnedFile, tree: Path) -> None:
+    """A recipe-local file (`files:`, checked against its pin already) into the tree at its dest, mode 0644. It
+    adds to the source and never replaces a file of it (a patch does that, visibly)."""
+    target = _inside(tree, pf.dest or pf.path.name, recipe)
+    if target.exists() or target.is_symlink():
+        raise RecipeError(f"{recipe.ref}: file {pf.rel} would replace {pf.dest}, which the source already has "
+                          f"(in {recipe.file})", hint="choose a dest the source does not have, or change the "
+                                                      "source's file with a patch")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pf.path, target)
+    os.chmod(target, 0o644)
+
+
 def _inside(tree: Path, rel: str, recipe: Recipe) -> Path:
     target = (tree / rel).resolve()
     if not target.is_relative_to(tree.resolve()):
@@ -188,8 +209,15 @@ def apply_patch(pf: PinnedFile, tree: Path) -> None:
                                   "strip level, and update its sha256 in the recipe")
 
 
+# What rvport adds to a tree, in a directory of its own: the source's files (its own .cargo/config.toml
+# included) are never overwritten. Paths relative to the tree's top directory; /src/<path> in a stage.
+RVPORT_DIR = ".rvport"
+CARGO_HOME = f"{RVPORT_DIR}/cargo-home"     # a cargo home: config.toml with the source replacement, nothing else
+CARGO_VENDOR = f"{RVPORT_DIR}/vendor"       # the vendored crates
+# Cargo resolves a relative path in a config file against the parent of the directory holding that file: in
+# <tree>/.rvport/cargo-home/config.toml, "vendor" is <tree>/.rvport/vendor, wherever the tree is.
 CARGO_CONFIG = """\
-# written by rvport: crates come from the vendored directory, never the network
+# written by rvport: crates come from the vendored directory (.rvport/vendor), never the network
 [source.crates-io]
 replace-with = "vendored-sources"
 
@@ -202,23 +230,35 @@ offline = true
 
 
 def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
-    """`cargo vendor --locked` on the host into <tree>/vendor, and point cargo at it via <tree>/.cargo/config.toml."""
+    """`cargo vendor --locked` on the host into <tree>/.rvport/vendor, and a cargo home for the stage.
+
+    The source replacement goes into <tree>/.rvport/cargo-home/config.toml, not into the source's own
+    .cargo/config.toml: cargo reads the config files from its working directory upwards and then
+    $CARGO_HOME/config.toml, merging them, so the source's own settings ([env], build flags) still apply.
+    The planner sets CARGO_HOME to that directory in every stage of a `vendor: cargo` recipe.
+    """
     locks = [pf for pf in recipe.lockfiles if (pf.dest or pf.path.name).endswith("Cargo.lock")]
     lock_rel = (locks[0].dest or locks[0].path.name) if locks else "Cargo.lock"
     manifest = tree / Path(lock_rel).parent / "Cargo.toml"
     if not manifest.is_file():
         raise RecipeError(f"{recipe.ref}: vendor: cargo needs {manifest.relative_to(tree)} in the source tree",
                           hint="set the lock file's dest beside the Cargo.toml to vendor for")
+    own = tree / RVPORT_DIR
+    if own.exists():
+        raise RecipeError(f"{recipe.ref}: the source tree already has {RVPORT_DIR}/, where rvport puts its cargo "
+                          "home and vendored crates", hint="remove it from the source (a patch, or `exclude:`)")
+    own.mkdir()
     cargo = proc.which("cargo") or (str(Path.home() / ".cargo/bin/cargo")
                                     if (Path.home() / ".cargo/bin/cargo").is_file() else "cargo")
     env = dict(os.environ)
     env["CARGO_HTTP_CAINFO"] = str(options.ca_bundle or ca_bundle())
-    # a relative "vendor" (cwd = tree): the configuration cargo prints then stays valid wherever the tree goes
+    # cwd = <tree>/.rvport and a relative "vendor": the snippet cargo prints then names the directory as the
+    # cargo home's config must (see CARGO_CONFIG), wherever the tree goes
     cmd = [cargo, "vendor", "--locked", "--versioned-dirs", "--manifest-path", str(manifest), "vendor"]
     if options.offline:
         cmd.insert(2, "--offline")
     try:
-        cp = proc.run(cmd, cwd=tree, env=env, capture=True, timeout=1800)
+        cp = proc.run(cmd, cwd=own, env=env, capture=True, timeout=1800)
     except proc.CommandFailed as e:
         tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
         if "needs to be updated" in tail or "--locked was passed" in tail:
@@ -227,19 +267,16 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
         raise SourceUnavailable(f"{recipe.ref}: cargo vendor failed ({e.reason}):\n  {tail}",
                                 hint="crates are downloaded on the host: check network/proxy (--ca-bundle); "
                                      "offline, reuse a tree prepared earlier") from e
-    (tree / "vendor").mkdir(exist_ok=True)      # a crate without dependencies gets none, cargo still wants it
-    cfg = tree / ".cargo" / "config.toml"
-    cfg.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        existing = cfg.read_text()
-        if existing.strip():
-            raise RecipeError(f"{recipe.ref}: the source already has .cargo/config.toml; rvport will not merge it",
-                              hint="patch the source's .cargo/config.toml away, or vendor by hand")
+    (tree / CARGO_VENDOR).mkdir(exist_ok=True)  # a crate without dependencies gets none, cargo still wants it
+    cfg = tree / CARGO_HOME / "config.toml"
+    cfg.parent.mkdir(parents=True)
     printed = (cp.stdout or "").strip()
-    if "[source.crates-io]" in printed and 'directory = "vendor"' in printed:
-        # cargo's own snippet also covers git dependencies, which CARGO_CONFIG alone would not
-        cfg.write_text("# written by rvport from `cargo vendor`: crates come from vendor/, never the network\n"
-                       + printed + "\n\n[net]\noffline = true\n")
+    if "[source.vendored-sources]" in printed and 'directory = "vendor"' in printed:
+        # cargo's own snippet also covers git dependencies, which CARGO_CONFIG alone would not; it names
+        # crates-io only when some crate comes from there, but replacing it always keeps the stage offline
+        crates_io = "" if "[source.crates-io]" in printed else '[source.crates-io]\nreplace-with = "vendored-sources"\n\n'
+        cfg.write_text(f"# written by rvport from `cargo vendor`: crates come from {CARGO_VENDOR}, never the network\n"
+                       + crates_io + printed + "\n\n[net]\noffline = true\n")
     else:
         cfg.write_text(CARGO_CONFIG)
 

@@ -128,6 +128,8 @@ def _dependencies(result: Mapping[str, Any], stages: Sequence[Mapping[str, Any]]
             deps.append(_descriptor(f"{r}/patch/{pf['file']}", pf.get("sha256"), strip=pf.get("strip")))
         for pf in p.get("lockfiles", []):
             deps.append(_descriptor(f"{r}/lockfile/{pf['file']}", pf.get("sha256"), dest=pf.get("dest")))
+        for pf in p.get("files", []):
+            deps.append(_descriptor(f"{r}/file/{pf['file']}", pf.get("sha256"), dest=pf.get("dest")))
         if p.get("vendor"):
             deps.append(_vendored(r, p, s))
         for role, image_id in sorted((s.get("images") or {}).items()):

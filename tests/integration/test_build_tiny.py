@@ -86,6 +86,23 @@ outputs:
   - {{glob: "*.whl", type: wheel}}
 """ + ONE_TARBALL
 
+# A stage that compiles nothing (the riscv64 base's own /bin/true is its executable) and a smoke test that
+# prints a marker and exits with {rc}
+SMOKE_RECIPE = """\
+schema: 1
+name: {name}
+kind: go-binary
+build:
+  - cp /bin/true "$RVPORT_OUT/{name}"
+outputs:
+  - {{glob: {name}, type: executable, isa: baseline}}
+smoke:
+  script: |
+    #!/bin/sh
+    /artifacts/{name} && echo "the smoke marker of {name}"
+    exit {rc}
+""" + ONE_TARBALL
+
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
@@ -99,6 +116,9 @@ def tiny(tmp_path_factory):
     (recipes / "tinygo.yaml").write_text(GO_RECIPE.format(fname=f, sha=s))
     f, s = tarball("broken-1.0.0", {"README": "nothing to build\n"}, mirror)
     (recipes / "broken.yaml").write_text(FAIL_RECIPE.format(name="broken", fname=f, sha=s, cmd="exit 3"))
+    for name, rc in (("smokefail", 3), ("smokepass", 0)):
+        f, s = tarball(f"{name}-1.0.0", {"README": "nothing to compile\n"}, mirror)
+        (recipes / f"{name}.yaml").write_text(SMOKE_RECIPE.format(name=name, rc=rc, fname=f, sha=s))
     f, s = tarball("slow-1.0.0", {"README": "slow\n"}, mirror)
     # a nonce per run: BuildKit must never find this step in its cache
     (recipes / "slow.yaml").write_text(FAIL_RECIPE.format(name="slow", fname=f, sha=s,
@@ -144,6 +164,32 @@ def test_a_failing_stage_writes_result_json_and_exits_7(engine, tiny, tmp_path):
     assert (out / "logs" / "broken.log").is_file()
 
 
+def test_a_failing_smoke_test_shows_and_records_what_it_printed_and_exits_7(engine, tiny, tmp_path):
+    from rvport.sources import default_cache_dir
+
+    out = tmp_path / "out"
+    cp = rvport("build", "smokefail", *common(tiny, out))
+    assert cp.returncode == 7, cp.stdout + cp.stderr
+    assert "smokefail==1.0.0: the smoke test failed (exit status 3)" in cp.stderr, cp.stderr
+    assert "the smoke marker of smokefail" in cp.stderr and "Traceback" not in cp.stderr
+    doc = json.loads((out / "result.json").read_text())
+    jsonschema.validate(doc, manifest.schema("result"))
+    assert doc["status"] == "failed" and doc["failing_stage"] == "smokefail"
+    (st,) = doc["stages"]
+    assert st["status"] == "failed" and st["verify"]["ok"]          # built and verified; the smoke test failed
+    assert st["smoke"]["status"] == "failed" and st["smoke"]["exit_status"] == 3
+    assert "the smoke marker of smokefail" in st["smoke"]["output"]
+    assert "the smoke marker of smokefail" in st["log_tail"] and "exit status 3" in st["error"]
+    # nothing kept: no artifacts exported, no artifact cache entry
+    assert not (out / "artifacts" / "smokefail").exists()
+    assert st["key"] and not (default_cache_dir() / "artifacts" / st["key"]).exists()
+    # a passing one is recorded as before
+    cp = rvport("build", "smokepass", *common(tiny, out))
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    (st,) = json.loads((out / "result.json").read_text())["stages"]
+    assert st["smoke"] == {"status": "passed", "output": ["the smoke marker of smokepass"]}
+
+
 def test_ctrl_c_stops_the_build_and_leaves_no_artifact(engine, tiny, tmp_path):
     out = tmp_path / "out"
     # started with SIGINT ignored, as a shell without job control starts background jobs: rvport must still stop
@@ -177,3 +223,8 @@ def test_no_cache_compiles_afresh(engine, tiny, tmp_path):
     (st,) = json.loads((out / "result.json").read_text())["stages"]
     assert st["status"] == "ok" and "--no-cache" in st["build_command"]
     assert "Compiling tinyffi" in cp.stdout + cp.stderr      # cargo really ran in this build
+    # the Rust that ran is recorded: Debian's riscv64 rustc and cargo, under QEMU
+    assert st["rust"]["rustc"].startswith("rustc ") and st["rust"]["cargo"].startswith("cargo ")
+    assert st["rust"]["host"] == "riscv64gc-unknown-linux-gnu"
+    assert st["toolchain_packages"]["rustc"].split("+")[0] in st["rust"]["rustc"]
+    assert [a["path"] for a in json.loads((out / "result.json").read_text())["artifacts"]] == ["tinyrust/libtinyffi.a"]

@@ -45,7 +45,19 @@ def tiny_cross(tmp_path_factory):
     (recipes / "tinyrust.yaml").write_text(cross_capable(rust_for_any_mode(RUST_RECIPE)).format(fname=f, sha=s))
     f, s = tarball("tinygo-1.0.0", GO, mirror)
     (recipes / "tinygo.yaml").write_text(cross_capable(GO_RECIPE).format(fname=f, sha=s))
+    f, s = tarball("tinyrustweb-1.0.0", RUST, mirror)
+    (recipes / "tinyrustweb.yaml").write_text(with_rustc_web(cross_capable(rust_for_any_mode(RUST_RECIPE)))
+                                              .format(fname=f, sha=s))
     return root
+
+
+def with_rustc_web(recipe: str) -> str:
+    """The Rust recipe as `tinyrustweb`, naming Debian's rustc-web as its Rust (as tiktoken does)."""
+    out = recipe.replace("name: tinyrust\n", "name: tinyrustweb\n")
+    out = out.replace("toolchain: {{debian: [cargo, rustc]}}",
+                      "toolchain: {{debian: [cargo-web, rustc-web], rust: debian-rustc-web}}")
+    assert out.count("tinyrustweb") == 1 and "rust: debian-rustc-web" in out
+    return out
 
 
 def args(root: Path, out: Path, mode: str) -> list[str]:
@@ -88,5 +100,35 @@ def test_rust_staticlib_and_cgo_go_program_cross(engine, tiny_cross, tmp_path):
     assert go["toolchain"]["packages"]["golang-go"]
     # compiled on the build platform, run on riscv64 (QEMU) through the FFI: 6 * 7 + 0
     assert go["smoke"]["status"] == "passed" and "ffi says 42" in "\n".join(go["smoke"]["output"])
+    cp = rvport("verify", "artifacts", str(out / "artifacts"), "--profile", "rvv256", "--isa", "baseline")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+
+
+def test_rust_staticlib_cross_with_debian_rustc_web(engine, tiny_cross, tmp_path):
+    """`rust: debian-rustc-web` in cross mode: rustc-web and cargo-web on the build platform with the riscv64
+    rlibs of libstd-rust-web-dev unpacked beside them (one source version, a binNMU apart at most); the
+    archive verifies as riscv64, and result.json names the Rust that compiled it."""
+    import re
+
+    out = tmp_path / "out"
+    cp = rvport("build", "tinyrustweb", *args(tiny_cross, out, "cross"))
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    doc = json.loads((out / "result.json").read_text())
+    jsonschema.validate(doc, manifest.schema("result"))
+    (st,) = doc["stages"]
+    assert st["status"] in ("ok", "cached") and st["mode"] == "cross" and st["verify"]["ok"]
+    tc = st["toolchain"]
+    assert tc["rust"] == "debian-rustc-web"
+    assert set(tc["packages"]) >= {"rustc-web", "cargo-web", "libstd-rust-web-dev:riscv64"}
+    assert "rustc" not in st["toolchain_packages"] and "libstd-rust-dev:riscv64" not in st["toolchain_packages"]
+    binnmu = re.compile(r"(\+b\d+)+$")
+    assert binnmu.sub("", tc["packages"]["rustc-web"]) == binnmu.sub("", tc["packages"]["libstd-rust-web-dev:riscv64"])
+    assert tc["unpacked"] == {"libstd-rust-web-dev:riscv64": "/usr/lib/rustlib/riscv64gc-unknown-linux-gnu"}
+    # the Rust that ran, recorded by the stage itself: rustc-web's version, on the build platform
+    upstream = tc["packages"]["rustc-web"].split("+")[0]
+    assert st["rust"]["rustc"].startswith(f"rustc {upstream}") and st["rust"]["cargo"].startswith(f"cargo {upstream}")
+    assert st["rust"]["host"] == "x86_64-unknown-linux-gnu"
+    assert tc["compilers"]["rustc"] == st["rust"]["rustc"]
+    assert [a["path"] for a in doc["artifacts"]] == ["tinyrustweb/libtinyffi.a"]
     cp = rvport("verify", "artifacts", str(out / "artifacts"), "--profile", "rvv256", "--isa", "baseline")
     assert cp.returncode == 0, cp.stdout + cp.stderr

@@ -46,12 +46,17 @@ def test_tiktoken_tree_vendors_its_crates(options):
     recipe = load_catalogue().resolve("tiktoken==0.14.0")
     pt = prepare_tree(recipe, options)
     assert (pt.path / "Cargo.lock").is_file()
-    assert (pt.path / ".cargo" / "config.toml").read_text().count('directory = "vendor"') == 1
-    vendored = [p.name for p in (pt.path / "vendor").iterdir()]
+    assert (pt.path / ".rvport" / "cargo-home" / "config.toml").read_text().count('directory = "vendor"') == 1
+    assert not (pt.path / ".cargo").exists()
+    vendor = pt.path / ".rvport" / "vendor"
+    vendored = [p.name for p in vendor.iterdir()]
     assert any(n.startswith("pyo3-") for n in vendored), vendored
-    assert all((pt.path / "vendor" / n / ".cargo-checksum.json").is_file() for n in vendored)
-    # the tree needs no network: cargo resolves every crate from vendor/ offline
+    assert all((vendor / n / ".cargo-checksum.json").is_file() for n in vendored)
+    # the tree needs no network: with rvport's cargo home (the stage's CARGO_HOME), cargo resolves every crate
+    # from .rvport/vendor offline
+    import os
+
     from rvport import proc
     proc.run(["cargo", "metadata", "--offline", "--locked", "--format-version", "1"], cwd=pt.path,
-             capture=True, timeout=300)
+             env={**os.environ, "CARGO_HOME": str(pt.path / ".rvport" / "cargo-home")}, capture=True, timeout=300)
     assert Path(pt.path).is_dir() and prepare_tree(recipe, options).reused

@@ -90,23 +90,39 @@ def test_vllm_knobs_exist_in_every_profile():
 def test_glide_ffi(cat):
     r = cat.resolve("glide-ffi")
     assert r.kind == "cargo-staticlib"
-    assert set(r.modes) == {"native", "qemu", "cross"}
-    (src,) = r.sources
-    assert src.repo == "https://github.com/valkey-io/valkey-glide"
-    assert src.commit == "180f3883f8c98bbf6647e3da4660edcbc091c5bc" and src.tag == "v2.3.0"
-    assert r.vendor == "cargo"
-    assert r.toolchain.rust == "rust-1.90.0"
+    assert set(r.modes) == {"native", "qemu", "cross", "accelerated"}
+    # hermetic: every git source pinned by commit and tree digest, the lock pinned by sha256, crates vendored
+    assert r.hermetic and r.vendor == "cargo"
+    by_name = {s.name: s for s in r.sources}
+    assert set(by_name) == {"glide", "glide-go", "uuid", "protobuf-go"}
+    assert all(s.commit and s.tree and s.tree.startswith("sha256:") and not s.sha256 for s in r.sources)
+    glide, client = by_name["glide"], by_name["glide-go"]
+    assert glide.repo == client.repo == "https://github.com/valkey-io/valkey-glide"
+    assert glide.commit == "180f3883f8c98bbf6647e3da4660edcbc091c5bc" and glide.tag == "v2.3.0" and glide.dest is None
+    # the Go client's tag commits prebuilt archives (none for riscv64) that its content pin leaves out
+    assert client.tag == "go/v2.3.0" and client.exclude == ("go/rustbin/",) and client.dest == "_smoke/glide"
+    (lock,) = r.lockfiles
+    assert lock.dest == "ffi/Cargo.lock" and len(lock.sha256) == 64
+    assert "[[package]]" in lock.path.read_text()
+    assert {f.dest for f in r.files} == {"_smoke/roundtrip/go.mod", "_smoke/roundtrip/main.go"}
+    gomod = next(f for f in r.files if f.dest.endswith("go.mod")).path.read_text()
+    for mod, where in (("github.com/valkey-io/valkey-glide/go/v2", "../glide/go"), ("github.com/google/uuid",
+                       "../uuid"), ("google.golang.org/protobuf", "../protobuf")):
+        assert f"{mod} => {where}" in gomod      # every module from a pinned source, none downloaded
+    # Debian's rustc-web (1.96): the crates need rustc >= 1.88, trixie's rustc is 1.85
+    assert r.toolchain.rust == "debian-rustc-web" and {"rustc-web", "cargo-web", "golang-go"} <= set(r.toolchain.debian)
     assert "protobuf-compiler" in r.toolchain.debian
     cargo = [c for c in r.build if "cargo build" in c]
     assert cargo and "--release" in cargo[0] and "--locked" in cargo[0] and "--offline" in cargo[0]
-    assert "--target" in cargo[0] and "$RVPORT_RUST_TARGET" in cargo[0] and cargo[0].startswith("cd ffi")
-    assert "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER" in r.env
+    assert "--target" in cargo[0] and "$RVPORT_RUST_TARGET" in cargo[0] and cargo[0].startswith("cd /src/ffi")
+    assert "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER" in r.env and r.env["GOPROXY"] == "off"
     assert any("libglide_ffi.a" in c and "$RVPORT_OUT" in c for c in r.build)
-    assert [(o.glob, o.type, o.isa) for o in r.outputs] == [("libglide_ffi.a", "staticlib", "baseline")]
-    # no faked lock: without one the version must say it is not hermetic, and why
-    if not r.lockfiles:
-        assert not r.hermetic and "Cargo.lock" in (r.note or "")
-    assert r.smoke.startswith("#!/bin/sh")
+    assert [(o.glob, o.type, o.isa) for o in r.outputs] == [("libglide_ffi.a", "staticlib", "baseline"),
+                                                            ("glide-roundtrip", "executable", "baseline")]
+    assert {"create_client", "close_client", "command", "batch"} <= set(r.outputs[0].exports)
+    # the smoke test is a round trip against a real server, not a symbol listing
+    assert r.smoke.startswith("#!/bin/sh") and "valkey-server" in r.smoke and "glide-roundtrip" in r.smoke
+    assert "nm " not in r.smoke and r.smoke_debian == ("valkey-server",)
 
 
 def test_semantic_router(cat):
@@ -141,14 +157,14 @@ def test_toolchain_names_used_by_recipes_exist(cat, toolchains):
     for name in HEAVY:
         tc = cat.resolve(name).toolchain
         for pinned in (tc.go, tc.rust):
-            if pinned and pinned != "debian":
+            if pinned and pinned not in ("debian", "debian-rustc-web"):     # Debian's own packages
                 assert pinned in toolchains, (name, pinned)
 
 
 @pytest.mark.parametrize("name", HEAVY)
 def test_pinned_files_match_their_digests(cat, name):
     for r in cat.recipes[name]:
-        for f in (*r.patches, *r.lockfiles):
+        for f in (*r.patches, *r.lockfiles, *r.files):
             assert f.path.is_file(), f.rel
             assert hashlib.sha256(f.path.read_bytes()).hexdigest() == f.sha256, f.rel
 
@@ -156,7 +172,7 @@ def test_pinned_files_match_their_digests(cat, name):
 def test_every_pinned_file_in_the_catalogue_matches(cat):
     for versions in cat.recipes.values():
         for r in versions:
-            for f in (*r.patches, *r.lockfiles):
+            for f in (*r.patches, *r.lockfiles, *r.files):
                 assert hashlib.sha256(f.path.read_bytes()).hexdigest() == f.sha256, f.rel
 
 

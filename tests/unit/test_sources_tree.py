@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -135,6 +136,104 @@ def test_patch_whose_digest_does_not_match_its_pin_is_refused(tmp_path):
     assert not (tmp_path / "cache" / "sha256").exists()                     # refused before any download
 
 
+SMOKE_GO = "package main\n\nfunc main() { println(\"smoke\") }\n"
+
+
+def with_files(root: Path, entries: str, content: str = SMOKE_GO) -> Path:
+    """The demo recipe with a `files:` list (entries: its YAML items) and demo/smoke.go beside it."""
+    (root / "demo" / "smoke.go").write_text(content)
+    path = root / "demo.yaml"
+    path.write_text(path.read_text() + "    files:\n" + textwrap.indent(textwrap.dedent(entries), " " * 6))
+    return root
+
+
+def test_recipe_files_are_checked_copied_into_the_tree_and_part_of_its_key(tmp_path):
+    from rvport.sources.tree import tree_key
+    from rvport.verify.provenance import statement
+
+    with serve(routes()) as srv:
+        plain = load_catalogue(write_recipes(tmp_path / "plain", srv.base, main_sha=sha(MAIN))).resolve("demo")
+        root = with_files(write_recipes(tmp_path / "recipes", srv.base, main_sha=sha(MAIN)), f"""\
+            - file: demo/smoke.go
+              sha256: {sha(SMOKE_GO.encode())}
+              dest: cmd/smoke/main.go
+              note: our smoke program
+            """)
+        recipe = load_catalogue(root).resolve("demo")
+        (f,) = recipe.files
+        assert (f.rel, f.dest, f.note) == ("demo/smoke.go", "cmd/smoke/main.go", "our smoke program")
+        pt = prepare_tree(recipe, options(tmp_path))
+        target = pt.path / "cmd" / "smoke" / "main.go"
+        assert target.read_text() == SMOKE_GO and target.stat().st_mode & 0o777 == 0o644
+        meta = json.loads((pt.path.parent / f"{pt.key}.json").read_text())
+        assert meta["files"] == [{"file": "demo/smoke.go", "sha256": sha(SMOKE_GO.encode()),
+                                  "dest": "cmd/smoke/main.go", "note": "our smoke program"}]
+    digests = {"main": sha(MAIN), "dep": sha(DEP)}
+    assert pt.key == tree_key(recipe, digests) != tree_key(plain, digests)
+    other = with_files(write_recipes(tmp_path / "other", "http://127.0.0.1:9", main_sha=sha(MAIN)), f"""\
+        - file: demo/smoke.go
+          sha256: {sha(b"// v2" + SMOKE_GO.encode())}
+          dest: cmd/smoke/main.go
+        """, "// v2" + SMOKE_GO)
+    assert tree_key(load_catalogue(other).resolve("demo"), digests) != pt.key
+    # in the plan (and its key), and in the provenance like a lock file
+    from rvport.catalogue.profiles import get_profile
+    from rvport.host import HostFacts
+    from rvport.plan.planner import Request, make_plan
+
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    cat = load_catalogue(root)
+    plan = make_plan(cat, Request(refs=("demo",), profile=get_profile("rvv256")), host)
+    doc = plan.to_json()
+    assert doc["stages"][0]["files"] == [f.file_json()]
+    plain_plan = make_plan(load_catalogue(tmp_path / "plain"), Request(refs=("demo",), profile=get_profile("rvv256")),
+                           host)
+    assert plan.stages[0].key != plain_plan.stages[0].key
+    result = {"stages": [{"recipe": "demo", "version": "1.0", "sources": [], "artifacts": [], "images": {}}],
+              "base_images": {},
+              "started": "2026-01-02T00:00:00Z", "duration_s": 1}
+    deps = {d["name"]: d for d in statement(result, doc)["predicate"]["buildDefinition"]["resolvedDependencies"]}
+    assert deps["demo/file/demo/smoke.go"]["digest"] == {"sha256": sha(SMOKE_GO.encode())}
+    assert deps["demo/file/demo/smoke.go"]["annotations"]["dest"] == "cmd/smoke/main.go"
+
+
+def test_a_recipe_file_that_does_not_match_its_pin_or_would_replace_a_source_file_is_refused(tmp_path):
+    from rvport.errors import RecipeError
+    from rvport.sources.pin import check_pinned_files
+
+    root = with_files(write_recipes(tmp_path / "r1", "http://127.0.0.1:9", main_sha=sha(MAIN)), f"""\
+        - file: demo/smoke.go
+          sha256: {"e" * 64}
+          dest: smoke.go
+        """)
+    recipe = load_catalogue(root).resolve("demo")
+    with pytest.raises(IntegrityError, match="file demo/smoke.go does not match its pin"):
+        prepare_tree(recipe, options(tmp_path))
+    with pytest.raises(IntegrityError) as e:
+        check_pinned_files([recipe])        # what `rvport plan` checks
+    assert "demo/smoke.go" in e.value.render() and "e" * 64 in e.value.render()
+    with serve(routes()) as srv:
+        root = with_files(write_recipes(tmp_path / "r2", srv.base, main_sha=sha(MAIN)), f"""\
+            - file: demo/smoke.go
+              sha256: {sha(SMOKE_GO.encode())}
+              dest: hello.c
+            """)
+        with pytest.raises(RecipeError, match="would replace hello.c, which the source already has"):
+            prepare_tree(load_catalogue(root).resolve("demo"), options(tmp_path))
+    assert not [p for p in (tmp_path / "cache" / "trees").iterdir() if p.is_dir()]   # nothing half-made
+    # a dest outside the tree, or without a file name, is a recipe error with its line
+    for dest in ("../smoke.go", "/etc/smoke.go", "cmd/", ".rvport/x"):
+        root = with_files(write_recipes(tmp_path / f"r-{len(dest)}", "http://127.0.0.1:9"), f"""\
+            - file: demo/smoke.go
+              sha256: {sha(SMOKE_GO.encode())}
+              dest: {dest}
+            """)
+        with pytest.raises(RecipeError) as e:
+            load_catalogue(root)
+        assert f"dest {dest!r} is not a file path inside the source tree" in e.value.render()
+        assert "demo.yaml:" in e.value.render()
+
+
 def test_pin_writes_the_digest_in_place_and_later_fetches_check_it(tmp_path):
     with serve(routes()) as srv:
         root = write_recipes(tmp_path / "recipes", srv.base)
@@ -220,9 +319,19 @@ CRATE_TOML = '[package]\nname = "tiny"\nversion = "0.1.0"\nedition = "2021"\n\n[
 CRATE_LOCK = "# This file is automatically @generated by Cargo.\n# It is not intended for manual editing.\nversion = 3\n\n[[package]]\nname = \"tiny\"\nversion = \"0.1.0\"\n"
 
 
-@pytest.mark.skipif(not (Path.home() / ".cargo/bin/cargo").exists() and not __import__("shutil").which("cargo"),
-                    reason="needs cargo on the host")
-def test_cargo_vendoring_writes_an_offline_config(tmp_path):
+def host_cargo() -> str | None:
+    import shutil
+
+    return shutil.which("cargo") or (str(Path.home() / ".cargo/bin/cargo")
+                                     if (Path.home() / ".cargo/bin/cargo").exists() else None)
+
+
+def cargo_env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "PATH": f"{Path.home() / '.cargo/bin'}:{os.environ.get('PATH', '')}", **extra}
+
+
+@pytest.mark.skipif(host_cargo() is None, reason="needs cargo on the host")
+def test_cargo_vendoring_writes_an_offline_cargo_home(tmp_path):
     crate = targz({"Cargo.toml": CRATE_TOML, "src/lib.rs": "pub fn one() -> u32 { 1 }\n"}, "tiny-0.1.0")
     root = tmp_path / "recipes"
     (root / "tiny").mkdir(parents=True)
@@ -249,9 +358,110 @@ def test_cargo_vendoring_writes_an_offline_config(tmp_path):
     (mirror / "tiny-0.1.0.tar.gz").write_bytes(crate)
     recipe = load_catalogue(root).resolve("tiny")
     pt = prepare_tree(recipe, options(tmp_path, mirror=mirror, offline=True))
-    cfg = (pt.path / ".cargo" / "config.toml").read_text()
+    cfg = (pt.path / ".rvport" / "cargo-home" / "config.toml").read_text()
     assert 'replace-with = "vendored-sources"' in cfg and 'directory = "vendor"' in cfg and "offline = true" in cfg
-    assert (pt.path / "Cargo.lock").read_text() == CRATE_LOCK and (pt.path / "vendor").is_dir()
+    assert not (pt.path / ".cargo").exists()        # the source's own config directory is the source's
+    assert (pt.path / "Cargo.lock").read_text() == CRATE_LOCK and (pt.path / ".rvport" / "vendor").is_dir()
     from rvport import proc
     proc.run(["cargo", "metadata", "--offline", "--locked", "--format-version", "1"], cwd=pt.path, capture=True,
-             env={**os.environ, "PATH": f"{Path.home() / '.cargo/bin'}:{os.environ.get('PATH', '')}"}, timeout=120)
+             env=cargo_env(CARGO_HOME=str(pt.path / ".rvport" / "cargo-home")), timeout=120)
+
+
+@pytest.mark.skipif(host_cargo() is None or not __import__("shutil").which("git"), reason="needs cargo and git")
+def test_vendored_crates_and_the_sources_own_cargo_config_both_apply_offline(tmp_path):
+    """GLIDE's shape: a root .cargo/config.toml and ffi/.cargo/config.toml with [env] settings, the crate in
+    ffi/ with a pinned lock file and one dependency (a git one, so no registry is needed here). After vendoring,
+    with the git repository gone and cargo offline, a build from ffi/ with CARGO_HOME at rvport's cargo home
+    compiles the vendored dependency and both [env] settings in; the source's config files are untouched."""
+    import json
+    import shutil
+
+    from rvport import proc
+    from rvport.plan.planner import BUILD_DIR
+    from rvport.sources.tree import CARGO_HOME
+
+    home = tmp_path / "host-cargo-home"      # the host's own cargo home stays out of it
+    home.mkdir()
+    dep = tmp_path / "tinydep"
+    (dep / "src").mkdir(parents=True)
+    (dep / "Cargo.toml").write_text('[package]\nname = "tinydep"\nversion = "0.3.0"\nedition = "2021"\n')
+    (dep / "src" / "lib.rs").write_text("pub fn answer() -> u32 { 42 }\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    for cmd in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "tinydep"]):
+        subprocess.run(git + cmd, cwd=dep, check=True, capture_output=True)
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dep, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    files = {
+        ".cargo/config.toml": '[env]\nROOT_SETTING = "from-the-root-config"\n',
+        "ffi/.cargo/config.toml": '[env]\nFFI_SETTING = "from-the-ffi-config"\n',
+        "ffi/Cargo.toml": ('[package]\nname = "glidey"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'
+                           f'tinydep = {{ git = "{dep.as_uri()}", rev = "{rev}" }}\n'),
+        "ffi/src/main.rs": ('fn main() { println!("{} {} {}", env!("ROOT_SETTING"), env!("FFI_SETTING"), '
+                            "tinydep::answer()); }\n"),
+    }
+    scratch = tmp_path / "lock"
+    for rel, text in files.items():
+        (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+        (scratch / rel).write_text(text)
+    proc.run([host_cargo(), "generate-lockfile"], cwd=scratch / "ffi", capture=True,
+             env=cargo_env(CARGO_HOME=str(home)), timeout=300)
+    lock = (scratch / "ffi" / "Cargo.lock").read_text()
+    crate = targz(files, "glidey-0.1.0")
+    root = tmp_path / "recipes"
+    (root / "glidey").mkdir(parents=True)
+    (root / "glidey" / "Cargo.lock").write_text(lock)
+    (root / "glidey.yaml").write_text(textwrap.dedent(f"""\
+        schema: 1
+        name: glidey
+        kind: cargo-staticlib
+        build: [cd ffi && cargo run --release --locked]
+        versions:
+          - version: "0.1.0"
+            sources:
+              - name: glidey
+                url: http://127.0.0.1:9/glidey-0.1.0.tar.gz
+                sha256: {sha(crate)}
+            lockfiles:
+              - file: glidey/Cargo.lock
+                sha256: {sha(lock.encode())}
+                dest: ffi/Cargo.lock
+            vendor: cargo
+        """))
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "glidey-0.1.0.tar.gz").write_bytes(crate)
+    recipe = load_catalogue(root).resolve("glidey")
+    os.environ["CARGO_HOME"], saved = str(home), os.environ.get("CARGO_HOME")
+    try:
+        pt = prepare_tree(recipe, options(tmp_path, mirror=mirror))
+    finally:
+        os.environ.pop("CARGO_HOME") if saved is None else os.environ.__setitem__("CARGO_HOME", saved)
+    for rel in (".cargo/config.toml", "ffi/.cargo/config.toml"):
+        assert (pt.path / rel).read_text() == files[rel]
+    cfg = (pt.path / CARGO_HOME / "config.toml").read_text()
+    assert f'[source."git+{dep.as_uri()}?rev={rev}"]' in cfg and "offline = true" in cfg, cfg
+    assert (pt.path / ".rvport" / "vendor" / "tinydep-0.3.0" / "src" / "lib.rs").is_file()
+    # the stage: a copy of the tree (the build never writes into the cache), no git repository, no network
+    shutil.rmtree(dep)
+    shutil.rmtree(home)
+    src = tmp_path / "src"
+    shutil.copytree(pt.path, src, symlinks=True)
+    env = cargo_env(CARGO_HOME=str(src / CARGO_HOME), CARGO_NET_OFFLINE="true", CARGO_TARGET_DIR=str(tmp_path / "t"))
+    cp = proc.run(["cargo", "run", "--release", "--locked", "--offline", "-q"], cwd=src / "ffi", capture=True,
+                  env=env, timeout=600)
+    assert cp.stdout.strip() == "from-the-root-config from-the-ffi-config 42", cp.stdout + cp.stderr
+    meta = json.loads(proc.run(["cargo", "metadata", "--locked", "--offline", "--format-version", "1"],
+                               cwd=src / "ffi", capture=True, env=env, timeout=120).stdout)
+    (tinydep,) = [p for p in meta["packages"] if p["name"] == "tinydep"]
+    assert Path(tinydep["manifest_path"]).is_relative_to(src / ".rvport" / "vendor"), tinydep["manifest_path"]
+    # and it is that cargo home that does it: with another one, cargo offline cannot find the dependency
+    (tmp_path / "empty-home").mkdir()
+    cp = proc.run(["cargo", "metadata", "--locked", "--offline", "--format-version", "1"], cwd=src / "ffi",
+                  capture=True, check=False, env={**env, "CARGO_HOME": str(tmp_path / "empty-home")}, timeout=120)
+    assert cp.returncode != 0 and "tinydep" in cp.stderr, cp.stderr
+    # the stage's CARGO_HOME is that directory under /src
+    from rvport.catalogue.profiles import load_profiles
+    from rvport.plan.planner import Mode, stage_env
+
+    env = stage_env(recipe, next(iter(load_profiles().values())), Mode.QEMU, 1)
+    assert env["CARGO_HOME"] == f"{BUILD_DIR}/.rvport/cargo-home"

@@ -131,10 +131,11 @@ def test_glide_ffi_cross_stage(cat):
     assert tc.startswith("#") and "FROM rvport/base:xtc" in tc and "QEMU_CPU" not in tc
     assert "dpkg --add-architecture riscv64;" in tc
     assert tc.index("dpkg --add-architecture") < tc.index("apt-get $ca update")
-    assert installed(tc) == sorted({"protobuf-compiler", "cmake", "pkg-config", "rustc", "cargo", "libstd-rust-dev:riscv64",
-                           "gcc-riscv64-linux-gnu", "g++-riscv64-linux-gnu"})
-    # the riscv64 std must be the host rustc's own version, or the image is refused
-    assert 'dpkg-query -W -f "\\${Version}" rustc' in tc and "libstd-rust-dev:riscv64); [" in tc
+    # the recipe names Debian's rustc-web (its crates need rustc >= 1.88): rustc-web and cargo-web on the build
+    # platform, the riscv64 rlibs of libstd-rust-web-dev beside them, golang-go for the round-trip program
+    assert installed(tc) == sorted({"protobuf-compiler", "cmake", "pkg-config", "golang-go", "rustc-web", "cargo-web",
+                                    "gcc-riscv64-linux-gnu", "g++-riscv64-linux-gnu"})
+    assert "apt-get $ca download libstd-rust-web-dev:riscv64" in tc
 
 
 def test_semantic_router_cross_stage(cat):
@@ -205,3 +206,92 @@ def test_plan_names_remote_sources_and_the_mirror_way_out(cat):
         (w,) = [w for w in pl.warnings if w.startswith(f"{name}==") and "downloaded at build time" in w]
         assert "from github.com" in w and "--mirror DIR" in w and "rvport fetch --all --to DIR" in w
     assert not any(w.startswith("msgspec==") and "downloaded" in w for w in pl.warnings)   # PyPI is reachable
+
+
+def rustc_web(recipe):
+    """The recipe naming Debian's rustc-web as its Rust."""
+    import dataclasses
+
+    return dataclasses.replace(recipe, toolchain=dataclasses.replace(recipe.toolchain, rust="debian-rustc-web"))
+
+
+def test_a_cargo_recipe_naming_rustc_web_cross_compiles_with_rustc_web(cat):
+    st = plan(cat, "rvv256").stage("glide-ffi")
+    recipe = rustc_web(st.recipe)
+    tc = cross.render_toolchain(recipe, "rvport/base:xtc").text
+    # rustc-web and cargo-web installed (they provide /usr/bin/rustc and /usr/bin/cargo); plain rustc, cargo and
+    # libstd-rust-dev are not, and the riscv64 rlibs of libstd-rust-web-dev are unpacked, not installed
+    assert installed(tc) == sorted({"protobuf-compiler", "cmake", "pkg-config", "golang-go", "rustc-web", "cargo-web",
+                                    "gcc-riscv64-linux-gnu", "g++-riscv64-linux-gnu"})
+    assert "apt-get $ca download libstd-rust-web-dev:riscv64" in tc
+    assert "tar -x -C / ./usr/lib/rustlib/riscv64gc-unknown-linux-gnu" in tc
+    assert tc.index("download libstd-rust-web-dev") < tc.index("rm -rf /var/lib/apt/lists")   # lists still there
+    assert tc.index("rm -rf /var/lib/apt/lists") < tc.index("must be built from one source version")
+    assert "cat /rvport-unpacked-packages.txt >> /rvport-toolchain-packages.txt" in tc
+    assert 'echo "rustc=$(rustc --version' in tc and 'echo "cargo=$(cargo --version' in tc
+    # the stage itself is the kind's: same cross environment, same commands
+    assert cross.toolchain_of(recipe).env == cross.toolchain_of(st.recipe).env
+    doc = cross.describe(recipe, "linux/amd64", {"rustc-web": "1.96.0+dfsg1-1~deb13u1+b1",
+                                                 "libstd-rust-web-dev:riscv64": "1.96.0+dfsg1-1~deb13u1"},
+                         {"rustc": "rustc 1.96.0", "cargo": "cargo 1.96.0"})
+    assert doc["packages"]["libstd-rust-web-dev:riscv64"] == "1.96.0+dfsg1-1~deb13u1"
+    assert doc["unpacked"] == {"libstd-rust-web-dev:riscv64": "/usr/lib/rustlib/riscv64gc-unknown-linux-gnu"}
+    assert doc["rust"] == "debian-rustc-web" and "libstd-rust-dev:riscv64" not in doc["packages"]
+    # go-binary recipes and the default Rust keep their toolchains
+    assert cross.toolchain_of(rustc_web(plan(cat, "rvv256").stage("semantic-router").recipe)).packages == \
+        KINDS[plan(cat, "rvv256").stage("semantic-router").recipe.kind].cross.packages
+
+
+@pytest.mark.parametrize("rustc, std, ok", [
+    ("1.96.0+dfsg1-1~deb13u1+b1", "1.96.0+dfsg1-1~deb13u1", True),      # a binNMU of the same source
+    ("1.96.0+dfsg1-1~deb13u1", "1.96.0+dfsg1-1~deb13u1", True),
+    ("1.96.0+dfsg1-1~deb13u1", "1.96.0+dfsg1-1~deb13u2", False),       # another source upload
+    ("1.96.0+dfsg1-1~deb13u1", "", False),                              # nothing unpacked
+])
+def test_the_rustc_web_pair_must_come_from_one_source_version(cat, tmp_path, rustc, std, ok):
+    """The image's check, run by sh with a stand-in dpkg-query that knows the installed rustc-web only."""
+    recipe = rustc_web(plan(cat, "rvv256").stage("glide-ffi").recipe)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "dpkg-query").write_text(f'#!/bin/sh\neval last=\\${{$#}}\n[ "$last" = rustc-web ] || exit 1\n'
+                                     f'printf %s "{rustc}"\n')
+    (bin_ / "dpkg-query").chmod(0o755)
+    unpacked = tmp_path / "unpacked.txt"
+    unpacked.write_text(f"libstd-rust-web-dev:riscv64={std}\n" if std else "")
+    check = cross.same_version_check(recipe).replace(cross.UNPACKED_FILE, str(unpacked))
+    cp = subprocess.run(["sh", "-eu", "-c", check], capture_output=True, text=True, timeout=30,
+                        env={**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}"})
+    assert (cp.returncode == 0) is ok, cp.stderr
+    if not ok:
+        assert "must be built from one source version" in cp.stderr
+
+
+def test_stages_that_compile_rust_record_the_rust_they_used_in_every_mode(cat, tmp_path):
+    from rvport.build.runner import take_rust_report
+    from rvport.plan.planner import RUST_RECORD
+
+    for mode in (Mode.AUTO, Mode.QEMU):
+        p = plan(cat, "rvv256", mode)
+        for st in p.stages:
+            compiles = st.name in ("glide-ffi", "tiktoken")
+            assert (RUST_RECORD in st.commands) is compiles, (st.name, st.mode)
+            if compiles:     # after the recipe's build commands, before the wheel repair
+                assert st.commands.index(RUST_RECORD) == len(st.recipe.build)
+    assert plan(cat, "rvv256").stage("tiktoken").mode is Mode.ACCELERATED
+    # what the command writes, and what the runner makes of it (taken out of the artifacts)
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "libx.a").write_text("")
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for tool, text in (("rustc", 'case "$1" in -vV) echo "host: x86_64-unknown-linux-gnu";; '
+                                 '*) echo "rustc 1.96.0 (deadbeef 2026-01-01)";; esac'),
+                       ("cargo", 'echo "cargo 1.96.0 (cafe 2026-01-01)"')):
+        (bin_ / tool).write_text(f"#!/bin/sh\n{text}\n")
+        (bin_ / tool).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_}:/usr/bin:/bin", "RVPORT_OUT": str(files)}
+    env.pop("RUSTC", None)
+    subprocess.run(["sh", "-eu", "-c", RUST_RECORD], check=True, env=env, timeout=30)
+    assert take_rust_report(files) == {"rustc": "rustc 1.96.0 (deadbeef 2026-01-01)",
+                                       "cargo": "cargo 1.96.0 (cafe 2026-01-01)", "host": "x86_64-unknown-linux-gnu"}
+    assert [p.name for p in files.iterdir()] == ["libx.a"] and take_rust_report(files) is None

@@ -749,7 +749,7 @@ def test_recipe_outputs_declare_exports(tmp_path):
     from rvport.catalogue.recipes import load_catalogue
     from rvport.errors import RecipeError
     glide = load_catalogue().resolve("glide-ffi")
-    assert glide.outputs[0].exports == ("create_client", "close_client")
+    assert glide.outputs[0].exports == ("create_client", "close_client", "command", "batch")
     (tmp_path / "demo.yaml").write_text(
         "schema: 1\nname: demo\nkind: python-wheel\nbuild: [echo]\n"
         "outputs:\n  - {glob: '*.whl', type: wheel, exports: [f]}\n"

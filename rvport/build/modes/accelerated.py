@@ -31,6 +31,7 @@ from rvport.build.images import BaseImage, ensure_image, installed_packages
 from rvport.build.modes.emulated import riscv64_toolchain
 from rvport.build.stage import StageEnv, Toolchain
 from rvport import resources
+from rvport.catalogue import kinds
 from rvport.catalogue.kinds import KINDS
 from rvport.errors import BuildFailed, HostNotReady
 from rvport.catalogue.recipes import Kind
@@ -45,7 +46,7 @@ PREFIX = "/opt/xtc"
 PREFIX_FORMAT = 2    # bump when the prefix layout changes
 
 # Debian packages that mean a stage compiles Rust.
-RUST_PACKAGES = frozenset({"rustc", "rustc-web", "cargo", "cargo-web"})
+RUST_PACKAGES = kinds.RUST_PACKAGES
 
 # What must match between the riscv64 stage (left: its package) and the cross toolchain (right: the build
 # platform's package); {v} is the GCC major version.

@@ -8,6 +8,8 @@ of it:
 - Rust: the host's `rustc` and `cargo` with `libstd-rust-dev:riscv64` beside them. That package is
   Multi-Arch: same, so dpkg installs it only at exactly the host rustc's version (checked again in the
   image: same_version); cargo targets riscv64gc-unknown-linux-gnu and links with riscv64-linux-gnu-gcc.
+  A recipe naming `rust: debian-rustc-web` gets `rustc-web` and `cargo-web` instead, with the riscv64
+  rlibs of `libstd-rust-web-dev:riscv64` unpacked beside them (same source version; kinds.CROSS_RUST says why).
 - Go: Debian's `golang-go` with GOOS=linux GOARCH=riscv64 and cgo through riscv64-linux-gnu-gcc.
 
 The smoke test of a cross stage still runs in the riscv64 base under QEMU (the runner's part).
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from rvport.build import render
 from rvport.build.stage import StageEnv, Toolchain
-from rvport.catalogue.kinds import KINDS, CrossToolchain
+from rvport.catalogue.kinds import CrossToolchain, cross_toolchain
 from rvport.target import DEBIAN_TARGET_ARCH
 
 if TYPE_CHECKING:
@@ -29,10 +31,14 @@ if TYPE_CHECKING:
 BASE = "debian-trixie-xtc"          # the build-platform base every cross toolchain image starts from
 # What the toolchain image lists of its compilers, "tool=first line of its --version" a line.
 COMPILERS_FILE = "/rvport-cross-toolchain.txt"
+# The packages unpacked rather than installed (CrossToolchain.unpack), "package:arch=version" a line; the
+# template adds them to the image's package list.
+UNPACKED_FILE = "/rvport-unpacked-packages.txt"
+_BINNMU = r"s/(\+b[0-9]+)+$//"     # sed -E: a Debian version without its binNMU suffixes
 
 
 def toolchain_of(recipe: Recipe) -> CrossToolchain:
-    cross = KINDS[recipe.kind].cross
+    cross = cross_toolchain(recipe.kind, recipe.toolchain.rust)
     if cross is None:       # the planner never makes such a stage (kinds table); a clear error all the same
         raise ValueError(f"{recipe.kind.value} has no riscv64 cross toolchain")
     return cross
@@ -44,12 +50,42 @@ def packages(recipe: Recipe) -> tuple[str, ...]:
 
 
 def same_version_check(recipe: Recipe) -> str:
-    """A shell snippet failing the toolchain image when paired packages differ in version."""
+    """A shell snippet failing the toolchain image when paired packages differ in version (same_version), or in
+    source version (same_source: binNMU suffixes dropped; either package may be an unpacked one)."""
     checks = []
-    for a, b in toolchain_of(recipe).same_version:
+    cross = toolchain_of(recipe)
+    for a, b in cross.same_version:
         checks.append(f'va=$(dpkg-query -W -f "\\${{Version}}" {a}); vb=$(dpkg-query -W -f "\\${{Version}}" {b}); '
                       f'[ "$va" = "$vb" ] || {{ echo "{a} $va but {b} $vb: versions must match" >&2; exit 1; }}')
+    for a, b in cross.same_source:
+        checks.append(f"va=$({_version(a)}); vb=$({_version(b)}); "
+                      f"sa=$(echo \"$va\" | sed -E '{_BINNMU}'); sb=$(echo \"$vb\" | sed -E '{_BINNMU}'); "
+                      f'[ -n "$sa" ] && [ "$sa" = "$sb" ] || {{ echo "{a} $va but {b} $vb: they must be built '
+                      f'from one source version" >&2; exit 1; }}')
     return "; ".join(checks) or "true"
+
+
+def _version(pkg: str) -> str:
+    """A shell command printing an installed or unpacked package's Debian version."""
+    return (f"dpkg-query -W -f '${{Version}}' {pkg} 2>/dev/null || "
+            f"sed -n 's/^{pkg.replace('.', '[.]')}=//p' {UNPACKED_FILE}")
+
+
+def unpack_command(recipe: Recipe) -> str:
+    """A shell snippet (run after apt-get install, with the lists still there and $ca set) that downloads each
+    package of CrossToolchain.unpack and unpacks only its named directory into /, recording its version."""
+    parts = [f": > {UNPACKED_FILE}"]
+    unpack = toolchain_of(recipe).unpack
+    if unpack:
+        parts.append("mkdir -p /tmp/rvport-unpack && cd /tmp/rvport-unpack")
+        for pkg, directory in unpack:
+            parts += [f"apt-get $ca download {pkg}",
+                      f"deb=$(ls {pkg.split(':')[0]}_*.deb)",
+                      f'dpkg-deb --fsys-tarfile "$deb" | tar -x -C / ./{directory.strip("/")}',
+                      f'test -d /{directory.strip("/")}',
+                      f'echo "{pkg}=$(dpkg-deb -f "$deb" Version)" >> {UNPACKED_FILE}']
+        parts.append("cd / && rm -rf /tmp/rvport-unpack")
+    return "; ".join(parts)
 
 
 def version_command(recipe: Recipe) -> str:
@@ -69,18 +105,24 @@ def describe(recipe: Recipe, platform: str, installed: Mapping[str, str], compil
             return installed[pkg]
         return next((v for k, v in sorted(installed.items()) if ":" not in pkg and k.partition(":")[0] == pkg), "")
 
-    return {
+    doc = {
         "mode": "cross", "base": BASE, "build_platform": platform, "target": cross.target,
-        "packages": {p: version(p) for p in cross.packages},
+        "packages": {p: version(p) for p in (*cross.packages, *(pkg for pkg, _ in cross.unpack))},
         "compilers": dict(compilers), "env": dict(cross.env),
     }
+    if cross.unpack:
+        doc["unpacked"] = {pkg: f"/{d.strip('/')}" for pkg, d in cross.unpack}
+    if recipe.toolchain.rust:
+        doc["rust"] = recipe.toolchain.rust
+    return doc
 
 
 def render_toolchain(recipe: Recipe, base: str) -> render.Rendered:
     """The image a cross stage compiles in: build-platform base + the kind's cross packages."""
     return render.render("cross-toolchain", {
         "BASE": base, "FOREIGN_ARCH": DEBIAN_TARGET_ARCH, "PACKAGES": render.packages_arg(packages(recipe)),
-        "SAME_VERSION": same_version_check(recipe), "VERSIONS": version_command(recipe)})
+        "UNPACK": unpack_command(recipe), "SAME_VERSION": same_version_check(recipe),
+        "VERSIONS": version_command(recipe)})
 
 
 def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
