@@ -16,7 +16,6 @@ from rvport import manifest
 from rvport.build import buildx, render
 from rvport.build import runner as runner_mod
 from rvport.build.runner import BuildOptions, Runner, smoke_failure, smoke_record
-from rvport.build.stage import Toolchain
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import Kind, load_catalogue
 from rvport.errors import BuildFailed, ExitCode, SmokeFailed
@@ -110,13 +109,12 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
 
     monkeypatch.setattr(runner_mod.buildx, "build", fake_build)
     rec = run.records[0]
-    env = SimpleNamespace(stage=rec.stage, record=rec, log_path=tmp_path / "tiny.log", line=lambda _: None,
-                          with_packages=lambda base, packages, what: Toolchain(tag="rvport/base:under-test"))
+    env = SimpleNamespace(stage=rec.stage, record=rec, log_path=tmp_path / "tiny.log", line=lambda _: None)
     files = tmp_path / "files"
     files.mkdir()
     (files / "tiny").write_text("not really a binary")
     with pytest.raises(SmokeFailed) as e:
-        run._smoke(env, files, base=None)
+        run._smoke(env, files, "rvport/base:under-test")
     assert "exit 3" in seen["script"] and "FROM rvport/base:under-test" in seen["dockerfile"]
     assert rec.smoke == {"status": "failed", "exit_status": 3, "output": ["the smoke marker 7f3a"]}
     assert "the smoke marker 7f3a" in e.value.render()
