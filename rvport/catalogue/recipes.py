@@ -121,6 +121,24 @@ class PinnedFile:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TreeLock:
+    """The lock file vendoring reads, already in the source tree (e.g. ml-binding/Cargo.lock): its digest is
+    checked once the tree is made, and vendoring runs beside it alone."""
+    path: str                     # relative to the tree's top, /-separated
+    sha256: str
+    line: int | None = None
+
+    @property
+    def dir(self) -> str:
+        """The directory it sits in, relative to the tree's top ("" for the top)."""
+        parent = str(PurePosixPath(self.path).parent)
+        return "" if parent == "." else parent
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "sha256": self.sha256}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Toolchain:
     base: str = "debian-trixie"
     debian: tuple[str, ...] = ()
@@ -153,6 +171,7 @@ class Recipe:
     patches: tuple[PinnedFile, ...] = ()
     lockfiles: tuple[PinnedFile, ...] = ()
     vendor: str | None = None
+    lock: TreeLock | None = None  # vendoring's lock file inside the source tree (instead of a shipped one)
     depends: tuple[str, ...] = ()
     toolchain: Toolchain = field(default_factory=Toolchain)
     env: Mapping[str, str] = field(default_factory=dict)
@@ -214,6 +233,35 @@ def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedF
                       strip=int(d.get("strip", 1)), note=d.get("note"), line=d.line)
 
 
+# what each kind of vendoring reads as its lock file
+LOCK_NAMES = {"cargo": "Cargo.lock", "go": "go.sum"}
+
+
+def _tree_lock(v: LDict, file: str, problems: list[Problem]) -> TreeLock | None:
+    d = v.get("lock")
+    if d is None:
+        return None
+    lock = TreeLock(path=d["path"], sha256=d["sha256"], line=d.line)
+    p = PurePosixPath(d["path"])
+    want = LOCK_NAMES.get(v.get("vendor") or "")
+    if not d["path"].strip() or p.is_absolute() or ".." in p.parts or str(p) == ".":
+        problems.append(Problem(message=f"lock {d['path']!r} is not a path inside the source tree", file=file,
+                                line=line_of(d, "path") or d.line,
+                                hint="write its path relative to the tree's top, e.g. ml-binding/Cargo.lock"))
+    elif want is None:
+        problems.append(Problem(message="lock names the lock file vendoring reads, but this version vendors none",
+                                file=file, line=d.line, hint="add `vendor: cargo` or `vendor: go`, or drop `lock`"))
+    elif p.name != want:
+        problems.append(Problem(message=f"lock {d['path']!r}: vendor: {v['vendor']} reads {want}", file=file,
+                                line=line_of(d, "path") or d.line, hint=f"name the {want} in the source tree"))
+    shipped = [x for x in v.get("lockfiles", []) if PurePosixPath(x.get("dest") or x["file"]).name == want]
+    if want and shipped:
+        problems.append(Problem(message=f"both lock ({d['path']}) and a shipped lock file ({shipped[0]['file']}) "
+                                        f"give vendoring its {want}", file=file, line=d.line,
+                                hint="keep one: `lock` for the tree's own, `lockfiles` for a shipped one"))
+    return lock
+
+
 def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
     base = base or Toolchain()
     if not d:
@@ -263,7 +311,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             file=path, sources=tuple(_source(s, file, problems) for s in v["sources"]),
             patches=tuple(_pinned(p, root, file, problems) for p in v.get("patches", [])),
             lockfiles=tuple(_pinned(p, root, file, problems) for p in v.get("lockfiles", [])),
-            vendor=v.get("vendor"), depends=tuple(v.get("depends", [])),
+            vendor=v.get("vendor"), lock=_tree_lock(v, file, problems), depends=tuple(v.get("depends", [])),
             toolchain=_toolchain(v.get("toolchain"), top_tc), env=env,
             build=tuple(v.get("build") or doc.get("build") or ()),
             outputs=tuple(Output(glob=o["glob"], type=o["type"], isa=o.get("isa", "profile"),

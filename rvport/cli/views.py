@@ -76,6 +76,8 @@ def recipe_detail(r: Recipe) -> Table:
         row("lock file", f"{p.rel} -> {p.dest} (sha256 {p.sha256})")
     if r.vendor:
         row("vendor", r.vendor)
+    if r.lock:
+        row("lock", f"{r.lock.path} in the source tree (sha256 {r.lock.sha256})")
     row("depends", ", ".join(r.depends) or "-")
     tc = r.toolchain
     row("toolchain", f"base {tc.base}; debian: {', '.join(tc.debian) or '-'}"

@@ -84,6 +84,7 @@ class Stage:
             "patches": [p.to_json() for p in r.patches],
             "lockfiles": [p.to_json() for p in r.lockfiles],
             "vendor": r.vendor,
+            "lock": r.lock.to_json() if r.lock else None,
             "toolchain": r.toolchain.to_json(),
             "outputs": [{"glob": o.glob, "type": o.type, "isa": o.isa} for o in r.outputs],
             "smoke": {"script": r.smoke, "debian": list(r.smoke_debian)} if r.smoke else None,
@@ -220,6 +221,8 @@ def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, st
         "outputs": [(o.glob, o.type, o.isa) for o in recipe.outputs], "smoke": recipe.smoke,
         "smoke_debian": list(recipe.smoke_debian), "deps": list(dep_keys),
     }
+    if recipe.lock:
+        doc["lock"] = recipe.lock.to_json()
     if tools:
         doc["tools"] = [[t.name, t.source.sha256, t.script_sha256] for t in tools]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()

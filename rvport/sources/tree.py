@@ -1,6 +1,8 @@
-"""Prepared source trees: unpack, copy lock files, apply patches, vendor crates; content-addressed and atomic.
+"""Prepared source trees: unpack, copy lock files, apply patches, check the tree's own lock file, vendor crates or
+Go modules; content-addressed and atomic.
 
-The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files, vendoring).
+The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files, vendoring and
+its lock).
 It is built in a temporary directory beside it and renamed into place, under a lock; a present tree is reused.
 Each archive is checked against its cache name while it is unpacked (a corrupt one is fetched again and the
 tree started over), and a source pinned by its tree digest must unpack to exactly that tree.
@@ -61,6 +63,8 @@ def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
         "lockfiles": [[p.rel, p.sha256, p.dest or ""] for p in recipe.lockfiles],
         "vendor": recipe.vendor or "",
     }
+    if recipe.lock:
+        doc["lock"] = [recipe.lock.path, recipe.lock.sha256]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -114,7 +118,8 @@ def _prepare(recipe: Recipe, fetched: tuple[Fetched, ...], options: FetchOptions
         meta = {"recipe": recipe.ref, "key": key, "format": TREE_FORMAT,
                 "sources": [f.to_json() for f in fetched],
                 "patches": [p.to_json() for p in recipe.patches],
-                "lockfiles": [p.to_json() for p in recipe.lockfiles], "vendor": recipe.vendor}
+                "lockfiles": [p.to_json() for p in recipe.lockfiles], "vendor": recipe.vendor,
+                "lock": recipe.lock.to_json() if recipe.lock else None}
         atomic_write_text(final.parent / f"{key}.json", json.dumps(meta, sort_keys=True, indent=2) + "\n")
     return PreparedTree(recipe=recipe.ref, key=key, path=final, fetched=fetched, reused=False)
 
@@ -134,6 +139,8 @@ def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Pa
         shutil.copyfile(pf.path, target)
     for pf in recipe.patches:
         apply_patch(pf, tree)
+    if recipe.lock:
+        check_tree_lock(recipe, tree)
     if recipe.vendor == "cargo":
         vendor_crates(recipe, tree, options)
     elif recipe.vendor == "go":
@@ -171,6 +178,22 @@ def _inside(tree: Path, rel: str, recipe: Recipe) -> Path:
     return target
 
 
+def check_tree_lock(recipe: Recipe, tree: Path) -> None:
+    """The lock file the recipe names inside the tree (`lock:`) is there and matches its pin."""
+    lock = recipe.lock
+    target = _inside(tree, lock.path, recipe)
+    where = f"{lock.path} in the source tree of {recipe.ref}"
+    if not target.is_file():
+        raise IntegrityError(f"{where} is missing (the recipe's lock: names it, in {recipe.file})",
+                             hint="check the source pin and the lock's path")
+    actual = sha256_file(target)
+    if actual != lock.sha256:
+        raise IntegrityError(f"{where} does not match its pin\n  expected sha256 {lock.sha256}\n"
+                             f"  actual   sha256 {actual}",
+                             hint="the sources or a patch changed the lock file: check them, or if the change is "
+                                  "intended, update the lock's sha256 in the recipe")
+
+
 _REJECT = re.compile(r"(Hunk #\d+ FAILED.*|.*can't find file to patch.*|.*malformed patch.*|"
                      r".*Reversed \(or previously applied\) patch detected.*|.*saving rejects to file.*)")
 
@@ -204,7 +227,10 @@ offline = true
 def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
     """`cargo vendor --locked` on the host into <tree>/vendor, and point cargo at it via <tree>/.cargo/config.toml."""
     locks = [pf for pf in recipe.lockfiles if (pf.dest or pf.path.name).endswith("Cargo.lock")]
-    lock_rel = (locks[0].dest or locks[0].path.name) if locks else "Cargo.lock"
+    if recipe.lock:
+        lock_rel = recipe.lock.path
+    else:
+        lock_rel = (locks[0].dest or locks[0].path.name) if locks else "Cargo.lock"
     manifest = tree / Path(lock_rel).parent / "Cargo.toml"
     if not manifest.is_file():
         raise RecipeError(f"{recipe.ref}: vendor: cargo needs {manifest.relative_to(tree)} in the source tree",
