@@ -284,18 +284,33 @@ def go_modules(tree: Path) -> list[Path]:
     return sorted(mods, key=lambda d: (len(d.relative_to(tree).parts), str(d)))
 
 
+def vendored_go_modules(recipe: Recipe, tree: Path) -> list[Path]:
+    """The modules `vendor: go` vendors: the one whose go.sum the recipe names (`lock:`), else every module of
+    the tree. A repository with many go.mod files (semantic-router has 15: its bindings, tools, tests, an
+    operator) builds one of them; the others' dependencies are neither fetched nor vendored."""
+    if recipe.lock:
+        mod = _inside(tree, recipe.lock.dir or ".", recipe)
+        if not (mod / "go.mod").is_file():
+            raise RecipeError(f"{recipe.ref}: lock {recipe.lock.path} has no go.mod beside it (in {recipe.file})",
+                              hint="name the go.sum of the module the build compiles")
+        return [mod]
+    mods = go_modules(tree)
+    if not mods:
+        raise RecipeError(f"{recipe.ref}: vendor: go but the source tree has no go.mod",
+                          hint="drop `vendor: go`, or check the source and its dest")
+    return mods
+
+
 def vendor_go_modules(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
-    """`go mod vendor` on the host in every module of the tree, so the offline stage builds with -mod=vendor.
+    """`go mod vendor` on the host in the module the recipe names by its go.sum (`lock:`), else in every module
+    of the tree, so the offline stage builds with -mod=vendor.
 
     Runs the host's `go` (Go >= 1.21 switches itself to the recipe's pinned version through GOTOOLCHAIN,
     fetching it as a module). Modules come from the Go module proxy and are checked against go.sum; local
     `replace` directories are copied in without any network. Where the proxy cannot be reached the error
     says so: the tree must then be prepared on a host that reaches it (see docs/recipes.md).
     """
-    mods = go_modules(tree)
-    if not mods:
-        raise RecipeError(f"{recipe.ref}: vendor: go but the source tree has no go.mod",
-                          hint="drop `vendor: go`, or check the source and its dest")
+    mods = vendored_go_modules(recipe, tree)
     go = proc.which("go")
     if go is None:
         raise SourceUnavailable(f"{recipe.ref}: vendor: go needs a Go toolchain on the host to run `go mod vendor`",

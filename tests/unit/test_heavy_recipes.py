@@ -118,6 +118,8 @@ def test_semantic_router(cat):
     assert src.commit == "9afc5a421886f44085f9070a8fbd878b80724f64" and src.tag == "v0.3.0"
     assert r.depends == ("glide-ffi", "router-ml-binding")
     assert r.vendor == "go"
+    # only the router's own module is vendored: the one whose go.sum it pins
+    assert r.lock.path == "src/semantic-router/go.sum" and r.lock.dir == "src/semantic-router"
     # go.mod says go 1.24.1: Debian trixie's Go in every mode, no downloaded toolchain
     assert r.toolchain.go is None and "golang-go" in r.toolchain.debian
     env = r.env
