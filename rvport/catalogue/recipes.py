@@ -6,6 +6,7 @@ version (the one marked `default`, else the newest hermetic one); `name==version
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -121,6 +122,45 @@ class PinnedFile:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RuntimeFile:
+    """One file of a runtime image: an artifact of the build, or a file pinned with the recipe."""
+    dest: str                     # absolute path in the image
+    mode: str = "0644"
+    artifact: str | None = None   # a file the build left in $RVPORT_OUT (matches an output glob)
+    pinned: PinnedFile | None = None
+
+    def to_json(self) -> dict:
+        d = {"dest": self.dest, "mode": self.mode}
+        if self.artifact:
+            d["artifact"] = self.artifact
+        if self.pinned:
+            d["file"], d["sha256"] = self.pinned.rel, self.pinned.sha256
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class Runtime:
+    """The image a build's artifacts run in: the riscv64 base, Debian packages, the artifacts and pinned files
+    (configuration, start script), a non-root user, and how it must be run (read-only root, tmpfs, ports)."""
+    user: str
+    uid: int
+    files: tuple[RuntimeFile, ...]
+    entrypoint: tuple[str, ...]
+    debian: tuple[str, ...] = ()
+    read_only: bool = True
+    tmpfs: tuple[str, ...] = ()
+    workdir: str = "/"
+    env: Mapping[str, str] = field(default_factory=dict)
+    ports: tuple[int, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"user": self.user, "uid": self.uid, "files": [f.to_json() for f in self.files],
+                "entrypoint": list(self.entrypoint), "debian": list(self.debian), "read_only": self.read_only,
+                "tmpfs": list(self.tmpfs), "workdir": self.workdir, "env": dict(sorted(self.env.items())),
+                "ports": list(self.ports)}
+
+
+@dataclass(frozen=True, kw_only=True)
 class TreeLock:
     """The lock file vendoring reads, already in the source tree (e.g. ml-binding/Cargo.lock): its digest is
     checked once the tree is made, and vendoring runs beside it alone."""
@@ -179,6 +219,7 @@ class Recipe:
     outputs: tuple[Output, ...] = ()
     smoke: str | None = None
     smoke_debian: tuple[str, ...] = ()
+    runtime: Runtime | None = None  # the image the artifacts run in (`runtime:`), made after the stage
     modes: tuple[str, ...] = ("native", "qemu")
     hermetic: bool = True
     is_default: bool = False
@@ -262,6 +303,51 @@ def _tree_lock(v: LDict, file: str, problems: list[Problem]) -> TreeLock | None:
     return lock
 
 
+def _image_path(path: str) -> bool:
+    p = PurePosixPath(path)
+    return p.is_absolute() and ".." not in p.parts and str(p) != "/"
+
+
+def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runtime | None:
+    d = doc.get("runtime")
+    if d is None:
+        return None
+    globs = [o["glob"] for o in doc.get("outputs", [])]
+    files, seen = [], set()
+    for i, f in enumerate(d["files"]):
+        line = line_of(d["files"], i)
+        if not _image_path(f["dest"]):
+            problems.append(Problem(message=f"runtime file {f['dest']!r} is not an absolute path in the image",
+                                    file=file, line=line, hint="write it as /app/NAME"))
+        if f["dest"] in seen:
+            problems.append(Problem(message=f"runtime file {f['dest']} is given twice", file=file, line=line))
+        seen.add(f["dest"])
+        art = f.get("artifact")
+        if art is not None and not any(fnmatch.fnmatchcase(art, g) for g in globs):
+            problems.append(Problem(message=f"runtime artifact {art!r} is none of the recipe's outputs", file=file,
+                                    line=line, hint=f"name a file the build leaves: {', '.join(globs) or '-'}"))
+        pinned = _pinned(f, root, file, problems) if "file" in f else None
+        files.append(RuntimeFile(dest=f["dest"], mode=f.get("mode", "0755" if art else "0644"), artifact=art,
+                                 pinned=pinned))
+    user = d["user"]
+    if user["name"] == "root":
+        problems.append(Problem(message="the runtime image must not run as root", file=file,
+                                line=line_of(d, "user"), hint="name a user of its own, e.g. {name: app, uid: 10001}"))
+    entry = tuple(d["entrypoint"])
+    if not _image_path(entry[0]):
+        problems.append(Problem(message=f"runtime entrypoint {entry[0]!r} is not an absolute path in the image",
+                                file=file, line=line_of(d, "entrypoint"),
+                                hint="start a file the image holds, e.g. a start script under files"))
+    for path in (*d.get("tmpfs", ()), *([d["workdir"]] if "workdir" in d else [])):
+        if not _image_path(path):
+            problems.append(Problem(message=f"runtime path {path!r} is not an absolute path in the image",
+                                    file=file, line=d.line, hint="write it as /NAME"))
+    return Runtime(user=user["name"], uid=int(user["uid"]), files=tuple(files), entrypoint=entry,
+                   debian=tuple(d.get("debian", ())), read_only=bool(d.get("read_only", True)),
+                   tmpfs=tuple(d.get("tmpfs", ())), workdir=d.get("workdir", "/"), env=dict(d.get("env") or {}),
+                   ports=tuple(int(x) for x in d.get("ports", ())))
+
+
 def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
     base = base or Toolchain()
     if not d:
@@ -291,6 +377,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                                     hint=f"exports are checked in outputs of type {', '.join(EXPORTING_OUTPUTS)}"))
     recipes: list[Recipe] = []
     top_tc = _toolchain(doc.get("toolchain"))
+    runtime = _runtime(doc, root, file, problems)
     seen: set[str] = set()
     for i, v in enumerate(doc["versions"]):
         vline = line_of(doc["versions"], i)
@@ -317,7 +404,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             outputs=tuple(Output(glob=o["glob"], type=o["type"], isa=o.get("isa", "profile"),
                                  exports=tuple(o.get("exports", ()))) for o in doc.get("outputs", [])),
             smoke=(doc.get("smoke") or {}).get("script"),
-            smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])),
+            smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])), runtime=runtime,
             modes=tuple(doc.get("modes", ["native", "qemu"])),
             hermetic=bool(v.get("hermetic", True)), is_default=bool(v.get("default", False)), note=v.get("note"),
             origin=origin,

@@ -85,6 +85,15 @@ def recipe_detail(r: Recipe) -> Table:
     row("env", "\n".join(f"{k}={v}" for k, v in sorted(r.env.items())) or "-")
     row("build", "\n".join(r.build))
     row("outputs", ", ".join(f"{o.glob} ({o.type}, isa {o.isa})" for o in r.outputs))
+    if r.runtime:
+        rt = r.runtime
+        files = "\n".join(f"{f.dest} ({f.mode}) <- " + (f"artifact {f.artifact}" if f.artifact else
+                                                        f"{f.pinned.rel} (sha256 {f.pinned.sha256})")
+                          for f in rt.files)
+        row("runtime", f"user {rt.user} ({rt.uid}); {'read-only root' if rt.read_only else 'writable root'}"
+                       + (f", tmpfs {', '.join(rt.tmpfs)}" if rt.tmpfs else "")
+                       + f"; debian: {', '.join(rt.debian) or '-'}; entrypoint {' '.join(rt.entrypoint)}"
+                       + (f"; ports {', '.join(str(x) for x in rt.ports)}" if rt.ports else "") + "\n" + files)
     row("modes", ", ".join(r.modes))
     return t
 
