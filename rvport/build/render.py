@@ -29,6 +29,7 @@ TEMPLATES: Mapping[str, str] = {
     "cross-toolchain": "cross-toolchain.Dockerfile",
     "accelerated": "accelerated.Dockerfile",                # riscv64 stage whose compilers are native cross ones
     "accelerated-prefix": "accelerated-prefix.Dockerfile",  # the cross toolchain prefix image (/opt/xtc)
+    "runtime": "runtime.Dockerfile",                        # the image a recipe's artifacts run in
 }
 
 

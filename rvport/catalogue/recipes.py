@@ -6,6 +6,7 @@ version (the one marked `default`, else the newest hermetic one); `name==version
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -128,6 +129,63 @@ class PinnedFile:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RuntimeFile:
+    """One file of a runtime image: an artifact of the build, or a file pinned with the recipe."""
+    dest: str                     # absolute path in the image
+    mode: str = "0644"
+    artifact: str | None = None   # a file the build left in $RVPORT_OUT (matches an output glob)
+    pinned: PinnedFile | None = None
+
+    def to_json(self) -> dict:
+        d = {"dest": self.dest, "mode": self.mode}
+        if self.artifact:
+            d["artifact"] = self.artifact
+        if self.pinned:
+            d["file"], d["sha256"] = self.pinned.rel, self.pinned.sha256
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class Runtime:
+    """The image a build's artifacts run in: the riscv64 base, Debian packages, the artifacts and pinned files
+    (configuration, start script), a non-root user, and how it must be run (read-only root, tmpfs, ports)."""
+    user: str
+    uid: int
+    files: tuple[RuntimeFile, ...]
+    entrypoint: tuple[str, ...]
+    debian: tuple[str, ...] = ()
+    read_only: bool = True
+    tmpfs: tuple[str, ...] = ()
+    workdir: str = "/"
+    env: Mapping[str, str] = field(default_factory=dict)
+    ports: tuple[int, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"user": self.user, "uid": self.uid, "files": [f.to_json() for f in self.files],
+                "entrypoint": list(self.entrypoint), "debian": list(self.debian), "read_only": self.read_only,
+                "tmpfs": list(self.tmpfs), "workdir": self.workdir, "env": dict(sorted(self.env.items())),
+                "ports": list(self.ports)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TreeLock:
+    """The lock file vendoring reads, already in the source tree (e.g. ml-binding/Cargo.lock): its digest is
+    checked once the tree is made, and vendoring runs beside it alone."""
+    path: str                     # relative to the tree's top, /-separated
+    sha256: str
+    line: int | None = None
+
+    @property
+    def dir(self) -> str:
+        """The directory it sits in, relative to the tree's top ("" for the top)."""
+        parent = str(PurePosixPath(self.path).parent)
+        return "" if parent == "." else parent
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "sha256": self.sha256}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Toolchain:
     base: str = "debian-trixie"
     debian: tuple[str, ...] = ()
@@ -161,6 +219,7 @@ class Recipe:
     lockfiles: tuple[PinnedFile, ...] = ()
     files: tuple[PinnedFile, ...] = ()      # recipe-local files copied into the tree at their dest
     vendor: str | None = None
+    lock: TreeLock | None = None  # vendoring's lock file inside the source tree (instead of a shipped one)
     depends: tuple[str, ...] = ()
     toolchain: Toolchain = field(default_factory=Toolchain)
     env: Mapping[str, str] = field(default_factory=dict)
@@ -168,6 +227,7 @@ class Recipe:
     outputs: tuple[Output, ...] = ()
     smoke: str | None = None
     smoke_debian: tuple[str, ...] = ()
+    runtime: Runtime | None = None  # the image the artifacts run in (`runtime:`), made after the stage
     modes: tuple[str, ...] = ("native", "qemu")
     hermetic: bool = True
     is_default: bool = False
@@ -222,6 +282,80 @@ def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedF
                       strip=int(d.get("strip", 1)), note=d.get("note"), line=d.line)
 
 
+# what each kind of vendoring reads as its lock file
+LOCK_NAMES = {"cargo": "Cargo.lock", "go": "go.sum"}
+
+
+def _tree_lock(v: LDict, file: str, problems: list[Problem]) -> TreeLock | None:
+    d = v.get("lock")
+    if d is None:
+        return None
+    lock = TreeLock(path=d["path"], sha256=d["sha256"], line=d.line)
+    p = PurePosixPath(d["path"])
+    want = LOCK_NAMES.get(v.get("vendor") or "")
+    if not d["path"].strip() or p.is_absolute() or ".." in p.parts or str(p) == ".":
+        problems.append(Problem(message=f"lock {d['path']!r} is not a path inside the source tree", file=file,
+                                line=line_of(d, "path") or d.line,
+                                hint="write its path relative to the tree's top, e.g. ml-binding/Cargo.lock"))
+    elif want is None:
+        problems.append(Problem(message="lock names the lock file vendoring reads, but this version vendors none",
+                                file=file, line=d.line, hint="add `vendor: cargo` or `vendor: go`, or drop `lock`"))
+    elif p.name != want:
+        problems.append(Problem(message=f"lock {d['path']!r}: vendor: {v['vendor']} reads {want}", file=file,
+                                line=line_of(d, "path") or d.line, hint=f"name the {want} in the source tree"))
+    shipped = [x for x in v.get("lockfiles", []) if PurePosixPath(x.get("dest") or x["file"]).name == want]
+    if want and shipped:
+        problems.append(Problem(message=f"both lock ({d['path']}) and a shipped lock file ({shipped[0]['file']}) "
+                                        f"give vendoring its {want}", file=file, line=d.line,
+                                hint="keep one: `lock` for the tree's own, `lockfiles` for a shipped one"))
+    return lock
+
+
+def _image_path(path: str) -> bool:
+    p = PurePosixPath(path)
+    return p.is_absolute() and ".." not in p.parts and str(p) != "/"
+
+
+def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runtime | None:
+    d = doc.get("runtime")
+    if d is None:
+        return None
+    globs = [o["glob"] for o in doc.get("outputs", [])]
+    files, seen = [], set()
+    for i, f in enumerate(d["files"]):
+        line = line_of(d["files"], i)
+        if not _image_path(f["dest"]):
+            problems.append(Problem(message=f"runtime file {f['dest']!r} is not an absolute path in the image",
+                                    file=file, line=line, hint="write it as /app/NAME"))
+        if f["dest"] in seen:
+            problems.append(Problem(message=f"runtime file {f['dest']} is given twice", file=file, line=line))
+        seen.add(f["dest"])
+        art = f.get("artifact")
+        if art is not None and not any(fnmatch.fnmatchcase(art, g) for g in globs):
+            problems.append(Problem(message=f"runtime artifact {art!r} is none of the recipe's outputs", file=file,
+                                    line=line, hint=f"name a file the build leaves: {', '.join(globs) or '-'}"))
+        pinned = _pinned(f, root, file, problems) if "file" in f else None
+        files.append(RuntimeFile(dest=f["dest"], mode=f.get("mode", "0755" if art else "0644"), artifact=art,
+                                 pinned=pinned))
+    user = d["user"]
+    if user["name"] == "root":
+        problems.append(Problem(message="the runtime image must not run as root", file=file,
+                                line=line_of(d, "user"), hint="name a user of its own, e.g. {name: app, uid: 10001}"))
+    entry = tuple(d["entrypoint"])
+    if not _image_path(entry[0]):
+        problems.append(Problem(message=f"runtime entrypoint {entry[0]!r} is not an absolute path in the image",
+                                file=file, line=line_of(d, "entrypoint"),
+                                hint="start a file the image holds, e.g. a start script under files"))
+    for path in (*d.get("tmpfs", ()), *([d["workdir"]] if "workdir" in d else [])):
+        if not _image_path(path):
+            problems.append(Problem(message=f"runtime path {path!r} is not an absolute path in the image",
+                                    file=file, line=d.line, hint="write it as /NAME"))
+    return Runtime(user=user["name"], uid=int(user["uid"]), files=tuple(files), entrypoint=entry,
+                   debian=tuple(d.get("debian", ())), read_only=bool(d.get("read_only", True)),
+                   tmpfs=tuple(d.get("tmpfs", ())), workdir=d.get("workdir", "/"), env=dict(d.get("env") or {}),
+                   ports=tuple(int(x) for x in d.get("ports", ())))
+
+
 def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
     base = base or Toolchain()
     if not d:
@@ -251,6 +385,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                                     hint=f"exports are checked in outputs of type {', '.join(EXPORTING_OUTPUTS)}"))
     recipes: list[Recipe] = []
     top_tc = _toolchain(doc.get("toolchain"))
+    runtime = _runtime(doc, root, file, problems)
     seen: set[str] = set()
     for i, v in enumerate(doc["versions"]):
         vline = line_of(doc["versions"], i)
@@ -280,13 +415,13 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             patches=tuple(_pinned(p, root, file, problems) for p in v.get("patches", [])),
             lockfiles=tuple(_pinned(p, root, file, problems) for p in v.get("lockfiles", [])),
             files=tuple(_pinned(p, root, file, problems) for p in v.get("files", [])),
-            vendor=v.get("vendor"), depends=tuple(v.get("depends", [])),
+            vendor=v.get("vendor"), lock=_tree_lock(v, file, problems), depends=tuple(v.get("depends", [])),
             toolchain=_toolchain(v.get("toolchain"), top_tc), env=env,
             build=tuple(v.get("build") or doc.get("build") or ()),
             outputs=tuple(Output(glob=o["glob"], type=o["type"], isa=o.get("isa", "profile"),
                                  exports=tuple(o.get("exports", ()))) for o in doc.get("outputs", [])),
             smoke=(doc.get("smoke") or {}).get("script"),
-            smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])),
+            smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])), runtime=runtime,
             modes=tuple(doc.get("modes", ["native", "qemu"])),
             hermetic=bool(v.get("hermetic", True)), is_default=bool(v.get("default", False)), note=v.get("note"),
             origin=origin,

@@ -90,6 +90,8 @@ def recipe_detail(r: Recipe) -> Table:
         row("added file", f"{p.rel} -> {p.dest} (sha256 {p.sha256})" + (f"\n{p.note}" if p.note else ""))
     if r.vendor:
         row("vendor", r.vendor)
+    if r.lock:
+        row("lock", f"{r.lock.path} in the source tree (sha256 {r.lock.sha256})")
     row("depends", ", ".join(r.depends) or "-")
     tc = r.toolchain
     row("toolchain", f"base {tc.base}; debian: {', '.join(tc.debian) or '-'}"
@@ -97,6 +99,15 @@ def recipe_detail(r: Recipe) -> Table:
     row("env", "\n".join(f"{k}={v}" for k, v in sorted(r.env.items())) or "-")
     row("build", "\n".join(r.build))
     row("outputs", ", ".join(f"{o.glob} ({o.type}, isa {o.isa})" for o in r.outputs))
+    if r.runtime:
+        rt = r.runtime
+        files = "\n".join(f"{f.dest} ({f.mode}) <- " + (f"artifact {f.artifact}" if f.artifact else
+                                                        f"{f.pinned.rel} (sha256 {f.pinned.sha256})")
+                          for f in rt.files)
+        row("runtime", f"user {rt.user} ({rt.uid}); {'read-only root' if rt.read_only else 'writable root'}"
+                       + (f", tmpfs {', '.join(rt.tmpfs)}" if rt.tmpfs else "")
+                       + f"; debian: {', '.join(rt.debian) or '-'}; entrypoint {' '.join(rt.entrypoint)}"
+                       + (f"; ports {', '.join(str(x) for x in rt.ports)}" if rt.ports else "") + "\n" + files)
     row("modes", ", ".join(r.modes))
     return t
 

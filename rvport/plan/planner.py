@@ -18,7 +18,7 @@ from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.catalogue.kinds import KINDS, compiles_rust, kinds_with
 from rvport.catalogue.profiles import Profile
-from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Source, SourceKind
+from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Runtime, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
 from rvport.sources.tree import CARGO_HOME
 from rvport.target import BUILD_HOSTS, PLATFORM as RISCV64, RUST_TARGET, TRIPLET as TRIPLE
@@ -60,6 +60,50 @@ class Request:
     manylinux: str = "auto"         # wheel repair: auto, off, or a policy such as manylinux_2_31_riscv64
 
 
+RUNTIME_REPO = "rvport"             # runtime images are <RUNTIME_REPO>/<recipe>:<--tag>
+_DOCKER_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeImage:
+    """A stage's runtime image as planned: the recipe's `runtime:` on the riscv64 base, tagged by --tag."""
+    tag: str                        # rvport/<recipe>:<--tag>
+    base: str                       # the riscv64 base spec (the recipe's toolchain base)
+    key: str                        # content address: the stage's key and everything the image adds
+    spec: Runtime
+
+    @property
+    def run_args(self) -> tuple[str, ...]:
+        """How the image must be run (`docker run` options): its user, a read-only root with tmpfs for the
+        writable paths, and no capabilities it does not need."""
+        args = ["--user", f"{self.spec.uid}:{self.spec.uid}", "--cap-drop", "ALL",
+                "--security-opt", "no-new-privileges"]
+        if self.spec.read_only:
+            args.append("--read-only")
+        for path in self.spec.tmpfs:
+            args += ["--tmpfs", f"{path}:rw,nosuid,nodev,noexec,mode=1777"]
+        return tuple(args)
+
+    def to_json(self) -> dict:
+        return {"tag": self.tag, "base": self.base, "key": self.key, "run_args": list(self.run_args),
+                **self.spec.to_json()}
+
+
+def runtime_image(recipe: Recipe, tag: str, stage_key_: str) -> RuntimeImage | None:
+    """The runtime image of a stage, or None when the recipe declares none. Its key covers the stage's key
+    (the artifacts), the base, the packages, every file's pin and how it is run, so a new configuration makes
+    a new image without rebuilding the artifacts."""
+    rt = recipe.runtime
+    if rt is None:
+        return None
+    if not _DOCKER_TAG.fullmatch(tag):
+        raise UsageError(f"--tag {tag!r} cannot tag {recipe.name}'s runtime image",
+                         hint="a tag is letters, digits, '_', '.' and '-', up to 128, not starting with '.' or '-'")
+    doc = {"stage": stage_key_, "base": recipe.toolchain.base, "runtime": rt.to_json()}
+    key = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    return RuntimeImage(tag=f"{RUNTIME_REPO}/{recipe.name}:{tag}", base=recipe.toolchain.base, key=key, spec=rt)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Stage:
     recipe: Recipe
@@ -74,6 +118,7 @@ class Stage:
     source_locations: Mapping[str, str]
     key: str                        # content address of the stage's inputs (dependencies' keys included)
     tools: tuple[Tool, ...] = ()    # rvport's own pinned tools the stage runs (in /rvport/tools)
+    runtime: RuntimeImage | None = None   # the image the artifacts run in, made after the stage (`runtime:`)
 
     @property
     def name(self) -> str:
@@ -92,11 +137,13 @@ class Stage:
             "lockfiles": [p.to_json() for p in r.lockfiles],
             "files": [p.file_json() for p in r.files],
             "vendor": r.vendor,
+            "lock": r.lock.to_json() if r.lock else None,
             "toolchain": r.toolchain.to_json(),
             "outputs": [{"glob": o.glob, "type": o.type, "isa": o.isa} for o in r.outputs],
             "smoke": {"script": r.smoke, "debian": list(r.smoke_debian)} if r.smoke else None,
             "hermetic": r.hermetic,
             "tools": [t.to_json() for t in self.tools],
+            "runtime": self.runtime.to_json() if self.runtime else None,
         }
 
 
@@ -234,6 +281,8 @@ def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, st
     }
     if recipe.files:
         doc["files"] = [[p.sha256, p.dest] for p in recipe.files]
+    if recipe.lock:
+        doc["lock"] = recipe.lock.to_json()
     if tools:
         doc["tools"] = [[t.name, t.source.sha256, t.script_sha256] for t in tools]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
@@ -279,7 +328,7 @@ def make_plan(cat: Catalogue, req: Request, host: HostFacts,
             recipe=r, mode=mode, mode_reason=reason,
             platform=host.platform if mode is Mode.CROSS else RISCV64,
             emulated=mode in (Mode.QEMU, Mode.ACCELERATED), jobs=jobs, env=env, commands=commands, depends=deps,
-            source_locations=locations, key=key, tools=tools,
+            source_locations=locations, key=key, tools=tools, runtime=runtime_image(r, req.tag, key),
         ))
     return Plan(request=req, host=host, stages=tuple(stages), warnings=tuple(warnings))
 

@@ -147,13 +147,15 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
 
 
 def check_pinned_files(recipes: Iterable[Recipe]) -> None:
-    """The patches, lock files and files shipped beside the recipes must have the sha256 their recipes pin (a plan
-    promises every pin; the build checks them again as it prepares each tree). Every mismatch is collected and
+    """The patches, lock files, added files and runtime files shipped beside the recipes must have the sha256
+    their recipes pin (a plan promises every pin; the build checks them again as it prepares each tree). Every mismatch is collected and
     raised together as an IntegrityError (exit 4), naming the file and both digests."""
     problems: list[Problem] = []
     seen: set[tuple[str, Path]] = set()
     for r in recipes:
-        for what, files in (("patch", r.patches), ("lock file", r.lockfiles), ("file", r.files)):
+        runtime_files = tuple(f.pinned for f in r.runtime.files if f.pinned) if r.runtime else ()
+        for what, files in (("patch", r.patches), ("lock file", r.lockfiles), ("file", r.files),
+                            ("runtime file", runtime_files)):
             for pf in files:
                 if (r.ref, pf.path) in seen:
                     continue

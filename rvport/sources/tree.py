@@ -1,8 +1,8 @@
-"""Prepared source trees: unpack, copy lock files and recipe-local files, apply patches, vendor crates;
-content-addressed and atomic.
+"""Prepared source trees: unpack, copy lock files and recipe-local files, apply patches, check the tree's own lock
+file, vendor crates or Go modules; content-addressed and atomic.
 
 The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files, recipe-local
-files, vendoring).
+files, vendoring and its lock).
 It is built in a temporary directory beside it and renamed into place, under a lock; a present tree is reused.
 Each archive is checked against its cache name while it is unpacked (a corrupt one is fetched again and the
 tree started over), and a source pinned by its tree digest must unpack to exactly that tree.
@@ -64,6 +64,8 @@ def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
     }
     if recipe.files:        # only when there are any: the keys of every other tree stay what they were
         doc["files"] = [[p.rel, p.sha256, p.dest] for p in recipe.files]
+    if recipe.lock:
+        doc["lock"] = [recipe.lock.path, recipe.lock.sha256]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -120,7 +122,8 @@ def _prepare(recipe: Recipe, fetched: tuple[Fetched, ...], options: FetchOptions
                 "sources": [f.to_json() for f in fetched],
                 "patches": [p.to_json() for p in recipe.patches],
                 "lockfiles": [p.to_json() for p in recipe.lockfiles],
-                "files": [p.file_json() for p in recipe.files], "vendor": recipe.vendor}
+                "files": [p.file_json() for p in recipe.files], "vendor": recipe.vendor,
+                "lock": recipe.lock.to_json() if recipe.lock else None}
         atomic_write_text(final.parent / f"{key}.json", json.dumps(meta, sort_keys=True, indent=2) + "\n")
     return PreparedTree(recipe=recipe.ref, key=key, path=final, fetched=fetched, reused=False)
 
@@ -142,6 +145,8 @@ def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Pa
         copy_recipe_file(recipe, pf, tree)
     for pf in recipe.patches:
         apply_patch(pf, tree)
+    if recipe.lock:
+        check_tree_lock(recipe, tree)
     if recipe.vendor == "cargo":
         vendor_crates(recipe, tree, options)
     elif recipe.vendor == "go":
@@ -192,6 +197,22 @@ def _inside(tree: Path, rel: str, recipe: Recipe) -> Path:
     return target
 
 
+def check_tree_lock(recipe: Recipe, tree: Path) -> None:
+    """The lock file the recipe names inside the tree (`lock:`) is there and matches its pin."""
+    lock = recipe.lock
+    target = _inside(tree, lock.path, recipe)
+    where = f"{lock.path} in the source tree of {recipe.ref}"
+    if not target.is_file():
+        raise IntegrityError(f"{where} is missing (the recipe's lock: names it, in {recipe.file})",
+                             hint="check the source pin and the lock's path")
+    actual = sha256_file(target)
+    if actual != lock.sha256:
+        raise IntegrityError(f"{where} does not match its pin\n  expected sha256 {lock.sha256}\n"
+                             f"  actual   sha256 {actual}",
+                             hint="the sources or a patch changed the lock file: check them, or if the change is "
+                                  "intended, update the lock's sha256 in the recipe")
+
+
 _REJECT = re.compile(r"(Hunk #\d+ FAILED.*|.*can't find file to patch.*|.*malformed patch.*|"
                      r".*Reversed \(or previously applied\) patch detected.*|.*saving rejects to file.*)")
 
@@ -238,7 +259,10 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
     The planner sets CARGO_HOME to that directory in every stage of a `vendor: cargo` recipe.
     """
     locks = [pf for pf in recipe.lockfiles if (pf.dest or pf.path.name).endswith("Cargo.lock")]
-    lock_rel = (locks[0].dest or locks[0].path.name) if locks else "Cargo.lock"
+    if recipe.lock:
+        lock_rel = recipe.lock.path
+    else:
+        lock_rel = (locks[0].dest or locks[0].path.name) if locks else "Cargo.lock"
     manifest = tree / Path(lock_rel).parent / "Cargo.toml"
     if not manifest.is_file():
         raise RecipeError(f"{recipe.ref}: vendor: cargo needs {manifest.relative_to(tree)} in the source tree",
@@ -295,18 +319,33 @@ def go_modules(tree: Path) -> list[Path]:
     return sorted(mods, key=lambda d: (len(d.relative_to(tree).parts), str(d)))
 
 
+def vendored_go_modules(recipe: Recipe, tree: Path) -> list[Path]:
+    """The modules `vendor: go` vendors: the one whose go.sum the recipe names (`lock:`), else every module of
+    the tree. A repository with many go.mod files (semantic-router has 15: its bindings, tools, tests, an
+    operator) builds one of them; the others' dependencies are neither fetched nor vendored."""
+    if recipe.lock:
+        mod = _inside(tree, recipe.lock.dir or ".", recipe)
+        if not (mod / "go.mod").is_file():
+            raise RecipeError(f"{recipe.ref}: lock {recipe.lock.path} has no go.mod beside it (in {recipe.file})",
+                              hint="name the go.sum of the module the build compiles")
+        return [mod]
+    mods = go_modules(tree)
+    if not mods:
+        raise RecipeError(f"{recipe.ref}: vendor: go but the source tree has no go.mod",
+                          hint="drop `vendor: go`, or check the source and its dest")
+    return mods
+
+
 def vendor_go_modules(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
-    """`go mod vendor` on the host in every module of the tree, so the offline stage builds with -mod=vendor.
+    """`go mod vendor` on the host in the module the recipe names by its go.sum (`lock:`), else in every module
+    of the tree, so the offline stage builds with -mod=vendor.
 
     Runs the host's `go` (Go >= 1.21 switches itself to the recipe's pinned version through GOTOOLCHAIN,
     fetching it as a module). Modules come from the Go module proxy and are checked against go.sum; local
     `replace` directories are copied in without any network. Where the proxy cannot be reached the error
     says so: the tree must then be prepared on a host that reaches it (see docs/recipes.md).
     """
-    mods = go_modules(tree)
-    if not mods:
-        raise RecipeError(f"{recipe.ref}: vendor: go but the source tree has no go.mod",
-                          hint="drop `vendor: go`, or check the source and its dest")
+    mods = vendored_go_modules(recipe, tree)
     go = proc.which("go")
     if go is None:
         raise SourceUnavailable(f"{recipe.ref}: vendor: go needs a Go toolchain on the host to run `go mod vendor`",

@@ -147,12 +147,16 @@ def _dependencies(result: Mapping[str, Any], stages: Sequence[Mapping[str, Any]]
 
 def _vendored(recipe: str, p: Mapping[str, Any], s: Mapping[str, Any]) -> dict | None:
     """Vendored crates or Go modules, named by the digest of the lock that pins them: the recipe's pinned lock
-    file when it has one, else the source archive that carries it (Cargo.lock or go.sum inside it)."""
+    file when it has one, else the tree's own lock file the recipe pins (`lock:`), else the source archive that
+    carries it (Cargo.lock or go.sum inside it)."""
     tool = p["vendor"]
     lock_name = {"cargo": "Cargo.lock", "go": "go.sum"}.get(tool, "")
     pinned = [pf for pf in p.get("lockfiles", []) if (pf.get("dest") or pf["file"]).endswith(lock_name)]
     if pinned:
         return _descriptor(f"{recipe}/vendor/{tool}", pinned[0].get("sha256"), lock=pinned[0]["file"])
+    if p.get("lock"):
+        return _descriptor(f"{recipe}/vendor/{tool}", p["lock"]["sha256"],
+                           lock=f"{p['lock']['path']} inside the source tree")
     main = next((x for x in p.get("sources", []) if not x.get("dest")), None)
     fetched = {x["name"]: x for x in s.get("sources") or []}
     src = fetched.get(main["name"]) if main else None

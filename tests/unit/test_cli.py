@@ -18,14 +18,15 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           env={**os.environ, **(env or {})})
 
 
-def test_plan_all_writes_seven_recipes_in_dependency_order(tmp_path):
+def test_plan_all_writes_eight_recipes_in_dependency_order(tmp_path):
     cp = run("plan", "--all", "--profile", "rvv256", "--tag", "local", "--output", str(tmp_path / "out"))
     assert cp.returncode == 0, cp.stderr
     doc = json.loads((tmp_path / "out" / "plan.json").read_text())
     jsonschema.validate(doc, manifest.schema("plan"))
     order = doc["order"]
-    assert len(order) == 7
+    assert len(order) == 8
     assert order.index("torch") < order.index("vllm") and order.index("glide-ffi") < order.index("semantic-router")
+    assert order.index("router-ml-binding") < order.index("semantic-router")
     assert "msgspec==0.23.0" in cp.stdout and "to be recorded on first verified fetch" in cp.stdout
 
 

@@ -132,20 +132,46 @@ def test_semantic_router(cat):
     (src,) = r.sources
     assert src.repo == "https://github.com/vllm-project/semantic-router"
     assert src.commit == "9afc5a421886f44085f9070a8fbd878b80724f64" and src.tag == "v0.3.0"
-    assert r.depends == ("glide-ffi",)
+    assert r.depends == ("glide-ffi", "router-ml-binding")
     assert r.vendor == "go"
+    # only the router's own module is vendored: the one whose go.sum it pins
+    assert r.lock.path == "src/semantic-router/go.sum" and r.lock.dir == "src/semantic-router"
     # go.mod says go 1.24.1: Debian trixie's Go in every mode, no downloaded toolchain
     assert r.toolchain.go is None and "golang-go" in r.toolchain.debian
     env = r.env
     assert env["CGO_ENABLED"] == "1" and env["GOARCH"] == "riscv64"
     ld = shlex.split(env["CGO_LDFLAGS"])
     assert "-L/deps/glide-ffi" in ld and {"-lm", "-ldl", "-lpthread"} <= set(ld)
+    assert "-L/deps/router-ml-binding" in ld
     assert env["GOFLAGS"] == "-mod=vendor"
     assert [(o.type, o.isa) for o in r.outputs] == [("executable", "baseline")]
     assert r.smoke.startswith("#!/bin/sh\n")
-    assert [(p.rel, p.strip) for p in r.patches] == [("semantic-router/0.3.0-riscv64-stubs.patch", 1)]
-    # the stubs it selects lag candle's cgo API at this commit: not buildable yet, and the note says why
-    assert not r.hermetic and "MLPSelector" in (r.note or "")
+    assert [(p.rel, p.strip) for p in r.patches] == [("semantic-router/0.3.0-riscv64-candle-stub.patch", 1)]
+    # the stub edit runs on the vendored copies, before the build leaves them
+    build = list(r.build)
+    edit = build.index("cd src/semantic-router/vendor/github.com/vllm-project/semantic-router")
+    assert edit < build.index("cd /src/src/semantic-router") < next(i for i, c in enumerate(build) if "go build" in c)
+    # not built yet (modules out of reach here): the note says why
+    assert not r.hermetic and "module proxy" in (r.note or "")
+
+
+def test_semantic_router_ml(cat):
+    """ml-binding's crate, from the router's own pinned source, vendored beside the tree's own lock file."""
+    r, router = cat.resolve("router-ml-binding"), cat.resolve("semantic-router")
+    assert r.kind == "cargo-staticlib" and r.hermetic and r.version == router.version
+    # the same pin: commit, tree digest, exclusions
+    assert [s.to_json() for s in r.sources] == [s.to_json() for s in router.sources]
+    assert r.vendor == "cargo" and r.lock.path == "ml-binding/Cargo.lock" and not r.lockfiles
+    assert set(r.modes) == {"native", "qemu", "cross"} and r.toolchain.rust is None
+    assert {"rustc", "cargo"} <= set(r.toolchain.debian)
+    (cargo,) = [c for c in r.build if "cargo " in c]
+    assert cargo.startswith("cd ml-binding && cargo rustc --release --locked --offline")
+    assert "--crate-type staticlib" in cargo and '--target "$RVPORT_RUST_TARGET"' in cargo
+    (out,) = r.outputs
+    assert (out.glob, out.type, out.isa) == ("libml_semantic_router.a", "staticlib", "baseline")
+    assert {"ml_knn_new", "ml_kmeans_new", "ml_svm_new"} <= set(out.exports)
+    # the router links it from /deps/<this recipe>
+    assert any(c == f"test -f /deps/{r.name}/libml_semantic_router.a" for c in router.build)
 
 
 def test_vendor_enum_has_go():

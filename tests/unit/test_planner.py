@@ -30,9 +30,11 @@ def plan(cat, *refs, profile="rvv256", mode=Mode.AUTO, host=X86, all_=False, job
 def test_all_recipes_in_dependency_order(cat):
     p = plan(cat, all_=True)
     order = [s.name for s in p.stages]
-    assert set(order) == {"msgspec", "sentencepiece", "tiktoken", "torch", "vllm", "glide-ffi", "semantic-router"}
+    assert set(order) == {"msgspec", "sentencepiece", "tiktoken", "torch", "vllm", "glide-ffi", "router-ml-binding",
+                          "semantic-router"}
     assert order.index("torch") < order.index("vllm")
     assert order.index("glide-ffi") < order.index("semantic-router")
+    assert order.index("router-ml-binding") < order.index("semantic-router")
 
 
 def test_plan_json_validates_and_holds_every_pin(cat):

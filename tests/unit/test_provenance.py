@@ -103,8 +103,15 @@ def test_statement_of_a_build_validates_and_holds_every_input(schema):
         for pf in s["lockfiles"]:
             assert deps[f"{s['recipe']}/lockfile/{pf['file']}"]["digest"]["sha256"] == pf["sha256"]
     assert tik["lockfiles"] and deps["tiktoken/vendor/cargo"]["digest"]["sha256"] == tik["lockfiles"][0]["sha256"]
-    if router["vendor"] == "go":   # go.sum lives in the source archive: named by that archive's digest
-        assert "inside source" in deps["semantic-router/vendor/go"]["annotations"]["lock"]
+    # go.sum lives in the source tree and the recipe pins it (`lock:`): named by that digest
+    assert router["vendor"] == "go" and router["lock"]["path"] == "src/semantic-router/go.sum"
+    assert deps["semantic-router/vendor/go"]["digest"]["sha256"] == router["lock"]["sha256"]
+    # a lock file the tree holds (`lock:`): named by its own pinned digest
+    ml = next(s for s in plan["stages"] if s["recipe"] == "router-ml-binding")
+    assert ml["lock"] == {"path": "ml-binding/Cargo.lock", "sha256": ml["lock"]["sha256"]}
+    assert deps["router-ml-binding/vendor/cargo"]["digest"]["sha256"] == ml["lock"]["sha256"]
+    assert deps["router-ml-binding/vendor/cargo"]["annotations"]["lock"] == "ml-binding/Cargo.lock inside the source tree"
+    assert any(n.startswith("semantic-router/depends/router-ml-binding/") for n in deps)
     # images: the base once, each stage's toolchain; and the artifacts of a dependency
     assert deps["base/debian-trixie@linux/riscv64"]["digest"]["sha256"] == "b" * 64
     assert deps["tiktoken/image/toolchain"]["annotations"]["packages"] == {"gcc-14": "14.2.0-19"}

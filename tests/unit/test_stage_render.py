@@ -140,12 +140,12 @@ def test_glide_ffi_cross_stage(cat):
 
 def test_semantic_router_cross_stage(cat):
     st = plan(cat, "rvv256").stage("semantic-router")
-    assert st.mode is Mode.CROSS and st.platform == "linux/amd64" and st.depends == ("glide-ffi",)
+    assert st.mode is Mode.CROSS and st.platform == "linux/amd64" and st.depends == ("glide-ffi", "router-ml-binding")
     r, env = rendered(st)
     assert r.template == "cross.Dockerfile"
     assert (env["GOOS"], env["GOARCH"], env["CGO_ENABLED"]) == ("linux", "riscv64", "1")
     assert env["CC"] == "riscv64-linux-gnu-gcc" and env["CXX"] == "riscv64-linux-gnu-g++"
-    assert env["CGO_LDFLAGS"] == "-L/deps/glide-ffi -lm -ldl -lpthread"
+    assert env["CGO_LDFLAGS"] == "-L/deps/glide-ffi -L/deps/router-ml-binding -lm -ldl -lpthread"
     assert env["GOFLAGS"] == "-mod=vendor" and env["GOPROXY"] == "off" and env["GOTOOLCHAIN"] == "local"
     assert "QEMU_CPU" not in env
     tc = cross.render_toolchain(st.recipe, "B").text
@@ -154,7 +154,7 @@ def test_semantic_router_cross_stage(cat):
 
 def test_cross_kinds_under_qemu_and_native(cat):
     q = plan(cat, "rvv128", Mode.QEMU)
-    for name in ("glide-ffi", "semantic-router"):
+    for name in ("glide-ffi", "router-ml-binding", "semantic-router"):
         st = q.stage(name)
         r, env = rendered(st)
         assert st.mode is Mode.QEMU and r.template == "build.Dockerfile"

@@ -3,6 +3,7 @@ each failure says what happened and points at the way out (--mirror, a host that
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from rvport import proc
 from rvport.errors import ExitCode, RecipeError, SourceUnavailable
 from rvport.catalogue.recipes import load_catalogue
 from rvport.sources import Cache, FetchOptions, prepare_tree
-from rvport.sources.tree import go_modules
+from rvport.sources.tree import go_modules, vendored_go_modules
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_sources_tree import sha, targz  # noqa: E402
@@ -89,6 +90,44 @@ def test_vendor_go_says_when_the_module_proxy_is_unreachable(tmp_path, monkeypat
     text = e.value.render()
     assert "go mod vendor" in text and "the Go module proxy cannot be reached" in text
     assert "GOPROXY" in e.value.hint
+
+
+# a repository with two modules, as semantic-router has 15: the one the build compiles (app/) and another
+# whose requirement no proxy serves here (tools/)
+TWO = {**{f"app/{k}": v for k, v in MAIN.items()}, "app/go.sum": "",
+       "tools/go.mod": "module example.org/tools\n\ngo 1.18\n\nrequire example.org/far v1.0.0\n",
+       "tools/go.sum": "example.org/far v1.0.0 h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n",
+       "tools/main.go": 'package main\n\nimport _ "example.org/far"\n\nfunc main() {}\n'}
+
+
+def with_lock(root: Path, path: str, digest: str) -> None:
+    f = root / "m.yaml"
+    f.write_text(f.read_text().replace("    vendor: go\n", f"    lock: {{path: {path}, sha256: '{digest}'}}\n    vendor: go\n"))
+
+
+@needs_go
+def test_vendor_go_only_in_the_module_its_lock_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("GOMODCACHE", str(tmp_path / "gomod"))
+    root, mirror = recipe(tmp_path, TWO)
+    # every module: tools/ needs a module nothing serves offline
+    with pytest.raises(SourceUnavailable, match="in tools failed"):
+        prepare_tree(load_catalogue(root).resolve("m"), opts(tmp_path, mirror, offline=True))
+    with_lock(root, "app/go.sum", hashlib.sha256(b"").hexdigest())
+    r = load_catalogue(root).resolve("m")
+    pt = prepare_tree(r, opts(tmp_path, mirror, offline=True))
+    assert "# example.org/dep v0.0.0 => ./dep" in (pt.path / "app" / "vendor" / "modules.txt").read_text()
+    assert not (pt.path / "tools" / "vendor").exists() and not (pt.path / "vendor").exists()
+    assert [p.relative_to(pt.path).as_posix() for p in vendored_go_modules(r, pt.path)] == ["app"]
+
+
+def test_vendor_go_lock_without_go_mod_beside_it_is_a_recipe_error(tmp_path):
+    files = {**TWO, "docs/go.sum": ""}
+    root, mirror = recipe(tmp_path, files)
+    with_lock(root, "docs/go.sum", hashlib.sha256(b"").hexdigest())
+    with pytest.raises(RecipeError, match="lock docs/go.sum has no go.mod beside it") as e:
+        prepare_tree(load_catalogue(root).resolve("m"), opts(tmp_path, mirror, offline=True))
+    assert e.value.exit_code == ExitCode.RECIPE_INVALID
+    assert not [p for p in (tmp_path / "cache" / "trees").iterdir() if p.is_dir()]
 
 
 def test_vendor_go_without_go_mod_is_a_recipe_error(tmp_path):
