@@ -68,11 +68,12 @@ def test_cargo_vendors_beside_the_trees_own_lock(tmp_path):
     r = load_catalogue(root).resolve("tiny")
     assert r.lock.path == "ml/Cargo.lock" and r.lock.dir == "ml"
     pt = prepare_tree(r, opts)
-    assert (pt.path / "vendor").is_dir() and (pt.path / "ml" / "Cargo.lock").read_text() == LOCK
-    cfg = (pt.path / ".cargo" / "config.toml").read_text()
+    assert (pt.path / ".rvport" / "vendor").is_dir() and (pt.path / "ml" / "Cargo.lock").read_text() == LOCK
+    cfg = (pt.path / ".rvport" / "cargo-home" / "config.toml").read_text()
     assert 'directory = "vendor"' in cfg and "offline = true" in cfg
     assert not (pt.path / "Cargo.lock").exists()          # nothing shipped or copied to the top
-    env = {**os.environ, "PATH": f"{Path(CARGO).parent}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": f"{Path(CARGO).parent}:{os.environ.get('PATH', '')}",
+           "CARGO_HOME": str(pt.path / ".rvport" / "cargo-home")}      # as the stage runs it
     proc.run([CARGO, "metadata", "--offline", "--locked", "--format-version", "1"], cwd=pt.path / "ml",
              capture=True, env=env, timeout=120)
     meta = (tmp_path / "cache" / "trees" / f"{pt.key}.json").read_text()
