@@ -15,6 +15,7 @@ from typing import Mapping
 
 from rvport import resources
 from rvport.catalogue.kinds import KINDS
+from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import Kind
 
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
@@ -74,6 +75,22 @@ fi"""
 def build_script(commands: list[str] | tuple[str, ...]) -> str:
     return ("#!/bin/sh\n# rvport: the recipe's build commands, run with sh -eux in /src\n" + SOURCE_DATE_EPOCH + "\n"
             + "\n".join(commands) + "\n")
+
+
+CPUINFO_SCRIPT = "rvport-cpuinfo.sh"     # in every build context; /rvport/cpuinfo.sh in the stage
+
+
+def cpuinfo_script() -> str:
+    """Checks that an emulated stage's /proc/cpuinfo shows its profile's ISA (resources/scripts)."""
+    return resources.text("scripts", "cpuinfo-check.sh")
+
+
+def cpuinfo_check(profile: str) -> str:
+    """The command an emulated build stage runs before the build: its /proc/cpuinfo must be the profile's."""
+    p = get_profile(profile)
+    shown, hidden = p.cpuinfo
+    args = [p.name, " ".join(shown), " ".join(hidden), str(p.vlen)]
+    return "sh -eu /rvport/cpuinfo.sh " + " ".join(shlex.quote(a) for a in args) + " && "
 
 
 def smoke_commands(kind: Kind, script: str) -> tuple[str, str]:

@@ -220,7 +220,7 @@ def link_tree(src: Path, dest: Path) -> None:
 def stage_context(ctx: Path, tree: Path, rendered: render.Rendered, script: str, deps: dict[str, Path],
                   tools: dict[str, Path] | None = None) -> None:
     """Lay out a build stage's context in ctx: src/, deps/<name>/, tools/ (rvport's own pinned tools and their
-    stage scripts, /rvport/tools in the stage), the build script and the Dockerfile."""
+    stage scripts, /rvport/tools in the stage), the build script, the /proc/cpuinfo check and the Dockerfile."""
     link_tree(tree, ctx / "src")
     (ctx / "deps").mkdir()
     for dep, path in deps.items():
@@ -229,6 +229,7 @@ def stage_context(ctx: Path, tree: Path, rendered: render.Rendered, script: str,
     for name, path in (tools or {}).items():
         shutil.copyfile(path, ctx / "tools" / name)
     (ctx / "rvport-build.sh").write_text(script)
+    (ctx / render.CPUINFO_SCRIPT).write_text(render.cpuinfo_script())   # emulated stages run it first
     (ctx / "Dockerfile").write_text(rendered.text)
     (ctx / ".dockerignore").write_text("Dockerfile\n")
 

@@ -40,6 +40,13 @@ class Profile:
         isa = isa_rules()
         return expand(parse_march(self.march)) | frozenset(isa["tolerated"])
 
+    @property
+    def cpuinfo(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(shown, not shown): the extensions build systems read from /proc/cpuinfo (isa.yaml's `cpuinfo`) that
+        a CPU of this profile, as its QEMU CPU model, shows there and those it does not."""
+        watched, allowed = isa_rules()["cpuinfo"], self.allowed
+        return tuple(e for e in watched if e in allowed), tuple(e for e in watched if e not in allowed)
+
     def to_json(self) -> dict:
         return {
             "name": self.name, "march": self.march, "mabi": self.mabi, "vlen": self.vlen,

@@ -364,6 +364,19 @@ def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
                      go=d.get("go", base.go), rust=d.get("rust", base.rust))
 
 
+# Set by rvport in every stage from the profile, never by a recipe: QEMU_CPU is the CPU model every emulated
+# process runs as, /proc/cpuinfo included, which build systems read to choose their ISA (docs/profiles.md).
+RVPORT_OWNED_ENV = ("QEMU_CPU",)
+
+
+def _pinned_by_rvport(env: dict | None, file: str) -> list[Problem]:
+    return [Problem(message=f"env sets {name}: the QEMU CPU model of every emulated stage is the profile's, "
+                            "so that /proc/cpuinfo shows the build exactly the profile's ISA",
+                    file=file, line=line_of(env, name),
+                    hint=f"remove {name}; choose the target with --profile (rvport/resources/profiles.yaml)")
+            for name in RVPORT_OWNED_ENV if name in (env or {})]
+
+
 def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[list[Recipe], list[Problem]]:
     file = str(path)
     doc, problem = load_yaml(path)
@@ -383,6 +396,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             problems.append(Problem(message=f"output {o['glob']!r} of type {o['type']} declares exports", file=file,
                                     line=line_of(doc["outputs"], i),
                                     hint=f"exports are checked in outputs of type {', '.join(EXPORTING_OUTPUTS)}"))
+    problems += _pinned_by_rvport(doc.get("env"), file)
     recipes: list[Recipe] = []
     top_tc = _toolchain(doc.get("toolchain"))
     runtime = _runtime(doc, root, file, problems)
@@ -409,6 +423,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                                         hint="write a path relative to the tree's top directory, with the file "
                                              "name, e.g. smoke/main.go (.rvport/ is rvport's own)"))
         env = {**(doc.get("env") or {}), **(v.get("env") or {})}
+        problems += _pinned_by_rvport(v.get("env"), file)
         recipes.append(Recipe(
             name=doc["name"], version=v["version"], kind=Kind(doc["kind"]), description=doc.get("description", ""),
             file=path, sources=tuple(_source(s, file, problems) for s in v["sources"]),

@@ -145,9 +145,11 @@ def test_rust_stages_target_riscv64_with_the_prefix_rustc_and_link_build_scripts
     assert 'ENV CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER="/opt/xtc/native/bin/cc"' in lines
     assert 'ENV CC_riscv64gc_unknown_linux_gnu="my-cc"' in lines          # the recipe's env wins
     assert 'ENV CARGO_BUILD_JOBS="2"' in lines
-    # the stage's own environment file (PYO3_CROSS_LIB_DIR) is read right before the build
+    # the stage's /proc/cpuinfo is checked first; its own environment file (PYO3_CROSS_LIB_DIR) is read right
+    # before the build
     (build,) = [l for l in lines if "sh -eux /rvport/build.sh" in l]
-    assert build.strip().startswith(". /opt/xtc/stage.env && ")
+    assert build.strip().startswith("sh -eu /rvport/cpuinfo.sh rvv256 ")
+    assert " && . /opt/xtc/stage.env && mkdir -p " in build
     # C-only stages get none of it
     c_only = [l for l in acc.render_stage(toolchain="t", xtc=xtc(), env=env, profile="rvv256").text.splitlines()
               if not l.startswith("#")]

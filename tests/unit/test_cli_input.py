@@ -334,6 +334,15 @@ def test_unquoted_all_digit_sha256_gets_a_hint_to_quote_it(tmp_path):
     assert "hint: YAML reads an unquoted all-digit value as a number: quote it (sha256: '...')" in cp.stderr
 
 
+def test_recipe_setting_qemu_cpu_is_refused_exit_3(tmp_path):
+    (tmp_path / "demo.yaml").write_text(recipe_text().replace("build: [make]\n", "env: {QEMU_CPU: max}\nbuild: [make]\n"))
+    cp = run("plan", "demo", "--recipes", str(tmp_path), "-o", str(tmp_path / "out"))
+    assert cp.returncode == 3 and no_traceback(cp), cp.stderr
+    assert f"{tmp_path / 'demo.yaml'}:5: env sets QEMU_CPU: the QEMU CPU model of every emulated stage" in cp.stderr
+    assert "hint: remove QEMU_CPU; choose the target with --profile" in cp.stderr
+    assert not (tmp_path / "out" / "plan.json").exists()
+
+
 # ---- where rvport writes ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("make_args, says", [

@@ -179,3 +179,21 @@ def test_schema_file_is_valid_json_schema():
     for name in ("plan", "result", "base"):
         path = builtin("schemas", f"{name}.schema.json")
         jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
+
+
+@pytest.mark.parametrize("where", ["top", "version"])
+def test_a_recipe_may_not_set_qemu_cpu(tmp_path, where):
+    """The profile's QEMU CPU model is what every emulated stage runs as (its /proc/cpuinfo is what build systems
+    read); a recipe that set its own would build for another ISA than the profile's."""
+    if where == "top":
+        text = GOOD.format(name="a", digest="a" * 64, extra="").replace(
+            "build: [echo build]\n", "env:\n  CFLAGS: -O2\n  QEMU_CPU: max\nbuild: [echo build]\n")
+        line = 6
+    else:
+        text = GOOD.format(name="a", digest="a" * 64, extra="    env:\n      QEMU_CPU: rv64\n")
+        line = 13
+    write(tmp_path, "a", text=text)
+    (p,) = problems(tmp_path)
+    assert p.file.endswith("a.yaml") and p.line == line, (p.line, p.message)
+    assert "env sets QEMU_CPU" in p.message and "/proc/cpuinfo" in p.message
+    assert "--profile" in p.hint

@@ -120,7 +120,7 @@ def test_vector_object_exceeds_scalar_and_narrower_profiles():
 
 
 def test_bf16_exceeds_rvv256_ceiling_at_both_levels():
-    arch = V256_ARCH + "_zfbfmin1p0_zvfbfmin1p0"
+    arch = V256_ARCH + "_zvfbfmin1p0"
     for level in IsaLevel:
         j = judge_elf(facts(arch=arch), get_profile("rvv256"), level)
         assert not j.ok and any("zvfbfmin" in r and "beyond" in r for r in j.reasons)

@@ -178,7 +178,7 @@ def render_stage(*, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profi
     full = {**rust_env(xtc.platform), **env} if xtc.rust else dict(env)
     return dockerfiles.render("accelerated", {
         "TOOLCHAIN": toolchain, "XTC_IMAGE": xtc.tag, "XTC_PLATFORM": xtc.platform,
-        "ENV": dockerfiles.env_lines(full), "PROFILE": profile})
+        "ENV": dockerfiles.env_lines(full), "PROFILE": profile, "CPUINFO_CHECK": dockerfiles.cpuinfo_check(profile)})
 
 
 def prefix_key(base: BaseImage, rendered: dockerfiles.Rendered) -> str:

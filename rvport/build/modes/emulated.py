@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from rvport.build import render
 from rvport.build.stage import StageEnv, Toolchain
+from rvport.plan.planner import Mode
 from rvport.target import PLATFORM
 
 if TYPE_CHECKING:
@@ -21,7 +22,10 @@ def riscv64_toolchain(env: StageEnv) -> Toolchain:
 
 
 def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
-    return render.render("build", {"TOOLCHAIN": toolchain, "ENV": render.env_lines(stage.env), "PROFILE": profile})
+    # under QEMU the stage first checks that /proc/cpuinfo is the profile's; natively it is the host's own
+    check = render.cpuinfo_check(profile) if stage.mode is Mode.QEMU else ""
+    return render.render("build", {"TOOLCHAIN": toolchain, "ENV": render.env_lines(stage.env), "PROFILE": profile,
+                                   "CPUINFO_CHECK": check})
 
 
 class Emulated:

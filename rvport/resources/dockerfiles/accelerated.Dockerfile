@@ -1,8 +1,9 @@
 # rvport accelerated build stage: a riscv64 stage (Python, pip, CMake, make and build backends run as riscv64
-# under QEMU with the profile's QEMU_CPU) whose C and C++ compilers are native @@XTC_PLATFORM@@ cross
-# compilers targeting riscv64, taken from the pinned prefix image @@XTC_IMAGE@@. They compile against the
-# stage's own headers and libraries, and setup.sh refuses a GCC version other than the stage's. Rust stages
-# also get the build platform's rustc (RUSTC, CARGO_BUILD_TARGET) with the stage's riscv64 standard library.
+# under QEMU with the profile's QEMU_CPU, which /rvport/cpuinfo.sh checks first) whose C and C++ compilers
+# are native @@XTC_PLATFORM@@ cross compilers targeting riscv64, taken from the pinned prefix image
+# @@XTC_IMAGE@@. They compile against the stage's own headers and libraries, and setup.sh refuses a GCC
+# version other than the stage's. Rust stages also get the build platform's rustc (RUSTC, CARGO_BUILD_TARGET)
+# with the stage's riscv64 standard library.
 # Run as its own `docker buildx build --network none`; no ccache (every compile really runs).
 FROM @@TOOLCHAIN@@ AS build
 @@ENV@@
@@ -13,9 +14,10 @@ COPY src/ /src/
 COPY deps/ /deps/
 COPY tools/ /rvport/tools/
 COPY rvport-build.sh /rvport/build.sh
+COPY rvport-cpuinfo.sh /rvport/cpuinfo.sh
 WORKDIR /src
 RUN --mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
-    . /opt/xtc/stage.env && mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build
+    @@CPUINFO_CHECK@@. /opt/xtc/stage.env && mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build
 
 FROM scratch AS export
 COPY --from=build /out/ /
