@@ -76,7 +76,7 @@ def archive(repo: Path, source: Source, out: Path, *, scratch: Path) -> None:
                                  for e in check_excludes(source.exclude)))
         try:
             _git(["-C", str(repo), *_FIXED, "-c", f"core.attributesFile={attrs}", "archive", "--format=tar.gz",
-                  f"--prefix={prefix}", "-o", str(out), source.commit or ""])
+                  f"--prefix={prefix}", "-o", str(out.resolve()), source.commit or ""])
         except proc.CommandFailed as e:
             tail = "\n  ".join((e.stderr or "").strip().splitlines()[-6:])
             raise SourceUnavailable(

@@ -279,3 +279,16 @@ def test_bad_excludes_are_recipe_errors_with_lines(tmp_path, exclude, tree, mess
     with pytest.raises(RecipeError) as e:
         load_catalogue(root)
     assert any(message in p.message and p.line == 10 for p in e.value.problems), e.value.render()
+
+
+def test_cli_from_git_with_a_relative_cache_dir(repo, tmp_path):
+    """git archive runs in the clone (-C), so the cache's paths must not be relative to the caller's directory."""
+    clone, commit = repo
+    tree = checkout_digest(clone, ("big",))
+    root = write_recipe(tmp_path / "recipes", commit, tree, ("big/",))
+    cp = subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", "fetch", "tiny",
+                         "--from-git", str(clone), "--cache-dir", "rel-cache", "--offline"],
+                        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                        env={**os.environ, "COLUMNS": "300", "RVPORT_RECIPE_PATH": str(root)})
+    assert cp.returncode == 0, cp.stderr
+    assert tree in cp.stdout and (tmp_path / "rel-cache").is_dir()
