@@ -119,6 +119,25 @@ def image_info(ref: str) -> dict | None:
             "repo_digests": attrs.get("RepoDigests") or [], "size": attrs.get("Size")}
 
 
+def tag_image(ref: str, tag: str) -> None:
+    """Give the image `ref` the name `tag` ("repo:tag"), in one step: the name moves, or stays where it was."""
+    repo, _, name = tag.rpartition(":")
+    if not _client().images.get(ref).tag(repo, name):
+        raise HostNotReady(f"the engine did not tag {ref} as {tag}")
+
+
+def untag(ref: str) -> bool:
+    """Remove the name `ref` (an image of rvport's own making); the image goes only when no other name holds it.
+    False when the engine refused (the name already gone, or a container uses the image)."""
+    import docker
+
+    try:
+        _client().images.remove(ref)
+    except docker.errors.APIError:
+        return False
+    return True
+
+
 def image_tags(repository: str) -> list[str]:
     """Every tag of one repository in the engine ("rvport/xtc:..."), sorted."""
     return sorted(t for img in _client().images.list(name=repository) for t in img.tags

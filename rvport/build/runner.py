@@ -3,8 +3,9 @@
 Per stage: prepare the verified source tree (fetch), make sure the toolchain image exists and render the
 stage's Dockerfile (both the stage's mode's work, rvport/build/modes/, done by `modes.setup` in a StageEnv
 whose toolchain images are built and inspected now, as `rvport prepare` makes them), build with no network, check the expected outputs, verify them, run the
-smoke test, then commit the artifacts to the content-addressed artifact cache and copy them into the output
-directory. Nothing half-made is ever left in
+smoke test, then commit the artifacts to the content-addressed artifact cache, make the recipe's runtime image
+when it declares one (rvport/build/runtime.py; found again by its labels when unchanged, for a cached stage
+too) and copy the artifacts into the output directory. Nothing half-made is ever left in
 the output or the cache: every result is made in a temporary directory and renamed into place.
 """
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from rvport.build import buildx, modes, render as dockerfiles
+from rvport.build import buildx, modes, render as dockerfiles, runtime
 
 from rvport import manifest
 from rvport.build.images import BaseImage
@@ -229,6 +230,9 @@ class Runner:
         else:
             self._build_into_store(env, tree.path, rendered, script, base, store)
             rec.status = "ok"
+        if st.runtime is not None:      # after the smoke test (or verify): a cached stage ensures its image too
+            with env.timer("runtime"):
+                rec.runtime = runtime.make(env, base, store / "files", rec.key).to_json()
         self._export(rec, store)
 
     def _record(self, name: str) -> StageRecord:

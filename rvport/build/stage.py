@@ -73,6 +73,7 @@ class StageRecord:
     rust: dict | None = None            # stages that compile Rust: rustc and cargo --version, rustc's host
     key: str | None = None
     build_command: str | None = None    # the buildx command that built the artifacts (kept with cached ones)
+    runtime: dict | None = None         # the runtime image made after the stage: {tag, image_id, key, made}
     error: str | None = None
     log_tail: list[str] = field(default_factory=list)
     log: str | None = None
@@ -86,6 +87,7 @@ class StageRecord:
             "key": self.key, "plan_key": s.key, "artifacts": self.artifacts, "verify": self.verify,
             "smoke": self.smoke, "manylinux": self.manylinux, "sources": self.sources, "toolchain_packages": self.toolchain_packages,
             "toolchain": self.toolchain, "rust": self.rust, "build_command": self.build_command,
+            "runtime": self.runtime,
             "error": self.error, "log_tail": self.log_tail, "log": self.log,
         }
 

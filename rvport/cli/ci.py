@@ -13,7 +13,7 @@ from pathlib import Path
 from rvport.cli.outputs import cannot_write
 from rvport.fileio import atomic_write_text
 
-TIMING_ORDER = ("fetch", "base", "toolchain", "build", "verify", "smoke")
+TIMING_ORDER = ("fetch", "base", "toolchain", "build", "verify", "smoke", "runtime")
 
 
 def _size(n: int | None) -> str:
@@ -115,6 +115,9 @@ def junit_xml(doc: dict) -> str:
                 out.append(f"verify {Path(str(a.get('path'))).name}: {a.get('verdict', '?')}"
                            + (f" ({reasons})" if reasons else ""))
         out += [f"smoke> {line}" for line in (s.get("smoke") or {}).get("output", [])]
+        if s.get("runtime"):
+            rt = s["runtime"]
+            out.append(f"runtime image: {rt['tag']} {rt['image_id']}" + ("" if rt.get("made") else " (unchanged)"))
         body = "\n".join([(s.get("error") or "").strip(), "", "--- log tail ---", *(s.get("log_tail") or [])])
         err = (s.get("error") or "").strip()
         first = err.splitlines()[0] if err else str(s.get("status", ""))

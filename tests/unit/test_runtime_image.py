@@ -1,6 +1,6 @@
 """The runtime image as data in the recipe (`runtime:`): semantic-router's (non-root, read-only root, its
 configuration and start script pinned), what the plan makes of it (tag from --tag, its own key, how it must
-be run), its Dockerfile, and bad input as located recipe errors."""
+be run), its Dockerfile and build context, and bad input as located recipe errors."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from rvport import manifest
 from rvport.build import runtime
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
-from rvport.errors import ExitCode, IntegrityError, RecipeError, UsageError
+from rvport.errors import BuildFailed, ExitCode, IntegrityError, RecipeError, UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.sources.pin import check_pinned_files
@@ -194,3 +194,47 @@ def test_tmpfs_and_workdir_must_be_absolute(tmp_path):
         load(tmp_path, GOOD + "\n  tmpfs: [tmp]\n  workdir: app")
     assert {p.message for p in e.value.problems} >= {"runtime path 'tmp' is not an absolute path in the image",
                                                       "runtime path 'app' is not an absolute path in the image"}
+
+
+def test_the_build_context_takes_artifacts_by_name_and_checks_pins_again(cat, tmp_path):
+    rt = plan(cat, "semantic-router").stage("semantic-router").runtime
+    arts = tmp_path / "files"
+    (arts / "bin").mkdir(parents=True)
+    (arts / "bin" / "router").write_bytes(b"\x7fELF router")
+    ctx = tmp_path / "ctx"
+    runtime.stage_files(rt, arts, ctx, "semantic-router.yaml")
+    assert (ctx / "files/00-router").read_bytes() == b"\x7fELF router"
+    assert (ctx / "files/02-start.sh").read_bytes() == runtime.context_files(rt)[2].source.read_bytes()
+    # two files of that name: which one is meant cannot be told
+    (arts / "router").write_bytes(b"other")
+    with pytest.raises(BuildFailed) as e:
+        runtime.stage_files(rt, arts, tmp_path / "ctx2")
+    assert e.value.exit_code == ExitCode.BUILD_FAILED and "2 files named 'router'" in e.value.message
+
+
+def test_a_runtime_file_changed_after_planning_is_exit_4_before_any_image(cat, tmp_path):
+    src = Path(cat.resolve("semantic-router").file)
+    root = tmp_path / "recipes"
+    (root / "semantic-router").mkdir(parents=True)
+    for f in src.parent.joinpath("semantic-router").iterdir():
+        (root / "semantic-router" / f.name).write_bytes(f.read_bytes())
+    (root / "semantic-router.yaml").write_text(src.read_text())
+    rt = plan(load_catalogue(root), "semantic-router").stage("semantic-router").runtime
+    (root / "semantic-router" / "start.sh").write_text("#!/bin/sh\nexec sh\n")
+    arts = tmp_path / "files"
+    arts.mkdir()
+    (arts / "router").write_bytes(b"x")
+    with pytest.raises(IntegrityError) as e:
+        runtime.stage_files(rt, arts, tmp_path / "ctx", str(root / "semantic-router.yaml"))
+    (p,) = e.value.problems
+    assert "runtime file" in p.message and "start.sh" in p.message and p.file.endswith("semantic-router.yaml") and p.line
+
+
+def test_result_schema_takes_a_stage_runtime():
+    schema = manifest.schema("result")
+    items = schema["properties"]["stages"]["items"]["properties"]["runtime"]
+    good = {"tag": "rvport/app:v1", "image_id": "sha256:" + "a" * 64, "key": "b" * 64, "made": True}
+    jsonschema.validate(good, items)
+    jsonschema.validate(None, items)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(dict(good, image_id="abc"), items)
