@@ -269,6 +269,11 @@ def _resolve_order(cat: Catalogue, roots: Sequence[Recipe]) -> list[Recipe]:
     return order
 
 
+def compiles_go(recipe: Recipe) -> bool:
+    """Does the stage run the Go compiler (a go-binary, or a recipe that installs golang-go to build)?"""
+    return recipe.kind is Kind.GO_BINARY or any(p.startswith("golang") for p in recipe.toolchain.debian)
+
+
 def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, str], commands: Sequence[str],
               dep_keys: Sequence[str], tools: Sequence[Tool] = ()) -> str:
     doc = {
@@ -324,6 +329,10 @@ def make_plan(cat: Catalogue, req: Request, host: HostFacts,
         if missing:
             warnings.append(f"{r.ref}: {', '.join(missing)} not in the cache or mirror and the network is off; "
                             "use --mirror DIR with a filled mirror")
+        if mode in (Mode.QEMU, Mode.ACCELERATED) and compiles_go(r):
+            warnings.append(f"{r.ref}: Go compiles under QEMU in {mode.value} mode, where Go >= 1.23 can hang at "
+                            "random (golang/go#70329); "
+                            + ("--mode cross avoids it" if "cross" in r.modes else "a riscv64 build host avoids it"))
         stages.append(Stage(
             recipe=r, mode=mode, mode_reason=reason,
             platform=host.platform if mode is Mode.CROSS else RISCV64,

@@ -131,23 +131,24 @@ def common(tiny: Path, out: Path) -> list[str]:
             "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", "qemu"]
 
 
-def test_rust_staticlib_and_cgo_go_program_under_qemu(engine, tiny, tmp_path):
+def test_rust_staticlib_under_qemu(engine, tiny, tmp_path):
+    """A Rust static library compiled under QEMU with the profile's CPU. Its Go user is built in cross mode
+    (tests/integration/test_cross.py): Go >= 1.23 can hang at random when it compiles under qemu-user
+    (golang/go#70329; seen here, a `go build` parked in futex_wait for 14 minutes), and the plan warns of it."""
     out = tmp_path / "out"
-    cp = rvport("build", "tinygo", *common(tiny, out))
+    cp = rvport("build", "tinyrust", *common(tiny, out))
     assert cp.returncode == 0, cp.stdout + cp.stderr
     doc = json.loads((out / "result.json").read_text())
     jsonschema.validate(doc, manifest.schema("result"))
-    assert [s["recipe"] for s in doc["stages"]] == ["tinyrust", "tinygo"]
-    rust, go = doc["stages"]
-    assert rust["status"] == go["status"] == "ok"
-    assert rust["verify"]["ok"] and go["verify"]["ok"]
-    assert go["smoke"]["status"] == "passed" and "ffi says 42" in "\n".join(go["smoke"]["output"])
+    (rust,) = doc["stages"]
+    assert rust["status"] in ("ok", "cached") and rust["verify"]["ok"]
     assert (out / "artifacts" / "tinyrust" / "libtinyffi.a").is_file()
-    assert (out / "artifacts" / "tinygo" / "tinygo").is_file()
-    assert go["env"]["QEMU_CPU"].startswith("rv64,v=true,vlen=256")
+    assert rust["env"]["QEMU_CPU"].startswith("rv64,v=true,vlen=256")
     # the exported files are what result.json says
     cp = rvport("verify", "artifacts", str(out / "artifacts"), "--profile", "rvv256", "--isa", "baseline")
     assert cp.returncode == 0, cp.stdout + cp.stderr
+    cp = rvport("plan", "tinygo", *common(tiny, tmp_path / "plan"))
+    assert cp.returncode == 0 and "golang/go#70329" in cp.stdout + cp.stderr, cp.stdout + cp.stderr
 
 
 def test_a_failing_stage_writes_result_json_and_exits_7(engine, tiny, tmp_path):

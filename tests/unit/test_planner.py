@@ -155,3 +155,11 @@ def test_accelerated_needs_a_recipe_that_lists_it(cat):
 def test_qemu_can_be_forced_for_every_riscv64_recipe(cat):
     p = plan(cat, "msgspec", "sentencepiece", "tiktoken", mode=Mode.QEMU)
     assert all(s.mode is Mode.QEMU for s in p.stages)
+
+
+def test_go_compiled_under_qemu_is_warned_about(cat):
+    """Go >= 1.23 can hang under qemu-user (golang/go#70329): a plan that compiles Go emulated says so."""
+    warned = [w for w in plan(cat, "glide-ffi", mode=Mode.ACCELERATED).warnings if "golang/go#70329" in w]
+    assert warned and "--mode cross avoids it" in warned[0]
+    assert not [w for w in plan(cat, "glide-ffi").warnings if "70329" in w]          # auto: cross
+    assert not [w for w in plan(cat, "msgspec", mode=Mode.QEMU).warnings if "70329" in w]
