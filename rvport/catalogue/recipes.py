@@ -20,6 +20,7 @@ from rvport import resources
 from rvport.errors import Problem, RecipeError, UsageError
 from rvport.catalogue.schema import validate
 from rvport.catalogue.yamlsrc import LDict, line_of, load_yaml
+from rvport.target import RVPORT_DIR
 
 
 BUILTIN = "built-in"
@@ -417,11 +418,11 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
         for j, f in enumerate(v.get("files", [])):
             dest = PurePosixPath(f["dest"])
             if (not f["dest"].strip() or dest.is_absolute() or ".." in dest.parts or str(dest) == "."
-                    or f["dest"].endswith("/") or dest.parts[0] == ".rvport"):
+                    or f["dest"].endswith("/") or dest.parts[0] == RVPORT_DIR):
                 problems.append(Problem(message=f"file {f['file']!r}: dest {f['dest']!r} is not a file path inside "
                                                 "the source tree", file=file, line=line_of(v["files"], j) or vline,
                                         hint="write a path relative to the tree's top directory, with the file "
-                                             "name, e.g. smoke/main.go (.rvport/ is rvport's own)"))
+                                             f"name, e.g. smoke/main.go ({RVPORT_DIR}/ is rvport's own)"))
         env = {**(doc.get("env") or {}), **(v.get("env") or {})}
         problems += _pinned_by_rvport(v.get("env"), file)
         recipes.append(Recipe(

@@ -26,6 +26,7 @@ from rvport.catalogue.recipes import PinnedFile, Recipe
 from rvport.sources.archive import unpack
 from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
+from rvport.target import CARGO_HOME, RVPORT_DIR
 
 TREE_FORMAT = 4     # bump when the way trees are made changes, so old trees are not reused
 
@@ -230,10 +231,9 @@ def apply_patch(pf: PinnedFile, tree: Path) -> None:
                                   "strip level, and update its sha256 in the recipe")
 
 
-# What rvport adds to a tree, in a directory of its own: the source's files (its own .cargo/config.toml
-# included) are never overwritten. Paths relative to the tree's top directory; /src/<path> in a stage.
-RVPORT_DIR = ".rvport"
-CARGO_HOME = f"{RVPORT_DIR}/cargo-home"     # a cargo home: config.toml with the source replacement, nothing else
+# What rvport adds to a tree, in a directory of its own (RVPORT_DIR, CARGO_HOME: rvport.target): the source's
+# files (its own .cargo/config.toml included) are never overwritten. Paths relative to the tree's top
+# directory; /src/<path> in a stage.
 CARGO_VENDOR = f"{RVPORT_DIR}/vendor"       # the vendored crates
 # Cargo resolves a relative path in a config file against the parent of the directory holding that file: in
 # <tree>/.rvport/cargo-home/config.toml, "vendor" is <tree>/.rvport/vendor, wherever the tree is.
