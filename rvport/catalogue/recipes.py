@@ -365,6 +365,36 @@ def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
                      go=d.get("go", base.go), rust=d.get("rust", base.rust))
 
 
+# `toolchain: rust:` names. debian-rustc-web is Debian's rustc-web and cargo-web, which conflict with its rustc
+# and cargo: a recipe naming it installs them itself (toolchain.debian) for native, qemu and accelerated
+# stages, and cross stages then install them instead of rustc and cargo (kinds.CROSS_RUST); a recipe that
+# installs them without naming it would get rustc and cargo beside them in a cross stage.
+RUST_WEB = "debian-rustc-web"
+RUST_WEB_PACKAGES = ("rustc-web", "cargo-web")
+
+
+def _rust_problems(tc: Toolchain, file: str, docs: tuple[dict | None, ...], fallback: int | None) -> list[Problem]:
+    """`rust:` against toolchain.debian; `docs` are the toolchain mappings it was merged from, nearest first."""
+    def line(*keys: str) -> int | None:   # the nearest mapping with one of the keys, the first key preferred
+        return next((line_of(d, next(k for k in keys if k in d)) for d in docs
+                     if isinstance(d, dict) and any(k in d for k in keys)), fallback)
+
+    web = [p for p in RUST_WEB_PACKAGES if p in tc.debian]
+    if tc.rust == RUST_WEB and len(web) < len(RUST_WEB_PACKAGES):
+        missing = [p for p in RUST_WEB_PACKAGES if p not in web]
+        return [Problem(message=f"toolchain rust: {RUST_WEB} needs {' and '.join(missing)} in toolchain.debian",
+                        file=file, line=line("rust", "debian"),
+                        hint=f"add {', '.join(missing)} to toolchain.debian (native, qemu and accelerated stages "
+                             "install only what it lists)")]
+    if tc.rust != RUST_WEB and web:
+        return [Problem(message=f"toolchain.debian installs {' and '.join(web)} but rust: is "
+                                f"{tc.rust or 'not set (debian)'}: cross stages would install rustc and cargo, "
+                                "which conflict with them",
+                        file=file, line=line("debian", "rust"),
+                        hint=f"set `rust: {RUST_WEB}` in the toolchain, or install rustc and cargo instead")]
+    return []
+
+
 # Set by rvport in every stage from the profile, never by a recipe: QEMU_CPU is the CPU model every emulated
 # process runs as, /proc/cpuinfo included, which build systems read to choose their ISA (docs/profiles.md).
 RVPORT_OWNED_ENV = ("QEMU_CPU",)
@@ -425,6 +455,8 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                                              f"name, e.g. smoke/main.go ({RVPORT_DIR}/ is rvport's own)"))
         env = {**(doc.get("env") or {}), **(v.get("env") or {})}
         problems += _pinned_by_rvport(v.get("env"), file)
+        toolchain = _toolchain(v.get("toolchain"), top_tc)
+        problems += _rust_problems(toolchain, file, (v.get("toolchain"), doc.get("toolchain")), vline)
         recipes.append(Recipe(
             name=doc["name"], version=v["version"], kind=Kind(doc["kind"]), description=doc.get("description", ""),
             file=path, sources=tuple(_source(s, file, problems) for s in v["sources"]),
@@ -432,7 +464,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             lockfiles=tuple(_pinned(p, root, file, problems) for p in v.get("lockfiles", [])),
             files=tuple(_pinned(p, root, file, problems) for p in v.get("files", [])),
             vendor=v.get("vendor"), lock=_tree_lock(v, file, problems), depends=tuple(v.get("depends", [])),
-            toolchain=_toolchain(v.get("toolchain"), top_tc), env=env,
+            toolchain=toolchain, env=env,
             build=tuple(v.get("build") or doc.get("build") or ()),
             outputs=tuple(Output(glob=o["glob"], type=o["type"], isa=o.get("isa", "profile"),
                                  exports=tuple(o.get("exports", ()))) for o in doc.get("outputs", [])),

@@ -197,3 +197,37 @@ def test_a_recipe_may_not_set_qemu_cpu(tmp_path, where):
     assert p.file.endswith("a.yaml") and p.line == line, (p.line, p.message)
     assert "env sets QEMU_CPU" in p.message and "/proc/cpuinfo" in p.message
     assert "--profile" in p.hint
+
+
+@pytest.mark.parametrize("toolchain, line, says, hint", [
+    # rust: debian-rustc-web without its packages: native, qemu and accelerated stages would have no rustc-web
+    ("toolchain:\n  debian: [rustc-web]\n  rust: debian-rustc-web\n", 6,
+     "toolchain rust: debian-rustc-web needs cargo-web in toolchain.debian", "add cargo-web to toolchain.debian"),
+    ("toolchain:\n  rust: debian-rustc-web\n", 5,
+     "needs rustc-web and cargo-web in toolchain.debian", "add rustc-web, cargo-web"),
+    # rustc-web installed, but cross stages would add Debian's rustc and cargo, which conflict with it
+    ("toolchain:\n  debian: [cmake, rustc-web, cargo-web]\n", 5,
+     "toolchain.debian installs rustc-web and cargo-web but rust: is not set (debian)", "rust: debian-rustc-web"),
+    ("toolchain:\n  debian: [cargo-web]\n  rust: debian\n", 5,
+     "toolchain.debian installs cargo-web but rust: is debian", "rust: debian-rustc-web"),
+])
+def test_rust_and_its_debian_packages_must_agree(tmp_path, toolchain, line, says, hint):
+    text = GOOD.format(name="a", digest="a" * 64, extra="").replace("build: [echo build]\n",
+                                                                   toolchain + "build: [echo build]\n")
+    write(tmp_path, "a", text=text)
+    (p,) = problems(tmp_path)
+    assert p.file.endswith("a.yaml") and p.line == line, (p.line, p.message)
+    assert says in p.message and hint in p.hint, (p.message, p.hint)
+
+
+def test_a_version_toolchain_is_checked_merged_with_the_top_one(tmp_path):
+    """rust: at the top, the packages in a version's toolchain: one recipe, no problem; a version that lists
+    other packages (a version's debian replaces the top one's) is refused at its own line."""
+    top = "toolchain:\n  rust: debian-rustc-web\n  debian: [rustc-web, cargo-web]\n"
+    text = GOOD.format(name="a", digest="a" * 64, extra="    toolchain: {debian: [cmake]}\n").replace(
+        "build: [echo build]\n", top + "build: [echo build]\n")
+    write(tmp_path, "a", text=text)
+    (p,) = problems(tmp_path)
+    assert p.line == 15 and "needs rustc-web and cargo-web" in p.message, (p.line, p.message)
+    write(tmp_path, "a", text=text.replace("    toolchain: {debian: [cmake]}\n", ""))
+    assert load_catalogue(tmp_path).resolve("a").toolchain.rust == "debian-rustc-web"
