@@ -180,8 +180,11 @@ def clamp_mtimes(tree: Path, epoch: int) -> None:
 def copy_recipe_file(recipe: Recipe, pf: PinnedFile, tree: Path) -> None:
     """A recipe-local file (`files:`, checked against its pin already) into the tree at its dest, mode 0644. It
     adds to the source and never replaces a file of it (a patch does that, visibly)."""
-    target = _inside(tree, pf.dest or pf.path.name, recipe)
-    if target.exists() or target.is_symlink():
+    rel = pf.dest or pf.path.name
+    target = _inside(tree, rel, recipe)
+    # the path as written first: a symlink there (dangling or not) is the source's, and resolving it would write
+    # through it; then the resolved one (a symlinked directory on the way)
+    if os.path.lexists(tree / rel) or target.exists():
         raise RecipeError(f"{recipe.ref}: file {pf.rel} would replace {pf.dest}, which the source already has "
                           f"(in {recipe.file})", hint="choose a dest the source does not have, or change the "
                                                       "source's file with a patch")
