@@ -283,6 +283,23 @@ def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedF
                       strip=int(d.get("strip", 1)), note=d.get("note"), line=d.line)
 
 
+def _same_dest(v: LDict, file: str, vline: int | None) -> list[Problem]:
+    """Each lock file and recipe-local file goes to a dest of its own (a lock file's default: its file name)."""
+    taken: dict[str, str] = {}
+    out = []
+    for key in ("lockfiles", "files"):
+        for j, d in enumerate(v.get(key, [])):
+            dest = str(PurePosixPath(d.get("dest") or PurePosixPath(d["file"]).name))
+            what = f"{key[:-1]} {d['file']!r}"
+            if dest in taken:
+                out.append(Problem(message=f"{what} goes to {dest!r}, where {taken[dest]} goes too", file=file,
+                                   line=line_of(v[key], j) or vline,
+                                   hint="give each file a dest of its own (a lock file's dest defaults to its name)"))
+            else:
+                taken[dest] = what
+    return out
+
+
 # what each kind of vendoring reads as its lock file
 LOCK_NAMES = {"cargo": "Cargo.lock", "go": "go.sum"}
 
@@ -453,6 +470,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                                                 "the source tree", file=file, line=line_of(v["files"], j) or vline,
                                         hint="write a path relative to the tree's top directory, with the file "
                                              f"name, e.g. smoke/main.go ({RVPORT_DIR}/ is rvport's own)"))
+        problems += _same_dest(v, file, vline)
         env = {**(doc.get("env") or {}), **(v.get("env") or {})}
         problems += _pinned_by_rvport(v.get("env"), file)
         toolchain = _toolchain(v.get("toolchain"), top_tc)

@@ -231,3 +231,21 @@ def test_a_version_toolchain_is_checked_merged_with_the_top_one(tmp_path):
     assert p.line == 15 and "needs rustc-web and cargo-web" in p.message, (p.line, p.message)
     write(tmp_path, "a", text=text.replace("    toolchain: {debian: [cmake]}\n", ""))
     assert load_catalogue(tmp_path).resolve("a").toolchain.rust == "debian-rustc-web"
+
+
+@pytest.mark.parametrize("entries, line, says", [
+    ("    files:\n      - {file: a/x.go, sha256: '" + "b" * 64 + "', dest: cmd/main.go}\n"
+     "      - {file: a/y.go, sha256: '" + "b" * 64 + "', dest: ./cmd/main.go}\n",
+     14, "file 'a/y.go' goes to 'cmd/main.go', where file 'a/x.go' goes too"),
+    ("    lockfiles:\n      - {file: a/Cargo.lock, sha256: '" + "b" * 64 + "'}\n"
+     "    files:\n      - {file: a/x.go, sha256: '" + "b" * 64 + "', dest: Cargo.lock}\n",
+     15, "file 'a/x.go' goes to 'Cargo.lock', where lockfile 'a/Cargo.lock' goes too"),
+])
+def test_two_files_with_one_dest_are_refused_on_load(tmp_path, entries, line, says):
+    (tmp_path / "a").mkdir()
+    for name in ("x.go", "y.go", "Cargo.lock"):
+        (tmp_path / "a" / name).write_text("x\n")
+    write(tmp_path, "a", extra=entries)
+    (p,) = problems(tmp_path)
+    assert p.line == line and says in p.message, (p.line, p.message)
+    assert "a dest of its own" in p.hint
