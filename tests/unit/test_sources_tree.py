@@ -232,8 +232,9 @@ def test_a_recipe_file_that_does_not_match_its_pin_or_would_replace_a_source_fil
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "link.go").symlink_to("sub/missing.go")
-    with pytest.raises(RecipeError, match="would replace link.go, which the source already has"):
+    with pytest.raises(RecipeError, match="would replace link.go, which the source already has") as e:
         copy_recipe_file(recipe, recipe.files[0], tree)
+    assert f"(in {recipe.file}:{recipe.files[0].line})" in e.value.message and recipe.files[0].line   # its line
     assert not (tree / "sub").exists() and os.readlink(tree / "link.go") == "sub/missing.go"
     # a dest outside the tree, or without a file name, is a recipe error with its line
     for dest in ("../smoke.go", "/etc/smoke.go", "cmd/", ".rvport/x"):
