@@ -20,7 +20,7 @@ from rvport import resources
 from rvport.errors import Problem, RecipeError, UsageError
 from rvport.catalogue.schema import validate
 from rvport.catalogue.yamlsrc import LDict, line_of, load_yaml
-from rvport.target import RVPORT_DIR
+from rvport.target import CARGO_HOME, RVPORT_DIR
 
 
 BUILTIN = "built-in"
@@ -425,6 +425,26 @@ def _pinned_by_rvport(env: dict | None, file: str) -> list[Problem]:
             for name in RVPORT_OWNED_ENV if name in (env or {})]
 
 
+# Set by rvport in every stage of a `vendor: cargo` version, never by its recipe: CARGO_HOME is the cargo home
+# rvport writes into the tree, whose config.toml replaces crates-io with the vendored crates (planner, tree).
+RVPORT_OWNED_CARGO_ENV = ("CARGO_HOME",)
+
+
+def _cargo_home_by_rvport(v: dict, doc: dict, file: str) -> list[Problem]:
+    if v.get("vendor") != "cargo":
+        return []
+    out = []
+    for name in RVPORT_OWNED_CARGO_ENV:
+        env = next((e for e in (v.get("env"), doc.get("env")) if e and name in e), None)   # the version's first
+        if env is not None:
+            out.append(Problem(message=f"env sets {name}, but this version vendors its crates (vendor: cargo): "
+                                       f"rvport sets {name} to the cargo home it writes into the tree "
+                                       f"({CARGO_HOME}), whose config makes cargo use the vendored crates",
+                               file=file, line=line_of(env, name),
+                               hint=f"remove {name}; cargo still reads the source's own .cargo/config.toml"))
+    return out
+
+
 def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[list[Recipe], list[Problem]]:
     file = str(path)
     doc, problem = load_yaml(path)
@@ -473,6 +493,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
         problems += _same_dest(v, file, vline)
         env = {**(doc.get("env") or {}), **(v.get("env") or {})}
         problems += _pinned_by_rvport(v.get("env"), file)
+        problems += _cargo_home_by_rvport(v, doc, file)
         toolchain = _toolchain(v.get("toolchain"), top_tc)
         problems += _rust_problems(toolchain, file, (v.get("toolchain"), doc.get("toolchain")), vline)
         recipes.append(Recipe(

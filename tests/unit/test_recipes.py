@@ -249,3 +249,21 @@ def test_two_files_with_one_dest_are_refused_on_load(tmp_path, entries, line, sa
     (p,) = problems(tmp_path)
     assert p.line == line and says in p.message, (p.line, p.message)
     assert "a dest of its own" in p.hint
+
+
+@pytest.mark.parametrize("top, version, line", [
+    ("", "    env: {CFLAGS: -O2, CARGO_HOME: /root/.cargo}\n", 13),
+    ("env:\n  CARGO_HOME: /root/.cargo\n", "", 5),
+])
+def test_a_vendoring_cargo_recipe_may_not_set_cargo_home(tmp_path, top, version, line):
+    """The planner's CARGO_HOME (the tree's cargo home with the vendored-source replacement) would be overridden
+    by the recipe's env, and cargo would go to the network: refused on load. Without vendoring it is the
+    recipe's own business."""
+    text = GOOD.format(name="a", digest="a" * 64, extra="    vendor: cargo\n" + version).replace(
+        "build: [echo build]\n", top + "build: [echo build]\n")
+    write(tmp_path, "a", text=text)
+    (p,) = problems(tmp_path)
+    assert p.line == line and "env sets CARGO_HOME, but this version vendors its crates" in p.message, (p.line, p.message)
+    assert "remove CARGO_HOME" in p.hint
+    write(tmp_path, "a", text=text.replace("    vendor: cargo\n", ""))
+    assert load_catalogue(tmp_path).resolve("a").env["CARGO_HOME"] == "/root/.cargo"
