@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rvport import proc
 from rvport.errors import IntegrityError, RecipeError, SourceUnavailable
-from rvport.catalogue.recipes import PinnedFile, Recipe
+from rvport.catalogue.recipes import LOCK_NAMES, PinnedFile, Recipe
 from rvport.sources.archive import unpack
 from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
@@ -267,11 +267,12 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
     $CARGO_HOME/config.toml, merging them, so the source's own settings ([env], build flags) still apply.
     The planner sets CARGO_HOME to that directory in every stage of a `vendor: cargo` recipe.
     """
-    locks = [pf for pf in recipe.lockfiles if (pf.dest or pf.path.name).endswith("Cargo.lock")]
+    name = LOCK_NAMES["cargo"]
+    locks = [pf for pf in recipe.lockfiles if (pf.dest or pf.path.name).endswith(name)]
     if recipe.lock:
         lock_rel = recipe.lock.path
     else:
-        lock_rel = (locks[0].dest or locks[0].path.name) if locks else "Cargo.lock"
+        lock_rel = (locks[0].dest or locks[0].path.name) if locks else name
     manifest = tree / Path(lock_rel).parent / "Cargo.toml"
     if not manifest.is_file():
         raise RecipeError(f"{recipe.ref}: vendor: cargo needs {manifest.relative_to(tree)} in the source tree",
@@ -295,7 +296,7 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
     except proc.CommandFailed as e:
         tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
         if "needs to be updated" in tail or "--locked was passed" in tail:
-            raise IntegrityError(f"{recipe.ref}: the pinned Cargo.lock does not fit the sources:\n  {tail}",
+            raise IntegrityError(f"{recipe.ref}: the pinned {name} does not fit the sources:\n  {tail}",
                                  hint="regenerate the lock file for this version and update its pin") from e
         raise SourceUnavailable(f"{recipe.ref}: cargo vendor failed ({e.reason}):\n  {tail}",
                                 hint="crates are downloaded on the host: check network/proxy (--ca-bundle); "

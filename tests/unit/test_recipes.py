@@ -267,3 +267,17 @@ def test_a_vendoring_cargo_recipe_may_not_set_cargo_home(tmp_path, top, version,
     assert "remove CARGO_HOME" in p.hint
     write(tmp_path, "a", text=text.replace("    vendor: cargo\n", ""))
     assert load_catalogue(tmp_path).resolve("a").env["CARGO_HOME"] == "/root/.cargo"
+
+
+def test_lock_file_names_are_written_once():
+    """Which lock file each vendoring reads is recipes.LOCK_NAMES; no other module spells the names."""
+    import ast
+
+    import rvport
+    from rvport.catalogue.recipes import LOCK_NAMES
+
+    pkg = Path(rvport.__file__).resolve().parent
+    found = sorted(f"{p.relative_to(pkg)}:{n.lineno}" for p in pkg.rglob("*.py")
+                   for n in ast.walk(ast.parse(p.read_text()))
+                   if isinstance(n, ast.Constant) and n.value in LOCK_NAMES.values())
+    assert [f.split(":")[0] for f in found] == ["catalogue/recipes.py", "catalogue/recipes.py"], found
