@@ -364,10 +364,12 @@ def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runt
         problems.append(Problem(message=f"runtime entrypoint {entry[0]!r} is not an absolute path in the image",
                                 file=file, line=line_of(d, "entrypoint"),
                                 hint="start a file the image holds, e.g. a start script under files"))
-    for path in (*d.get("tmpfs", ()), *([d["workdir"]] if "workdir" in d else [])):
+    located = [(p, line_of(d["tmpfs"], i)) for i, p in enumerate(d.get("tmpfs", ()))]
+    located += [(d["workdir"], line_of(d, "workdir"))] if "workdir" in d else []
+    for path, line in located:
         if not _image_path(path):
             problems.append(Problem(message=f"runtime path {path!r} is not an absolute path in the image",
-                                    file=file, line=d.line, hint="write it as /NAME"))
+                                    file=file, line=line or d.line, hint="write it as /NAME"))
     return Runtime(user=user["name"], uid=int(user["uid"]), files=tuple(files), entrypoint=entry,
                    debian=tuple(d.get("debian", ())), read_only=bool(d.get("read_only", True)),
                    tmpfs=tuple(d.get("tmpfs", ())), workdir=d.get("workdir", "/"), env=dict(d.get("env") or {}),
