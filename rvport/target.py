@@ -28,3 +28,8 @@ HOST_RUST_TARGET: Mapping[str, str] = {"linux/amd64": "x86_64-unknown-linux-gnu"
 # Hosts that can run riscv64 cross compilers natively (cross and accelerated stages): Debian ships riscv64
 # cross toolchains for these.
 BUILD_HOSTS = frozenset({"x86_64", "aarch64"})
+
+# What rvport adds to a source tree, in a directory of its own (relative to the tree's top directory; /src/<path>
+# in a stage): the planner points CARGO_HOME there, the tree step writes it, recipes may not name it as a dest.
+RVPORT_DIR = ".rvport"
+CARGO_HOME = f"{RVPORT_DIR}/cargo-home"     # a cargo home: config.toml with the source replacement, nothing else

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from rvport.catalogue.recipes import Kind, Recipe
+from rvport.catalogue.recipes import RUST_WEB, Kind, Recipe
 from rvport.target import GOARCH, PLATFORM, RUST_TARGET, TRIPLET
 
 MODES = ("native", "qemu", "cross", "accelerated")
@@ -91,7 +91,6 @@ KINDS: Mapping[Kind, KindFacts] = {k.kind: k for k in (
 # rustc-web may be a binNMU (1.96.0+dfsg1-1~deb13u1+b1 on amd64, while riscv64 has 1.96.0+dfsg1-1~deb13u1),
 # and dpkg then refuses the pair: so the riscv64 rlibs are unpacked, not installed, and must come from the
 # same source version as rustc-web (the rule the accelerated mode applies to the same pair).
-RUST_WEB = "debian-rustc-web"
 CROSS_RUST: Mapping[str, CrossToolchain] = {
     RUST_WEB: replace(
         KINDS[Kind.CARGO_STATICLIB].cross,

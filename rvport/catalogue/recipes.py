@@ -20,6 +20,7 @@ from rvport import resources
 from rvport.errors import Problem, RecipeError, UsageError
 from rvport.catalogue.schema import validate
 from rvport.catalogue.yamlsrc import LDict, line_of, load_yaml
+from rvport.target import CARGO_HOME, RVPORT_DIR
 
 
 BUILTIN = "built-in"
@@ -282,6 +283,23 @@ def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedF
                       strip=int(d.get("strip", 1)), note=d.get("note"), line=d.line)
 
 
+def _same_dest(v: LDict, file: str, vline: int | None) -> list[Problem]:
+    """Each lock file and recipe-local file goes to a dest of its own (a lock file's default: its file name)."""
+    taken: dict[str, str] = {}
+    out = []
+    for key in ("lockfiles", "files"):
+        for j, d in enumerate(v.get(key, [])):
+            dest = str(PurePosixPath(d.get("dest") or PurePosixPath(d["file"]).name))
+            what = f"{key[:-1]} {d['file']!r}"
+            if dest in taken:
+                out.append(Problem(message=f"{what} goes to {dest!r}, where {taken[dest]} goes too", file=file,
+                                   line=line_of(v[key], j) or vline,
+                                   hint="give each file a dest of its own (a lock file's dest defaults to its name)"))
+            else:
+                taken[dest] = what
+    return out
+
+
 # what each kind of vendoring reads as its lock file
 LOCK_NAMES = {"cargo": "Cargo.lock", "go": "go.sum"}
 
@@ -346,10 +364,12 @@ def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runt
         problems.append(Problem(message=f"runtime entrypoint {entry[0]!r} is not an absolute path in the image",
                                 file=file, line=line_of(d, "entrypoint"),
                                 hint="start a file the image holds, e.g. a start script under files"))
-    for path in (*d.get("tmpfs", ()), *([d["workdir"]] if "workdir" in d else [])):
+    located = [(p, line_of(d["tmpfs"], i)) for i, p in enumerate(d.get("tmpfs", ()))]
+    located += [(d["workdir"], line_of(d, "workdir"))] if "workdir" in d else []
+    for path, line in located:
         if not _image_path(path):
             problems.append(Problem(message=f"runtime path {path!r} is not an absolute path in the image",
-                                    file=file, line=d.line, hint="write it as /NAME"))
+                                    file=file, line=line or d.line, hint="write it as /NAME"))
     return Runtime(user=user["name"], uid=int(user["uid"]), files=tuple(files), entrypoint=entry,
                    debian=tuple(d.get("debian", ())), read_only=bool(d.get("read_only", True)),
                    tmpfs=tuple(d.get("tmpfs", ())), workdir=d.get("workdir", "/"), env=dict(d.get("env") or {}),
@@ -364,6 +384,36 @@ def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
                      go=d.get("go", base.go), rust=d.get("rust", base.rust))
 
 
+# `toolchain: rust:` names. debian-rustc-web is Debian's rustc-web and cargo-web, which conflict with its rustc
+# and cargo: a recipe naming it installs them itself (toolchain.debian) for native, qemu and accelerated
+# stages, and cross stages then install them instead of rustc and cargo (kinds.CROSS_RUST); a recipe that
+# installs them without naming it would get rustc and cargo beside them in a cross stage.
+RUST_WEB = "debian-rustc-web"
+RUST_WEB_PACKAGES = ("rustc-web", "cargo-web")
+
+
+def _rust_problems(tc: Toolchain, file: str, docs: tuple[dict | None, ...], fallback: int | None) -> list[Problem]:
+    """`rust:` against toolchain.debian; `docs` are the toolchain mappings it was merged from, nearest first."""
+    def line(*keys: str) -> int | None:   # the nearest mapping with one of the keys, the first key preferred
+        return next((line_of(d, next(k for k in keys if k in d)) for d in docs
+                     if isinstance(d, dict) and any(k in d for k in keys)), fallback)
+
+    web = [p for p in RUST_WEB_PACKAGES if p in tc.debian]
+    if tc.rust == RUST_WEB and len(web) < len(RUST_WEB_PACKAGES):
+        missing = [p for p in RUST_WEB_PACKAGES if p not in web]
+        return [Problem(message=f"toolchain rust: {RUST_WEB} needs {' and '.join(missing)} in toolchain.debian",
+                        file=file, line=line("rust", "debian"),
+                        hint=f"add {', '.join(missing)} to toolchain.debian (native, qemu and accelerated stages "
+                             "install only what it lists)")]
+    if tc.rust != RUST_WEB and web:
+        return [Problem(message=f"toolchain.debian installs {' and '.join(web)} but rust: is "
+                                f"{tc.rust or 'not set (debian)'}: cross stages would install rustc and cargo, "
+                                "which conflict with them",
+                        file=file, line=line("debian", "rust"),
+                        hint=f"set `rust: {RUST_WEB}` in the toolchain, or install rustc and cargo instead")]
+    return []
+
+
 # Set by rvport in every stage from the profile, never by a recipe: QEMU_CPU is the CPU model every emulated
 # process runs as, /proc/cpuinfo included, which build systems read to choose their ISA (docs/profiles.md).
 RVPORT_OWNED_ENV = ("QEMU_CPU",)
@@ -375,6 +425,26 @@ def _pinned_by_rvport(env: dict | None, file: str) -> list[Problem]:
                     file=file, line=line_of(env, name),
                     hint=f"remove {name}; choose the target with --profile (rvport/resources/profiles.yaml)")
             for name in RVPORT_OWNED_ENV if name in (env or {})]
+
+
+# Set by rvport in every stage of a `vendor: cargo` version, never by its recipe: CARGO_HOME is the cargo home
+# rvport writes into the tree, whose config.toml replaces crates-io with the vendored crates (planner, tree).
+RVPORT_OWNED_CARGO_ENV = ("CARGO_HOME",)
+
+
+def _cargo_home_by_rvport(v: dict, doc: dict, file: str) -> list[Problem]:
+    if v.get("vendor") != "cargo":
+        return []
+    out = []
+    for name in RVPORT_OWNED_CARGO_ENV:
+        env = next((e for e in (v.get("env"), doc.get("env")) if e and name in e), None)   # the version's first
+        if env is not None:
+            out.append(Problem(message=f"env sets {name}, but this version vendors its crates (vendor: cargo): "
+                                       f"rvport sets {name} to the cargo home it writes into the tree "
+                                       f"({CARGO_HOME}), whose config makes cargo use the vendored crates",
+                               file=file, line=line_of(env, name),
+                               hint=f"remove {name}; cargo still reads the source's own .cargo/config.toml"))
+    return out
 
 
 def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[list[Recipe], list[Problem]]:
@@ -417,13 +487,17 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
         for j, f in enumerate(v.get("files", [])):
             dest = PurePosixPath(f["dest"])
             if (not f["dest"].strip() or dest.is_absolute() or ".." in dest.parts or str(dest) == "."
-                    or f["dest"].endswith("/") or dest.parts[0] == ".rvport"):
+                    or f["dest"].endswith("/") or dest.parts[0] == RVPORT_DIR):
                 problems.append(Problem(message=f"file {f['file']!r}: dest {f['dest']!r} is not a file path inside "
                                                 "the source tree", file=file, line=line_of(v["files"], j) or vline,
                                         hint="write a path relative to the tree's top directory, with the file "
-                                             "name, e.g. smoke/main.go (.rvport/ is rvport's own)"))
+                                             f"name, e.g. smoke/main.go ({RVPORT_DIR}/ is rvport's own)"))
+        problems += _same_dest(v, file, vline)
         env = {**(doc.get("env") or {}), **(v.get("env") or {})}
         problems += _pinned_by_rvport(v.get("env"), file)
+        problems += _cargo_home_by_rvport(v, doc, file)
+        toolchain = _toolchain(v.get("toolchain"), top_tc)
+        problems += _rust_problems(toolchain, file, (v.get("toolchain"), doc.get("toolchain")), vline)
         recipes.append(Recipe(
             name=doc["name"], version=v["version"], kind=Kind(doc["kind"]), description=doc.get("description", ""),
             file=path, sources=tuple(_source(s, file, problems) for s in v["sources"]),
@@ -431,7 +505,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             lockfiles=tuple(_pinned(p, root, file, problems) for p in v.get("lockfiles", [])),
             files=tuple(_pinned(p, root, file, problems) for p in v.get("files", [])),
             vendor=v.get("vendor"), lock=_tree_lock(v, file, problems), depends=tuple(v.get("depends", [])),
-            toolchain=_toolchain(v.get("toolchain"), top_tc), env=env,
+            toolchain=toolchain, env=env,
             build=tuple(v.get("build") or doc.get("build") or ()),
             outputs=tuple(Output(glob=o["glob"], type=o["type"], isa=o.get("isa", "profile"),
                                  exports=tuple(o.get("exports", ()))) for o in doc.get("outputs", [])),

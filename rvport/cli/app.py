@@ -150,9 +150,9 @@ def build(
     outputs.check_dir(output)
     outputs.check_file(junit)
     outputs.check_dir(cache_to)
+    _check_pinned(base_image)
     p, fopts = planning.from_options(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle, manylinux=manylinux)
-    _check_pinned(base_image)
     u = ui()
     if cache_to is not None or cache_from is not None:
         from rvport.build.buildx import check_cache_export

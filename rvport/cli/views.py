@@ -45,6 +45,8 @@ def plan_table(plan: Plan) -> Table:
                          for src in s.recipe.sources)
         srcs += "".join(f"\nlock {f.dest or f.path.name}: {f.sha256[:16]}… (recipe)" for f in s.recipe.lockfiles)
         srcs += "".join(f"\nfile {f.dest}: {f.sha256[:16]}… (recipe)" for f in s.recipe.files)
+        if s.recipe.lock:
+            srcs += f"\nlock {s.recipe.lock.path}: {s.recipe.lock.sha256[:16]}… (in the source)"
         t.add_row(str(i), Text.assemble(s.recipe.ref, "\n", (s.recipe.kind.value, "dim")),
                   Text.assemble(s.mode.value, "\n", (s.mode_reason, "dim")),
                   str(s.jobs), Text(srcs), Text("\n".join(s.depends) or "-"))

@@ -20,8 +20,7 @@ from rvport.catalogue.kinds import KINDS, compiles_rust, kinds_with
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Runtime, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
-from rvport.sources.tree import CARGO_HOME
-from rvport.target import BUILD_HOSTS, PLATFORM as RISCV64, RUST_TARGET, TRIPLET as TRIPLE
+from rvport.target import BUILD_HOSTS, CARGO_HOME, PLATFORM as RISCV64, RUST_TARGET, TRIPLET as TRIPLE
 
 PLAN_SCHEMA = 1
 # Reproducible builds: the build directory (/src in every stage) never reaches an artifact. C and C++ get the

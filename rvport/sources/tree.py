@@ -22,10 +22,11 @@ from pathlib import Path
 
 from rvport import proc
 from rvport.errors import IntegrityError, RecipeError, SourceUnavailable
-from rvport.catalogue.recipes import PinnedFile, Recipe
+from rvport.catalogue.recipes import LOCK_NAMES, PinnedFile, Recipe
 from rvport.sources.archive import unpack
 from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
+from rvport.target import CARGO_HOME, RVPORT_DIR
 
 TREE_FORMAT = 4     # bump when the way trees are made changes, so old trees are not reused
 
@@ -133,12 +134,13 @@ def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Pa
     if main is None:
         tree.mkdir()
     for f in fetched:
-        dest = tree if f is main else _inside(tree, f.source.dest or f"_deps/{f.source.name}", recipe)
+        dest = tree if f is main else _inside(tree, f.source.dest or f"_deps/{f.source.name}", recipe,
+                                              f.source.line)
         unpack(f.path, dest, name=f.filename, scratch=work, blob=True, source=f.source,
                where=f"cache entry {f.path}, from {f.origin}")
     epoch = source_epoch(tree)
     for pf in recipe.lockfiles:
-        target = _inside(tree, pf.dest or pf.path.name, recipe)
+        target = _inside(tree, pf.dest or pf.path.name, recipe, pf.line)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(pf.path, target)
     for pf in recipe.files:
@@ -179,20 +181,28 @@ def clamp_mtimes(tree: Path, epoch: int) -> None:
 def copy_recipe_file(recipe: Recipe, pf: PinnedFile, tree: Path) -> None:
     """A recipe-local file (`files:`, checked against its pin already) into the tree at its dest, mode 0644. It
     adds to the source and never replaces a file of it (a patch does that, visibly)."""
-    target = _inside(tree, pf.dest or pf.path.name, recipe)
-    if target.exists() or target.is_symlink():
+    rel = pf.dest or pf.path.name
+    target = _inside(tree, rel, recipe, pf.line)
+    # the path as written first: a symlink there (dangling or not) is the source's, and resolving it would write
+    # through it; then the resolved one (a symlinked directory on the way)
+    if os.path.lexists(tree / rel) or target.exists():
         raise RecipeError(f"{recipe.ref}: file {pf.rel} would replace {pf.dest}, which the source already has "
-                          f"(in {recipe.file})", hint="choose a dest the source does not have, or change the "
+                          f"(in {_at(recipe, pf.line)})", hint="choose a dest the source does not have, or change the "
                                                       "source's file with a patch")
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pf.path, target)
     os.chmod(target, 0o644)
 
 
-def _inside(tree: Path, rel: str, recipe: Recipe) -> Path:
+def _at(recipe: Recipe, line: int | None) -> str:
+    """Where in the recipe file: file:line when the line is known."""
+    return f"{recipe.file}:{line}" if line else str(recipe.file)
+
+
+def _inside(tree: Path, rel: str, recipe: Recipe, line: int | None = None) -> Path:
     target = (tree / rel).resolve()
     if not target.is_relative_to(tree.resolve()):
-        raise RecipeError(f"{recipe.ref}: destination {rel!r} leaves the source tree (in {recipe.file})",
+        raise RecipeError(f"{recipe.ref}: destination {rel!r} leaves the source tree (in {_at(recipe, line)})",
                           hint="use a relative path inside the tree")
     return target
 
@@ -200,10 +210,10 @@ def _inside(tree: Path, rel: str, recipe: Recipe) -> Path:
 def check_tree_lock(recipe: Recipe, tree: Path) -> None:
     """The lock file the recipe names inside the tree (`lock:`) is there and matches its pin."""
     lock = recipe.lock
-    target = _inside(tree, lock.path, recipe)
+    target = _inside(tree, lock.path, recipe, lock.line)
     where = f"{lock.path} in the source tree of {recipe.ref}"
     if not target.is_file():
-        raise IntegrityError(f"{where} is missing (the recipe's lock: names it, in {recipe.file})",
+        raise IntegrityError(f"{where} is missing (the recipe's lock: names it, in {_at(recipe, lock.line)})",
                              hint="check the source pin and the lock's path")
     actual = sha256_file(target)
     if actual != lock.sha256:
@@ -230,10 +240,9 @@ def apply_patch(pf: PinnedFile, tree: Path) -> None:
                                   "strip level, and update its sha256 in the recipe")
 
 
-# What rvport adds to a tree, in a directory of its own: the source's files (its own .cargo/config.toml
-# included) are never overwritten. Paths relative to the tree's top directory; /src/<path> in a stage.
-RVPORT_DIR = ".rvport"
-CARGO_HOME = f"{RVPORT_DIR}/cargo-home"     # a cargo home: config.toml with the source replacement, nothing else
+# What rvport adds to a tree, in a directory of its own (RVPORT_DIR, CARGO_HOME: rvport.target): the source's
+# files (its own .cargo/config.toml included) are never overwritten. Paths relative to the tree's top
+# directory; /src/<path> in a stage.
 CARGO_VENDOR = f"{RVPORT_DIR}/vendor"       # the vendored crates
 # Cargo resolves a relative path in a config file against the parent of the directory holding that file: in
 # <tree>/.rvport/cargo-home/config.toml, "vendor" is <tree>/.rvport/vendor, wherever the tree is.
@@ -258,11 +267,12 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
     $CARGO_HOME/config.toml, merging them, so the source's own settings ([env], build flags) still apply.
     The planner sets CARGO_HOME to that directory in every stage of a `vendor: cargo` recipe.
     """
-    locks = [pf for pf in recipe.lockfiles if (pf.dest or pf.path.name).endswith("Cargo.lock")]
+    name = LOCK_NAMES["cargo"]
+    locks = [pf for pf in recipe.lockfiles if (pf.dest or pf.path.name).endswith(name)]
     if recipe.lock:
         lock_rel = recipe.lock.path
     else:
-        lock_rel = (locks[0].dest or locks[0].path.name) if locks else "Cargo.lock"
+        lock_rel = (locks[0].dest or locks[0].path.name) if locks else name
     manifest = tree / Path(lock_rel).parent / "Cargo.toml"
     if not manifest.is_file():
         raise RecipeError(f"{recipe.ref}: vendor: cargo needs {manifest.relative_to(tree)} in the source tree",
@@ -286,7 +296,7 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
     except proc.CommandFailed as e:
         tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
         if "needs to be updated" in tail or "--locked was passed" in tail:
-            raise IntegrityError(f"{recipe.ref}: the pinned Cargo.lock does not fit the sources:\n  {tail}",
+            raise IntegrityError(f"{recipe.ref}: the pinned {name} does not fit the sources:\n  {tail}",
                                  hint="regenerate the lock file for this version and update its pin") from e
         raise SourceUnavailable(f"{recipe.ref}: cargo vendor failed ({e.reason}):\n  {tail}",
                                 hint="crates are downloaded on the host: check network/proxy (--ca-bundle); "
@@ -324,9 +334,10 @@ def vendored_go_modules(recipe: Recipe, tree: Path) -> list[Path]:
     the tree. A repository with many go.mod files (semantic-router has 15: its bindings, tools, tests, an
     operator) builds one of them; the others' dependencies are neither fetched nor vendored."""
     if recipe.lock:
-        mod = _inside(tree, recipe.lock.dir or ".", recipe)
+        mod = _inside(tree, recipe.lock.dir or ".", recipe, recipe.lock.line)
         if not (mod / "go.mod").is_file():
-            raise RecipeError(f"{recipe.ref}: lock {recipe.lock.path} has no go.mod beside it (in {recipe.file})",
+            raise RecipeError(f"{recipe.ref}: lock {recipe.lock.path} has no go.mod beside it "
+                              f"(in {_at(recipe, recipe.lock.line)})",
                               hint="name the go.sum of the module the build compiles")
         return [mod]
     mods = go_modules(tree)

@@ -22,6 +22,7 @@ from typing import Any
 
 from rvport import __version__
 from rvport.errors import UsageError
+from rvport.catalogue.recipes import LOCK_NAMES
 from rvport.fileio import atomic_write_text
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -150,7 +151,7 @@ def _vendored(recipe: str, p: Mapping[str, Any], s: Mapping[str, Any]) -> dict |
     file when it has one, else the tree's own lock file the recipe pins (`lock:`), else the source archive that
     carries it (Cargo.lock or go.sum inside it)."""
     tool = p["vendor"]
-    lock_name = {"cargo": "Cargo.lock", "go": "go.sum"}.get(tool, "")
+    lock_name = LOCK_NAMES.get(tool, "")
     pinned = [pf for pf in p.get("lockfiles", []) if (pf.get("dest") or pf["file"]).endswith(lock_name)]
     if pinned:
         return _descriptor(f"{recipe}/vendor/{tool}", pinned[0].get("sha256"), lock=pinned[0]["file"])

@@ -10,6 +10,7 @@ from rvport.errors import BuildFailed, HostNotReady
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.kinds import compiles_rust
 from rvport.catalogue.recipes import load_catalogue
 
 STAGE = {"gcc-14": "14.2.0-19", "g++-14": "14.2.0-19", "libgcc-14-dev": "14.2.0-19",
@@ -170,9 +171,19 @@ def test_the_rust_prefix_is_its_own_image():
 
 
 @pytest.mark.parametrize("name, rust", [("msgspec", False), ("sentencepiece", False), ("tiktoken", True),
-                                        ("glide-ffi", True)])
+                                        ("glide-ffi", True), ("router-ml-binding", True)])
 def test_recipes_that_compile_rust_are_recognised(name, rust):
-    assert acc.needs_rust(load_catalogue().resolve(name)) is rust
+    assert compiles_rust(load_catalogue().resolve(name)) is rust
+
+
+def test_a_cargo_kind_is_a_rust_stage_without_naming_rust():
+    """One definition for the planner's Rust record and the accelerated prefix: a cargo-staticlib recipe whose
+    toolchain names no Rust (its base brings it) still compiles Rust."""
+    import dataclasses
+    r = load_catalogue().resolve("glide-ffi")
+    bare = dataclasses.replace(r, toolchain=dataclasses.replace(r.toolchain, rust=None, debian=("cmake",)))
+    assert compiles_rust(bare)
+    assert not hasattr(acc, "needs_rust") and not hasattr(acc, "RUST_PACKAGES")
 
 
 def test_rust_scripts_check_the_standard_library_and_the_native_linker():

@@ -221,7 +221,8 @@ def _rust_stage(setup, tmp_path, monkeypatch):
     cat, fopts, out = setup
     fname, sha = _tarball("tinyrs-1.0", {"setup.py": "print('hi')\n"}, tmp_path / "mirror")
     (tmp_path / "recipes" / "tinyrs.yaml").write_text(
-        RECIPE.format(name="tinyrs", pkgs="rustc-web", depends="", fname=fname, sha=sha))
+        RECIPE.format(name="tinyrs", pkgs="rustc-web, cargo-web", depends="", fname=fname, sha=sha)
+        .replace("cargo-web]}", "cargo-web], rust: debian-rustc-web}"))
     made = []
     xtc = accelerated.XtcImage(tag="rvport/xtc:debian-trixie-xtc-rust-amd64-0123456789ab", image_id="sha256:" + "5" * 64,
                                platform="linux/amd64", gcc_major="14", packages={**XGCC, **RUST}, rust=True)

@@ -66,3 +66,21 @@ def test_recipes_list_and_show():
 def test_version_and_help():
     assert run("--version").stdout.startswith("rvport ")
     assert run("--help").returncode == 0
+
+
+def test_the_plan_table_shows_an_in_tree_lock():
+    """A lock the recipe pins inside the source (`lock:`) is listed with the stage's sources, like a lock file."""
+    from rich.console import Console
+
+    from rvport.catalogue.profiles import get_profile
+    from rvport.catalogue.recipes import load_catalogue
+    from rvport.cli.views import plan_table
+    from rvport.host import HostFacts
+    from rvport.plan.planner import Request, make_plan
+
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    plan = make_plan(load_catalogue(), Request(refs=("router-ml-binding",), profile=get_profile("rv64gc")), host)
+    lock = plan.stages[-1].recipe.lock
+    console = Console(width=400, record=True)
+    console.print(plan_table(plan))
+    assert f"lock {lock.path}: {lock.sha256[:16]}… (in the source)" in console.export_text()

@@ -539,3 +539,16 @@ def test_internal_error_handler_prints_the_message_literally(monkeypatch, capsys
     assert exit_.value.code == 9
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: boom [/] in a[b]c" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["plan", "build", "prepare"])
+def test_an_unpinned_base_image_is_refused_before_planning(tmp_path, command):
+    """--base-image is checked first, as plan and prepare do: even with a broken recipe the answer is the same
+    usage error, and no plan.json is written."""
+    (tmp_path / "demo.yaml").write_text(recipe_text().replace("build: [make]\n", "build: [make]\nbogus: 1\n"))
+    out = tmp_path / "out"
+    cp = run(command, "demo", "--recipes", str(tmp_path), "-o", str(out), "--base-image", "debian:trixie",
+             env={"DOCKER_HOST": "unix:///nonexistent.sock"})
+    assert cp.returncode == 2 and no_traceback(cp), cp.stderr
+    assert "--base-image 'debian:trixie' is not pinned by digest" in cp.stderr
+    assert not (out / "plan.json").exists()

@@ -197,3 +197,18 @@ def test_the_checker_sees_cycles_and_upward_imports(tmp_path):
     ]
     with pytest.raises(AssertionError, match="rvport.extra is in no layer"):
         layer_of("rvport.extra")
+
+
+# ------------------------------------------------------------------------------- planning is pure
+IMPURE = ("rvport.proc", "rvport.sources", "rvport.build", "subprocess", "requests", "docker")
+
+
+def test_importing_the_planner_brings_no_io_modules():
+    """In a fresh interpreter: importing the planner loads no subprocess door, no fetcher, no HTTP client."""
+    import subprocess
+    import sys
+    code = "import rvport.plan.planner, sys; print('\\n'.join(sorted(sys.modules)))"
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+    assert "rvport.plan.planner" in loaded
+    bad = sorted(m for m in loaded if any(m == p or m.startswith(p + ".") for p in IMPURE))
+    assert not bad, f"importing rvport.plan.planner loads {bad}"

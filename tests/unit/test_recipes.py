@@ -197,3 +197,87 @@ def test_a_recipe_may_not_set_qemu_cpu(tmp_path, where):
     assert p.file.endswith("a.yaml") and p.line == line, (p.line, p.message)
     assert "env sets QEMU_CPU" in p.message and "/proc/cpuinfo" in p.message
     assert "--profile" in p.hint
+
+
+@pytest.mark.parametrize("toolchain, line, says, hint", [
+    # rust: debian-rustc-web without its packages: native, qemu and accelerated stages would have no rustc-web
+    ("toolchain:\n  debian: [rustc-web]\n  rust: debian-rustc-web\n", 6,
+     "toolchain rust: debian-rustc-web needs cargo-web in toolchain.debian", "add cargo-web to toolchain.debian"),
+    ("toolchain:\n  rust: debian-rustc-web\n", 5,
+     "needs rustc-web and cargo-web in toolchain.debian", "add rustc-web, cargo-web"),
+    # rustc-web installed, but cross stages would add Debian's rustc and cargo, which conflict with it
+    ("toolchain:\n  debian: [cmake, rustc-web, cargo-web]\n", 5,
+     "toolchain.debian installs rustc-web and cargo-web but rust: is not set (debian)", "rust: debian-rustc-web"),
+    ("toolchain:\n  debian: [cargo-web]\n  rust: debian\n", 5,
+     "toolchain.debian installs cargo-web but rust: is debian", "rust: debian-rustc-web"),
+])
+def test_rust_and_its_debian_packages_must_agree(tmp_path, toolchain, line, says, hint):
+    text = GOOD.format(name="a", digest="a" * 64, extra="").replace("build: [echo build]\n",
+                                                                   toolchain + "build: [echo build]\n")
+    write(tmp_path, "a", text=text)
+    (p,) = problems(tmp_path)
+    assert p.file.endswith("a.yaml") and p.line == line, (p.line, p.message)
+    assert says in p.message and hint in p.hint, (p.message, p.hint)
+
+
+def test_a_version_toolchain_is_checked_merged_with_the_top_one(tmp_path):
+    """rust: at the top, the packages in a version's toolchain: one recipe, no problem; a version that lists
+    other packages (a version's debian replaces the top one's) is refused at its own line."""
+    top = "toolchain:\n  rust: debian-rustc-web\n  debian: [rustc-web, cargo-web]\n"
+    text = GOOD.format(name="a", digest="a" * 64, extra="    toolchain: {debian: [cmake]}\n").replace(
+        "build: [echo build]\n", top + "build: [echo build]\n")
+    write(tmp_path, "a", text=text)
+    (p,) = problems(tmp_path)
+    assert p.line == 15 and "needs rustc-web and cargo-web" in p.message, (p.line, p.message)
+    write(tmp_path, "a", text=text.replace("    toolchain: {debian: [cmake]}\n", ""))
+    assert load_catalogue(tmp_path).resolve("a").toolchain.rust == "debian-rustc-web"
+
+
+@pytest.mark.parametrize("entries, line, says", [
+    ("    files:\n      - {file: a/x.go, sha256: '" + "b" * 64 + "', dest: cmd/main.go}\n"
+     "      - {file: a/y.go, sha256: '" + "b" * 64 + "', dest: ./cmd/main.go}\n",
+     14, "file 'a/y.go' goes to 'cmd/main.go', where file 'a/x.go' goes too"),
+    ("    lockfiles:\n      - {file: a/Cargo.lock, sha256: '" + "b" * 64 + "'}\n"
+     "    files:\n      - {file: a/x.go, sha256: '" + "b" * 64 + "', dest: Cargo.lock}\n",
+     15, "file 'a/x.go' goes to 'Cargo.lock', where lockfile 'a/Cargo.lock' goes too"),
+])
+def test_two_files_with_one_dest_are_refused_on_load(tmp_path, entries, line, says):
+    (tmp_path / "a").mkdir()
+    for name in ("x.go", "y.go", "Cargo.lock"):
+        (tmp_path / "a" / name).write_text("x\n")
+    write(tmp_path, "a", extra=entries)
+    (p,) = problems(tmp_path)
+    assert p.line == line and says in p.message, (p.line, p.message)
+    assert "a dest of its own" in p.hint
+
+
+@pytest.mark.parametrize("top, version, line", [
+    ("", "    env: {CFLAGS: -O2, CARGO_HOME: /root/.cargo}\n", 13),
+    ("env:\n  CARGO_HOME: /root/.cargo\n", "", 5),
+])
+def test_a_vendoring_cargo_recipe_may_not_set_cargo_home(tmp_path, top, version, line):
+    """The planner's CARGO_HOME (the tree's cargo home with the vendored-source replacement) would be overridden
+    by the recipe's env, and cargo would go to the network: refused on load. Without vendoring it is the
+    recipe's own business."""
+    text = GOOD.format(name="a", digest="a" * 64, extra="    vendor: cargo\n" + version).replace(
+        "build: [echo build]\n", top + "build: [echo build]\n")
+    write(tmp_path, "a", text=text)
+    (p,) = problems(tmp_path)
+    assert p.line == line and "env sets CARGO_HOME, but this version vendors its crates" in p.message, (p.line, p.message)
+    assert "remove CARGO_HOME" in p.hint
+    write(tmp_path, "a", text=text.replace("    vendor: cargo\n", ""))
+    assert load_catalogue(tmp_path).resolve("a").env["CARGO_HOME"] == "/root/.cargo"
+
+
+def test_lock_file_names_are_written_once():
+    """Which lock file each vendoring reads is recipes.LOCK_NAMES; no other module spells the names."""
+    import ast
+
+    import rvport
+    from rvport.catalogue.recipes import LOCK_NAMES
+
+    pkg = Path(rvport.__file__).resolve().parent
+    found = sorted(f"{p.relative_to(pkg)}:{n.lineno}" for p in pkg.rglob("*.py")
+                   for n in ast.walk(ast.parse(p.read_text()))
+                   if isinstance(n, ast.Constant) and n.value in LOCK_NAMES.values())
+    assert [f.split(":")[0] for f in found] == ["catalogue/recipes.py", "catalogue/recipes.py"], found

@@ -191,9 +191,13 @@ def test_bad_runtime_is_a_located_recipe_error(tmp_path, change, message):
 
 def test_tmpfs_and_workdir_must_be_absolute(tmp_path):
     with pytest.raises(RecipeError) as e:
-        load(tmp_path, GOOD + "\n  tmpfs: [tmp]\n  workdir: app")
+        load(tmp_path, GOOD + "\n  tmpfs:\n    - /run\n    - tmp\n  workdir: app")
     assert {p.message for p in e.value.problems} >= {"runtime path 'tmp' is not an absolute path in the image",
                                                       "runtime path 'app' is not an absolute path in the image"}
+    # each at its own line, not the runtime: block's
+    lines = (tmp_path / "recipes" / "app.yaml").read_text().splitlines()
+    at = {p.message.split("'")[1]: p.line for p in e.value.problems if p.message.startswith("runtime path")}
+    assert at == {"tmp": lines.index("    - tmp") + 1, "app": lines.index("  workdir: app") + 1}, at
 
 
 def test_the_build_context_takes_artifacts_by_name_and_checks_pins_again(cat, tmp_path):

@@ -221,6 +221,21 @@ def test_a_recipe_file_that_does_not_match_its_pin_or_would_replace_a_source_fil
         with pytest.raises(RecipeError, match="would replace hello.c, which the source already has"):
             prepare_tree(load_catalogue(root).resolve("demo"), options(tmp_path))
     assert not [p for p in (tmp_path / "cache" / "trees").iterdir() if p.is_dir()]   # nothing half-made
+    # a symlink of the source's at the dest, even a dangling one, is the source's file: never written through
+    from rvport.sources.tree import copy_recipe_file
+    root = with_files(write_recipes(tmp_path / "r3", "http://127.0.0.1:9", main_sha=sha(MAIN)), f"""\
+        - file: demo/smoke.go
+          sha256: {sha(SMOKE_GO.encode())}
+          dest: link.go
+        """)
+    recipe = load_catalogue(root).resolve("demo")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "link.go").symlink_to("sub/missing.go")
+    with pytest.raises(RecipeError, match="would replace link.go, which the source already has") as e:
+        copy_recipe_file(recipe, recipe.files[0], tree)
+    assert f"(in {recipe.file}:{recipe.files[0].line})" in e.value.message and recipe.files[0].line   # its line
+    assert not (tree / "sub").exists() and os.readlink(tree / "link.go") == "sub/missing.go"
     # a dest outside the tree, or without a file name, is a recipe error with its line
     for dest in ("../smoke.go", "/etc/smoke.go", "cmd/", ".rvport/x"):
         root = with_files(write_recipes(tmp_path / f"r-{len(dest)}", "http://127.0.0.1:9"), f"""\

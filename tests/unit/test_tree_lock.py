@@ -93,8 +93,10 @@ def test_a_lock_that_differs_from_its_pin_is_exit_4_and_leaves_no_tree(tmp_path)
 
 def test_a_lock_missing_from_the_tree_is_exit_4(tmp_path):
     root, opts = setup(tmp_path, "lock: {path: other/Cargo.lock, sha256: '" + "0" * 64 + "'}\n")
-    with pytest.raises(IntegrityError, match="other/Cargo.lock in the source tree of tiny==0.1.0 is missing"):
+    with pytest.raises(IntegrityError, match="other/Cargo.lock in the source tree of tiny==0.1.0 is missing") as e:
         prepare_tree(load_catalogue(root).resolve("tiny"), opts)
+    line = next(i for i, ln in enumerate((root / "tiny.yaml").read_text().splitlines(), 1) if "lock: {path:" in ln)
+    assert f"in {root / 'tiny.yaml'}:{line})" in e.value.message        # the lock's own line
 
 
 def test_the_lock_counts_in_the_tree_key(tmp_path):

@@ -127,6 +127,8 @@ def test_vendor_go_lock_without_go_mod_beside_it_is_a_recipe_error(tmp_path):
     with pytest.raises(RecipeError, match="lock docs/go.sum has no go.mod beside it") as e:
         prepare_tree(load_catalogue(root).resolve("m"), opts(tmp_path, mirror, offline=True))
     assert e.value.exit_code == ExitCode.RECIPE_INVALID
+    line = next(i for i, ln in enumerate((root / "m.yaml").read_text().splitlines(), 1) if "lock:" in ln)
+    assert f"(in {root / 'm.yaml'}:{line})" in e.value.message           # the lock's own line
     assert not [p for p in (tmp_path / "cache" / "trees").iterdir() if p.is_dir()]
 
 

@@ -9,7 +9,8 @@ and links it to its own headers, libraries and GCC files (dockerfiles/accelerate
 compiler must be the stage's GCC version: checked here from package versions before anything is built,
 and again inside the stage.
 
-Stages that compile Rust (a recipe whose toolchain names `rust:` or installs rustc/cargo) get more in the same
+Stages that compile Rust (kinds.compiles_rust: a cargo kind, or a recipe whose toolchain names `rust:` or installs
+rustc/cargo) get more in the same
 prefix, from a second build-platform base (toolchains/debian-trixie-xtc-rust.yaml, which adds rustc-web):
 the build platform's rustc, its own standard library (for build scripts and proc-macros, which run on the
 build platform) and a native linker for them. The target's standard library is the stage's own riscv64
@@ -44,9 +45,6 @@ XTC_BASE = "debian-trixie-xtc"
 XTC_RUST_BASE = "debian-trixie-xtc-rust"     # XTC_BASE plus the build platform's rustc-web
 PREFIX = "/opt/xtc"
 PREFIX_FORMAT = 2    # bump when the prefix layout changes
-
-# Debian packages that mean a stage compiles Rust.
-RUST_PACKAGES = kinds.RUST_PACKAGES
 
 # What must match between the riscv64 stage (left: its package) and the cross toolchain (right: the build
 # platform's package); {v} is the GCC major version.
@@ -154,11 +152,6 @@ def check_versions(stage: Mapping[str, str], cross: Mapping[str, str], major: st
     return compared
 
 
-def needs_rust(recipe: Recipe) -> bool:
-    """Does this recipe's stage compile Rust (and so need the Rust part of the prefix)?"""
-    return bool(recipe.toolchain.rust) or any(p in RUST_PACKAGES for p in recipe.toolchain.debian)
-
-
 def rust_env(platform: str) -> dict[str, str]:
     """RUST_ENV plus the native linker for the build platform's own target (build scripts, proc-macros)."""
     host = HOST_RUST_TARGET.get(platform)
@@ -218,7 +211,7 @@ class Accelerated:
         """The prefix image made, the stage's compilers checked against it and recorded, the Dockerfile rendered."""
         st = env.stage
         platform = host_platform(env.host.arch)
-        rust = needs_rust(st.recipe)
+        rust = kinds.compiles_rust(st.recipe)     # the Rust part of the prefix
         env.step(f"accelerated: cross toolchain prefix ({platform}{', with rustc' if rust else ''})")
         xtc_base = env.base(XTC_RUST_BASE if rust else XTC_BASE, platform)
         with env.timer("accelerated"):
