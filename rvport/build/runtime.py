@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from rvport.build import buildx
 from rvport.build.images import BaseImage
 from rvport.build.render import Rendered, env_lines, render
-from rvport.build.stage import StageEnv
+from rvport.build.stage import StageEnv, Toolchain
 from rvport.errors import BuildFailed, HostNotReady, IntegrityError, Problem
 from rvport.plan.planner import RuntimeImage
 from rvport.sources.cache import sha256_file
@@ -101,19 +101,41 @@ def stage_files(rt: RuntimeImage, artifacts: Path, ctx: Path, recipe_file: str |
                     hint="restore the file; if the change is intended, put its new sha256 in the recipe")
 
 
+def from_image(env: StageEnv, base: BaseImage) -> Toolchain:
+    """The image the runtime image is built FROM: `base` plus the runtime's Debian packages, made (or found) as
+    the stage's other toolchain images are; `rvport prepare` makes it too."""
+    rt = env.stage.runtime
+    assert rt is not None
+    image = env.with_packages(base, rt.spec.debian, "runtime")
+    if image.image_id is None:
+        raise HostNotReady(f"the runtime's FROM image {image.tag} is not in the engine")
+    return image
+
+
+def existing(rt: RuntimeImage, from_id: str, artifacts_key: str | None = None) -> dict | None:
+    """The engine's image under the runtime's tag (buildx.image_info) if its labels say this runtime key and
+    FROM image, and, when given, these artifacts; else None. `rvport prepare` cannot know the artifacts (it
+    fetches no source), so it asks without them."""
+    info = buildx.image_info(rt.tag)
+    want = {KEY_LABEL: rt.key, FROM_LABEL: from_id}
+    if artifacts_key is not None:
+        want[ARTIFACTS_LABEL] = artifacts_key
+    if info is None or any(info["labels"].get(k) != v for k, v in want.items()):
+        return None
+    return info
+
+
 def make(env: StageEnv, base: BaseImage, artifacts: Path, artifacts_key: str) -> MadeImage:
     """The stage's runtime image in the engine, tagged rvport/<recipe>:<--tag>: found again by its labels, or
     built (buildx --load, no network) from `artifacts` (the stage's verified files) on `base` plus the
     runtime's Debian packages."""
     rt = env.stage.runtime
     assert rt is not None
-    image = env.with_packages(base, rt.spec.debian, "runtime")
-    if image.image_id is None:
-        raise HostNotReady(f"the runtime's FROM image {image.tag} is not in the engine")
+    image = from_image(env, base)
+    assert image.image_id is not None
     labels = ((ARTIFACTS_LABEL, artifacts_key), (FROM_LABEL, image.image_id))
-    info = buildx.image_info(rt.tag)
-    want = {KEY_LABEL: rt.key, **dict(labels)}
-    if info is not None and all(info["labels"].get(k) == v for k, v in want.items()):
+    info = existing(rt, image.image_id, artifacts_key)
+    if info is not None:
         env.step(f"runtime image {rt.tag}: unchanged")
         env.use("runtime", rt.tag, info["id"], made=False)
         return MadeImage(tag=rt.tag, image_id=info["id"], key=rt.key, made=False)

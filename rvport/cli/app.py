@@ -201,7 +201,8 @@ def prepare(
     """Make every base, toolchain, smoke and prefix image a build of these recipes needs, ahead of time.
 
     Nothing is fetched or compiled; a later `rvport build` with the same recipes, profile and mode reuses the
-    images. Logs go to OUTPUT/logs. See docs/ci.md for keeping the images between CI runs."""
+    images. A recipe's runtime image holds its artifacts, so it is only listed (and put in --tags) when the
+    engine has it already; otherwise `rvport build` makes it. Logs go to OUTPUT/logs. See docs/ci.md for keeping the images between CI runs."""
     from rvport.build.prepare import Preparer
     from rvport.build.runner import BuildOptions
     from rvport.cli import views
@@ -223,7 +224,7 @@ def prepare(
         prepared = Preparer(p, opts, rep).run()
     u.console.print(views.prepared_table(prepared))
     if tags is not None:
-        atomic_write_text(tags, "".join(f"{i.tag}\n" for i in prepared))
+        atomic_write_text(tags, "".join(f"{i.tag}\n" for i in prepared if not i.pending))   # in the engine
         u.console.print(f"wrote {tags}")
 
 

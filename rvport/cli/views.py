@@ -147,6 +147,7 @@ def prepared_table(prepared: list) -> Table:
     for col in ("image", "for", "tag", "id", ""):
         t.add_column(col, overflow="fold")
     for i in prepared:
-        t.add_row(i.what, i.stage or "-", i.tag, (i.image_id or "")[7:19],
-                  "[green]made[/]" if i.made else "already there")
+        state = ("[yellow]made by rvport build[/]" if i.pending
+                 else "[green]made[/]" if i.made else "already there")
+        t.add_row(i.what, i.stage or "-", i.tag, (i.image_id or "")[7:19], state)
     return t

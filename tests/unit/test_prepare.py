@@ -28,10 +28,11 @@ class FakeEngine:
 
     def __init__(self, present=()):
         self.images = {t: f"sha256:{i:064d}" for i, t in enumerate(present, 1)}
+        self.labels = {}            # by tag
         self.builds = []
 
     def image_info(self, ref):
-        return {"id": self.images[ref], "labels": {}} if ref in self.images else None
+        return {"id": self.images[ref], "labels": self.labels.get(ref, {})} if ref in self.images else None
 
     def build(self, spec, *, log_path, on_line=None):
         self.builds.append(spec)
@@ -172,3 +173,63 @@ def test_an_accelerated_stage_with_another_gcc_fails_as_its_build_would(setup, e
     with pytest.raises(accelerated.ToolchainMismatch, match="stage gcc-14 14.2.0-20"):
         _preparer(plan, setup, rep, bases=bases).run()
     assert rep.ends == [("tinylib", "failed")]
+
+
+RUNTIME = RECIPE.replace("outputs:", "runtime:\n  debian: [ca-certificates]\n  user: {{name: app, uid: 10001}}\n"
+                                     "  files: [{{artifact: tinyrt-1.0-py3-none-any.whl, dest: /app/app.whl}}]\n"
+                                     "  entrypoint: [/bin/true]\noutputs:")
+
+
+def _with_runtime(setup, tmp_path):
+    from rvport.catalogue.recipes import load_catalogue
+    _cat, fopts, _out = setup
+    fname, sha = _tarball("tinyrt-1.0", {"setup.py": "print('hi')\n"}, fopts.mirror)
+    recipes_dir = tmp_path / "rt"
+    recipes_dir.mkdir()
+    (recipes_dir / "tinyrt.yaml").write_text(RUNTIME.format(name="tinyrt", pkgs="", depends="", fname=fname, sha=sha))
+    return _plan(load_catalogue([recipes_dir]), "tinyrt")
+
+
+def test_the_runtime_image_is_listed_when_the_engine_has_it_else_left_to_the_build(setup, engine, tmp_path):
+    from rvport.build import runtime
+    plan = _with_runtime(setup, tmp_path)
+    rt = plan.stage("tinyrt").runtime
+    rendered = dockerfiles.toolchain_dockerfile(BASE.tag, plan.request.profile.qemu_cpu, ("ca-certificates",))
+    from_tag, _ = stage.toolchain_tag("tinyrt", "runtime", BASE.image_id, rendered)
+    rep = Rec()
+    made = _preparer(plan, setup, rep).run()
+    # the FROM image is made (as the runner makes it); the runtime image is not: it holds artifacts
+    assert [(i.what, i.tag, i.made, i.pending) for i in made] == [
+        ("base", BASE.tag, False, False), ("runtime", from_tag, True, False), ("app", rt.tag, False, True)]
+    assert made[2].image_id == "" and made[2].to_json()["pending"] is True
+    assert [s.tag for s in engine.builds] == [from_tag]
+    assert ("tinyrt", f"runtime image {rt.tag}: not in the engine, made by rvport build") in rep.steps
+    # an image under the tag with another runtime key or FROM image is not what a build would make
+    engine.images[rt.tag] = "sha256:" + "9" * 64
+    engine.labels[rt.tag] = {runtime.KEY_LABEL: "other", runtime.FROM_LABEL: engine.images[from_tag]}
+    assert _preparer(plan, setup, Rec()).run()[2].pending
+    # with the plan's key and FROM image it is listed (whatever artifacts it holds: the build checks those)
+    engine.labels[rt.tag] = {runtime.KEY_LABEL: rt.key, runtime.FROM_LABEL: engine.images[from_tag],
+                             runtime.ARTIFACTS_LABEL: "any"}
+    again = _preparer(plan, setup, Rec()).run()
+    assert [(i.what, i.tag, i.image_id, i.made, i.pending) for i in again][2] == (
+        "app", rt.tag, "sha256:" + "9" * 64, False, False)
+    assert len(engine.builds) == 1
+
+
+def test_prepare_tags_file_has_the_runtime_image_only_when_in_the_engine(setup, engine, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+    from rvport.build import prepare as prep
+    from rvport.cli.app import app
+    made = [prep.Prepared(what="base", stage=None, tag="rvport/base:x", image_id="sha256:" + "1" * 64, made=False),
+            prep.Prepared(what="app", stage="tinyrt", tag="rvport/tinyrt:local", image_id="", made=False,
+                          pending=True)]
+    monkeypatch.setattr(prep.Preparer, "run", lambda self: made)
+    _cat, _fopts, out = setup
+    tags = tmp_path / "tags.txt"
+    res = CliRunner().invoke(app, ["prepare", "tinylib", "--recipes", str(tmp_path / "recipes"), "--output",
+                                   str(out), "--tags", str(tags), "--offline", "--mirror", str(tmp_path / "mirror"),
+                                   "--cache-dir", str(tmp_path / "cache"), "--mode", "qemu"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert tags.read_text() == "rvport/base:x\n"
+    assert "rvport/tinyrt:local" in res.output and "made by rvport build" in res.output
