@@ -16,6 +16,11 @@ Groups: `toolchains`, `stages` and `default` (= stages). Ordering: bake on build
 through `contexts` ("target:NAME"), which needs the named-contexts capability of the Dockerfile frontend
 (BuildKit >= 0.10). The BuildKit built into Docker 20.10 refuses it, so the build targets name their
 toolchain image by tag instead: run `bake toolchains` first on a fresh engine (docs/ci.md).
+
+No `NAME-runtime` target: a recipe's runtime image (rvport/build/runtime.py) is made by `rvport build` alone
+(`runtime_notes` says so). The runner makes it from the stage's verified and smoke-tested artifacts, each found
+by name in the stage's output once it exists, which bake neither checks nor knows when the file is written;
+and feeding one target's output to another needs the named contexts this engine's BuildKit refuses.
 """
 
 from __future__ import annotations
@@ -103,6 +108,12 @@ def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] 
     return {"group": {"default": {"targets": list(stages)}, "stages": {"targets": stages},
                       "toolchains": {"targets": list(toolchains.targets)}},
             "target": {**toolchains.targets, **targets}}
+
+
+def runtime_notes(plan: Plan) -> list[str]:
+    """What the export leaves to `rvport build`: each stage's runtime image (docs/ci.md)."""
+    return [f"{st.name}'s runtime image {st.runtime.tag} is not a bake target: `rvport build {st.recipe.ref}` "
+            "makes it from the verified artifacts (docs/ci.md)" for st in plan.stages if st.runtime is not None]
 
 
 def _deps(st: Stage, opts: BakeOptions) -> dict[str, Path]:

@@ -109,11 +109,13 @@ def plan(
     path = manifest.write(output / "plan.json", p.to_json())
     u.console.print(f"wrote {path}", markup=False)
     if fmt == "bake":
-        from rvport.build.bake import BakeOptions, export
+        from rvport.build.bake import BakeOptions, export, runtime_notes
 
         bpath = export(p, BakeOptions(output=output, fetch=fopts, builder=builder, base_image=base_image))
         u.console.print(f"wrote {bpath} (contexts in {output / 'bake'}); run: docker buildx bake -f {bpath} "
                         "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)), markup=False)
+        for note in runtime_notes(p):
+            u.console.print(Text.assemble(("note:", "yellow"), f" {note}"))
 
 
 # ------------------------------------------------------------------------------------------------ build

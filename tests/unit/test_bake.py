@@ -89,6 +89,11 @@ versions:
 """
 
 
+RUNTIME = RECIPE.replace("outputs:", "runtime:\n  debian: [ca-certificates]\n  user: {{name: app, uid: 10001}}\n"
+                                     "  files: [{{artifact: tinyrt-1.0-py3-none-any.whl, dest: /app/app.whl}}]\n"
+                                     "  entrypoint: [/bin/true]\noutputs:")
+
+
 def bases():
     return {"debian-trixie@linux/riscv64": BASE, "debian-trixie-xtc@linux/amd64": XBASE}
 
@@ -280,3 +285,19 @@ def test_base_image_override_leaves_the_cross_base_alone(setup, tmp_path, monkey
     doc = bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts, base_image=OVERRIDE))
     assert f"FROM {xtc_base_tag()}" in (out / "bake" / "tinystatic-toolchain" / "Dockerfile").read_text()
     assert doc["target"]["tinystatic-toolchain"]["platforms"] == ["linux/amd64"]
+
+
+def test_a_runtime_image_is_no_bake_target_and_the_export_says_rvport_build_makes_it(setup, tmp_path):
+    _cat, fopts, out = setup
+    fname, sha = _tarball("tinyrt-1.0", {"setup.py": "print('hi')\n"}, fopts.mirror)
+    recipes_dir = tmp_path / "rt"
+    recipes_dir.mkdir()
+    (recipes_dir / "tinyrt.yaml").write_text(RUNTIME.format(name="tinyrt", pkgs="", depends="", fname=fname, sha=sha))
+    p = _plan(load_catalogue([recipes_dir]), "tinyrt")
+    (out / "bake").mkdir(parents=True)
+    doc = bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts), bases=bases())
+    assert sorted(doc["target"]) == ["tinyrt"] and not any("runtime" in n for g in doc["group"].values()
+                                                           for n in g["targets"])
+    assert bake.runtime_notes(p) == ["tinyrt's runtime image rvport/tinyrt:local is not a bake target: "
+                                     "`rvport build tinyrt==1.0` makes it from the verified artifacts (docs/ci.md)"]
+    assert bake.runtime_notes(_plan(setup[0], "tinylib")) == []

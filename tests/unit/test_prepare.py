@@ -14,7 +14,7 @@ from rvport.build.modes import accelerated, cross
 from rvport.build import render as dockerfiles
 from rvport.build.runner import BuildOptions
 from rvport.plan.planner import Mode
-from tests.unit.test_bake import (BASE, GCC, RECIPE, STATICLIB, XBASE, XGCC, _plan, _tarball,  # noqa: F401
+from tests.unit.test_bake import (BASE, GCC, RECIPE, RUNTIME, STATICLIB, XBASE, XGCC, _plan, _tarball,  # noqa: F401
                                   setup)
 
 # the bases are in the engine already (`rvport prepare` lists them as found, not made)
@@ -173,11 +173,6 @@ def test_an_accelerated_stage_with_another_gcc_fails_as_its_build_would(setup, e
     with pytest.raises(accelerated.ToolchainMismatch, match="stage gcc-14 14.2.0-20"):
         _preparer(plan, setup, rep, bases=bases).run()
     assert rep.ends == [("tinylib", "failed")]
-
-
-RUNTIME = RECIPE.replace("outputs:", "runtime:\n  debian: [ca-certificates]\n  user: {{name: app, uid: 10001}}\n"
-                                     "  files: [{{artifact: tinyrt-1.0-py3-none-any.whl, dest: /app/app.whl}}]\n"
-                                     "  entrypoint: [/bin/true]\noutputs:")
 
 
 def _with_runtime(setup, tmp_path):
