@@ -193,7 +193,7 @@ def prepare(
     recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
     all_: bool = ALL_OPT,
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, output: Path = OUT_OPT, builder: Optional[str] = BUILDER_OPT,
-    base_image: Optional[str] = BASE_IMAGE_OPT,
+    base_image: Optional[str] = BASE_IMAGE_OPT, tag: str = TAG_OPT,
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test images."),
     tags: Optional[Path] = typer.Option(None, "--tags", metavar="FILE",
                                         help="Write the images' tags here, one a line (for docker save)."),
@@ -203,8 +203,10 @@ def prepare(
     """Make every base, toolchain, smoke and prefix image a build of these recipes needs, ahead of time.
 
     Nothing is fetched or compiled; a later `rvport build` with the same recipes, profile and mode reuses the
-    images. A recipe's runtime image holds its artifacts, so it is only listed (and put in --tags) when the
-    engine has it already; otherwise `rvport build` makes it. Logs go to OUTPUT/logs. See docs/ci.md for keeping the images between CI runs."""
+    images. Logs go to OUTPUT/logs. See docs/ci.md for keeping the images between CI runs.
+
+    A recipe's runtime image holds its artifacts: it is listed (and put in --tags) only when the engine has it
+    already, under --tag as the build names it; otherwise `rvport build` makes it."""
     from rvport.build.prepare import Preparer
     from rvport.build.runner import BuildOptions
     from rvport.cli import views
@@ -214,7 +216,7 @@ def prepare(
     outputs.check_dir(output)
     outputs.check_file(tags)
     _check_pinned(base_image)
-    p, fopts = planning.from_options(recipes, all_, profile, mode, "local", None, builder, recipes_dir, cache_dir, mirror, offline,
+    p, fopts = planning.from_options(recipes, all_, profile, mode, tag, None, builder, recipes_dir, cache_dir, mirror, offline,
                      ca=ca_bundle)
     u = ui()
     # the options of the build this prepares for: the same cache, CA bundle, builder, riscv64 base and smoke

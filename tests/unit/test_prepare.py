@@ -219,12 +219,14 @@ def test_prepare_tags_file_has_the_runtime_image_only_when_in_the_engine(setup, 
     made = [prep.Prepared(what="base", stage=None, tag="rvport/base:x", image_id="sha256:" + "1" * 64, made=False),
             prep.Prepared(what="app", stage="tinyrt", tag="rvport/tinyrt:local", image_id="", made=False,
                           pending=True)]
-    monkeypatch.setattr(prep.Preparer, "run", lambda self: made)
+    seen = []
+    monkeypatch.setattr(prep.Preparer, "run", lambda self: seen.append(self.plan.request.tag) or made)
     _cat, _fopts, out = setup
     tags = tmp_path / "tags.txt"
     res = CliRunner().invoke(app, ["prepare", "tinylib", "--recipes", str(tmp_path / "recipes"), "--output",
                                    str(out), "--tags", str(tags), "--offline", "--mirror", str(tmp_path / "mirror"),
-                                   "--cache-dir", str(tmp_path / "cache"), "--mode", "qemu"], env={"COLUMNS": "200"})
+                                   "--cache-dir", str(tmp_path / "cache"), "--mode", "qemu", "--tag", "v1"],
+                           env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
-    assert tags.read_text() == "rvport/base:x\n"
+    assert tags.read_text() == "rvport/base:x\n" and seen == ["v1"]    # the runtime tag is the build's
     assert "rvport/tinyrt:local" in res.output and "made by rvport build" in res.output
