@@ -79,16 +79,22 @@ def test_the_plan_tags_it_by_tag_and_says_how_to_run_it(cat):
     assert plan(cat, "semantic-router", tag="other").stage("semantic-router").runtime.key == rt["key"]
 
 
-def test_a_new_configuration_is_a_new_image_not_a_new_build(cat, tmp_path):
+def copy_router_recipe(cat, root: Path) -> Path:
+    """The built-in semantic-router recipe and its pinned files, as a user's recipe directory to change."""
     src = Path(cat.resolve("semantic-router").file)
-    root = tmp_path / "recipes"
     (root / "semantic-router").mkdir(parents=True)
     for f in src.parent.joinpath("semantic-router").iterdir():
         (root / "semantic-router" / f.name).write_bytes(f.read_bytes())
+    (root / "semantic-router.yaml").write_text(src.read_text())
+    return root
+
+
+def test_a_new_configuration_is_a_new_image_not_a_new_build(cat, tmp_path):
+    root = copy_router_recipe(cat, tmp_path / "recipes")
     cfg = root / "semantic-router" / "0.3.0-config.yaml"
+    old = hashlib.sha256(cfg.read_bytes()).hexdigest()
     cfg.write_text(cfg.read_text().replace('keywords: ["code"]', 'keywords: ["code", "program"]'))
-    text = src.read_text()
-    old = hashlib.sha256((src.parent / "semantic-router" / "0.3.0-config.yaml").read_bytes()).hexdigest()
+    text = (root / "semantic-router.yaml").read_text()
     (root / "semantic-router.yaml").write_text(text.replace(old, hashlib.sha256(cfg.read_bytes()).hexdigest()))
     mine = load_catalogue(root)
     a, b = plan(cat, "semantic-router").stage("semantic-router"), plan(mine, "semantic-router").stage("semantic-router")
@@ -103,12 +109,7 @@ def test_a_tag_that_cannot_tag_an_image_is_a_usage_error(cat):
 
 
 def test_a_runtime_file_that_differs_from_its_pin_is_exit_4(cat, tmp_path):
-    src = Path(cat.resolve("semantic-router").file)
-    root = tmp_path / "recipes"
-    (root / "semantic-router").mkdir(parents=True)
-    for f in src.parent.joinpath("semantic-router").iterdir():
-        (root / "semantic-router" / f.name).write_bytes(f.read_bytes())
-    (root / "semantic-router.yaml").write_text(src.read_text())
+    root = copy_router_recipe(cat, tmp_path / "recipes")
     (root / "semantic-router" / "start.sh").write_text("#!/bin/sh\nexec sh\n")
     r = load_catalogue(root).resolve("semantic-router")
     with pytest.raises(IntegrityError) as e:
@@ -217,12 +218,7 @@ def test_the_build_context_takes_artifacts_by_name_and_checks_pins_again(cat, tm
 
 
 def test_a_runtime_file_changed_after_planning_is_exit_4_before_any_image(cat, tmp_path):
-    src = Path(cat.resolve("semantic-router").file)
-    root = tmp_path / "recipes"
-    (root / "semantic-router").mkdir(parents=True)
-    for f in src.parent.joinpath("semantic-router").iterdir():
-        (root / "semantic-router" / f.name).write_bytes(f.read_bytes())
-    (root / "semantic-router.yaml").write_text(src.read_text())
+    root = copy_router_recipe(cat, tmp_path / "recipes")
     rt = plan(load_catalogue(root), "semantic-router").stage("semantic-router").runtime
     (root / "semantic-router" / "start.sh").write_text("#!/bin/sh\nexec sh\n")
     arts = tmp_path / "files"

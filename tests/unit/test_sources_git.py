@@ -125,8 +125,10 @@ def test_an_earlier_commit_has_another_digest_and_excludes_apply(repo, tmp_path)
 # ------------------------------------------------------------------------------------------ the CLI
 
 
-def write_recipe(root: Path, commit: str, tree: str, exclude: tuple[str, ...] = ()) -> Path:
+def write_recipe(root: Path, commit: str, tree: str | None, exclude: tuple[str, ...] = ()) -> Path:
+    """A user recipe `tiny` with one git source; no tree digest when `tree` is None (for `rvport pin`)."""
     root.mkdir(parents=True, exist_ok=True)
+    tr = f"\n        tree: {tree}" if tree else ""
     ex = f"\n        exclude: [{', '.join(exclude)}]" if exclude else ""
     (root / "tiny.yaml").write_text(textwrap.dedent(f"""\
         schema: 1
@@ -137,13 +139,12 @@ def write_recipe(root: Path, commit: str, tree: str, exclude: tuple[str, ...] = 
           - version: "1.0"
             sources:
               - name: tiny
-                git: {{repo: {REPO_URL}, commit: {commit}}}
-                tree: {tree}""") + ex + "\n")
+                git: {{repo: {REPO_URL}, commit: {commit}}}""") + tr + ex + "\n")
     return root
 
 
-def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
+def run_cli(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", *args], cwd=cwd,
                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "300", **env}, timeout=120)
 
 
@@ -228,19 +229,7 @@ def test_cli_from_git_checks_the_tree_and_names_missing_commits(repo, tmp_path):
 
 def test_cli_pin_records_a_git_sources_tree_digest(repo, tmp_path):
     clone, commit = repo
-    root = tmp_path / "recipes"
-    root.mkdir()
-    (root / "tiny.yaml").write_text(textwrap.dedent(f"""\
-        schema: 1
-        name: tiny
-        kind: cargo-staticlib
-        build: [make]
-        versions:
-          - version: "1.0"
-            sources:
-              - name: tiny
-                git: {{repo: {REPO_URL}, commit: {commit}}}
-        """))
+    root = write_recipe(tmp_path / "recipes", commit, None)
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     (mirror / f"tiny-{commit}.tar.gz").write_bytes(forge_targz(clone, commit))
@@ -286,9 +275,7 @@ def test_cli_from_git_with_a_relative_cache_dir(repo, tmp_path):
     clone, commit = repo
     tree = checkout_digest(clone, ("big",))
     root = write_recipe(tmp_path / "recipes", commit, tree, ("big/",))
-    cp = subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", "fetch", "tiny",
-                         "--from-git", str(clone), "--cache-dir", "rel-cache", "--offline"],
-                        capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                        env={**os.environ, "COLUMNS": "300", "RVPORT_RECIPE_PATH": str(root)})
+    cp = run_cli("fetch", "tiny", "--from-git", str(clone), "--cache-dir", "rel-cache", "--offline",
+                 env={"RVPORT_RECIPE_PATH": str(root)}, cwd=tmp_path)
     assert cp.returncode == 0, cp.stderr
     assert tree in cp.stdout and (tmp_path / "rel-cache").is_dir()
