@@ -119,6 +119,11 @@ def compiles_rust(recipe: Recipe) -> bool:
             or any(p in RUST_PACKAGES for p in recipe.toolchain.debian))
 
 
+def compiles_go(recipe: Recipe) -> bool:
+    """Does this recipe's stage run the Go compiler: a go-binary, or a recipe installing golang-go to build?"""
+    return recipe.kind is Kind.GO_BINARY or any(p.startswith("golang") for p in recipe.toolchain.debian)
+
+
 def facts(kind: Kind) -> KindFacts:
     return KINDS[kind]
 

@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 from rvport.errors import UsageError
 from rvport.host import HostFacts
-from rvport.catalogue.kinds import KINDS, compiles_rust, kinds_with
+from rvport.catalogue.kinds import KINDS, compiles_go, compiles_rust, kinds_with
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Runtime, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
@@ -266,11 +266,6 @@ def _resolve_order(cat: Catalogue, roots: Sequence[Recipe]) -> list[Recipe]:
     for r in roots:
         visit(r)
     return order
-
-
-def compiles_go(recipe: Recipe) -> bool:
-    """Does the stage run the Go compiler (a go-binary, or a recipe that installs golang-go to build)?"""
-    return recipe.kind is Kind.GO_BINARY or any(p.startswith("golang") for p in recipe.toolchain.debian)
 
 
 def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, str], commands: Sequence[str],
