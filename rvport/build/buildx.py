@@ -123,7 +123,8 @@ def tag_image(ref: str, tag: str) -> None:
     """Give the image `ref` the name `tag` ("repo:tag"), in one step: the name moves, or stays where it was."""
     repo, _, name = tag.rpartition(":")
     if not _client().images.get(ref).tag(repo, name):
-        raise HostNotReady(f"the engine did not tag {ref} as {tag}")
+        raise HostNotReady(f"the engine did not tag {ref} as {tag}",
+                           hint="check the Docker engine (`docker info`, `rvport doctor`), then build again")
 
 
 def untag(ref: str) -> bool:

@@ -108,7 +108,8 @@ def from_image(env: StageEnv, base: BaseImage) -> Toolchain:
     assert rt is not None
     image = env.with_packages(base, rt.spec.debian, "runtime")
     if image.image_id is None:
-        raise HostNotReady(f"the runtime's FROM image {image.tag} is not in the engine")
+        raise HostNotReady(f"the runtime's FROM image {image.tag} is not in the engine",
+                           hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
     return image
 
 

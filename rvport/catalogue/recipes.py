@@ -346,7 +346,8 @@ def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runt
             problems.append(Problem(message=f"runtime file {f['dest']!r} is not an absolute path in the image",
                                     file=file, line=line, hint="write it as /app/NAME"))
         if f["dest"] in seen:
-            problems.append(Problem(message=f"runtime file {f['dest']} is given twice", file=file, line=line))
+            problems.append(Problem(message=f"runtime file {f['dest']} is given twice", file=file, line=line,
+                                    hint="keep one entry per dest"))
         seen.add(f["dest"])
         art = f.get("artifact")
         if art is not None and not any(fnmatch.fnmatchcase(art, g) for g in globs):

@@ -25,7 +25,7 @@ def request(recipes: Sequence[str] | None, all_: bool, profile: str, mode: str, 
     except ValueError:
         raise UsageError(f"unknown mode {mode!r}", hint="choose auto, native, qemu, cross or accelerated") from None
     if all_ and recipes:
-        raise UsageError("give recipe names or --all, not both")
+        raise UsageError("give recipe names or --all, not both", hint="drop --all to use only the named recipes")
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs {jobs}: give 1 or more",
                          hint="or leave --jobs out: rvport then runs as many as the cores and memory allow")

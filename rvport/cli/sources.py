@@ -56,7 +56,7 @@ def _select(recipes: list[str], all_: bool, root: Optional[list[Path]]) -> list[
     cat = load_catalogue(root)
     if all_:
         if recipes:
-            raise UsageError("give recipe names or --all, not both")
+            raise UsageError("give recipe names or --all, not both", hint="drop --all to use only the named recipes")
         return [r for name in cat.selected_by_all for r in cat.recipes[name]]
     if not recipes:
         raise UsageError("name the recipes to fetch, or pass --all", hint=f"known recipes: {', '.join(cat.names)}")
