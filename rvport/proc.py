@@ -2,18 +2,22 @@
 
 `run()` logs the shell-quoted command at debug level, checks that the program exists, turns exit codes into
 readable errors (127 -> "not found", negative -> the signal's name) and returns the completed process.
+`stream()` hands a long command's output over line by line. `uninterruptible()` runs a block (making or
+removing what must not be left half-made) to its end although Ctrl-C or SIGTERM arrive meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
 import shutil
 import signal
 import subprocess
+import threading
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from rvport.errors import BuildFailed, HostNotReady
 
@@ -53,6 +57,10 @@ class CommandFailed(BuildFailed):
         self.reason = reason
 
 
+class TimedOut(CommandFailed):
+    """A program ran longer than it was given and was stopped."""
+
+
 def describe_status(returncode: int) -> str:
     """A readable line for an exit status: 'exit 2', 'killed by SIGKILL', 'not found (exit 127)'."""
     if returncode < 0:
@@ -76,8 +84,10 @@ def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
 
 def run(cmd: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
         check: bool = True, capture: bool = False, timeout: float | None = None,
-        input: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `cmd` (a list, never a shell string). Raises ProgramNotFound or, with check, CommandFailed."""
+        input: str | None = None, new_session: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run `cmd` (a list, never a shell string). Raises ProgramNotFound or, with check, CommandFailed.
+    new_session: the program runs in a session of its own, so a Ctrl-C at the terminal (sent to the whole
+    foreground process group) does not stop it half way; for what `uninterruptible()` guards."""
     cmd = [str(c) for c in cmd]
     if not cmd:
         raise ValueError("empty command")
@@ -87,7 +97,8 @@ def run(cmd: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, env: M
         raise ProgramNotFound(exe, cmd)
     try:
         cp = subprocess.run(cmd, cwd=cwd, env=dict(env) if env is not None else None, text=True,
-                            capture_output=capture, timeout=timeout, input=input, check=False)
+                            capture_output=capture, timeout=timeout, input=input, check=False,
+                            start_new_session=new_session)
     except FileNotFoundError as e:
         if cwd is not None and not Path(cwd).is_dir():
             raise CommandFailed(cmd, returncode=None, reason=f"working directory {cwd} does not exist") from e
@@ -98,8 +109,8 @@ def run(cmd: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, env: M
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
-        raise CommandFailed(cmd, returncode=None, stdout=out, stderr=err, reason=f"timed out after {timeout:g}s",
-                            hint="raise the timeout, or look for a step waiting on the network or input") from e
+        raise TimedOut(cmd, returncode=None, stdout=out, stderr=err, reason=f"timed out after {timeout:g}s",
+                       hint="raise the timeout, or look for a step waiting on the network or input") from e
     if cp.returncode != 0:
         log.debug("  -> %s", describe_status(cp.returncode))
         if check:
@@ -110,12 +121,25 @@ def run(cmd: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, env: M
     return cp
 
 
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to the process group of `proc` (a session of its own), SIGKILL when it lingers."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def stream(cmd: Sequence[str], *, on_line, log_path: Path | None = None, cwd: str | os.PathLike[str] | None = None,
-           env: Mapping[str, str] | None = None) -> int:
+           env: Mapping[str, str] | None = None, timeout: float | None = None) -> int:
     """Run `cmd`, handing each output line (stdout and stderr merged) to `on_line` and to `log_path`.
 
     Returns the exit status. Ctrl-C (or any exception) terminates the whole process group before re-raising,
-    so no child goes on writing after rvport stopped.
+    so no child goes on writing after rvport stopped. timeout: seconds; then the process group is stopped the
+    same way and TimedOut is raised (the lines until then were handed over).
     """
     cmd = [str(c) for c in cmd]
     log.debug("$ %s%s", shlex.join(cmd), f"    (in {cwd})" if cwd else "")
@@ -129,23 +153,60 @@ def stream(cmd: Sequence[str], *, on_line, log_path: Path | None = None, cwd: st
         proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env) if env is not None else None, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1, errors="replace",
                                 start_new_session=True)
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            _stop_group(proc)
+
+        timer = threading.Timer(timeout, expire) if timeout is not None else None
         try:
+            if timer is not None:
+                timer.daemon = True
+                timer.start()
             assert proc.stdout is not None
             for line in proc.stdout:
                 if logf:
                     logf.write(line)
                 on_line(line.rstrip("\n"))
-            return proc.wait()
+            rc = proc.wait()
         except BaseException:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            _stop_group(proc)
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if expired.is_set():
+            raise TimedOut(cmd, returncode=None, reason=f"timed out after {timeout:g}s")
+        return rc
     finally:
         if logf:
             logf.close()
+
+
+@contextlib.contextmanager
+def uninterruptible() -> Iterator[None]:
+    """Run the block to its end although Ctrl-C or SIGTERM arrive meanwhile; the interrupt is raised as
+    KeyboardInterrupt when the block ends. For making and removing what must not be left half-made (a
+    container, a network); the programs it runs need `new_session`, or a Ctrl-C at the terminal reaches them
+    anyway. Only the main thread receives signals: elsewhere this is a plain block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def defer(signum: int, _frame: object) -> None:
+        arrived.append(signum)
+
+    # a signal ignored stays ignored; None: a handler not installed from Python, left alone
+    old = {s: h for s in (signal.SIGINT, signal.SIGTERM)
+           if (h := signal.getsignal(s)) is not None and h is not signal.SIG_IGN}
+    for s in old:
+        signal.signal(s, defer)
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    if arrived:
+        raise KeyboardInterrupt(signal.Signals(arrived[0]).name)
