@@ -146,6 +146,30 @@ class RuntimeFile:
         return d
 
 
+CHECK_TIMEOUT_S = 300        # a runtime check's round, by default (seconds)
+# Set by rvport in a runtime check's client container, never by the recipe's check env (rvport/build/check.py)
+RVPORT_CHECK_ENV = ("SERVICE_HOST", "RVPORT_CHECK_ROUND", "QEMU_CPU")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeCheck:
+    """What `rvport build` runs against the runtime image as a service (`runtime: check:`): a script in a client
+    container (the stage's smoke image, the artifacts at /artifacts) that reaches the service as $SERVICE_HOST on
+    a network of their own; exit 0 passes. With `restart`, the service is restarted and the script runs again."""
+    script: str
+    restart: bool = True
+    timeout: int = CHECK_TIMEOUT_S    # seconds per round
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def rounds(self) -> int:
+        return 2 if self.restart else 1
+
+    def to_json(self) -> dict:
+        return {"script": self.script, "restart": self.restart, "timeout": self.timeout,
+                "env": dict(sorted(self.env.items()))}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Runtime:
     """The image a build's artifacts run in: the riscv64 base, Debian packages, the artifacts and pinned files
@@ -160,8 +184,10 @@ class Runtime:
     workdir: str = "/"
     env: Mapping[str, str] = field(default_factory=dict)
     ports: tuple[int, ...] = ()
+    check: RuntimeCheck | None = None   # run against the image, not part of it: to_json leaves it out
 
     def to_json(self) -> dict:
+        """What the image is made of and how it runs (the runtime key covers exactly this); not its check."""
         return {"user": self.user, "uid": self.uid, "files": [f.to_json() for f in self.files],
                 "entrypoint": list(self.entrypoint), "debian": list(self.debian), "read_only": self.read_only,
                 "tmpfs": list(self.tmpfs), "workdir": self.workdir, "env": dict(sorted(self.env.items())),
@@ -374,7 +400,26 @@ def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runt
     return Runtime(user=user["name"], uid=int(user["uid"]), files=tuple(files), entrypoint=entry,
                    debian=tuple(d.get("debian", ())), read_only=bool(d.get("read_only", True)),
                    tmpfs=tuple(d.get("tmpfs", ())), workdir=d.get("workdir", "/"), env=dict(d.get("env") or {}),
-                   ports=tuple(int(x) for x in d.get("ports", ())))
+                   ports=tuple(int(x) for x in d.get("ports", ())), check=_check(d, file, problems))
+
+
+def _check(d: LDict, file: str, problems: list[Problem]) -> RuntimeCheck | None:
+    c = d.get("check")
+    if c is None:
+        return None
+    if not c["script"].strip():
+        problems.append(Problem(message="runtime check script is empty", file=file, line=line_of(c, "script"),
+                                hint="write a sh script that reaches the service as $SERVICE_HOST and exits 0 when "
+                                     "it answers right"))
+    env = c.get("env") or {}
+    for name in RVPORT_CHECK_ENV:
+        if name in env:
+            problems.append(Problem(message=f"runtime check env sets {name}, which rvport sets in the check's client "
+                                            "(SERVICE_HOST: the service's name on the check network, "
+                                            "RVPORT_CHECK_ROUND: 1, then 2 after a restart, QEMU_CPU: the profile's)",
+                                    file=file, line=line_of(env, name), hint=f"remove {name} from runtime.check.env"))
+    return RuntimeCheck(script=c["script"], restart=bool(c.get("restart", True)),
+                        timeout=int(c.get("timeout", CHECK_TIMEOUT_S)), env=dict(env))
 
 
 def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:

@@ -61,8 +61,12 @@ def _check(value: Any, node: dict, root: dict, path: str, parent: Any, key: Any,
         if node.get("pattern") == "^[0-9a-f]{64}$":
             hint = "a SHA256 digest is 64 lowercase hex characters; run `rvport pin RECIPE` to record one"
         return bad(f"{value!r} does not match {node['pattern']}", hint)
+    if isinstance(value, str) and len(value) < node.get("minLength", 0):
+        return bad(f"must be at least {node['minLength']} character(s) long")
     if isinstance(value, int) and "minimum" in node and value < node["minimum"]:
         return bad(f"must be >= {node['minimum']}")
+    if isinstance(value, int) and "maximum" in node and value > node["maximum"]:
+        return bad(f"must be <= {node['maximum']}")
     if isinstance(value, list):
         if len(value) < node.get("minItems", 0):
             return bad(f"needs at least {node['minItems']} item(s)")

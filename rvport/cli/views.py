@@ -10,7 +10,7 @@ from rich.text import Text
 
 from rvport.build.doctor import Check
 from rvport.plan.planner import Plan
-from rvport.catalogue.recipes import BUILTIN, Catalogue, Recipe, Source
+from rvport.catalogue.recipes import BUILTIN, Catalogue, Recipe, RuntimeCheck, Source
 
 
 def _whole(name_like: bool, header: str = "", min_width: int = 0) -> dict:
@@ -32,6 +32,12 @@ def pin_label(src: Source, *, short: bool = False) -> str:
     return "to be recorded on first verified fetch"
 
 
+def check_words(c: RuntimeCheck) -> str:
+    """A runtime check in a few words: its rounds and time allowed."""
+    return (f"runtime check: {c.rounds} round{'s' if c.rounds > 1 else ''}"
+            + (" (a restart between)" if c.restart else "") + f", {c.timeout} s each")
+
+
 def plan_table(plan: Plan) -> Table:
     p = plan.request.profile
     t = Table(title=Text(f"plan: profile {p.name} ({p.march}, {p.mabi}), tag {plan.request.tag}, "
@@ -47,7 +53,12 @@ def plan_table(plan: Plan) -> Table:
         srcs += "".join(f"\nfile {f.dest}: {f.sha256[:16]}… (recipe)" for f in s.recipe.files)
         if s.recipe.lock:
             srcs += f"\nlock {s.recipe.lock.path}: {s.recipe.lock.sha256[:16]}… (in the source)"
-        t.add_row(str(i), Text.assemble(s.recipe.ref, "\n", (s.recipe.kind.value, "dim")),
+        recipe = Text.assemble(s.recipe.ref, "\n", (s.recipe.kind.value, "dim"))
+        if s.runtime is not None:
+            recipe.append(f"\nruntime image {s.runtime.tag}", "dim")
+            if s.runtime.spec.check is not None:
+                recipe.append(f"\n{check_words(s.runtime.spec.check)}", "dim")
+        t.add_row(str(i), recipe,
                   Text.assemble(s.mode.value, "\n", (s.mode_reason, "dim")),
                   str(s.jobs), Text(srcs), Text("\n".join(s.depends) or "-"))
     return t
@@ -109,7 +120,8 @@ def recipe_detail(r: Recipe) -> Table:
         row("runtime", f"user {rt.user} ({rt.uid}); {'read-only root' if rt.read_only else 'writable root'}"
                        + (f", tmpfs {', '.join(rt.tmpfs)}" if rt.tmpfs else "")
                        + f"; debian: {', '.join(rt.debian) or '-'}; entrypoint {' '.join(rt.entrypoint)}"
-                       + (f"; ports {', '.join(str(x) for x in rt.ports)}" if rt.ports else "") + "\n" + files)
+                       + (f"; ports {', '.join(str(x) for x in rt.ports)}" if rt.ports else "") + "\n" + files
+                       + (f"\n{check_words(rt.check)}" if rt.check else ""))
     row("modes", ", ".join(r.modes))
     return t
 

@@ -83,9 +83,21 @@ class RuntimeImage:
             args += ["--tmpfs", f"{path}:rw,nosuid,nodev,noexec,mode=1777"]
         return tuple(args)
 
+    @property
+    def check_key(self) -> str | None:
+        """The content address of the runtime check (`runtime: check:`): the image's key and the check itself.
+        The check is not part of the image, so a new check script is a new check, never a new image."""
+        c = self.spec.check
+        if c is None:
+            return None
+        doc = {"runtime": self.key, "check": c.to_json()}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
     def to_json(self) -> dict:
+        c = self.spec.check
         return {"tag": self.tag, "base": self.base, "key": self.key, "run_args": list(self.run_args),
-                **self.spec.to_json()}
+                **self.spec.to_json(),
+                "check": dict(c.to_json(), rounds=c.rounds, key=self.check_key) if c else None}
 
 
 def runtime_image(recipe: Recipe, tag: str, stage_key_: str) -> RuntimeImage | None:
