@@ -5,7 +5,8 @@ stage's Dockerfile (both the stage's mode's work, rvport/build/modes/, done by `
 whose toolchain images are built and inspected now, as `rvport prepare` makes them), build with no network, check the expected outputs, verify them, run the
 smoke test, then commit the artifacts to the content-addressed artifact cache, make the recipe's runtime image
 when it declares one (rvport/build/runtime.py; found again by its labels when unchanged, for a cached stage
-too) and copy the artifacts into the output directory. Nothing half-made is ever left in
+too), run its check (rvport/build/check.py: the image as a service, a client against it, before and after a
+restart) and copy the artifacts into the output directory. Nothing half-made is ever left in
 the output or the cache: every result is made in a temporary directory and renamed into place.
 """
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from rvport.build import buildx, modes, render as dockerfiles, runtime
+from rvport.build import buildx, check, modes, render as dockerfiles, runtime
 
 from rvport import manifest
 from rvport.build.images import BaseImage
@@ -232,8 +233,28 @@ class Runner:
             rec.status = "ok"
         if st.runtime is not None:      # after the smoke test (or verify): a cached stage ensures its image too
             with env.timer("runtime"):
-                rec.runtime = runtime.make(env, base, store / "files", rec.key).to_json()
+                made = runtime.make(env, base, store / "files", rec.key)
+            rec.runtime = made.to_json()
+            if st.runtime.spec.check is not None:
+                self._check(env, base, made, store / "files")
         self._export(rec, store)
+
+    def _check(self, env: StageEnv, base: BaseImage, made: runtime.MadeImage, files: Path) -> None:
+        """The runtime check (rvport/build/check.py) into stages[].runtime.check; run when the image was made or
+        the stage built now, else a kept passing result of the same images is reused; --no-smoke skips it. A
+        failing check fails the stage (exit 7, as a failing smoke test)."""
+        rec = env.record
+        assert rec.runtime is not None
+        if not self.opts.smoke:
+            self.rep.step(env.stage.name, "runtime check skipped (--no-smoke)")
+            rec.runtime["check"] = {"status": "skipped", "rounds": []}
+            return
+        with env.timer("check"):
+            client = modes.smoke_image(env, base)
+            rec.runtime["check"] = check.ensure(env, made, client, files, self.cache_root / "checks",
+                                                fresh=made.made or rec.status != "cached")
+        if rec.runtime["check"]["status"] != "passed":
+            raise check.failure(env.stage.recipe.ref, rec.runtime["check"], env.log_path)
 
     def _record(self, name: str) -> StageRecord:
         return next(r for r in self.records if r.stage.name == name)
@@ -305,7 +326,7 @@ class Runner:
         status go to the record (stages[].smoke), and a non-zero status fails the stage with its last lines."""
         st = env.stage
         install, run = dockerfiles.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
-        rendered = dockerfiles.render("smoke", {"IMAGE": image, "QEMU_CPU": self.profile.qemu_cpu,
+        rendered = dockerfiles.render("smoke", {"IMAGE": image, "QEMU_CPU": env.riscv64_env["QEMU_CPU"],
                                                 "INSTALL": install, "RUN": run})
         with self._scratch(f"smoke-{st.name}-", f"smoke-out-{st.name}-") as (ctx, out):
             link_tree(files, ctx / "artifacts")

@@ -73,7 +73,8 @@ class StageRecord:
     rust: dict | None = None            # stages that compile Rust: rustc and cargo --version, rustc's host
     key: str | None = None
     build_command: str | None = None    # the buildx command that built the artifacts (kept with cached ones)
-    runtime: dict | None = None         # the runtime image made after the stage: {tag, image_id, key, made}
+    runtime: dict | None = None         # the runtime image made after the stage: {tag, image_id, key, made},
+                                        # and its check when the recipe has one (rvport/build/check.py)
     error: str | None = None
     log_tail: list[str] = field(default_factory=list)
     log: str | None = None
@@ -171,6 +172,13 @@ class StageEnv:
 
     def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
         return self.images.read(toolchain, path)
+
+    @property
+    def riscv64_env(self) -> dict[str, str]:
+        """The environment of every riscv64 container the stage runs once it is built (the smoke test, a runtime
+        check's service and client): QEMU's CPU is the profile's, so emulated code sees exactly the profile's
+        ISA; a native riscv64 engine ignores it. The one place for that rule."""
+        return {"QEMU_CPU": self.profile.qemu_cpu}
 
     @contextlib.contextmanager
     def timer(self, name: str) -> Iterator[None]:

@@ -126,7 +126,7 @@ def build(
     profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
     jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT, manylinux: str = MANYLINUX_OPT,
     base_image: Optional[str] = BASE_IMAGE_OPT,
-    no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
+    no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests and runtime checks."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used (images and sources still are)."),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE",
                                          help="Write JUnit XML here: one test case per stage."),

@@ -13,7 +13,7 @@ from pathlib import Path
 from rvport.cli.outputs import cannot_write
 from rvport.fileio import atomic_write_text
 
-TIMING_ORDER = ("fetch", "base", "toolchain", "build", "verify", "smoke", "runtime")
+TIMING_ORDER = ("fetch", "base", "toolchain", "build", "verify", "smoke", "runtime", "check")
 
 
 def _size(n: int | None) -> str:
@@ -118,6 +118,14 @@ def junit_xml(doc: dict) -> str:
         if s.get("runtime"):
             rt = s["runtime"]
             out.append(f"runtime image: {rt['tag']} {rt['image_id']}" + ("" if rt.get("made") else " (unchanged)"))
+            chk = rt.get("check")
+            if chk:
+                out.append(f"runtime check: {chk['status']}" + (" (reused)" if chk.get("reused") else ""))
+                for r in chk.get("rounds", []):
+                    exit_ = "timed out" if r.get("timed_out") else f"exit {r.get('exit_status')}"
+                    out.append(f"runtime check round {r.get('round')}: {exit_}, {r.get('seconds')} s")
+                    out += [f"check> {line}" for line in r.get("output", [])]
+                out += [f"service> {line}" for line in chk.get("service_logs", [])]
         body = "\n".join([(s.get("error") or "").strip(), "", "--- log tail ---", *(s.get("log_tail") or [])])
         err = (s.get("error") or "").strip()
         first = err.splitlines()[0] if err else str(s.get("status", ""))

@@ -35,7 +35,7 @@ def reproduce(
                                 help="Directory for both builds (DIR/first, DIR/second) and DIR/reproduce.json."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", metavar="N", min=1, help="Parallel compile jobs."),
     builder: Optional[str] = typer.Option(None, "--builder", metavar="NAME", help="A buildx builder."),
-    no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests."),
+    no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests and runtime checks."),
     manylinux: str = typer.Option("auto", "--manylinux", metavar="auto|off|2_X",
                                   help="Repair wheels to a manylinux tag (auditwheel), as in build."),
     recipes_dir: Optional[list[Path]] = RECIPES_OPT, mirror: Optional[Path] = MIRROR_OPT,

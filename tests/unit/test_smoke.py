@@ -109,13 +109,15 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
 
     monkeypatch.setattr(runner_mod.buildx, "build", fake_build)
     rec = run.records[0]
-    env = SimpleNamespace(stage=rec.stage, record=rec, log_path=tmp_path / "tiny.log", line=lambda _: None)
+    env = SimpleNamespace(stage=rec.stage, record=rec, log_path=tmp_path / "tiny.log", line=lambda _: None,
+                          riscv64_env={"QEMU_CPU": "rv64,the-profiles-cpu"})
     files = tmp_path / "files"
     files.mkdir()
     (files / "tiny").write_text("not really a binary")
     with pytest.raises(SmokeFailed) as e:
         run._smoke(env, files, "rvport/base:under-test")
     assert "exit 3" in seen["script"] and "FROM rvport/base:under-test" in seen["dockerfile"]
+    assert "ENV QEMU_CPU=rv64,the-profiles-cpu " in seen["dockerfile"]     # StageEnv.riscv64_env, the one rule
     assert rec.smoke == {"status": "failed", "exit_status": 3, "output": ["the smoke marker 7f3a"]}
     assert "the smoke marker 7f3a" in e.value.render()
     assert not list((tmp_path / "c" / "tmp").iterdir())        # its scratch directories are gone
