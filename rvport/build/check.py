@@ -166,7 +166,7 @@ def failure(ref: str, record: dict, log: Path) -> SmokeFailed:
     """The error of a failed runtime check (exit 7, as a failed smoke test): the round, why, the client's last
     lines and the service's."""
     last = record["rounds"][-1] if record["rounds"] else {"round": 1, "exit_status": None, "output": []}
-    why = "timed out" if last.get("timed_out") else f"exit status {last['exit_status']}"
+    why = f"timed out after {last['seconds']:.0f} s" if last.get("timed_out") else f"exit status {last['exit_status']}"
     shown = "\n".join("    " + line for line in last["output"]) or "    (it printed nothing)"
     logs = "\n".join("    " + line for line in record.get("service_logs", [])) or "    (it printed nothing)"
     err = SmokeFailed(f"{ref}: the runtime check failed in round {last['round']} ({why}); its last lines:\n{shown}\n"

@@ -253,7 +253,8 @@ def test_a_round_that_times_out_fails_the_check(engine, tmp_path):
     rec = check.run(env_of(stage(tmp_path), tmp_path), MADE, CLIENT, tmp_path / "files", "f" * 64)
     assert rec["status"] == "failed" and rec["rounds"][1] == dict(rec["rounds"][1], exit_status=None, timed_out=True)
     jsonschema.validate(rec, check_schema())
-    assert "round 2 (timed out)" in check.failure("app==1.0", rec, tmp_path / "x.log").message
+    rec["rounds"][1]["seconds"] = 300.02
+    assert "round 2 (timed out after 300 s)" in check.failure("app==1.0", rec, tmp_path / "x.log").message
     assert e.live == set()
 
 
