@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 from pathlib import Path
 
 import pytest
 import yaml
 
+from rvport import proc
 from rvport.resources import builtin
 from rvport.errors import RecipeError
 from rvport.catalogue.recipes import load_catalogue
@@ -144,8 +146,15 @@ def test_semantic_router(cat):
     assert "-L/deps/glide-ffi" in ld and {"-lm", "-ldl", "-lpthread"} <= set(ld)
     assert "-L/deps/router-ml-binding" in ld
     assert env["GOFLAGS"] == "-mod=vendor"
-    assert [(o.type, o.isa) for o in r.outputs] == [("executable", "baseline")]
-    assert r.smoke.startswith("#!/bin/sh\n")
+    assert [(o.glob, o.type, o.isa) for o in r.outputs] == [("router", "executable", "baseline"),
+                                                            ("extproc-client", "executable", "baseline")]
+    assert r.smoke.startswith("#!/bin/sh\n") and "/artifacts/extproc-client" in r.smoke
+    # our ExtProc client: a command inside the router's module, built after the router in the same stage
+    (client,) = r.files
+    assert client.dest == "src/semantic-router/cmd/rvport-extproc-client/main.go"
+    (router_build, client_build) = [c for c in r.build if "go build" in c]
+    assert router_build.endswith('-o "$RVPORT_OUT/router" ./cmd')
+    assert client_build.endswith('-o "$RVPORT_OUT/extproc-client" ./cmd/rvport-extproc-client')
     assert [(p.rel, p.strip) for p in r.patches] == [("semantic-router/0.3.0-riscv64-candle-stub.patch", 1)]
     # the stub edit runs on the vendored copies, before the build leaves them
     build = list(r.build)
@@ -153,6 +162,29 @@ def test_semantic_router(cat):
     assert edit < build.index("cd /src/src/semantic-router") < next(i for i, c in enumerate(build) if "go build" in c)
     # not built yet (modules out of reach here): the note says why
     assert not r.hermetic and "module proxy" in (r.note or "")
+
+
+ROUTER_REQUIRES = ("github.com/envoyproxy/go-control-plane/envoy", "google.golang.org/grpc")  # in its go.mod
+
+
+def test_the_extproc_client_imports_only_modules_the_router_requires(cat):
+    """`go mod vendor` in the router's module vendors the client's imports only when the router's go.mod
+    already requires their modules: anything else would stop the vendoring (or need a new go.sum)."""
+    (client,) = cat.resolve("semantic-router").files
+    text = client.path.read_text()
+    assert text.count("import (") == 1 and "\npackage main\n" in text
+    imports = re.findall(r'"([^"]+)"', text.split("import (", 1)[1].split(")", 1)[0])
+    modules = [p for p in imports if "." in p.split("/")[0]]      # the rest is Go's standard library
+    assert modules
+    for path in modules:
+        assert any(path == m or path.startswith(m + "/") for m in ROUTER_REQUIRES), path
+
+
+@pytest.mark.skipif(proc.which("gofmt") is None, reason="needs gofmt on the host")
+def test_the_extproc_client_is_gofmt_clean(cat):
+    (client,) = cat.resolve("semantic-router").files
+    cp = proc.run(["gofmt", "-l", str(client.path)], capture=True, check=False, timeout=60)
+    assert cp.returncode == 0 and cp.stdout.strip() == "", cp.stdout + (cp.stderr or "")
 
 
 def test_semantic_router_ml(cat):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -82,9 +83,8 @@ def test_the_plan_tags_it_by_tag_and_says_how_to_run_it(cat):
 def copy_router_recipe(cat, root: Path) -> Path:
     """The built-in semantic-router recipe and its pinned files, as a user's recipe directory to change."""
     src = Path(cat.resolve("semantic-router").file)
-    (root / "semantic-router").mkdir(parents=True)
-    for f in src.parent.joinpath("semantic-router").iterdir():
-        (root / "semantic-router" / f.name).write_bytes(f.read_bytes())
+    root.mkdir(parents=True)
+    shutil.copytree(src.parent / "semantic-router", root / "semantic-router")
     (root / "semantic-router.yaml").write_text(src.read_text())
     return root
 
