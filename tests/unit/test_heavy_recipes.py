@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
+import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
+from rvport import proc
 from rvport.resources import builtin
 from rvport.errors import RecipeError
 from rvport.catalogue.recipes import load_catalogue
@@ -144,8 +147,15 @@ def test_semantic_router(cat):
     assert "-L/deps/glide-ffi" in ld and {"-lm", "-ldl", "-lpthread"} <= set(ld)
     assert "-L/deps/router-ml-binding" in ld
     assert env["GOFLAGS"] == "-mod=vendor"
-    assert [(o.type, o.isa) for o in r.outputs] == [("executable", "baseline")]
-    assert r.smoke.startswith("#!/bin/sh\n")
+    assert [(o.glob, o.type, o.isa) for o in r.outputs] == [("router", "executable", "baseline"),
+                                                            ("extproc-client", "executable", "baseline")]
+    assert r.smoke.startswith("#!/bin/sh\n") and "/artifacts/extproc-client" in r.smoke
+    # our ExtProc client: a command inside the router's module, built after the router in the same stage
+    assert {f.dest for f in r.files} == {"src/semantic-router/cmd/rvport-extproc-client/main.go",
+                                         "_rvport/candle-lib-stub.c"}
+    (router_build, client_build) = [c for c in r.build if "go build" in c]
+    assert router_build.endswith('-o "$RVPORT_OUT/router" ./cmd')
+    assert client_build.endswith('-o "$RVPORT_OUT/extproc-client" ./cmd/rvport-extproc-client')
     assert [(p.rel, p.strip) for p in r.patches] == [("semantic-router/0.3.0-riscv64-candle-stub.patch", 1)]
     # the stub edit runs on the vendored copies, before the build leaves them
     build = list(r.build)
@@ -153,6 +163,85 @@ def test_semantic_router(cat):
     assert edit < build.index("cd /src/src/semantic-router") < next(i for i, c in enumerate(build) if "go build" in c)
     # not built yet (modules out of reach here): the note says why
     assert not r.hermetic and "module proxy" in (r.note or "")
+
+
+ROUTER_REQUIRES = ("github.com/envoyproxy/go-control-plane/envoy", "google.golang.org/grpc")  # in its go.mod
+
+
+def extproc_client(r):
+    """The client's source, pinned with files: into the router's module."""
+    (client,) = [f for f in r.files if f.dest.endswith("/cmd/rvport-extproc-client/main.go")]
+    return client
+
+
+def test_the_extproc_client_imports_only_modules_the_router_requires(cat):
+    """`go mod vendor` in the router's module vendors the client's imports only when the router's go.mod
+    already requires their modules: anything else would stop the vendoring (or need a new go.sum)."""
+    text = extproc_client(cat.resolve("semantic-router")).path.read_text()
+    assert text.count("import (") == 1 and "\npackage main\n" in text
+    imports = re.findall(r'"([^"]+)"', text.split("import (", 1)[1].split(")", 1)[0])
+    modules = [p for p in imports if "." in p.split("/")[0]]      # the rest is Go's standard library
+    assert modules
+    for path in modules:
+        assert any(path == m or path.startswith(m + "/") for m in ROUTER_REQUIRES), path
+
+
+@pytest.mark.skipif(proc.which("gofmt") is None, reason="needs gofmt on the host")
+def test_the_extproc_client_is_gofmt_clean(cat):
+    source = extproc_client(cat.resolve("semantic-router")).path
+    cp = proc.run(["gofmt", "-l", str(source)], capture=True, check=False, timeout=60)
+    assert cp.returncode == 0 and cp.stdout.strip() == "", cp.stdout + (cp.stderr or "")
+
+
+# the C functions of candle's native library that v0.3.0's pkg/classification calls (unified_classifier*.go)
+CANDLE_C_FUNCTIONS = {"init_unified_classifier_c", "init_lora_unified_classifier", "classify_unified_batch",
+                      "free_unified_batch_result", "classify_batch_with_lora", "free_lora_batch_result"}
+CANDLE_LIB_DIR = "/tmp/rvport-candle-lib"
+
+
+def candle_stub(r):
+    (stub,) = [f for f in r.files if f.dest.endswith("candle-lib-stub.c")]
+    return stub
+
+
+def test_the_candle_library_stand_in_is_made_where_the_router_link_looks(cat):
+    """The router links -lcandle_semantic_router: the stage makes that archive from our C file before the router's
+    `go build`, in the directory CGO_LDFLAGS names."""
+    r = cat.resolve("semantic-router")
+    stub = candle_stub(r)
+    assert f"-L{CANDLE_LIB_DIR}" in shlex.split(r.env["CGO_LDFLAGS"])
+    build = list(r.build)
+    compile_c = next(i for i, c in enumerate(build) if f"/src/{stub.dest}" in c and c.startswith("$CC $CGO_CFLAGS -c"))
+    archive = next(i for i, c in enumerate(build) if c.startswith("riscv64-linux-gnu-ar rcs ")
+                   and f"{CANDLE_LIB_DIR}/libcandle_semantic_router.a" in c)
+    router = next(i for i, c in enumerate(build) if '"$RVPORT_OUT/router"' in c)
+    assert compile_c < archive < router
+
+
+@pytest.mark.skipif(proc.which("cc") is None or proc.which("nm") is None, reason="needs a C compiler and nm")
+def test_the_candle_library_stand_in_defines_what_the_router_calls_and_fails_to_initialise(cat, tmp_path):
+    stub = candle_stub(cat.resolve("semantic-router"))
+    obj = tmp_path / "stub.o"
+    proc.run(["cc", "-O2", "-Wall", "-Werror", "-Wno-unused-parameter", "-c", str(stub.path), "-o", str(obj)],
+             capture=True, timeout=120)
+    nm = proc.run(["nm", "--defined-only", str(obj)], capture=True, timeout=60).stdout
+    assert {ln.split()[-1] for ln in nm.splitlines() if " T " in ln} == CANDLE_C_FUNCTIONS
+    # both initialisers report failure to a caller that declares them as the router does
+    (tmp_path / "main.c").write_text(textwrap.dedent("""\
+        #include <stdbool.h>
+        #include <stddef.h>
+        bool init_unified_classifier_c(const char *, const char *, const char *, const char *, const char **, int,
+                                       const char **, int, const char **, int, bool);
+        bool init_lora_unified_classifier(const char *, const char *, const char *, const char *, bool);
+        int main(void) {
+            bool a = init_unified_classifier_c("m", "i", "p", "s", NULL, 0, NULL, 0, NULL, 0, true);
+            bool b = init_lora_unified_classifier("i", "p", "s", "bert", true);
+            return a || b;
+        }
+        """))
+    exe = tmp_path / "main"
+    proc.run(["cc", str(tmp_path / "main.c"), str(obj), "-o", str(exe)], capture=True, timeout=120)
+    assert proc.run([str(exe)], capture=True, check=False, timeout=60).returncode == 0
 
 
 def test_semantic_router_ml(cat):

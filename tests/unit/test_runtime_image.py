@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -63,6 +65,54 @@ def test_semantic_router_runtime_is_non_root_read_only_and_pinned(cat):
     assert {m["name"] for m in cfg["routing"]["modelCards"]} == {m["name"] for m in cfg["providers"]["models"]}
 
 
+def test_the_configuration_turns_off_what_needs_a_model_a_store_or_a_collector(cat):
+    """v0.3.0's defaults would download an embedding model at start (the router exits without it) and use
+    Redis, Postgres and an OTLP collector: the image's configuration turns each off, so the keyword route
+    and the default need nothing else (proven by running the router, docs/heavy-recipes.md)."""
+    (cfg_file,) = [f for f in cat.resolve("semantic-router").runtime.files if f.dest == "/app/config/config.yaml"]
+    g = yaml.safe_load(cfg_file.pinned.path.read_text())["global"]
+    assert g["model_catalog"]["embeddings"]["semantic"]["mmbert_model_path"] == ""
+    assert g["model_catalog"]["kbs"] == []
+    modules = g["model_catalog"]["modules"]
+    assert modules["prompt_guard"]["enabled"] is False and modules["feedback_detector"]["enabled"] is False
+    assert g["stores"]["semantic_cache"]["enabled"] is False
+    services = g["services"]
+    assert services["response_api"]["enabled"] is False and services["router_replay"]["enabled"] is False
+    assert services["observability"]["tracing"]["enabled"] is False
+
+
+def router_check(cat) -> dict:
+    """The recipe's runtime.check, as written (rvport's runner runs it, docs/recipes.md)."""
+    return yaml.safe_load(Path(cat.resolve("semantic-router").file).read_text())["runtime"]["check"]
+
+
+def test_the_runtime_check_asks_for_both_routes_buffered_and_streamed_in_both_rounds(cat):
+    check = router_check(cat)
+    assert check["restart"] is True          # the same script again after `docker restart`
+    script = check["script"]
+    assert script.startswith("#!/bin/sh\n") and subprocess.run(["sh", "-n"], input=script.encode()).returncode == 0
+    # it waits for readiness within the round's time, then checks health
+    assert 'api="http://$SERVICE_HOST:8080"' in script
+    assert '"$api/ready"' in script and '-health "$api/health"' in script
+    (wait,) = [int(n) for n in re.findall(r"-ge (\d+)", script)]
+    assert wait < check["timeout"]
+    for prompt, model in (("write code for binary search", "code-model"), ("Explain photosynthesis", "general-model")):
+        assert f'-n 5 $stream -prompt "{prompt}" -want {model}' in script
+    assert 'for stream in "" -stream; do' in script and '-addr "$SERVICE_HOST:50051"' in script
+
+
+def test_the_runtime_check_uses_the_client_built_in_the_stage_with_flags_it_has(cat):
+    r = cat.resolve("semantic-router")
+    script = router_check(cat)["script"]
+    assert any(o.glob == "extproc-client" for o in r.outputs) and "client=/artifacts/extproc-client" in script
+    (client,) = [f for f in r.files if f.dest.endswith("/cmd/rvport-extproc-client/main.go")]
+    declared = set(re.findall(r'flag\.\w+\("([a-z]+)"', client.path.read_text()))
+    used = {f for line in script.splitlines() if '"$client"' in line for f in re.findall(r" -([a-z]+)\b", line)}
+    assert used and used <= declared, used - declared
+    # the ports it reaches are the image's
+    assert {50051, 8080} <= set(r.runtime.ports)
+
+
 def test_the_plan_tags_it_by_tag_and_says_how_to_run_it(cat):
     p = plan(cat, "semantic-router", tag="v0.3.0-rv1")
     doc = p.to_json()
@@ -82,9 +132,8 @@ def test_the_plan_tags_it_by_tag_and_says_how_to_run_it(cat):
 def copy_router_recipe(cat, root: Path) -> Path:
     """The built-in semantic-router recipe and its pinned files, as a user's recipe directory to change."""
     src = Path(cat.resolve("semantic-router").file)
-    (root / "semantic-router").mkdir(parents=True)
-    for f in src.parent.joinpath("semantic-router").iterdir():
-        (root / "semantic-router" / f.name).write_bytes(f.read_bytes())
+    root.mkdir(parents=True)
+    shutil.copytree(src.parent / "semantic-router", root / "semantic-router")
     (root / "semantic-router.yaml").write_text(src.read_text())
     return root
 
