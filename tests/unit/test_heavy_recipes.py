@@ -145,7 +145,7 @@ def test_semantic_router(cat):
     assert env["CGO_ENABLED"] == "1" and env["GOARCH"] == "riscv64"
     ld = shlex.split(env["CGO_LDFLAGS"])
     assert "-L/deps/glide-ffi" in ld and {"-lm", "-ldl", "-lpthread"} <= set(ld)
-    assert "-L/deps/router-ml-binding" in ld
+    assert "-L/tmp/rvport-ml-binding" in ld and "-L/deps/router-ml-binding" not in ld   # a copy (see below)
     assert env["GOFLAGS"] == "-mod=vendor"
     assert [(o.glob, o.type, o.isa) for o in r.outputs] == [("router", "executable", "baseline"),
                                                             ("extproc-client", "executable", "baseline")]
@@ -242,6 +242,52 @@ def test_the_candle_library_stand_in_defines_what_the_router_calls_and_fails_to_
     exe = tmp_path / "main"
     proc.run(["cc", str(tmp_path / "main.c"), str(obj), "-o", str(exe)], capture=True, timeout=120)
     assert proc.run([str(exe)], capture=True, check=False, timeout=60).returncode == 0
+
+
+ML_COPY_DIR = "/tmp/rvport-ml-binding"
+
+
+def test_the_router_links_a_copy_of_ml_binding_whose_rust_eh_personality_is_local(cat):
+    """GLIDE's and ml-binding's archives both define rust_eh_personality: the stage links a copy of ml-binding's
+    with that symbol local, made before the router's `go build`, in the directory CGO_LDFLAGS names."""
+    r = cat.resolve("semantic-router")
+    assert f"-L{ML_COPY_DIR}" in shlex.split(r.env["CGO_LDFLAGS"])
+    build = list(r.build)
+    (copy,) = [c for c in build if "objcopy" in c]
+    assert shlex.split(copy) == ["riscv64-linux-gnu-objcopy", "--localize-symbol=rust_eh_personality",
+                                 "/deps/router-ml-binding/libml_semantic_router.a",
+                                 f"{ML_COPY_DIR}/libml_semantic_router.a"]
+    assert build.index(f"mkdir -p {ML_COPY_DIR}") < build.index(copy)
+    assert build.index(copy) < next(i for i, c in enumerate(build) if '"$RVPORT_OUT/router"' in c)
+
+
+@pytest.mark.skipif(any(proc.which(t) is None for t in ("cc", "ar", "objcopy")), reason="needs cc, ar and objcopy")
+def test_a_local_rust_eh_personality_lets_two_archives_that_define_it_link(tmp_path):
+    """The router's link in miniature, with the host's tools: two archives that each define and use
+    rust_eh_personality do not link together; after the recipe's objcopy on one of them they do, and each
+    calls its own."""
+    sources = {"a": "int rust_eh_personality(void) { return 1; }\nint from_a(void) { return rust_eh_personality(); }\n",
+               "b": "int rust_eh_personality(void) { return 2; }\nint from_b(void) { return rust_eh_personality(); }\n",
+               "main": "int from_a(void);\nint from_b(void);\n"
+                       "int main(void) { return !(from_a() == 1 && from_b() == 2); }\n"}
+    for name, text in sources.items():
+        (tmp_path / f"{name}.c").write_text(text)
+        proc.run(["cc", "-O0", "-c", f"{name}.c", "-o", f"{name}.o"], cwd=tmp_path, capture=True, timeout=120)
+    for name in ("a", "b", "copy"):
+        (tmp_path / name).mkdir()
+    for name in ("a", "b"):
+        proc.run(["ar", "rcs", f"{name}/lib{name}.a", f"{name}.o"], cwd=tmp_path, capture=True, timeout=60)
+
+    def link(b_dir: str):
+        return proc.run(["cc", "main.o", "-La", "-la", f"-L{b_dir}", "-lb", "-o", "main"], cwd=tmp_path, capture=True,
+                        check=False, timeout=120)
+
+    cp = link("b")
+    assert cp.returncode != 0 and "multiple definition of `rust_eh_personality'" in cp.stderr
+    proc.run(["objcopy", "--localize-symbol=rust_eh_personality", "b/libb.a", "copy/libb.a"], cwd=tmp_path,
+             capture=True, timeout=60)
+    assert link("copy").returncode == 0
+    assert proc.run([str(tmp_path / "main")], capture=True, check=False, timeout=60).returncode == 0
 
 
 def test_semantic_router_ml(cat):

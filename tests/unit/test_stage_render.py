@@ -145,7 +145,7 @@ def test_semantic_router_cross_stage(cat):
     assert r.template == "cross.Dockerfile"
     assert (env["GOOS"], env["GOARCH"], env["CGO_ENABLED"]) == ("linux", "riscv64", "1")
     assert env["CC"] == "riscv64-linux-gnu-gcc" and env["CXX"] == "riscv64-linux-gnu-g++"
-    assert env["CGO_LDFLAGS"] == ("-L/deps/glide-ffi -L/deps/router-ml-binding -L/tmp/rvport-candle-lib "
+    assert env["CGO_LDFLAGS"] == ("-L/deps/glide-ffi -L/tmp/rvport-ml-binding -L/tmp/rvport-candle-lib "
                                   "-lm -ldl -lpthread")
     assert env["GOFLAGS"] == "-mod=vendor" and env["GOPROXY"] == "off" and env["GOTOOLCHAIN"] == "local"
     assert "QEMU_CPU" not in env
