@@ -20,7 +20,7 @@ import shutil
 import tarfile
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Callable, Mapping
@@ -322,11 +322,11 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
         atomic_write_text(meta_path, json.dumps({"tag": tag, "release_sha256": release, "packages": packages,
                                                  "mirror": mirror, "spec": spec.name, "bootstrap": method},
                                                 sort_keys=True, indent=1))
-        return BaseImage(spec=spec.name, tag=tag, image_id=image_id, platform=platform, key=key,
-                         source="debootstrap", release_sha256=release, packages=packages,
-                         duration_s=time.monotonic() - started)
+        made = BaseImage(spec=spec.name, tag=tag, image_id=image_id, platform=platform, key=key,
+                         source="debootstrap", release_sha256=release, packages=packages)
     finally:
         bootstrap.remove_tree(work)
+    return replace(made, duration_s=time.monotonic() - started)      # the rootfs's removal counted too
 
 
 def _tmp_root(cache_dir: Path) -> Path:
