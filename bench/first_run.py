@@ -3,6 +3,7 @@
 
     sudo .venv/bin/python bench/first_run.py            # both ways, about 30-50 minutes on 2 cores
     sudo .venv/bin/python bench/first_run.py --keep     # keep both engines' data roots and caches too
+    sudo .venv/bin/python bench/first_run.py --new-first   # the new way first (alternate the order between runs)
 
 The command is the README's quick start after setup-host and the venv (the same for both ways, not timed):
 
@@ -35,8 +36,10 @@ docs/bootstrap.md). Everything else is the same code.
 Printed per run: the wall time of each command, the load average meanwhile, and the time split by step from
 result.json (each base image's `duration_s`, the stages' timings: sources, toolchain images, accelerated
 prefix images, each wheel build, verify, smoke tests) and the verify command; then the ratio old/new and the
-share saved, per step and in total; whether both runs verified every wheel, and whether the two runs' wheels
-have the same sha256 (they are reproducible builds, so they should).
+share saved, per step and in total, and the share saved with the steps the way does not change held equal
+(so that load on the machine slowing, say, one run's compiles counts for neither way); whether both runs
+verified every wheel, and whether the two runs' wheels have the same sha256 (they are reproducible builds, so
+they should).
 
 Run as root (dockerd, the bridge, the rules; debootstrap). Other work on the machine moves the figures: the
 load average is printed beside them. Benchmarks are ratios in one run, never timed assertions. Exit 0 when both
@@ -346,7 +349,25 @@ def report(old: dict, new: dict) -> list[str]:
                  f"old {lo['min']:.1f}-{lo['max']:.1f}, new {ln['min']:.1f}-{ln['max']:.1f} on {lo['cpus']} CPUs")
     if abs(lo["mean"] - ln["mean"]) > 0.5 * (lo["cpus"] or 1):
         lines.append("   the two runs saw different loads: the ratio is skewed towards the quieter run")
+    held = held_equal(old, new)
+    if held:
+        lines.append(f"with the steps the way does not change held equal (only the riscv64 base differs): saved "
+                     f"{held[0]:.1f}% (the old run's other steps) to {held[1]:.1f}% (the new run's)")
     return lines
+
+
+def held_equal(old: dict, new: dict) -> tuple[float, float] | None:
+    """The share saved if both runs had spent the same on everything but the riscv64 base (the one step the way
+    changes): once with the old run's other steps, once with the new run's. Load noise in the other steps
+    (a compile slowed by other work) then counts for neither way."""
+    key = next((k for k in old["steps"] if k.startswith("riscv64 base")), None)
+    if key is None or key not in new["steps"]:
+        return None
+    a, b = old["steps"][key], new["steps"][key]
+    out = []
+    for rest in (old["total"] - a, new["total"] - b):
+        out.append((1 - (rest + b) / (rest + a)) * 100 if rest + a > 0 else 0.0)
+    return out[0], out[1]
 
 
 def main() -> int:
@@ -357,6 +378,7 @@ def main() -> int:
     ap.add_argument("--subnet", default="10.199.0.0/24", help="the private engine's bridge network")
     ap.add_argument("--storage-driver", default=None, help="the private engine's (default: the host daemon.json's)")
     ap.add_argument("--only", choices=[w for w, _ in WAYS], help="one way only (no comparison)")
+    ap.add_argument("--new-first", action="store_true", help="run the new way first (alternate between reruns)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         ap.error("run as root: it starts a dockerd, makes a bridge and its NAT rules, and debootstraps")
@@ -370,10 +392,11 @@ def main() -> int:
     print(f"work directory: {work}; {platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}; "
           f"load average now {os.getloadavg()[0]:.1f}", flush=True)
     runs = []
-    for name, method in WAYS:
+    for name, method in (WAYS[::-1] if args.new_first else WAYS):
         if args.only and name != args.only:
             continue
         runs.append(one_run(name, method, work / name, args, subnet))
+    runs.sort(key=lambda r: r["way"] != "old")
     (work / "bench.json").write_text(json.dumps({"runs": runs}, indent=1))
     print()
     if len(runs) == 2:

@@ -97,3 +97,11 @@ def test_the_report_gives_ratio_and_share_saved_per_step_and_says_when_loads_dif
     total = next(ln for ln in lines if ln.startswith("total"))
     assert "2.67x" in total and "62.5%" in total
     assert any("different loads" in ln for ln in lines)
+
+
+def test_held_equal_counts_only_the_riscv64_base_against_either_runs_other_steps():
+    old = {"steps": {"riscv64 base debian-trixie": 1127.0}, "total": 2719.0}
+    new = {"steps": {"riscv64 base debian-trixie": 371.0}, "total": 1561.0}
+    a, b = bench.held_equal(old, new)
+    assert a == pytest.approx((1 - (1592 + 371) / 2719) * 100) and b == pytest.approx((1 - 1561 / (1190 + 1127)) * 100)
+    assert bench.held_equal({"steps": {}, "total": 1.0}, new) is None
