@@ -40,27 +40,22 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import common  # noqa: E402
 import procacct  # noqa: E402
 
 TARGETS = {"msgspec": 6.0, "sentencepiece": 5.0, "tiktoken": 3.0}
 
 
 def rvport(*args: str, log: Path) -> tuple[int, float]:
-    t0 = time.monotonic()
-    with open(log, "w") as f:
-        rc = subprocess.run([sys.executable, "-m", "rvport", "--ci", *args], stdout=f, stderr=subprocess.STDOUT,
-                            cwd=ROOT, check=False).returncode
-    return rc, time.monotonic() - t0
+    return common.rvport(["--ci", *args], log=log)
 
 
 def bench_recipes(work: Path) -> Path:

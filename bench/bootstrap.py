@@ -8,10 +8,10 @@
 Each method makes the base from nothing with rvport's own ensure_base: a fresh cache directory and a copy of
 the spec with a bench-only comment line, so the image key and tag are new (rvport/bench-base:...) and no
 existing base is reused or touched; packages are downloaded again by each. RVPORT_BOOTSTRAP picks the method.
-Printed: each method's wall time, split into bootstrap (rootfs) and the rest (tar + buildx --load), read from
-its log; the ratio; and the check that both bases hold the same packages at the same versions and the same
-Release file. Then the two images' file trees are compared (path, type, mode, owner, size, link target and
-sha256 of every file, from `docker export`), with the differences listed. Exit 1 when the package sets differ.
+Printed: each method's wall time (with the load average meanwhile), split into bootstrap (rootfs) and the
+rest (tar + buildx --load), read from its log; the ratio; and the check that both bases hold the same packages
+at the same versions and the same Release file. Then the two images' file trees are compared (path, type,
+mode, owner, size, link target and sha256 of every file, from `docker export`), with the differences listed. Exit 1 when the package sets differ.
 
 Run it alone: bootstrapping is CPU-heavy, and the ratio means most when both see the same machine.
 Benchmarks are ratios in one run, never timed assertions.
@@ -23,7 +23,6 @@ import argparse
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tarfile
@@ -34,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import common  # noqa: E402  (bench/ is first on sys.path)
 from rvport.build import bootstrap, images  # noqa: E402
 
 # files that record when or how the rootfs was made, not what it holds
@@ -109,15 +109,8 @@ def compare_trees(a: dict[str, tuple], b: dict[str, tuple]) -> list[str]:
     return diffs
 
 
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def main() -> int:
-    # Ctrl-C or a kill stops the bootstrap and removes the scratch directory, also when started in the
-    # background (where SIGINT is ignored unless a handler is set)
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
+    common.stop_on_signals()    # Ctrl-C or a kill stops the bootstrap and removes the scratch directory
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", default="debian-trixie")
     ap.add_argument("--platform", default="linux/riscv64")
@@ -130,10 +123,12 @@ def main() -> int:
     try:
         for method in (bootstrap.CLASSIC, bootstrap.SPLIT):
             print(f"== {method}: making {args.spec} for {args.platform} from nothing ...", flush=True)
-            r = make(method, args.spec, args.platform, work / method)
+            with common.LoadAverage() as load:
+                r = make(method, args.spec, args.platform, work / method)
+            r["load"] = load.summary()
             runs.append(r)
-            print(f"   {r['total']:.0f}s (rootfs {r['rootfs']:.0f}s); {len(r['packages'])} packages; {r['tag']}",
-                  flush=True)
+            print(f"   {r['total']:.0f}s (rootfs {r['rootfs']:.0f}s); {len(r['packages'])} packages; {r['tag']}; "
+                  f"load average {load.describe()}", flush=True)
         old, new = runs
         print()
         print(f"{'':24}{'old (debootstrap)':>20}{'new (split)':>14}{'ratio':>8}")

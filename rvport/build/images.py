@@ -19,7 +19,8 @@ import json
 import shutil
 import tarfile
 import tempfile
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Callable, Mapping
@@ -63,11 +64,13 @@ class BaseImage:
     release_sha256: str | None = None
     packages: dict[str, str] = field(default_factory=dict)
     reused: bool = False
+    duration_s: float | None = None  # how long making it took (rootfs and load); None when it was found
 
     def to_json(self) -> dict:
         return {"spec": self.spec, "tag": self.tag, "image_id": self.image_id, "platform": self.platform,
                 "key": self.key, "source": self.source, "release_sha256": self.release_sha256,
-                "packages": dict(sorted(self.packages.items())), "reused": self.reused}
+                "packages": dict(sorted(self.packages.items())), "reused": self.reused,
+                "duration_s": None if self.duration_s is None else round(self.duration_s, 2)}
 
 
 @cache
@@ -280,6 +283,7 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
         raise HostNotReady("debootstrap is needed to make the base image (no registry is used)",
                            hint="apt-get install debootstrap (scripts/setup-host does it), or name a base "
                                 "image by digest with --base-image")
+    started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="rvport-base-", dir=_tmp_root(cache_dir)))
     try:
         rootfs = work / "rootfs"
@@ -318,10 +322,11 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
         atomic_write_text(meta_path, json.dumps({"tag": tag, "release_sha256": release, "packages": packages,
                                                  "mirror": mirror, "spec": spec.name, "bootstrap": method},
                                                 sort_keys=True, indent=1))
-        return BaseImage(spec=spec.name, tag=tag, image_id=image_id, platform=platform, key=key,
+        made = BaseImage(spec=spec.name, tag=tag, image_id=image_id, platform=platform, key=key,
                          source="debootstrap", release_sha256=release, packages=packages)
     finally:
         bootstrap.remove_tree(work)
+    return replace(made, duration_s=time.monotonic() - started)      # the rootfs's removal counted too
 
 
 def _tmp_root(cache_dir: Path) -> Path:

@@ -244,3 +244,30 @@ def test_proc_is_mounted_from_inside_the_rootfs_never_through_a_symlink_to_the_h
     monkeypatch.setattr(bootstrap, "mounts_under", lambda p, mounts=None: [])
     with pytest.raises(HostNotReady, match="was not mounted"):
         bootstrap._mount_proc(rootfs, {})
+
+
+def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tmp_path, monkeypatch):
+    from rvport.build import buildx, images
+
+    engine: dict[str, dict] = {}
+    monkeypatch.setattr(images, "bootstrap_method", lambda platform: (bootstrap.SPLIT, "test"))
+    monkeypatch.setattr(images, "host_debian_mirror", lambda: None)
+    monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(buildx, "image_info", lambda ref: engine.get(ref))
+
+    def make_rootfs(req, rootfs, *, method, log_path, on_line):
+        (rootfs / "var/lib/dpkg").mkdir(parents=True)
+        (rootfs / "var/lib/dpkg/status").write_text("Package: libc6\nStatus: install ok installed\nVersion: 2.41\n")
+
+    def build(spec, *, log_path, on_line=None):
+        engine[spec.tag] = {"id": "sha256:" + "1" * 64, "labels": {}}
+
+    monkeypatch.setattr(bootstrap, "make_rootfs", make_rootfs)
+    monkeypatch.setattr(buildx, "build", build)
+    spec = load_base_spec("debian-trixie")
+    args = dict(platform="linux/riscv64", cache_dir=tmp_path / "cache", log_path=tmp_path / "base.log")
+    made = images.ensure_base(spec, **args)
+    assert not made.reused and made.duration_s is not None and made.duration_s >= 0
+    assert made.to_json()["duration_s"] == round(made.duration_s, 2) and made.packages == {"libc6": "2.41"}
+    found = images.ensure_base(spec, **args)
+    assert found.reused and found.duration_s is None and found.to_json()["duration_s"] is None
