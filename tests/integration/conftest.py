@@ -56,6 +56,17 @@ def tarball(name: str, files: dict[str, str], dest: Path) -> tuple[str, str]:
     return fname, hashlib.sha256(blob).hexdigest()
 
 
+# a stage that compiles nothing: the riscv64 base's own /bin/true is its one executable (format with name=)
+TRUE_EXECUTABLE = """\
+schema: 1
+name: {name}
+kind: go-binary
+build:
+  - cp /bin/true "$RVPORT_OUT/{name}"
+outputs:
+  - {{glob: {name}, type: executable, isa: baseline}}
+"""
+
 # the versions block of a test recipe whose one source is a tarball() in the test's mirror: end a recipe
 # template with it (the template is then filled with .format(fname=..., sha=..., ...))
 ONE_TARBALL = """\

@@ -16,7 +16,7 @@ import pytest
 
 from rvport import manifest
 
-from .conftest import ONE_TARBALL, offline_mirror, rvport, tarball
+from .conftest import TRUE_EXECUTABLE, ONE_TARBALL, offline_mirror, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
@@ -88,14 +88,7 @@ outputs:
 
 # A stage that compiles nothing (the riscv64 base's own /bin/true is its executable) and a smoke test that
 # prints a marker and exits with {rc}
-SMOKE_RECIPE = """\
-schema: 1
-name: {name}
-kind: go-binary
-build:
-  - cp /bin/true "$RVPORT_OUT/{name}"
-outputs:
-  - {{glob: {name}, type: executable, isa: baseline}}
+SMOKE_RECIPE = TRUE_EXECUTABLE + """\
 smoke:
   script: |
     #!/bin/sh

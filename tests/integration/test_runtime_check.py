@@ -23,19 +23,12 @@ import pytest
 
 from rvport import manifest
 
-from .conftest import ONE_TARBALL, offline_mirror, rvport, tarball
+from .conftest import TRUE_EXECUTABLE, ONE_TARBALL, offline_mirror, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
 PORT = 8765
-RECIPE = """\
-schema: 1
-name: {name}
-kind: go-binary
-build:
-  - cp /bin/true "$RVPORT_OUT/{name}"
-outputs:
-  - {{glob: {name}, type: executable, isa: baseline}}
+RECIPE = TRUE_EXECUTABLE + """\
 smoke:
   script: |
     #!/bin/sh

@@ -16,20 +16,13 @@ import pytest
 
 from rvport import manifest
 
-from .conftest import ONE_TARBALL, offline_mirror, rvport, tarball
+from .conftest import TRUE_EXECUTABLE, ONE_TARBALL, offline_mirror, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
 UID = 10042
 # the stage compiles nothing: the riscv64 base's own /bin/true is its executable
-RECIPE = """\
-schema: 1
-name: {name}
-kind: go-binary
-build:
-  - cp /bin/true "$RVPORT_OUT/{name}"
-outputs:
-  - {{glob: {name}, type: executable, isa: baseline}}
+RECIPE = TRUE_EXECUTABLE + """\
 smoke:
   script: |
     #!/bin/sh
