@@ -22,31 +22,19 @@ from rvport.build import check, containers
 from rvport.build.runtime import MadeImage
 from rvport.build.stage import Toolchain
 from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.recipes import CHECK_TIMEOUT_S, load_catalogue
+from rvport.catalogue.recipes import CHECK_TIMEOUT_S
 from rvport.errors import BuildFailed, ExitCode, RecipeError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
+from tests.unit.test_runtime_image import load as load_runtime
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
-RECIPE = """\
-schema: 1
-name: app
-kind: go-binary
-build: [go build -o "$RVPORT_OUT/app" .]
-outputs: [{{glob: app, type: executable, isa: baseline}}]
-runtime:
-  user: {{name: app, uid: 10001}}
+# the runtime the check runs against, in test_runtime_image's recipe
+RUNTIME = """\
+  user: {name: app, uid: 10001}
   tmpfs: [/tmp]
-  files: [{{artifact: app, dest: /app/app}}]
-  entrypoint: [/app/app]
-{check}
-versions:
-  - version: "1.0"
-    sources:
-      - name: src
-        url: https://example.org/app-1.0.tar.gz
-        sha256: {digest}
-"""
+  files: [{artifact: app, dest: /app/app}]
+  entrypoint: [/app/app]"""
 CHECK = """\
   check:
     script: |
@@ -55,10 +43,7 @@ CHECK = """\
 
 
 def load(tmp_path: Path, check_text: str = CHECK):
-    root = tmp_path / "recipes"
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "app.yaml").write_text(RECIPE.format(check=check_text, digest="a" * 64))
-    return load_catalogue(root)
+    return load_runtime(tmp_path, RUNTIME + ("\n" + check_text if check_text else ""))
 
 
 def stage(tmp_path: Path, check_text: str = CHECK, profile: str = "rvv256"):

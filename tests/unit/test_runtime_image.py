@@ -209,7 +209,7 @@ GOOD = """\
 
 def load(tmp_path: Path, runtime_text: str):
     root = tmp_path / "recipes"
-    root.mkdir(exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
     (root / "app.yaml").write_text(RECIPE.format(runtime=runtime_text, digest="a" * 64))
     return load_catalogue(root)
 
