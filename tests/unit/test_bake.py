@@ -287,13 +287,19 @@ def test_base_image_override_leaves_the_cross_base_alone(setup, tmp_path, monkey
     assert doc["target"]["tinystatic-toolchain"]["platforms"] == ["linux/amd64"]
 
 
-def test_a_runtime_image_is_no_bake_target_and_the_export_says_rvport_build_makes_it(setup, tmp_path):
-    _cat, fopts, out = setup
+def _with_runtime(setup, tmp_path):
+    """The plan of a tiny recipe with a runtime image (RUNTIME), its source in the setup's mirror."""
+    _cat, fopts, _out = setup
     fname, sha = _tarball("tinyrt-1.0", {"setup.py": "print('hi')\n"}, fopts.mirror)
     recipes_dir = tmp_path / "rt"
     recipes_dir.mkdir()
     (recipes_dir / "tinyrt.yaml").write_text(RUNTIME.format(name="tinyrt", pkgs="", depends="", fname=fname, sha=sha))
-    p = _plan(load_catalogue([recipes_dir]), "tinyrt")
+    return _plan(load_catalogue([recipes_dir]), "tinyrt")
+
+
+def test_a_runtime_image_is_no_bake_target_and_the_export_says_rvport_build_makes_it(setup, tmp_path):
+    _cat, fopts, out = setup
+    p = _with_runtime(setup, tmp_path)
     (out / "bake").mkdir(parents=True)
     doc = bake.bake_document(p, bake.BakeOptions(output=out, fetch=fopts), bases=bases())
     assert sorted(doc["target"]) == ["tinyrt"] and not any("runtime" in n for g in doc["group"].values()

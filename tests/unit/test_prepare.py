@@ -15,7 +15,7 @@ from rvport.build import render as dockerfiles
 from rvport.build.runner import BuildOptions
 from rvport.plan.planner import Mode
 from tests.unit.test_bake import (BASE, GCC, RECIPE, RUNTIME, STATICLIB, XBASE, XGCC, _plan, _tarball,  # noqa: F401
-                                  setup)
+                                  _with_runtime, setup)
 
 # the bases are in the engine already (`rvport prepare` lists them as found, not made)
 FOUND = {"debian-trixie@linux/riscv64": dataclasses.replace(BASE, reused=True),
@@ -173,16 +173,6 @@ def test_an_accelerated_stage_with_another_gcc_fails_as_its_build_would(setup, e
     with pytest.raises(accelerated.ToolchainMismatch, match="stage gcc-14 14.2.0-20"):
         _preparer(plan, setup, rep, bases=bases).run()
     assert rep.ends == [("tinylib", "failed")]
-
-
-def _with_runtime(setup, tmp_path):
-    from rvport.catalogue.recipes import load_catalogue
-    _cat, fopts, _out = setup
-    fname, sha = _tarball("tinyrt-1.0", {"setup.py": "print('hi')\n"}, fopts.mirror)
-    recipes_dir = tmp_path / "rt"
-    recipes_dir.mkdir()
-    (recipes_dir / "tinyrt.yaml").write_text(RUNTIME.format(name="tinyrt", pkgs="", depends="", fname=fname, sha=sha))
-    return _plan(load_catalogue([recipes_dir]), "tinyrt")
 
 
 def test_the_runtime_image_is_listed_when_the_engine_has_it_else_left_to_the_build(setup, engine, tmp_path):
