@@ -2,8 +2,10 @@
 
 `run()` logs the shell-quoted command at debug level, checks that the program exists, turns exit codes into
 readable errors (127 -> "not found", negative -> the signal's name) and returns the completed process.
-`stream()` hands a long command's output over line by line. `uninterruptible()` runs a block (making or
-removing what must not be left half-made) to its end although Ctrl-C or SIGTERM arrive meanwhile.
+`stream()` hands a long command's output over line by line; `stop_streams()` stops every streamed program
+still running, for the main thread to stop work on other threads (only it receives Ctrl-C). `uninterruptible()`
+runs a block (making or removing what must not be left half-made) to its end although Ctrl-C or SIGTERM arrive
+meanwhile.
 """
 
 from __future__ import annotations
@@ -121,6 +123,30 @@ def run(cmd: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, env: M
     return cp
 
 
+# The streamed programs running now (each in a session of its own, so a Ctrl-C at the terminal never reaches
+# them): stop_streams() stops them all.
+_streams: set[subprocess.Popen] = set()
+_streams_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+def stop_streams() -> None:
+    """Stop every program `stream()` runs now, on any thread (SIGTERM to its process group, SIGKILL when it
+    lingers): each of those `stream()` calls then returns the program's exit status (killed by SIGTERM), so the
+    code around it fails and cleans up as after any failed program. Until `resume_streams()`, `stream()` starts
+    no new program (CommandFailed): work on other threads ends at its next program."""
+    _stopping.set()
+    with _streams_lock:
+        running = list(_streams)
+    for p in running:
+        _stop_group(p)
+
+
+def resume_streams() -> None:
+    """`stream()` starts programs again (after stop_streams(), once the threads that were stopped have ended)."""
+    _stopping.clear()
+
+
 def _stop_group(proc: subprocess.Popen) -> None:
     """SIGTERM to the process group of `proc` (a session of its own), SIGKILL when it lingers."""
     try:
@@ -145,6 +171,8 @@ def stream(cmd: Sequence[str], *, on_line, log_path: Path | None = None, cwd: st
     log.debug("$ %s%s", shlex.join(cmd), f"    (in {cwd})" if cwd else "")
     if os.sep not in cmd[0] and which(cmd[0], env) is None:
         raise ProgramNotFound(cmd[0], cmd)
+    if _stopping.is_set():
+        raise CommandFailed(cmd, returncode=None, reason="not started: rvport is stopping")
     logf = open(log_path, "a", encoding="utf-8") if log_path else None
     try:
         if logf:
@@ -153,6 +181,11 @@ def stream(cmd: Sequence[str], *, on_line, log_path: Path | None = None, cwd: st
         proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env) if env is not None else None, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1, errors="replace",
                                 start_new_session=True)
+        with _streams_lock:
+            _streams.add(proc)
+            late = _stopping.is_set()       # stop_streams() ran between the check above and now
+        if late:
+            _stop_group(proc)
         expired = threading.Event()
 
         def expire() -> None:
@@ -176,6 +209,8 @@ def stream(cmd: Sequence[str], *, on_line, log_path: Path | None = None, cwd: st
         finally:
             if timer is not None:
                 timer.cancel()
+            with _streams_lock:
+                _streams.discard(proc)
         if expired.is_set():
             raise TimedOut(cmd, returncode=None, reason=f"timed out after {timeout:g}s")
         return rc
