@@ -1,0 +1,61 @@
+"""Work side by side (rvport/build/sidebyside.py): results and errors by key, and an interrupt that stops the
+workers' programs and waits for their cleanup before it goes on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from rvport import proc
+from rvport.build import sidebyside
+from rvport.errors import BuildFailed
+
+
+def test_results_and_errors_come_back_by_key_once_every_task_ended():
+    def fail():
+        raise BuildFailed("no")
+
+    out = sidebyside.run([("a", lambda: 1), ("b", fail), ("c", lambda: 3)], workers=2)
+    assert out["a"] == 1 and out["c"] == 3 and isinstance(out["b"], BuildFailed)
+    assert sidebyside.run([]) == {}
+
+
+def test_a_bug_in_a_task_is_raised_after_the_others_ended():
+    ended = []
+
+    def slow():
+        time.sleep(0.2)
+        ended.append("slow")
+
+    with pytest.raises(ZeroDivisionError):
+        sidebyside.run([("slow", slow), ("bug", lambda: 1 / 0)], workers=2)
+    assert ended == ["slow"]
+
+
+def test_an_interrupt_stops_the_workers_programs_and_waits_for_their_cleanup(tmp_path):
+    cleaned = []
+
+    def task(name):
+        def run():
+            try:
+                return proc.stream(["sleep", "30"], on_line=lambda _l: None)
+            finally:
+                time.sleep(0.2)                 # cleanup takes a moment: the interrupt waits for it
+                cleaned.append(name)
+        return run
+
+    started = []
+    not_started = lambda: started.append("late")    # noqa: E731 - queued behind the two: never starts
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        sidebyside.run([("a", task("a")), ("b", task("b")), ("late", not_started)], workers=2)
+    assert time.monotonic() - t0 < 20
+    assert sorted(cleaned) == ["a", "b"] and started == []
+    # programs start again afterwards
+    assert proc.stream(["true"], on_line=lambda _l: None) == 0
