@@ -19,6 +19,7 @@ import json
 import shutil
 import tarfile
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -223,8 +224,28 @@ def ensure_image(tag: str, files: Mapping[str, str], *, platform: str, tmp_root:
                  network: str | None = None) -> LoadedImage:
     """The image `tag`, built once from `files` (Dockerfile and what it copies) when the engine lacks it.
 
-    The tag carries the digest of the image's inputs, so an image found under it is reused as it is.
+    The tag carries the digest of the image's inputs, so an image found under it is reused as it is. Stages
+    made side by side may want the same image: one makes it, the others wait and find it.
     """
+    with _one_at_a_time(tag):
+        return _ensure_image(tag, files, platform=platform, tmp_root=tmp_root, log_path=log_path, what=what,
+                             builder=builder, on_line=on_line, labels=labels, secrets=secrets, network=network)
+
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _one_at_a_time(name: str) -> threading.Lock:
+    """The lock of one image (or base) name: made by one thread while others wait."""
+    with _locks_guard:
+        return _locks.setdefault(name, threading.Lock())
+
+
+def _ensure_image(tag: str, files: Mapping[str, str], *, platform: str, tmp_root: Path, log_path: Path,
+                  what: str, builder: str | None, on_line: Callable[[str], None] | None,
+                  labels: tuple[tuple[str, str], ...], secrets: tuple[tuple[str, Path], ...],
+                  network: str | None) -> LoadedImage:
     info = buildx.image_info(tag)
     if info is not None:
         return LoadedImage(tag=tag, image_id=info["id"], built=False)
@@ -347,6 +368,7 @@ class Bases:
                  override: str | None = None, images: dict[str, BaseImage] | None = None):
         self.cache_dir, self.log_dir, self.builder, self.override = cache_dir, log_dir, builder, override
         self.images: dict[str, BaseImage] = {} if images is None else images
+        self.failed: dict[str, RvportError] = {}      # a base that could not be made is not tried again
 
     @staticmethod
     def key(spec: str, platform: str) -> str:
@@ -356,12 +378,21 @@ class Bases:
         return self.key(spec, platform) in self.images
 
     def get(self, spec: str, platform: str, on_line: Callable[[str], None] | None = None) -> BaseImage:
+        """The base, made or found once (threads asking for the same base wait for the one making it); a base
+        that could not be made raises the same error again, without a second try."""
         key = self.key(spec, platform)
-        if key not in self.images:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            self.images[key] = ensure_base(
-                load_base_spec(spec), platform=platform, cache_dir=self.cache_dir,
-                log_path=self.log_dir / f"base-{spec}.log", on_line=on_line, builder=self.builder,
-                image_override=self.override if platform == RISCV64 else None)
-        return self.images[key]
+        with _one_at_a_time(f"base:{key}"):
+            if key in self.failed:
+                raise self.failed[key]
+            if key not in self.images:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                try:
+                    self.images[key] = ensure_base(
+                        load_base_spec(spec), platform=platform, cache_dir=self.cache_dir,
+                        log_path=self.log_dir / f"base-{spec}.log", on_line=on_line, builder=self.builder,
+                        image_override=self.override if platform == RISCV64 else None)
+                except RvportError as e:
+                    self.failed[key] = e
+                    raise
+            return self.images[key]
 

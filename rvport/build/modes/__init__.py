@@ -22,11 +22,15 @@ from rvport.build.modes.emulated import Emulated
 from rvport.build.render import Rendered
 from rvport.build.stage import StageEnv, Toolchain
 from rvport.errors import HostNotReady
-from rvport.plan.planner import Mode
+from rvport.host import HostFacts
+from rvport.plan.planner import Mode, Stage
 from rvport.target import PLATFORM as RISCV64
 
 
 class StageMode(Protocol):
+    def bases(self, stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
+        """The bases (spec, platform) the mode's images start from, besides the stage's riscv64 base."""
+
     def toolchain(self, env: StageEnv) -> Toolchain:
         """The image the stage builds FROM (made through env; recorded in env.record where it says more)."""
 
@@ -51,6 +55,12 @@ class StageSetup:
     base: BaseImage                     # the riscv64 base: every stage's smoke test runs in it
     toolchain: Toolchain                # the image the stage builds FROM, in the engine
     dockerfile: Rendered                # the stage's build Dockerfile
+
+
+def bases(stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
+    """The bases (spec, platform) `setup` makes or finds for the stage, in its order: the riscv64 base, then the
+    mode's own (a build-platform base). Pure: `rvport prepare` and `rvport build` make them side by side first."""
+    return ((stage.recipe.toolchain.base, RISCV64),) + of(stage.mode).bases(stage, host)
 
 
 def setup(env: StageEnv) -> StageSetup:

@@ -40,6 +40,8 @@ from rvport.target import BUILD_HOSTS, DOCKER_PLATFORM, HOST_RUST_TARGET, PLATFO
 
 if TYPE_CHECKING:
     from rvport.catalogue.recipes import Recipe
+    from rvport.host import HostFacts
+    from rvport.plan.planner import Stage
 
 XTC_BASE = "debian-trixie-xtc"
 XTC_RUST_BASE = "debian-trixie-xtc-rust"     # XTC_BASE plus the build platform's rustc-web
@@ -204,16 +206,20 @@ def ensure_prefix(base: BaseImage, rust: bool = False, *, tmp_root: Path, log_pa
 class Accelerated:
     """The mode: the riscv64 stage's own toolchain image, and a Dockerfile that takes the prefix image."""
 
+    def bases(self, stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
+        """The build-platform base of the prefix: with the build platform's rustc when the stage compiles Rust."""
+        return ((XTC_RUST_BASE if kinds.compiles_rust(stage.recipe) else XTC_BASE, host_platform(host.arch)),)
+
     def toolchain(self, env: StageEnv) -> Toolchain:
         return riscv64_toolchain(env)
 
     def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> dockerfiles.Rendered:
         """The prefix image made, the stage's compilers checked against it and recorded, the Dockerfile rendered."""
         st = env.stage
-        platform = host_platform(env.host.arch)
-        rust = kinds.compiles_rust(st.recipe)     # the Rust part of the prefix
+        rust = kinds.compiles_rust(st.recipe)     # the Rust part of the prefix, from the base bases() names
+        ((spec, platform),) = self.bases(st, env.host)
         env.step(f"accelerated: cross toolchain prefix ({platform}{', with rustc' if rust else ''})")
-        xtc_base = env.base(XTC_RUST_BASE if rust else XTC_BASE, platform)
+        xtc_base = env.base(spec, platform)
         with env.timer("accelerated"):
             xtc = ensure_prefix(xtc_base, rust, tmp_root=env.tmp_root, log_path=env.log_path, builder=env.builder,
                                 on_line=env.line)

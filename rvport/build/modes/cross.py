@@ -26,6 +26,7 @@ from rvport.target import DEBIAN_TARGET_ARCH
 
 if TYPE_CHECKING:
     from rvport.catalogue.recipes import Recipe
+    from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
 BASE = "debian-trixie-xtc"          # the build-platform base every cross toolchain image starts from
@@ -132,9 +133,13 @@ def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
 
 
 class Cross:
+    def bases(self, stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
+        return ((BASE, stage.platform),)
+
     def toolchain(self, env: StageEnv) -> Toolchain:
         st = env.stage
-        xbase = env.base(BASE, st.platform)
+        ((spec, platform),) = self.bases(st, env.host)
+        xbase = env.base(spec, platform)
         env.record.images["build_base"] = xbase.image_id
         tc = env.image(xbase, render_toolchain(st.recipe, xbase.tag), "cross")
         env.record.toolchain = describe(st.recipe, st.platform, tc.packages, env.read(tc, COMPILERS_FILE))

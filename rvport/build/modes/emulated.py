@@ -12,6 +12,7 @@ from rvport.plan.planner import Mode
 from rvport.target import PLATFORM
 
 if TYPE_CHECKING:
+    from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
 
@@ -29,6 +30,9 @@ def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
 
 
 class Emulated:
+    def bases(self, stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
+        return ()
+
     def toolchain(self, env: StageEnv) -> Toolchain:
         return riscv64_toolchain(env)
 
