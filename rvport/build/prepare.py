@@ -10,17 +10,23 @@ would make is only known to the build, which makes it again if not), else listed
 (`pending`) and left out of --tags. So the images are the ones `rvport build` with the same options makes and uses: same
 Dockerfiles, same tags. No source is fetched, nothing is compiled. What the stages used (StageEnv.used) is
 listed: the images to keep between CI runs (docs/ci.md).
+
+The work goes side by side (rvport/build/sidebyside.py): every base the stages need first (the riscv64 base's
+emulated configure holds one core while the build-platform bases are made on the other), then the stages'
+images. `rvport build` makes its images this way too, before its first stage (rvport/build/runner.py).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from functools import partial
 
-from rvport.build import modes, runtime
+from rvport.build import modes, runtime, sidebyside
 from rvport.build.images import BaseImage
 from rvport.build.progress import Progress
-from rvport.build.runner import BuildOptions
-from rvport.build.stage import LoadedToolchains, StageEnv, StageRecord
+from rvport.build.stage import LoadedToolchains, RunOptions, StageEnv, StageRecord
+from rvport.errors import RvportError
 from rvport.plan.planner import Plan, Stage
 
 
@@ -40,35 +46,120 @@ class Prepared:
 
 
 class Preparer:
-    """The images of a plan's stages, made as a `rvport build` with the same options makes them (of the build
-    options, output, fetch (the cache and the CA bundle), builder, base_image and smoke count here)."""
+    """The images of a plan's stages, made as a `rvport build` with the same options makes them (of the options,
+    output, fetch (the cache and the CA bundle), builder and base_image count here, and whether smoke tests run).
 
-    def __init__(self, plan: Plan, opts: BuildOptions, rep: Progress, *, bases: dict[str, BaseImage] | None = None):
-        self.plan, self.opts, self.rep = plan, opts, rep
+    Side by side (rvport/build/sidebyside.py): first every base the stages need (modes.bases), then each stage's
+    images, `workers` at a time. A stage whose images could not be made is in `errors`; `run` raises the first
+    of them in plan order, `make` leaves them to the caller. `rvport build` (for_build) uses `start` and `wait`
+    on a pool of its own: it builds each stage as soon as the stage's images are made, while the later stages'
+    images are being made, and fails a stage whose images failed when it comes to it, as if it had made them
+    then. `rvport prepare` logs to OUTPUT/logs/prepare-<stage>.log and shows a row per stage; `rvport build` logs
+    to the stage's own log and shows "<stage> images" rows."""
+
+    def __init__(self, plan: Plan, opts: RunOptions, rep: Progress, *, smoke: bool = True,
+                 bases: dict[str, BaseImage] | None = None, for_build: bool = False,
+                 workers: int = sidebyside.WORKERS):
+        self.plan, self.opts, self.rep, self.smoke, self.workers = plan, opts, rep, smoke, workers
         self.logs = opts.output / "logs"
         self._bases = opts.bases(bases)
         self._toolchains = LoadedToolchains(opts.fetch)
-        self.images: dict[str, Prepared] = {}      # by tag, in the order first used
+        self._log_prefix, self._row_suffix = ("", " images") if for_build else ("prepare-", "")
+        self._used: dict[str, list[Prepared]] = {}      # by stage, in the order the stage used them
+        self.errors: dict[str, RvportError] = {}        # by stage
+        self.timings: dict[str, float] = {}             # by stage: how long its task took (waiting for bases too)
+        self._started: float | None = None
+        self._ended: float | None = None                # when the last task ended
 
     def run(self) -> list[Prepared]:
+        self.make()
         for st in self.plan.stages:
-            self.rep.begin(st.name, f"images for {st.recipe.ref} [{st.mode.value}]")
-            try:
-                self.stage(st)
-            except BaseException:
-                self.rep.end(st.name, "failed")
-                raise
-            self.rep.end(st.name, "ok")
-        return list(self.images.values())
+            if st.name in self.errors:
+                raise self.errors[st.name]
+        return self.prepared()
 
-    def stage(self, st: Stage) -> None:
+    def prepared(self) -> list[Prepared]:
+        """Every image, once, in the order the stages (in plan order) first used them."""
+        images: dict[str, Prepared] = {}
+        for st in self.plan.stages:
+            for p in self._used.get(st.name, []):
+                if p.what == "app" or p.tag not in images:
+                    images[p.tag] = p
+        return list(images.values())
+
+    def make(self) -> dict[str, RvportError]:
+        """Every image, side by side; the stages that failed, by name."""
+        with sidebyside.SideBySide(self.workers) as pool:
+            self.start(pool)
+            for st in self.plan.stages:
+                self.wait(pool, st.name)
+        return self.errors
+
+    def start(self, pool: sidebyside.SideBySide) -> None:
+        """Hand the work to `pool`: first every base the stages need (the riscv64 base's emulated configure holds
+        one core while the build-platform bases are made on the other), then each stage's images (a stage's
+        task waits for the bases it needs; a base that failed fails it)."""
         self.logs.mkdir(parents=True, exist_ok=True)
+        self._started = time.monotonic()
+        needed = dict.fromkeys(b for st in self.plan.stages for b in modes.bases(st, self.plan.host))
+        for spec, platform in needed:
+            pool.submit(("base", spec, platform), partial(self._base, spec, platform))
+        for st in self.plan.stages:
+            pool.submit(("stage", st.name), partial(self._timed, st))
+
+    def wait(self, pool: sidebyside.SideBySide, name: str) -> RvportError | None:
+        """Wait for stage `name`'s images; the error that stopped them, if any (also kept in `errors`)."""
+        result = pool.result(("stage", name))
+        if isinstance(result, RvportError):
+            self.errors[name] = result
+            return result
+        return None
+
+    def span(self) -> float | None:
+        """Seconds from the start of the work to the end of its last task (None before it started)."""
+        if self._started is None:
+            return None
+        return round((self._ended or time.monotonic()) - self._started, 2)
+
+    def _done(self) -> None:
+        self._ended = max(self._ended or 0.0, time.monotonic())
+
+    def _base(self, spec: str, platform: str) -> BaseImage:
+        if self._bases.has(spec, platform):
+            return self._bases.get(spec, platform)
+        row = f"base {spec} ({platform})"
+        self.rep.begin(row, f"base image {spec} ({platform})")
+        try:
+            base = self._bases.get(spec, platform, on_line=lambda line: self.rep.line(row, line))
+        except BaseException:
+            self.rep.end(row, "failed")
+            raise
+        finally:
+            self._done()
+        self.rep.end(row, "cached" if base.reused else "ok")
+        return base
+
+    def _timed(self, st: Stage) -> None:
+        row = f"{st.name}{self._row_suffix}"
+        self.rep.begin(row, f"images for {st.recipe.ref} [{st.mode.value}]")
+        t0 = time.monotonic()
+        try:
+            self.stage(st, row)
+        except BaseException:
+            self.rep.end(row, "failed")
+            raise
+        finally:
+            self.timings[st.name] = round(time.monotonic() - t0, 2)
+            self._done()
+        self.rep.end(row, "ok")
+
+    def stage(self, st: Stage, row: str | None = None) -> None:
         env = StageEnv(stage=st, profile=self.plan.request.profile, host=self.plan.host, record=StageRecord(stage=st),
-                       bases=self._bases, images=self._toolchains, progress=self.rep,
-                       log_path=self.logs / f"prepare-{st.name}.log", tmp_root=self.opts.fetch.cache.root / "tmp",
-                       builder=self.opts.builder)
+                       bases=self._bases, images=self._toolchains, progress=_Row(self.rep, row or st.name),
+                       log_path=self.logs / f"{self._log_prefix}{st.name}.log",
+                       tmp_root=self.opts.fetch.cache.root / "tmp", builder=self.opts.builder)
         setup = modes.setup(env)
-        if self.opts.smoke and st.recipe.smoke:
+        if self.smoke and st.recipe.smoke:
             modes.smoke_image(env, setup.base)
         app = None
         if st.runtime is not None:
@@ -78,9 +169,26 @@ class Preparer:
             app = Prepared(what="app", stage=st.name, tag=st.runtime.tag, image_id=info["id"] if info else "",
                            made=False, pending=info is None)
             if info is None:
-                self.rep.step(st.name, f"runtime image {st.runtime.tag}: not in the engine, made by rvport build")
-        for used in env.used:
-            self.images.setdefault(used.tag, Prepared(what=used.what, stage=None if used.what == "base" else st.name,
-                                                      tag=used.tag, image_id=used.image_id or "", made=used.made))
-        if app is not None:
-            self.images[app.tag] = app
+                env.step(f"runtime image {st.runtime.tag}: not in the engine, made by rvport build")
+        used = [Prepared(what=u.what, stage=None if u.what == "base" else st.name, tag=u.tag,
+                         image_id=u.image_id or "", made=u.made) for u in env.used]
+        self._used[st.name] = used + ([app] if app is not None else [])
+
+
+class _Row:
+    """A stage's progress under another row name (`rvport build` shows a stage's images as "<stage> images")."""
+
+    def __init__(self, rep: Progress, row: str):
+        self.rep, self.row = rep, row
+
+    def begin(self, name: str, what: str) -> None:
+        self.rep.begin(self.row, what)
+
+    def step(self, name: str, text: str) -> None:
+        self.rep.step(self.row, text)
+
+    def line(self, name: str, text: str) -> None:
+        self.rep.line(self.row, text)
+
+    def end(self, name: str, status: str) -> None:
+        self.rep.end(self.row, status)

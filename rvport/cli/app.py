@@ -208,7 +208,7 @@ def prepare(
     A recipe's runtime image holds its artifacts: it is listed (and put in --tags) only when the engine has it
     already, under --tag as the build names it; otherwise `rvport build` makes it."""
     from rvport.build.prepare import Preparer
-    from rvport.build.runner import BuildOptions
+    from rvport.build.stage import RunOptions
     from rvport.cli import views
     from rvport.cli.progress import reporter
     from rvport.fileio import atomic_write_text
@@ -220,12 +220,12 @@ def prepare(
                      ca=ca_bundle)
     u = ui()
     # the options of the build this prepares for: the same cache, CA bundle, builder, riscv64 base and smoke
-    opts = BuildOptions(output=output, fetch=fopts, builder=builder, base_image=base_image, smoke=not no_smoke)
+    opts = RunOptions(output=output, fetch=fopts, builder=builder, base_image=base_image)
     rep = reporter(u.err, u.ci, u.live)
     for s in p.stages:
         rep.add(s.name, s.mode.value)
     with rep:
-        prepared = Preparer(p, opts, rep).run()
+        prepared = Preparer(p, opts, rep, smoke=not no_smoke).run()
     u.console.print(views.prepared_table(prepared))
     if tags is not None:
         atomic_write_text(tags, "".join(f"{i.tag}\n" for i in prepared if not i.pending))   # in the engine

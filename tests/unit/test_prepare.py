@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from rvport.build import buildx, prepare, stage
+from rvport.build import buildx, modes, prepare, stage
 from rvport.build.modes import accelerated, cross
 from rvport.build import render as dockerfiles
 from rvport.build.runner import BuildOptions
@@ -74,8 +74,8 @@ def engine(monkeypatch):
 
 def _preparer(plan, setup, rep, smoke=True, bases=None):
     _cat, fopts, out = setup
-    opts = BuildOptions(output=out, fetch=fopts, smoke=smoke)
-    return prepare.Preparer(plan, opts, rep, bases=dict(FOUND if bases is None else bases))
+    opts = BuildOptions(output=out, fetch=fopts)
+    return prepare.Preparer(plan, opts, rep, smoke=smoke, bases=dict(FOUND if bases is None else bases))
 
 
 def test_prepare_makes_the_runners_toolchain_image_once(setup, engine):
@@ -220,3 +220,54 @@ def test_prepare_tags_file_has_the_runtime_image_only_when_in_the_engine(setup, 
     assert res.exit_code == 0, res.output
     assert tags.read_text() == "rvport/base:x\n" and seen == ["v1"]    # the runtime tag is the build's
     assert "rvport/tinyrt:local" in res.output and "made by rvport build" in res.output
+
+
+def test_the_bases_a_stage_needs_are_the_ones_its_setup_asks_for(setup, engine):
+    cat, _fopts, _out = setup
+    plan = _plan(cat, "tinylib")
+    for mode in (Mode.QEMU, Mode.ACCELERATED):
+        st = dataclasses.replace(plan.stages[0], mode=mode)
+        bases = dict(FOUND, **{"debian-trixie@linux/riscv64": dataclasses.replace(BASE, reused=True, packages=GCC),
+                               "debian-trixie-xtc@linux/amd64": dataclasses.replace(XBASE, reused=True,
+                                                                                     packages=XGCC)})
+        made = _preparer(dataclasses.replace(plan, stages=(st,)), setup, Rec(), bases=bases).run()
+        tags = {b.tag: (b.spec, b.platform) for b in bases.values()}
+        assert [tags[i.tag] for i in made if i.what == "base"] == list(modes.bases(st, plan.host))
+
+
+def test_bases_are_made_side_by_side_and_a_failed_one_fails_the_stages_that_need_it(setup, engine, monkeypatch):
+    import threading
+    import time
+
+    from rvport.build import images
+    from rvport.errors import HostNotReady
+    cat, _fopts, _out = setup
+    plan = _plan(cat, "tinylib")
+    plan = dataclasses.replace(plan, stages=(dataclasses.replace(plan.stages[0], mode=Mode.ACCELERATED),))
+    running, overlap = set(), []
+    lock = threading.Lock()
+
+    def fake_base(spec, *, platform, **_kw):
+        with lock:
+            running.add(spec.name)
+            overlap.append(len(running))
+        time.sleep(0.3)
+        with lock:
+            running.discard(spec.name)
+        if spec.name == "debian-trixie-xtc":
+            raise HostNotReady("debootstrap failed for debian-trixie-xtc")
+        return dataclasses.replace(BASE, packages=GCC)
+
+    monkeypatch.setattr(images, "ensure_base", fake_base)
+    rep = Rec()
+    prep = _preparer(plan, setup, rep, bases={})
+    errors = prep.make()
+    assert max(overlap) == 2                                    # both bases at once
+    assert list(errors) == ["tinylib"] and "debian-trixie-xtc" in errors["tinylib"].message
+    assert sorted(rep.ends) == [("base debian-trixie (linux/riscv64)", "ok"),
+                                ("base debian-trixie-xtc (linux/amd64)", "failed"), ("tinylib", "failed")]
+    assert len(overlap) == 2                                    # the failed base is not tried a second time
+    # the stage's riscv64 toolchain image was made (its base was); the prefix, on the failed base, was not
+    assert [s.tag.split(":")[0] for s in engine.builds] == ["rvport/toolchain"]
+    with pytest.raises(HostNotReady, match="debian-trixie-xtc"):
+        _preparer(plan, setup, Rec(), bases={}).run()
