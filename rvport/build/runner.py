@@ -1,13 +1,18 @@
-"""Executes a Plan stage by stage in Docker buildx; exports artifacts; writes result.json.
+"""Executes a Plan in Docker buildx; exports artifacts; writes result.json.
 
-Per stage: prepare the verified source tree (fetch), make sure the toolchain image exists and render the
-stage's Dockerfile (both the stage's mode's work, rvport/build/modes/, done by `modes.setup` in a StageEnv
-whose toolchain images are built and inspected now, as `rvport prepare` makes them), build with no network, check the expected outputs, verify them, run the
-smoke test, then commit the artifacts to the content-addressed artifact cache, make the recipe's runtime image
-when it declares one (rvport/build/runtime.py; found again by its labels when unchanged, for a cached stage
-too), run its check (rvport/build/check.py: the image as a service, a client against it, before and after a
-restart) and copy the artifacts into the output directory. Nothing half-made is ever left in
-the output or the cache: every result is made in a temporary directory and renamed into place.
+1. Every stage's verified source tree (fetch), so that a source that cannot be had fails at once.
+2. Every image the stages need, made side by side (rvport/build/prepare.py, as `rvport prepare` makes them:
+   the bases, then each stage's toolchain, prefix, smoke and runtime FROM images). A stage whose images could not
+   be made fails when its turn comes, as if it had made them then.
+3. Stage by stage: the toolchain image (found now) and the stage's Dockerfile (the stage's mode's work,
+   rvport/build/modes/, done by `modes.setup` in a StageEnv), build with no network, check the expected outputs,
+   verify them, run the smoke test, then commit the artifacts to the content-addressed artifact cache, make the
+   recipe's runtime image when it declares one (rvport/build/runtime.py; found again by its labels when
+   unchanged, for a cached stage too), run its check (rvport/build/check.py: the image as a service, a client
+   against it, before and after a restart) and copy the artifacts into the output directory.
+
+Nothing half-made is ever left in the output or the cache: every result is made in a temporary directory and
+renamed into place.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from rvport.build import buildx, check, modes, render as dockerfiles, runtime
+from rvport.build import buildx, check, modes, render as dockerfiles, runtime, sidebyside
+from rvport.build.prepare import Preparer
 
 from rvport import manifest
 from rvport.build.images import BaseImage
@@ -35,7 +41,7 @@ from rvport.build.stage import (LoadedToolchains, RunOptions, StageEnv, StageRec
 from rvport.errors import BuildFailed, Problem, RvportError, SmokeFailed, VerifyFailed
 from rvport.plan.planner import RUST_REPORT, Plan, Stage
 from rvport.sources.cache import sha256_file
-from rvport.sources.tree import prepare_tree
+from rvport.sources.tree import PreparedTree, prepare_tree
 from rvport.verify import provenance
 from rvport.target import PLATFORM as RISCV64
 
@@ -128,6 +134,8 @@ class Runner:
         self._bases = opts.bases(self.bases)
         self._toolchains = LoadedToolchains(opts.fetch)
         self.stage_outputs: dict[str, Path] = {}
+        self.ahead: dict | None = None                  # result.json's images_ahead
+        self._trees: dict[str, PreparedTree] = {}       # every stage's source tree, prepared first
 
     # ------------------------------------------------------------------------------------------ helpers
     @contextlib.contextmanager
@@ -162,22 +170,16 @@ class Runner:
         failing: str | None = None
         error: RvportError | None = None
         try:
-            for rec in self.records:
-                self.rep.begin(rec.stage.name, f"{rec.stage.recipe.ref} [{rec.stage.mode.value}]")
-                try:
-                    self._run_stage(rec)
-                except KeyboardInterrupt:
-                    rec.status = "interrupted"
-                    self.rep.end(rec.stage.name, "interrupted")
-                    raise
-                except RvportError as e:
-                    rec.status = "failed"
-                    rec.error = e.render()
-                    rec.log_tail = getattr(e, "log_tail", None) or _tail(rec.log)
-                    self.rep.end(rec.stage.name, "failed")
-                    status, failing, error = "failed", rec.stage.name, e
-                    break
-                self.rep.end(rec.stage.name, rec.status)
+            failed = self._sources()
+            if failed is None:
+                failed = self._stages()
+            if failed is not None:
+                rec, error = failed
+                rec.status = "failed"
+                rec.error = error.render()
+                rec.log_tail = getattr(error, "log_tail", None) or _tail(rec.log)
+                self.rep.end(rec.stage.name, "failed")
+                status, failing = "failed", rec.stage.name
         except KeyboardInterrupt:
             status = "interrupted"
             failing = next((r.stage.name for r in self.records if r.status == "interrupted"), None)
@@ -188,6 +190,55 @@ class Runner:
             raise error
         return doc
 
+    def _sources(self) -> tuple[StageRecord, RvportError] | None:
+        """Every stage's verified source tree, before any image is made: a source that cannot be had (offline,
+        a wrong digest) fails its stage at once, not after the minutes the images take."""
+        for rec in self.records:
+            env = self._env(rec)
+            self.rep.step(rec.stage.name, "fetching and preparing sources")
+            try:
+                with env.timer("fetch"):
+                    tree = prepare_tree(rec.stage.recipe, self.opts.fetch)
+            except KeyboardInterrupt:
+                rec.status = "interrupted"
+                raise
+            except RvportError as e:
+                self.rep.begin(rec.stage.name, f"{rec.stage.recipe.ref} [{rec.stage.mode.value}]")
+                return rec, e
+            self._trees[rec.stage.name] = tree
+            rec.sources = [f.to_json() for f in tree.fetched]
+        return None
+
+    def _stages(self) -> tuple[StageRecord, RvportError] | None:
+        """Every stage's images made side by side (rvport/build/prepare.py), and each stage built as soon as its
+        own are made, in plan order; the first stage that failed, with its error. Leaving early (a failure, an
+        interrupt) stops the image making still going on. How long the image making took, from its start to its
+        last task's end, and each stage's images go to result.json (images_ahead; the bases' own times are in
+        base_images)."""
+        prep = Preparer(self.plan, self.opts, self.rep, smoke=self.opts.smoke, bases=self.bases, for_build=True)
+        try:
+            with sidebyside.SideBySide(prep.workers) as pool:
+                prep.start(pool)
+                for rec in self.records:
+                    self.rep.begin(rec.stage.name, f"{rec.stage.recipe.ref} [{rec.stage.mode.value}]")
+                    try:
+                        self.rep.step(rec.stage.name, "waiting for its images")
+                        error = prep.wait(pool, rec.stage.name)
+                        if error is not None:      # as if the stage had failed to make them now
+                            raise error
+                        self._run_stage(rec)
+                    except KeyboardInterrupt:
+                        rec.status = "interrupted"
+                        self.rep.end(rec.stage.name, "interrupted")
+                        raise
+                    except RvportError as e:
+                        pool.stop()                 # the later stages' images are not waited for
+                        return rec, e
+                    self.rep.end(rec.stage.name, rec.status)
+        finally:
+            self.ahead = {"duration_s": prep.span(), "workers": prep.workers, "stages": dict(prep.timings)}
+        return None
+
     def _write_result(self, started: float, status: str, failing: str | None) -> dict:
         doc = {
             "schema": manifest.RESULT_SCHEMA, "kind": "rvport-result", "status": status,
@@ -196,6 +247,7 @@ class Runner:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "duration_s": round(time.time() - started, 2),
             "base_images": {k: b.to_json() for k, b in self.bases.items()},
+            "images_ahead": self.ahead,
             "stages": [r.to_json() for r in self.records],
             "artifacts": [dict(a, recipe=r.stage.name) for r in self.records for a in r.artifacts],
         }
@@ -209,12 +261,8 @@ class Runner:
         name = st.name
         env = self._env(rec)
 
-        self.rep.step(name, "fetching and preparing sources")
-        with env.timer("fetch"):
-            tree = prepare_tree(st.recipe, self.opts.fetch)
-        rec.sources = [f.to_json() for f in tree.fetched]
-
-        setup = modes.setup(env)        # the images and the Dockerfile, as `rvport prepare` makes them
+        tree = self._trees[name]
+        setup = modes.setup(env)        # the images (made ahead) and the Dockerfile, as `rvport prepare` makes them
         base, rendered = setup.base, setup.dockerfile
         script = dockerfiles.build_script(st.commands)
         dep_keys = [self._record(d).key or "" for d in st.depends]
