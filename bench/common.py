@@ -26,18 +26,22 @@ def stop_on_signals() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
 
 
-def rvport(args: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None,
-           grace: float = 60) -> tuple[int, float]:
+def rvport(args: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None, grace: float = 60,
+           command: Sequence[str] | None = None, cwd: Path | None = None) -> tuple[int, float]:
     """`python -m rvport ARGS` from this checkout, its output in `log`; (exit status, wall seconds).
+
+    With `command`, another rvport instead (say an older revision's console script in a venv of its own):
+    `COMMAND ARGS` in `cwd` with `env` as given, this checkout neither on PYTHONPATH nor the directory it runs in.
 
     Interrupted, rvport gets SIGTERM and `grace` seconds to stop its own children and clean up (its entry
     point handles it), then SIGKILL."""
     t0 = time.monotonic()
     child_env = dict(os.environ if env is None else env)
-    child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), child_env.get("PYTHONPATH", "")) if p)
+    if command is None:
+        command, cwd = [sys.executable, "-m", "rvport"], ROOT
+        child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), child_env.get("PYTHONPATH", "")) if p)
     with open(log, "w") as f:
-        p = subprocess.Popen([sys.executable, "-m", "rvport", *args], stdout=f, stderr=subprocess.STDOUT, cwd=ROOT,
-                             env=child_env)
+        p = subprocess.Popen([*command, *args], stdout=f, stderr=subprocess.STDOUT, cwd=cwd, env=child_env)
         try:
             rc = p.wait()
         except BaseException:

@@ -4,6 +4,7 @@
     sudo .venv/bin/python bench/first_run.py            # both ways, about 30-50 minutes on 2 cores
     sudo .venv/bin/python bench/first_run.py --keep     # keep both engines' data roots and caches too
     sudo .venv/bin/python bench/first_run.py --new-first   # the new way first (alternate the order between runs)
+    sudo .venv/bin/python bench/first_run.py --old-rev cedd32c   # the old way is rvport as of commit cedd32c
 
 The command is the README's quick start after setup-host and the venv (the same for both ways, not timed):
 
@@ -13,6 +14,23 @@ The command is the README's quick start after setup-host and the venv (the same 
 run twice, each from nothing: first the old way (RVPORT_BOOTSTRAP=debootstrap: the riscv64 base made by
 debootstrap in one run, as when issue #17 was filed), then the new way (rvport's default: the split method,
 docs/bootstrap.md). Everything else is the same code.
+
+With --old-rev REV the old way is instead the rvport of git revision REV of this repository (cedd32c: the code
+issue #17 was filed against), labelled `old (rev cedd32c)`: before either run (not timed), `git archive REV`
+is unpacked in the old run's directory, a fresh venv made there (`python -m venv`, this script's interpreter)
+and the tree installed into it (`pip install DIR`, not editable, pip's defaults); the old run then runs that
+venv's `rvport` console script, in the unpacked tree (where that revision finds its recipes/, dockerfiles/ and
+toolchains/), without this checkout on PYTHONPATH and without RVPORT_BOOTSTRAP, with the two commands that
+revision's README gives (its output directory made the run's own, --json added to verify), e.g. for cedd32c:
+
+    rvport build msgspec sentencepiece tiktoken --profile rvv256 --tag local --output OUT
+    rvport verify artifacts OUT/artifacts/msgspec OUT/artifacts/sentencepiece --profile rvv256
+
+Its result.json may not record every time the step table reads (cedd32c's base images carry no duration_s,
+its stages no "accelerated" timing): those steps show n/a, the bases then as one row, all together (the old
+run's stages' "base" timings, the new run's bases summed); the totals always compare. Its wheels may differ
+from the new ones (other recipe versions): their sha256 are compared and reported, not a failure. The share
+saved with the other steps held equal is not computed (the code differs in more than the base).
 
 "From nothing", without touching the user's Docker engine: each run gets
   - its own dockerd (started here, stopped afterwards): --data-root, --exec-root, --pidfile and its socket in
@@ -44,7 +62,7 @@ they should).
 Run as root (dockerd, the bridge, the rules; debootstrap). Other work on the machine moves the figures: the
 load average is printed beside them. Benchmarks are ratios in one run, never timed assertions. Exit 0 when both
 runs built and verified every wheel, 1 otherwise. Logs, result.json and the wheels stay in the work directory
-(printed); the engines' data roots and the caches are removed unless --keep.
+(printed); the engines' data roots and the caches (and --old-rev's tree and venv) are removed unless --keep.
 """
 
 from __future__ import annotations
@@ -55,6 +73,7 @@ import ipaddress
 import json
 import os
 import platform
+import shlex
 import shutil
 import signal
 import subprocess
@@ -62,6 +81,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -72,6 +92,10 @@ from rvport.build import bootstrap  # noqa: E402
 RECIPES = ("msgspec", "sentencepiece", "tiktoken")
 PROFILE = "rvv256"
 WAYS = (("old", "debootstrap"), ("new", None))     # (name, RVPORT_BOOTSTRAP)
+# the README's main command, the words after `rvport` (its output directory `out` is made each run's own)
+BUILD = ("build", *RECIPES, "--profile", PROFILE, "--tag", "local", "--output", "out")
+VERIFY = ("verify", "artifacts", "out/artifacts", "--profile", PROFILE)
+BASES_TOGETHER = "base images, all together"     # a result.json without a time per base: its stages' "base"
 # what the private daemon takes from the host's daemon.json: how it stores and networks, never where
 HOST_SETTINGS = ("storage-driver", "storage-opts", "mtu", "dns", "dns-opts", "dns-search")
 DROPPED_ENV = ("DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_TLS", "BUILDX_BUILDER")
@@ -232,6 +256,100 @@ class PrivateEngine:
                 bootstrap.remove_tree(self.root / d)
 
 
+# ------------------------------------------------------------------------------------------ --old-rev
+def readme_commands(readme: str) -> tuple[list[str], list[str]]:
+    """A README's main command: the words after `rvport` of the `rvport build` and the `rvport verify artifacts`
+    on its first line holding both (the quick start's `... && rvport build ... && rvport verify artifacts ...`;
+    `rvport` may be a path to it, `.venv/bin/rvport`)."""
+    for line in readme.splitlines():
+        build = verify = None
+        for part in line.split("&&"):
+            try:
+                words = shlex.split(part)
+            except ValueError:
+                continue
+            if not words or Path(words[0]).name != "rvport":
+                continue
+            if words[1:2] == ["build"] and build is None:
+                build = words[1:]
+            elif words[1:3] == ["verify", "artifacts"] and verify is None:
+                verify = words[1:]
+        if build and verify:
+            return build, verify
+    raise SystemExit("the README names no line with both `rvport build ...` and `rvport verify artifacts ...`")
+
+
+def run_args(build: list[str] | tuple[str, ...], verify: list[str] | tuple[str, ...], out: Path,
+             verify_json: Path) -> tuple[list[str], list[str]]:
+    """The two commands' arguments for one run: the build's output directory (`--output DIR`, else `out`)
+    made `out`, also in verify's paths (DIR, DIR/...); --json VERIFY_JSON added to verify."""
+    build, where = list(build), "out"
+    for i, w in enumerate(build):
+        if w in ("--output", "-o") and i + 1 < len(build):
+            where, build[i + 1] = build[i + 1], str(out)
+            break
+        if w.startswith("--output="):
+            where, build[i] = w.split("=", 1)[1], f"--output={out}"
+            break
+    else:
+        build += ["--output", str(out)]
+    where = where.rstrip("/") or "/"
+    moved = [str(out) if w.rstrip("/") == where else str(out / w[len(where) + 1:]) if w.startswith(where + "/")
+             else w for w in verify]
+    return build, [*moved, "--json", str(verify_json)]
+
+
+class OldRev(NamedTuple):
+    """A revision of rvport installed apart from this checkout: its tree (git archive) and a venv of its own."""
+    commit: str
+    src: Path                   # the tree: where its rvport runs (it finds recipes/, dockerfiles/, toolchains/ there)
+    venv: Path
+    build: tuple[str, ...]      # its README's two commands, the words after `rvport`
+    verify: tuple[str, ...]
+
+    @property
+    def short(self) -> str:
+        return self.commit[:7]
+
+    @property
+    def command(self) -> list[str]:
+        return [str(self.venv / "bin" / "rvport")]
+
+
+def old_rev_setup(root: Path, commit: str, dest: Path, python: str) -> list[list[str]]:
+    """The commands that install `commit` of the repository at `root` under `dest`: its tree in dest/src
+    (git archive), a fresh venv in dest/venv, the tree installed into it (not editable, pip's defaults)."""
+    tar = dest / "src.tar"
+    return [["git", "-C", str(root), "archive", "--format=tar", "--prefix=src/", "-o", str(tar), commit],
+            ["tar", "-xf", str(tar), "-C", str(dest)],
+            [python, "-m", "venv", str(dest / "venv")],
+            [str(dest / "venv" / "bin" / "python"), "-m", "pip", "install", str(dest / "src")]]
+
+
+def install_old_rev(root: Path, rev: str, under: Path) -> OldRev:
+    """Revision `rev` installed in under/rev-COMMIT (not timed); its README's commands read from its tree."""
+    cp = _run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"])
+    if cp.returncode != 0 or not cp.stdout.strip():
+        raise SystemExit(f"--old-rev {rev}: not a commit of {root} {cp.stderr.strip()}".rstrip())
+    commit = cp.stdout.strip()
+    dest = under / f"rev-{commit[:7]}"
+    dest.mkdir(parents=True)
+    log = dest / "install.log"
+    print(f"installing rvport {commit[:7]} ({rev}) in {dest} (not timed); log {log}", flush=True)
+    with open(log, "w") as f:
+        for cmd in old_rev_setup(root, commit, dest, sys.executable):
+            f.write(f"$ {shlex.join(cmd)}\n")
+            f.flush()
+            if subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, check=False).returncode != 0:
+                raise SystemExit(f"installing {commit[:7]} failed at `{shlex.join(cmd)}`: see {log}")
+    (dest / "src.tar").unlink()
+    readme = dest / "src" / "README.md"
+    build, verify = readme_commands(readme.read_text() if readme.is_file() else "")
+    if not (dest / "venv" / "bin" / "rvport").is_file():
+        raise SystemExit(f"{commit[:7]} installed no `rvport` console script in {dest / 'venv' / 'bin'}")
+    return OldRev(commit, dest / "src", dest / "venv", tuple(build), tuple(verify))
+
+
 # ------------------------------------------------------------------------------------------ one run
 def fresh_cargo_home(dest: Path) -> Path:
     """An empty cargo home with the user's cargo configuration (mirrors, proxies), never their registry cache."""
@@ -243,23 +361,37 @@ def fresh_cargo_home(dest: Path) -> Path:
     return dest
 
 
-def steps(result: dict, verify_wall: float, total: float) -> dict[str, float]:
-    """Where a run's time went, from its result.json: seconds per step, with `other` the rest of `total`."""
-    out: dict[str, float] = {}
-    for b in sorted(result.get("base_images", {}).values(), key=lambda b: (b["platform"] != "linux/riscv64", b["spec"])):
-        what = "riscv64 base" if b["platform"] == "linux/riscv64" else "build-platform base"
-        out[f"{what} {b['spec']}"] = b.get("duration_s") or 0.0
-    stages = result.get("stages", [])
-    t = [s.get("timings", {}) for s in stages]
-    out["toolchain images (apt, emulated)"] = sum(x.get("toolchain", 0.0) for x in t)
-    out["accelerated prefix images"] = sum(x.get("accelerated", 0.0) for x in t)
-    out["sources (fetch, unpack, vendor)"] = sum(x.get("fetch", 0.0) for x in t)
-    for s in stages:
-        out[f"{s['recipe']} wheel build"] = s.get("timings", {}).get("build", 0.0)
-    out["verify in the stages"] = sum(x.get("verify", 0.0) for x in t)
-    out["smoke tests (image and test)"] = sum(x.get("smoke", 0.0) for x in t)
+def steps(result: dict, verify_wall: float, total: float, *, other_rev: bool = False) -> dict[str, float | None]:
+    """Where a run's time went, from its result.json: seconds per step, with `other` the rest of `total`.
+
+    None (n/a) for a time the result.json does not record: a base image without `duration_s` (older
+    revisions), the bases then together as one row from the stages' "base" timings; with `other_rev` (the
+    result.json of another revision of rvport, which may not time every step this one does), also a step no
+    stage times."""
+    out: dict[str, float | None] = {}
+    bases = [b for b in (result.get("base_images") or {}).values() if isinstance(b, dict)]
+    for b in sorted(bases, key=lambda b: (b.get("platform") != "linux/riscv64", str(b.get("spec")))):
+        what = "riscv64 base" if b.get("platform") == "linux/riscv64" else "build-platform base"
+        out[f"{what} {b.get('spec')}"] = (b["duration_s"] or 0.0) if "duration_s" in b else None
+    stages = [s for s in result.get("stages") or [] if isinstance(s, dict)]
+    t = [s.get("timings") or {} for s in stages]
+
+    def timed(name: str, x: list[dict]) -> float | None:
+        if other_rev and not any(name in d for d in x):
+            return None
+        return sum(d.get(name) or 0.0 for d in x)
+
+    if any(v is None for v in out.values()):
+        out[BASES_TOGETHER] = sum(d.get("base") or 0.0 for d in t)
+    out["toolchain images (apt, emulated)"] = timed("toolchain", t)
+    out["accelerated prefix images"] = timed("accelerated", t)
+    out["sources (fetch, unpack, vendor)"] = timed("fetch", t)
+    for s, d in zip(stages, t):
+        out[f"{s.get('recipe')} wheel build"] = timed("build", [d])
+    out["verify in the stages"] = timed("verify", t)
+    out["smoke tests (image and test)"] = timed("smoke", t)
     out["rvport verify artifacts"] = verify_wall
-    out["other (plan, contexts, export, start-up)"] = total - sum(out.values())
+    out["other (plan, contexts, export, start-up)"] = total - sum(v for v in out.values() if v is not None)
     return out
 
 
@@ -268,23 +400,28 @@ def wheels(artifacts: Path) -> dict[str, str]:
 
 
 def image_ids(result: dict) -> set[str]:
-    ids = {b["image_id"] for b in result.get("base_images", {}).values()}
-    for s in result.get("stages", []):
-        ids |= {v for v in s.get("images", {}).values() if isinstance(v, str) and v.startswith("sha256:")}
-    return ids
+    ids = {b.get("image_id") for b in (result.get("base_images") or {}).values() if isinstance(b, dict)}
+    for s in result.get("stages") or []:
+        ids |= {v for v in (s.get("images") or {}).values() if isinstance(v, str) and v.startswith("sha256:")}
+    return {i for i in ids if isinstance(i, str)}
 
 
-def one_run(name: str, method: str | None, run_dir: Path, args: argparse.Namespace, subnet) -> dict:
-    """The README's two commands from nothing in a private engine; what they took and made."""
+def one_run(name: str, method: str | None, run_dir: Path, args: argparse.Namespace, subnet,
+            old_rev: OldRev | None = None) -> dict:
+    """The README's two commands from nothing in a private engine; what they took and made. With `old_rev`,
+    that revision's rvport and its README's commands (no RVPORT_BOOTSTRAP: pass method None)."""
     cache = run_dir / "cache"
-    env_base = {k: v for k, v in os.environ.items() if k != "RVPORT_BOOTSTRAP"}
+    drop = ("RVPORT_BOOTSTRAP",) if old_rev is None else ("RVPORT_BOOTSTRAP", "PYTHONPATH")
+    env_base = {k: v for k, v in os.environ.items() if k not in drop}
     env_base.update(RVPORT_CACHE_DIR=str(cache), CARGO_HOME=str(fresh_cargo_home(run_dir / "cargo-home")))
     if method:
         env_base["RVPORT_BOOTSTRAP"] = method
     settings = daemon_settings(Path("/etc/docker/daemon.json"), args.storage_driver)
     res: dict = {"way": name, "RVPORT_BOOTSTRAP": method, "dir": str(run_dir)}
+    if old_rev is not None:
+        res.update(label=f"{name} (rev {old_rev.short})", rev=old_rev.commit)
     try:
-        _measure(res, env_base, run_dir, settings, args, subnet)
+        _measure(res, env_base, run_dir, settings, args, subnet, old_rev)
     finally:
         if not args.keep:
             bootstrap.remove_tree(cache)
@@ -293,30 +430,40 @@ def one_run(name: str, method: str | None, run_dir: Path, args: argparse.Namespa
 
 
 def _measure(res: dict, env_base: dict[str, str], run_dir: Path, settings: dict, args: argparse.Namespace,
-             subnet) -> None:
+             subnet, old_rev: OldRev | None = None) -> None:
     out, cache, name, method = run_dir / "out", run_dir / "cache", res["way"], res["RVPORT_BOOTSTRAP"]
+    build_args, verify_args = run_args(*((old_rev.build, old_rev.verify) if old_rev else (BUILD, VERIFY)), out,
+                                       run_dir / "verify.json")
+    command, cwd = (old_rev.command, old_rev.src) if old_rev else (None, None)   # None: this checkout's
     with PrivateEngine(run_dir / "engine", bridge=f"rvb{os.getpid() % 100000}", subnet=subnet, settings=settings,
                        keep=args.keep) as engine:
         res["engine"] = dict(engine.facts(), settings=settings)
         env = engine.env(env_base)
-        print(f"== {name}: RVPORT_BOOTSTRAP={method or '(unset: the default)'}; engine {engine.host} "
+        if old_rev is None:
+            how = f"RVPORT_BOOTSTRAP={method or '(unset: the default)'}"
+        else:
+            res["rvport"] = {"commit": old_rev.commit, "command": command, "cwd": str(cwd), "build": build_args,
+                             "verify": verify_args}
+            how = f"rvport {old_rev.short} ({command[0]}, in {cwd}), RVPORT_BOOTSTRAP unset"
+        print(f"== {res.get('label', name)}: {how}; engine {engine.host} "
               f"(dockerd {res['engine']['server_version']}, {res['engine']['storage_driver']}, BuildKit "
               f"{res['engine']['buildkit']}); cache {cache}", flush=True)
+        if old_rev is not None:
+            print(f"   rvport {shlex.join(build_args)}\n   rvport {shlex.join(verify_args)}", flush=True)
         t0 = time.monotonic()
         with common.LoadAverage() as load:
-            rc_build, wall_build = common.rvport(
-                ["build", *RECIPES, "--profile", PROFILE, "--tag", "local", "--output", str(out)],
-                log=run_dir / "build.log", env=env)
-            rc_verify, wall_verify = common.rvport(
-                ["verify", "artifacts", str(out / "artifacts"), "--profile", PROFILE, "--json",
-                 str(run_dir / "verify.json")], log=run_dir / "verify.log", env=env)
+            rc_build, wall_build = common.rvport(build_args, log=run_dir / "build.log", env=env, command=command,
+                                                 cwd=cwd)
+            rc_verify, wall_verify = common.rvport(verify_args, log=run_dir / "verify.log", env=env, command=command,
+                                                   cwd=cwd)
         total = time.monotonic() - t0
         result = json.loads((out / "result.json").read_text()) if (out / "result.json").is_file() else {}
         missing = image_ids(result) - engine.image_ids()
     verify = json.loads((run_dir / "verify.json").read_text()) if (run_dir / "verify.json").is_file() else {}
-    built = {a["path"]: a["sha256"] for a in result.get("artifacts", [])}
+    built = {a.get("path"): a.get("sha256") for a in result.get("artifacts") or [] if isinstance(a, dict)}
     res.update(total=total, build=wall_build, verify=wall_verify, rc_build=rc_build, rc_verify=rc_verify,
-               load=load.summary(), status=result.get("status"), steps=steps(result, wall_verify, total),
+               load=load.summary(), status=result.get("status"),
+               steps=steps(result, wall_verify, total, other_rev=old_rev is not None),
                wheels=wheels(out / "artifacts") if (out / "artifacts").is_dir() else {},
                verify_ok=bool(verify.get("ok")), verify_summary=verify.get("summary"), in_private_engine=not missing,
                result_artifacts=built)
@@ -328,31 +475,54 @@ def _measure(res: dict, env_base: dict[str, str], run_dir: Path, settings: dict,
 
 
 # ------------------------------------------------------------------------------------------ report
-def saved(old: float, new: float) -> str:
-    return f"{(1 - new / old) * 100:5.1f}%" if old > 0 else "    -"
+def saved(old: float | None, new: float | None) -> str:
+    return f"{(1 - new / old) * 100:5.1f}%" if old and new is not None and old > 0 else "    -"
 
 
-def ratio(old: float, new: float) -> str:
-    return f"{old / new:5.2f}x" if new > 0 else "    -"
+def ratio(old: float | None, new: float | None) -> str:
+    return f"{old / new:5.2f}x" if new and old is not None and new > 0 else "    -"
+
+
+def _seconds(v: float | None, width: int) -> str:
+    return f"{v:>{width - 1}.0f}s" if v is not None else f"{'n/a':>{width}}"
+
+
+def _with_bases_together(steps: dict, other: dict) -> dict:
+    """`steps` with the bases together as one row when `other` has only that row (its result.json timed no base
+    on its own, the row is its stages' "base" timings): the sum of this run's own base rows, None if one is
+    unknown."""
+    if BASES_TOGETHER not in other or BASES_TOGETHER in steps:
+        return steps
+    own = [v for k, v in steps.items() if k.startswith(("riscv64 base", "build-platform base"))]
+    return dict(steps, **{BASES_TOGETHER: None if None in own else sum(own)})
 
 
 def report(old: dict, new: dict) -> list[str]:
-    lines = [f"{'':44}{'old':>9}{'new':>9}{'old/new':>9}{'saved':>8}"]
-    names = list(dict.fromkeys([*old["steps"], *new["steps"]]))
+    """The step table, the totals, the load averages and the held-equal share. A run of another revision
+    (`rev`) may lack steps: n/a there, and no held-equal share (the code differs in more than the base)."""
+    la, lb = old.get("label", "old"), new.get("label", "new")
+    wa, wb = max(9, len(la) + 1), max(9, len(lb) + 1)
+    other_rev = "rev" in old or "rev" in new
+    sa, sb = _with_bases_together(old["steps"], new["steps"]), _with_bases_together(new["steps"], old["steps"])
+    lines = [f"{'':44}{la:>{wa}}{lb:>{wb}}{'old/new':>9}{'saved':>8}"]
+    names = list(dict.fromkeys([*sa, *sb]))
+    missing = None if other_rev else 0.0
     for n in names:
-        a, b = old["steps"].get(n, 0.0), new["steps"].get(n, 0.0)
-        lines.append(f"{n:44}{a:>8.0f}s{b:>8.0f}s{ratio(a, b):>9}{saved(a, b):>8}")
-    lines.append(f"{'total (rvport build + rvport verify)':44}{old['total']:>8.0f}s{new['total']:>8.0f}s"
+        a, b = sa.get(n, missing), sb.get(n, missing)
+        lines.append(f"{n:44}{_seconds(a, wa)}{_seconds(b, wb)}{ratio(a, b):>9}{saved(a, b):>8}")
+    lines.append(f"{'total (rvport build + rvport verify)':44}{_seconds(old['total'], wa)}{_seconds(new['total'], wb)}"
                  f"{ratio(old['total'], new['total']):>9}{saved(old['total'], new['total']):>8}")
     lo, ln = old["load"], new["load"]
-    lines.append(f"{'load average (1 min): mean, range':44}{lo['mean']:>9.1f}{ln['mean']:>9.1f}   "
-                 f"old {lo['min']:.1f}-{lo['max']:.1f}, new {ln['min']:.1f}-{ln['max']:.1f} on {lo['cpus']} CPUs")
+    lines.append(f"{'load average (1 min): mean, range':44}{lo['mean']:>{wa}.1f}{ln['mean']:>{wb}.1f}   "
+                 f"{la} {lo['min']:.1f}-{lo['max']:.1f}, {lb} {ln['min']:.1f}-{ln['max']:.1f} on {lo['cpus']} CPUs")
     if abs(lo["mean"] - ln["mean"]) > 0.5 * (lo["cpus"] or 1):
         lines.append("   the two runs saw different loads: the ratio is skewed towards the quieter run")
-    held = held_equal(old, new)
+    held = None if other_rev else held_equal(old, new)
     if held:
         lines.append(f"with the steps the way does not change held equal (only the riscv64 base differs): saved "
                      f"{held[0]:.1f}% (the old run's other steps) to {held[1]:.1f}% (the new run's)")
+    if other_rev:
+        lines.append("no share with the other steps held equal: two revisions of rvport differ in more than the base")
     return lines
 
 
@@ -364,25 +534,45 @@ def held_equal(old: dict, new: dict) -> tuple[float, float] | None:
     if key is None or key not in new["steps"]:
         return None
     a, b = old["steps"][key], new["steps"][key]
+    if a is None or b is None:
+        return None
     out = []
     for rest in (old["total"] - a, new["total"] - b):
         out.append((1 - (rest + b) / (rest + a)) * 100 if rest + a > 0 else 0.0)
     return out[0], out[1]
 
 
+def wheel_lines(old: dict, new: dict) -> list[str]:
+    """Whether the two runs made the same wheels (sha256), wheel by wheel. Two revisions may build other
+    wheels (other recipe versions): reported, never a failure."""
+    la, lb = old.get("label", "old"), new.get("label", "new")
+    same = old["wheels"] == new["wheels"] and bool(old["wheels"])
+    lines = [f"the wheels' sha256 agree between the two runs: {same}"]
+    if not same and ("rev" in old or "rev" in new):
+        lines.append("   (two revisions of rvport: their wheels may differ; reported, not a failure)")
+    for whl in sorted(set(old["wheels"]) | set(new["wheels"])):
+        a, b = old["wheels"].get(whl), new["wheels"].get(whl)
+        lines.append(f"   {whl}: {a}" if a == b else f"   {whl}: {la} {a or '-'}, {lb} {b or '-'}")
+    return lines
+
+
 def main() -> int:
     common.stop_on_signals()    # Ctrl-C or a kill stops rvport, then the engine, and removes what it made
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", type=Path, default=None, help="where the run directories go (default: a temporary one)")
-    ap.add_argument("--keep", action="store_true", help="keep the engines' data roots and the caches")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the engines' data roots and the caches (and --old-rev's tree and venv)")
     ap.add_argument("--subnet", default="10.199.0.0/24", help="the private engine's bridge network")
     ap.add_argument("--storage-driver", default=None, help="the private engine's (default: the host daemon.json's)")
     ap.add_argument("--only", choices=[w for w, _ in WAYS], help="one way only (no comparison)")
     ap.add_argument("--new-first", action="store_true", help="run the new way first (alternate between reruns)")
+    ap.add_argument("--old-rev", metavar="REV", default=None,
+                    help="the old way is the rvport of git revision REV of this repository, with its README's "
+                         "commands (e.g. cedd32c, the code issue #17 was filed against)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         ap.error("run as root: it starts a dockerd, makes a bridge and its NAT rules, and debootstraps")
-    for tool in ("dockerd", "docker", "ip", "iptables", "debootstrap"):
+    for tool in ("dockerd", "docker", "ip", "iptables", "debootstrap", *(("git", "tar") if args.old_rev else ())):
         if shutil.which(tool) is None:
             ap.error(f"{tool} is not installed (scripts/setup-host installs what rvport needs)")
     subnet = free_subnet(args.subnet, _routes())
@@ -391,11 +581,22 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="rvport-bench-first-run-", dir=args.work))
     print(f"work directory: {work}; {platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}; "
           f"load average now {os.getloadavg()[0]:.1f}", flush=True)
+    old_rev = None
+    if args.old_rev and args.only != "new":
+        old_rev = install_old_rev(ROOT, args.old_rev, work / "old")
     runs = []
-    for name, method in (WAYS[::-1] if args.new_first else WAYS):
-        if args.only and name != args.only:
-            continue
-        runs.append(one_run(name, method, work / name, args, subnet))
+    try:
+        for name, method in (WAYS[::-1] if args.new_first else WAYS):
+            if args.only and name != args.only:
+                continue
+            if name == "old" and old_rev is not None:
+                runs.append(one_run(name, None, work / name, args, subnet, old_rev))
+            else:
+                runs.append(one_run(name, method, work / name, args, subnet))
+    finally:
+        if old_rev is not None and not args.keep:
+            for d in (old_rev.venv, old_rev.src):
+                shutil.rmtree(d, ignore_errors=True)
     runs.sort(key=lambda r: r["way"] != "old")
     (work / "bench.json").write_text(json.dumps({"runs": runs}, indent=1))
     print()
@@ -403,11 +604,7 @@ def main() -> int:
         old, new = runs
         print("\n".join(report(old, new)))
         print(f"both runs built and verified all {len(RECIPES)} wheels: {old['ok'] and new['ok']}")
-        same = old["wheels"] == new["wheels"] and bool(old["wheels"])
-        print(f"the wheels' sha256 agree between the two runs: {same}")
-        for whl in sorted(set(old["wheels"]) | set(new["wheels"])):
-            a, b = old["wheels"].get(whl), new["wheels"].get(whl)
-            print(f"   {whl}: {a}" if a == b else f"   {whl}: old {a or '-'}, new {b or '-'}")
+        print("\n".join(wheel_lines(old, new)))
     print(f"details: {work / 'bench.json'}; logs and wheels in {work}/old, {work}/new")
     return 0 if runs and all(r["ok"] for r in runs) else 1
 
