@@ -95,6 +95,7 @@ WAYS = (("old", "debootstrap"), ("new", None))     # (name, RVPORT_BOOTSTRAP)
 # the README's main command, the words after `rvport` (its output directory `out` is made each run's own)
 BUILD = ("build", *RECIPES, "--profile", PROFILE, "--tag", "local", "--output", "out")
 VERIFY = ("verify", "artifacts", "out/artifacts", "--profile", PROFILE)
+WAITED = "stages waiting for their images"        # images made side by side: the run's time they cost
 BASES_TOGETHER = "base images, all together"     # a result.json without a time per base: its stages' "base"
 # what the private daemon takes from the host's daemon.json: how it stores and networks, never where
 HOST_SETTINGS = ("storage-driver", "storage-opts", "mtu", "dns", "dns-opts", "dns-search")
@@ -383,6 +384,9 @@ def steps(result: dict, verify_wall: float, total: float, *, other_rev: bool = F
 
     if any(v is None for v in out.values()):
         out[BASES_TOGETHER] = sum(d.get("base") or 0.0 for d in t)
+    side_by_side = [k for k in out if k != BASES_TOGETHER] if any("images" in d for d in t) else []
+    if side_by_side:    # images made side by side (images_ahead): the bases' times overlap, the waits do not
+        out[WAITED] = timed("images", t)
     out["toolchain images (apt, emulated)"] = timed("toolchain", t)
     out["accelerated prefix images"] = timed("accelerated", t)
     out["sources (fetch, unpack, vendor)"] = timed("fetch", t)
@@ -391,7 +395,8 @@ def steps(result: dict, verify_wall: float, total: float, *, other_rev: bool = F
     out["verify in the stages"] = timed("verify", t)
     out["smoke tests (image and test)"] = timed("smoke", t)
     out["rvport verify artifacts"] = verify_wall
-    out["other (plan, contexts, export, start-up)"] = total - sum(v for v in out.values() if v is not None)
+    out["other (plan, contexts, export, start-up)"] = total - sum(v for k, v in out.items()
+                                                                  if v is not None and k not in side_by_side)
     return out
 
 

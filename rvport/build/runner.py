@@ -223,7 +223,9 @@ class Runner:
                     self.rep.begin(rec.stage.name, f"{rec.stage.recipe.ref} [{rec.stage.mode.value}]")
                     try:
                         self.rep.step(rec.stage.name, "waiting for its images")
+                        waited = time.monotonic()
                         error = prep.wait(pool, rec.stage.name)
+                        rec.timings["images"] = time.monotonic() - waited   # the part of the run it waited
                         if error is not None:      # as if the stage had failed to make them now
                             raise error
                         self._run_stage(rec)

@@ -86,6 +86,18 @@ def test_steps_split_a_run_by_base_image_image_kind_and_wheel_and_the_rest_is_ot
     assert bench.image_ids(RESULT) == {"sha256:" + c * 64 for c in "123"}
 
 
+def test_steps_of_a_run_with_images_made_side_by_side_count_the_stages_waits_not_the_bases():
+    import copy
+    result = copy.deepcopy(RESULT)
+    result["stages"][0]["timings"] = {"fetch": 2.0, "images": 320.0, "toolchain": 1.0, "accelerated": 0.5,
+                                      "build": 60.0, "verify": 1.0, "smoke": 20.0}
+    result["stages"][1]["timings"] = {"fetch": 8.0, "images": 10.0, "toolchain": 1.0, "build": 200.0, "verify": 1.0}
+    got = bench.steps(result, verify_wall=5.0, total=1000.0)
+    assert got["riscv64 base debian-trixie"] == 300.0 and got[bench.WAITED] == 330.0   # shown, not summed
+    assert got["other (plan, contexts, export, start-up)"] == pytest.approx(1000.0 - 330.0 - 2.0 - 0.5 - 10.0 - 260.0
+                                                                           - 2.0 - 20.0 - 5.0)
+
+
 def test_the_report_gives_ratio_and_share_saved_per_step_and_says_when_loads_differ():
     old = {"steps": {"riscv64 base debian-trixie": 700.0, "other": 100.0}, "total": 800.0,
            "load": {"mean": 3.0, "min": 2.0, "max": 4.0, "cpus": 2}}
