@@ -271,3 +271,42 @@ def test_bases_are_made_side_by_side_and_a_failed_one_fails_the_stages_that_need
     assert [s.tag.split(":")[0] for s in engine.builds] == ["rvport/toolchain"]
     with pytest.raises(HostNotReady, match="debian-trixie-xtc"):
         _preparer(plan, setup, Rec(), bases={}).run()
+
+
+def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_interrupted(setup, engine,
+                                                                                          monkeypatch, tmp_path):
+    """`rvport build` makes its bases on worker threads; only the main thread receives Ctrl-C. The base's program
+    is stopped, its scratch directory removed, and result.json says interrupted."""
+    import json
+    import os
+    import signal
+    import threading
+    import time
+
+    from rvport import proc
+    from rvport.build import images
+    from rvport.build.runner import Runner
+    cat, fopts, out = setup
+    scratch = tmp_path / "rootfs"
+
+    def slow_base(spec, *, platform, log_path, on_line=None, **_kw):
+        scratch.mkdir(exist_ok=True)
+        try:
+            proc.stream(["sleep", "60"], on_line=on_line or (lambda _l: None), log_path=log_path)
+            raise AssertionError("not stopped")
+        finally:
+            (scratch / "cleaned").write_text("")
+
+    monkeypatch.setattr(images, "ensure_base", slow_base)
+    opts = BuildOptions(output=out, fetch=fopts)
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        Runner(_plan(cat, "tinylib"), opts, Rec()).run()
+    assert time.monotonic() - t0 < 30
+    assert (scratch / "cleaned").exists()                   # the worker's cleanup ran before the interrupt went on
+    doc = json.loads((out / "result.json").read_text())
+    assert doc["status"] == "interrupted" and doc["stages"][0]["status"] == "interrupted"
+    assert doc["images_ahead"]["workers"] == 2 and engine.builds == []
+    assert proc.stream(["true"], on_line=lambda _l: None) == 0     # programs start again afterwards
