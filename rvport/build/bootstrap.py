@@ -16,7 +16,9 @@ second stage runs under QEMU: debootstrap's own shell and perl, and dpkg unpacki
      mounted, policy-rc.d and a fake start-stop-daemon during configuration, the dselect method, the
      `available` file, the log in /var/log/bootstrap.log, the /debootstrap directory removed;
   3. py3compile and update-ca-certificates, which maintainer scripts would run again and again under
-     emulation, are recorded while dpkg configures and run once afterwards (Deferred), with the same result.
+     emulation, are recorded while dpkg configures and run once afterwards (Deferred), with the same result:
+     the certificates and the bytecode (in two runs, split by directory) side by side, each an emulated
+     process chain of its own.
 Same package set, same versions, same Release file, same files but logs (bench/bootstrap.py compares them).
 
 The host's dpkg must not filter what it unpacks (path-exclude in /etc/dpkg/dpkg.cfg.d, as slim container
@@ -31,11 +33,13 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
 from rvport import proc
-from rvport.errors import HostNotReady, UsageError
+from rvport.build import sidebyside
+from rvport.errors import HostNotReady, RvportError, UsageError
 
 CLASSIC = "debootstrap"
 SPLIT = "split"
@@ -242,11 +246,8 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
             on_line(f"bootstrap: configuring 0/{total} (emulated)")
             _stream(configure_argv(rootfs), on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
                     log_path=log_path, what="configuring the packages (emulated dpkg)", env=env)
-        for argv in update_ca_batch(deferred[UPDATE_CA].calls()):
-            on_line("bootstrap: certificates: update-ca-certificates once for the configured packages (emulated)...")
-            _stream(["chroot", str(rootfs), UPDATE_CA, *argv], on_line=tee(on_line), log_path=log_path,
-                    what="update-ca-certificates in the new rootfs", env=env)
-        _compile_python(rootfs, deferred[PY3COMPILE].calls(), log_path=log_path, on_line=tee(on_line), env=env)
+        _run_deferred(rootfs, {p: d.calls() for p, d in deferred.items()}, log_path=log_path, on_line=tee(on_line),
+                      env=env)
     finally:
         own_log.close()
         unmount_all(rootfs)
@@ -337,19 +338,53 @@ def py3compile_batch(rootfs: Path, calls: list[list[str]]) -> tuple[list[str], l
     return list(dict.fromkeys(files)), others
 
 
-def _compile_python(rootfs: Path, calls: list[list[str]], *, log_path: Path | None,
-                    on_line: Callable[[str], None], env: dict) -> None:
-    if not calls:
-        return
-    files, others = py3compile_batch(rootfs, calls)
-    on_line(f"bootstrap: compiling Python bytecode: {len(files)} files of {len(calls) - len(others)} packages "
-            "in one py3compile run (emulated)...")
-    for i in range(0, len(files), 2000):
-        _stream(["chroot", str(rootfs), PY3COMPILE, *files[i:i + 2000]], on_line=on_line,
-                log_path=log_path, what="py3compile in the new rootfs", env=env)
-    for argv in others:
-        _stream(["chroot", str(rootfs), PY3COMPILE, *argv], on_line=on_line, log_path=log_path,
-                what=f"py3compile {' '.join(argv)} in the new rootfs", env=env)
+def split_by_directory(files: list[str], parts: int) -> list[list[str]]:
+    """`files` in up to `parts` lists of about the same length, every directory's files in one list (two
+    py3compile runs never make the same __pycache__ directory), each list in the files' order."""
+    by_dir: dict[str, list[str]] = {}
+    for f in files:
+        by_dir.setdefault(f.rpartition("/")[0], []).append(f)
+    out: list[list[str]] = [[] for _ in range(max(1, parts))]
+    for group in sorted(by_dir.values(), key=len, reverse=True):
+        min(out, key=len).extend(group)
+    order = {f: i for i, f in enumerate(files)}
+    return [sorted(o, key=order.__getitem__) for o in out if o]
+
+
+def deferred_runs(rootfs: Path, calls: dict[str, list[list[str]]], parts: int = sidebyside.WORKERS
+                  ) -> tuple[list[tuple[str, list[list[str]]]], list[list[str]]]:
+    """The deferred programs' runs: (independent tasks, each (what, argvs run one after another in the rootfs),
+    argvs to run after them all). update-ca-certificates once (update_ca_batch); the recorded py3compile calls
+    as one batch of files (py3compile_batch) split by directory into `parts` runs; py3compile calls of any other
+    form afterwards, as they were (they may write where the batch does)."""
+    tasks: list[tuple[str, list[list[str]]]] = []
+    ca = update_ca_batch(calls.get(UPDATE_CA, []))
+    if ca:
+        tasks.append(("certificates", [[UPDATE_CA, *argv] for argv in ca]))
+    files, others = py3compile_batch(rootfs, calls.get(PY3COMPILE, []))
+    for i, part in enumerate(split_by_directory(files, parts)):
+        tasks.append((f"python bytecode {i + 1}", [[PY3COMPILE, *part[j:j + 2000]] for j in range(0, len(part), 2000)]))
+    return tasks, [[PY3COMPILE, *argv] for argv in others]
+
+
+def _run_deferred(rootfs: Path, calls: dict[str, list[list[str]]], *, log_path: Path | None,
+                  on_line: Callable[[str], None], env: dict) -> None:
+    """The deferred programs, once, their runs side by side (each an emulated process chain of its own, so two
+    cores take them at once); the first failure is raised once all have ended."""
+    tasks, after = deferred_runs(rootfs, calls)
+
+    def run(argvs: list[list[str]]) -> None:
+        for argv in argvs:
+            _stream(["chroot", str(rootfs), *argv], on_line=on_line, log_path=log_path,
+                    what=f"{Path(argv[0]).name} in the new rootfs", env=env)
+
+    if tasks:
+        on_line(f"bootstrap: deferred work side by side: {', '.join(w for w, _ in tasks)} (emulated)...")
+        results = sidebyside.run([(what, partial(run, argvs)) for what, argvs in tasks])
+        failed = next((r for r in results.values() if isinstance(r, RvportError)), None)
+        if failed is not None:
+            raise failed
+    run(after)
 
 
 def _mount_proc(rootfs: Path, env: dict) -> None:

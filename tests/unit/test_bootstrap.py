@@ -271,3 +271,28 @@ def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tm
     assert made.to_json()["duration_s"] == round(made.duration_s, 2) and made.packages == {"libc6": "2.41"}
     found = images.ensure_base(spec, **args)
     assert found.reused and found.duration_s is None and found.to_json()["duration_s"] is None
+
+
+def test_bytecode_is_split_so_that_no_directory_is_in_two_runs():
+    files = [f"/usr/lib/python3/dist-packages/{d}/{n}.py" for d, k in (("pip", 5), ("six", 1), ("wheel", 3), ("yaml", 2))
+             for n in range(k)]
+    parts = bootstrap.split_by_directory(files, 2)
+    assert sorted(f for p in parts for f in p) == sorted(files)             # every file once
+    dirs = [{f.rpartition("/")[0] for f in p} for p in parts]
+    assert not dirs[0] & dirs[1]                                            # a directory in one run only
+    assert sorted(len(p) for p in parts) == [5, 6]                          # about the same length
+    assert all(p == [f for f in files if f in p] for p in parts)            # in the files' order
+    assert bootstrap.split_by_directory(files[:1], 2) == [files[:1]] and bootstrap.split_by_directory([], 2) == []
+
+
+def test_the_deferred_work_is_certificates_and_two_bytecode_runs_side_by_side_then_other_calls(tmp_path):
+    r = _rootfs_with_python(tmp_path)
+    calls = {bootstrap.UPDATE_CA: [["--hooksdir", "", "--fresh"], []],
+             bootstrap.PY3COMPILE: [["-p", "python3-pip"], ["-p", "python3-minimal", "/usr/share/python3/"],
+                                    ["-V", "3.13", "/opt/x"]]}
+    tasks, after = bootstrap.deferred_runs(r, calls)
+    assert tasks == [("certificates", [[bootstrap.UPDATE_CA, "--fresh"]]),
+                     ("python bytecode 1", [[bootstrap.PY3COMPILE, "/usr/lib/python3/dist-packages/pip/__init__.py"]]),
+                     ("python bytecode 2", [[bootstrap.PY3COMPILE, "/usr/share/python3/debpython/files.py"]])]
+    assert after == [[bootstrap.PY3COMPILE, "-V", "3.13", "/opt/x"]]      # after the batch: may touch its dirs
+    assert bootstrap.deferred_runs(r, {}) == ([], [])
