@@ -10,7 +10,7 @@ RUN --mount=type=secret,id=rvport-ca \
     set -eu; \
     if [ -s /run/secrets/rvport-ca ]; then ca="-o Acquire::https::CAInfo=/run/secrets/rvport-ca"; else ca=""; fi; \
     dpkg --add-architecture @@FOREIGN_ARCH@@; \
-    apt-get $ca update; \
+    apt-get $ca -o Acquire::Languages=none update; \
     apt-get $ca install -y --no-install-recommends @@PACKAGES@@; \
     @@UNPACK@@; \
     rm -rf /var/lib/apt/lists/*; \
