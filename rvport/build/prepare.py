@@ -19,7 +19,7 @@ images. `rvport build` makes its images this way too, before its first stage (rv
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from rvport.build import modes, runtime, sidebyside
@@ -66,6 +66,7 @@ class Preparer:
         self._toolchains = LoadedToolchains(opts.fetch)
         self._log_prefix, self._row_suffix = ("", " images") if for_build else ("prepare-", "")
         self._used: dict[str, list[Prepared]] = {}      # by stage, in the order the stage used them
+        self._early_used: dict[str, list[Prepared]] = {}    # ... and what its early task (modes: early) used
         self.errors: dict[str, RvportError] = {}        # by stage
         self.timings: dict[str, float] = {}             # by stage: how long its task took (waiting for bases too)
         self._started: float | None = None
@@ -82,9 +83,11 @@ class Preparer:
         """Every image, once, in the order the stages (in plan order) first used them."""
         images: dict[str, Prepared] = {}
         for st in self.plan.stages:
-            for p in self._used.get(st.name, []):
+            for p in self._used.get(st.name, []) + self._early_used.get(st.name, []):
                 if p.what == "app" or p.tag not in images:
                     images[p.tag] = p
+                elif p.made and not images[p.tag].made:     # made by the early task, found by the stage's
+                    images[p.tag] = replace(images[p.tag], made=True)
         return list(images.values())
 
     def make(self) -> dict[str, RvportError]:
@@ -97,15 +100,19 @@ class Preparer:
 
     def start(self, pool: sidebyside.SideBySide) -> None:
         """Hand the work to `pool`: first every base the stages need (the riscv64 base's emulated configure holds
-        one core while the build-platform bases are made on the other), then each stage's images (a stage's
-        task waits for the bases it needs; a base that failed fails it)."""
+        one core while the build-platform bases are made on the other), then the images that start from a
+        build-platform base alone (modes: `early`), then each stage's images (a stage's task waits for the bases
+        it needs; a base that failed fails it, so does its early task's failure)."""
         self.logs.mkdir(parents=True, exist_ok=True)
         self._started = time.monotonic()
         needed = dict.fromkeys(b for st in self.plan.stages for b in modes.bases(st, self.plan.host))
         for spec, platform in needed:
             pool.submit(("base", spec, platform), partial(self._base, spec, platform))
+        early = [st for st in self.plan.stages if len(modes.bases(st, self.plan.host)) > 1]
+        for st in early:
+            pool.submit(("early", st.name), partial(self._early, st))
         for st in self.plan.stages:
-            pool.submit(("stage", st.name), partial(self._timed, st))
+            pool.submit(("stage", st.name), partial(self._timed, st, pool if st in early else None))
 
     def wait(self, pool: sidebyside.SideBySide, name: str) -> RvportError | None:
         """Wait for stage `name`'s images; the error that stopped them, if any (also kept in `errors`)."""
@@ -139,11 +146,29 @@ class Preparer:
         self.rep.end(row, "cached" if base.reused else "ok")
         return base
 
-    def _timed(self, st: Stage) -> None:
+    def _early(self, st: Stage) -> None:
+        """The mode's images that need only its own bases (modes: `early`), under a row of their own."""
+        row = f"{st.name}{self._row_suffix}, early"
+        self.rep.begin(row, f"images for {st.recipe.ref} [{st.mode.value}] from the build platform's base")
+        try:
+            env = self._env(st, row)
+            modes.of(st.mode).early(env)
+        except BaseException:
+            self.rep.end(row, "failed")
+            raise
+        finally:
+            self._done()
+        self._early_used[st.name] = self._listed(st, env)
+        self.rep.end(row, "ok")
+
+    def _timed(self, st: Stage, pool: sidebyside.SideBySide | None) -> None:
         row = f"{st.name}{self._row_suffix}"
         self.rep.begin(row, f"images for {st.recipe.ref} [{st.mode.value}]")
         t0 = time.monotonic()
         try:
+            early = pool.result(("early", st.name)) if pool is not None else None   # submitted first: never waits
+            if isinstance(early, RvportError):                                      # on a task not started
+                raise early
             self.stage(st, row)
         except BaseException:
             self.rep.end(row, "failed")
@@ -153,11 +178,19 @@ class Preparer:
             self._done()
         self.rep.end(row, "ok")
 
+    def _env(self, st: Stage, row: str) -> StageEnv:
+        return StageEnv(stage=st, profile=self.plan.request.profile, host=self.plan.host, record=StageRecord(stage=st),
+                        bases=self._bases, images=self._toolchains, progress=_Row(self.rep, row),
+                        log_path=self.logs / f"{self._log_prefix}{st.name}.log",
+                        tmp_root=self.opts.fetch.cache.root / "tmp", builder=self.opts.builder)
+
+    @staticmethod
+    def _listed(st: Stage, env: StageEnv) -> list[Prepared]:
+        return [Prepared(what=u.what, stage=None if u.what == "base" else st.name, tag=u.tag,
+                         image_id=u.image_id or "", made=u.made) for u in env.used]
+
     def stage(self, st: Stage, row: str | None = None) -> None:
-        env = StageEnv(stage=st, profile=self.plan.request.profile, host=self.plan.host, record=StageRecord(stage=st),
-                       bases=self._bases, images=self._toolchains, progress=_Row(self.rep, row or st.name),
-                       log_path=self.logs / f"{self._log_prefix}{st.name}.log",
-                       tmp_root=self.opts.fetch.cache.root / "tmp", builder=self.opts.builder)
+        env = self._env(st, row or st.name)
         setup = modes.setup(env)
         if self.smoke and st.recipe.smoke:
             modes.smoke_image(env, setup.base)
@@ -170,9 +203,7 @@ class Preparer:
                            made=False, pending=info is None)
             if info is None:
                 env.step(f"runtime image {st.runtime.tag}: not in the engine, made by rvport build")
-        used = [Prepared(what=u.what, stage=None if u.what == "base" else st.name, tag=u.tag,
-                         image_id=u.image_id or "", made=u.made) for u in env.used]
-        self._used[st.name] = used + ([app] if app is not None else [])
+        self._used[st.name] = self._listed(st, env) + ([app] if app is not None else [])
 
 
 class _Row:

@@ -31,6 +31,11 @@ class StageMode(Protocol):
     def bases(self, stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
         """The bases (spec, platform) the mode's images start from, besides the stage's riscv64 base."""
 
+    def early(self, env: StageEnv) -> None:
+        """Make the mode's images that start from its own bases alone, not from the riscv64 base (the accelerated
+        prefix, the cross toolchain image): `rvport build` and `rvport prepare` make them while the riscv64 base
+        is still being made. `toolchain` and `dockerfile` find them made."""
+
     def toolchain(self, env: StageEnv) -> Toolchain:
         """The image the stage builds FROM (made through env; recorded in env.record where it says more)."""
 

@@ -213,8 +213,11 @@ class Accelerated:
     def toolchain(self, env: StageEnv) -> Toolchain:
         return riscv64_toolchain(env)
 
-    def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> dockerfiles.Rendered:
-        """The prefix image made, the stage's compilers checked against it and recorded, the Dockerfile rendered."""
+    def early(self, env: StageEnv) -> None:
+        """The prefix image needs only the build-platform base: made while the riscv64 base is still being made."""
+        self._prefix(env)
+
+    def _prefix(self, env: StageEnv) -> XtcImage:
         st = env.stage
         rust = kinds.compiles_rust(st.recipe)     # the Rust part of the prefix, from the base bases() names
         ((spec, platform),) = self.bases(st, env.host)
@@ -224,6 +227,13 @@ class Accelerated:
             xtc = ensure_prefix(xtc_base, rust, tmp_root=env.tmp_root, log_path=env.log_path, builder=env.builder,
                                 on_line=env.line)
         env.use("xtc", xtc.tag, xtc.image_id, made=xtc.built)
+        return xtc
+
+    def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> dockerfiles.Rendered:
+        """The prefix image made, the stage's compilers checked against it and recorded, the Dockerfile rendered."""
+        st = env.stage
+        rust = kinds.compiles_rust(st.recipe)
+        xtc = self._prefix(env)
         # in the engine: always for `rvport build`; for a bake export only when the stage has no packages of
         # its own (its toolchain is the base), else the toolchain image is a bake target, made later
         in_engine = toolchain.image_id is not None

@@ -136,6 +136,10 @@ class Cross:
     def bases(self, stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
         return ((BASE, stage.platform),)
 
+    def early(self, env: StageEnv) -> None:
+        """The cross toolchain image needs only the build-platform base: made while the riscv64 base is."""
+        self.toolchain(env)
+
     def toolchain(self, env: StageEnv) -> Toolchain:
         st = env.stage
         ((spec, platform),) = self.bases(st, env.host)

@@ -33,6 +33,9 @@ class Emulated:
     def bases(self, stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
         return ()
 
+    def early(self, env: StageEnv) -> None:
+        pass                    # every image of the stage starts from the riscv64 base
+
     def toolchain(self, env: StageEnv) -> Toolchain:
         return riscv64_toolchain(env)
 
