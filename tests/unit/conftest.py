@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -24,3 +25,14 @@ def elf_fixtures(tmp_path_factory: pytest.TempPathFactory) -> ElfFixtures:
             pytest.fail(why)
         pytest.skip(why)
     return build_fixtures(tmp_path_factory.mktemp("elfs"))
+
+
+@pytest.fixture
+def sigint():
+    """Ctrl-C arrives as KeyboardInterrupt in this test, as rvport's CLI makes it (rvport.cli.signals), also when
+    the test run was started with SIGINT ignored (a background job of a shell without job control)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -276,7 +276,8 @@ def test_bases_are_made_side_by_side_and_a_failed_one_fails_the_stages_that_need
 
 
 def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_interrupted(setup, engine,
-                                                                                          monkeypatch, tmp_path):
+                                                                                          monkeypatch, tmp_path,
+                                                                                          sigint):
     """`rvport build` makes its bases on worker threads; only the main thread receives Ctrl-C. The base's program
     is stopped, its scratch directory removed, and result.json says interrupted."""
     import json

@@ -251,7 +251,7 @@ def test_ctrl_c_in_a_round_removes_everything_and_goes_on(engine, tmp_path):
     assert not list((tmp_path / "tmp").iterdir())
 
 
-def test_ctrl_c_while_the_service_is_made_waits_for_it_then_removes_it(engine, tmp_path):
+def test_ctrl_c_while_the_service_is_made_waits_for_it_then_removes_it(engine, tmp_path, sigint):
     e = engine()
     made = e.run_detached
 
@@ -346,7 +346,7 @@ def test_stream_stops_a_program_that_runs_too_long(tmp_path):
     assert time.monotonic() - t0 < 30 and lines == ["started"] and "timed out after 1s" in e.value.message
 
 
-def test_uninterruptible_defers_ctrl_c_to_the_end_of_the_block():
+def test_uninterruptible_defers_ctrl_c_to_the_end_of_the_block(sigint):
     done = []
     with pytest.raises(KeyboardInterrupt):
         with proc.uninterruptible():

@@ -36,7 +36,7 @@ def test_a_bug_in_a_task_is_raised_after_the_others_ended():
     assert ended == ["slow"]
 
 
-def test_an_interrupt_stops_the_workers_programs_and_waits_for_their_cleanup(tmp_path):
+def test_an_interrupt_stops_the_workers_programs_and_waits_for_their_cleanup(tmp_path, sigint):
     cleaned = []
 
     def task(name):
