@@ -219,7 +219,7 @@ class Accelerated:
 
     def _prefix(self, env: StageEnv) -> XtcImage:
         st = env.stage
-        rust = kinds.compiles_rust(st.recipe)     # the Rust part of the prefix, from the base bases() names
+        rust = kinds.compiles_rust(st.recipe)     # the Rust part of the prefix (bases() picks the base with rustc)
         ((spec, platform),) = self.bases(st, env.host)
         env.step(f"accelerated: cross toolchain prefix ({platform}{', with rustc' if rust else ''})")
         xtc_base = env.base(spec, platform)
