@@ -214,6 +214,17 @@ def load(tmp_path: Path, runtime_text: str):
     return load_catalogue(root)
 
 
+def located_problems(load_recipe, message: str) -> list:
+    """The problems naming `message` of the RecipeError that `load_recipe()` raises: a located recipe error
+    (exit 3), each of those problems at a line of app.yaml."""
+    with pytest.raises(RecipeError) as e:
+        load_recipe()
+    assert e.value.exit_code == ExitCode.RECIPE_INVALID
+    hits = [p for p in e.value.problems if message in p.message]
+    assert hits and all(p.file.endswith("app.yaml") and p.line for p in hits), [p.message for p in e.value.problems]
+    return hits
+
+
 def test_a_good_runtime_loads_with_its_defaults(tmp_path):
     rt = load(tmp_path, GOOD).resolve("app").runtime
     assert rt.read_only and rt.workdir == "/" and rt.files[0].mode == "0755" and rt.debian == ()
@@ -232,11 +243,7 @@ def test_a_good_runtime_loads_with_its_defaults(tmp_path):
     (("files: [{artifact: app, dest: /app/app}]", "files: [{file: app/cfg.yaml, dest: /app/cfg.yaml}]"), "files"),
 ])
 def test_bad_runtime_is_a_located_recipe_error(tmp_path, change, message):
-    with pytest.raises(RecipeError) as e:
-        load(tmp_path, GOOD.replace(*change))
-    assert e.value.exit_code == ExitCode.RECIPE_INVALID
-    hits = [p for p in e.value.problems if message in p.message]
-    assert hits and all(p.file.endswith("app.yaml") and p.line for p in hits), [p.message for p in e.value.problems]
+    located_problems(lambda: load(tmp_path, GOOD.replace(*change)), message)
 
 
 def test_tmpfs_and_workdir_must_be_absolute(tmp_path):
