@@ -55,7 +55,7 @@ def make(method: str, spec_name: str, platform: str, work: Path) -> dict:
 
     def on_line(line: str) -> None:
         now = time.monotonic() - t0
-        if line.startswith("#"):      # buildx started: the rootfs is made
+        if line.startswith("image: writing the layer"):      # the rootfs is made
             marks.setdefault("rootfs", now)
         if line.startswith("bootstrap: configuring 0/"):
             marks.setdefault("unpacked", now)

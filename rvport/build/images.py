@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import tarfile
 import tempfile
 import threading
 import time
@@ -26,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Callable, Mapping
 
-from rvport.build import bootstrap, buildx
+from rvport.build import bootstrap, buildx, rootfs_image
 
 from rvport import proc
 from rvport import resources
@@ -269,9 +268,9 @@ def _release_digest(rootfs: Path) -> str | None:
 
 
 def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Path,
-                on_line: Callable[[str], None] | None = None, builder: str | None = None,
-                image_override: str | None = None) -> BaseImage:
-    """The base image for `platform`, built (debootstrap + buildx --load) only when not already present."""
+                on_line: Callable[[str], None] | None = None, image_override: str | None = None) -> BaseImage:
+    """The base image for `platform`, made (debootstrap, then loaded as one layer: rootfs_image) only when not
+    already present."""
     ref = image_override or spec.image
     if ref:
         info = buildx.image_info(ref)
@@ -326,20 +325,11 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
             for p in (rootfs / junk).glob("*"):
                 if p.is_file():
                     p.unlink()
-        ctx = work / "ctx"
-        ctx.mkdir()
-        with tarfile.open(ctx / "rootfs.tar", "w") as tar:
-            for p in sorted(rootfs.iterdir()):
-                if p.name in ("proc", "sys", "dev"):
-                    ti = tar.gettarinfo(str(p), arcname=p.name)
-                    tar.addfile(ti)
-                    continue
-                tar.add(str(p), arcname=p.name)
-        (ctx / "Dockerfile").write_text("FROM scratch\nADD rootfs.tar /\nENV LANG=C.UTF-8\nCMD [\"/bin/bash\"]\n")
-        image_id = load_image(ctx, tag, platform=platform, log_path=log_path, what="base image", builder=builder,
-                              on_line=on_line, labels=(("org.rvport.base", spec.name), ("org.rvport.key", key),
-                                                       ("org.rvport.release", release or ""),
-                                                       ("org.rvport.bootstrap", method)))
+        image_id = rootfs_image.load_rootfs(
+            rootfs, work, tag=tag, platform=platform, env={"LANG": "C.UTF-8"}, cmd=["/bin/bash"],
+            labels={"org.rvport.base": spec.name, "org.rvport.key": key, "org.rvport.release": release or "",
+                    "org.rvport.bootstrap": method},
+            made_by=f"rvport: {spec.name} bootstrapped ({method})", log_path=log_path, on_line=say)
         atomic_write_text(meta_path, json.dumps({"tag": tag, "release_sha256": release, "packages": packages,
                                                  "mirror": mirror, "spec": spec.name, "bootstrap": method},
                                                 sort_keys=True, indent=1))
@@ -364,9 +354,9 @@ class Bases:
     spec's own.
     """
 
-    def __init__(self, *, cache_dir: Path, log_dir: Path, builder: str | None = None,
-                 override: str | None = None, images: dict[str, BaseImage] | None = None):
-        self.cache_dir, self.log_dir, self.builder, self.override = cache_dir, log_dir, builder, override
+    def __init__(self, *, cache_dir: Path, log_dir: Path, override: str | None = None,
+                 images: dict[str, BaseImage] | None = None):
+        self.cache_dir, self.log_dir, self.override = cache_dir, log_dir, override
         self.images: dict[str, BaseImage] = {} if images is None else images
         self.failed: dict[str, RvportError] = {}      # a base that could not be made is not tried again
 
@@ -389,7 +379,7 @@ class Bases:
                 try:
                     self.images[key] = ensure_base(
                         load_base_spec(spec), platform=platform, cache_dir=self.cache_dir,
-                        log_path=self.log_dir / f"base-{spec}.log", on_line=on_line, builder=self.builder,
+                        log_path=self.log_dir / f"base-{spec}.log", on_line=on_line,
                         image_override=self.override if platform == RISCV64 else None)
                 except RvportError as e:
                     self.failed[key] = e

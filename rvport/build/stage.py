@@ -51,7 +51,7 @@ class RunOptions:
     def bases(self, images: dict[str, BaseImage] | None = None) -> Bases:
         """The run's base images, made or found once (logs in OUTPUT/logs; base_image replaces the riscv64 base
         only); `images` may hold some already."""
-        return Bases(cache_dir=self.fetch.cache.root, log_dir=self.output / "logs", builder=self.builder,
+        return Bases(cache_dir=self.fetch.cache.root, log_dir=self.output / "logs",
                      override=self.base_image, images=images)
 
 

@@ -82,6 +82,9 @@ def test_prepare_makes_a_base_that_is_fully_configured_and_lists_the_images(engi
     label = _docker("image", "inspect", "-f", '{{index .Config.Labels "org.rvport.bootstrap"}}', base)
     if gather().arch != "riscv64":
         assert label.stdout.strip() == "split", label.stdout + label.stderr
+    config = _docker("image", "inspect", "-f", "{{.Os}}/{{.Architecture}} {{json .Config.Env}} {{json .Config.Cmd}}", base)
+    assert config.stdout.split() == ["linux/riscv64", '["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",'
+                                     '"LANG=C.UTF-8"]', '["/bin/bash"]'], config.stdout + config.stderr
     inside = _docker("run", "--rm", "--network", "none", "--platform", "linux/riscv64", base, "sh", "-c", CHECKS)
     assert inside.returncode == 0, inside.stdout + inside.stderr
 

@@ -203,13 +203,13 @@ def test_update_ca_certificates_runs_once_for_the_postinst_and_its_trigger():
 
 @pytest.mark.parametrize("method", [bootstrap.CLASSIC, bootstrap.SPLIT])
 def test_ctrl_c_while_bootstrapping_leaves_no_rootfs_no_record_and_no_image(tmp_path, monkeypatch, method):
-    from rvport.build import buildx, images
+    from rvport.build import buildx, images, rootfs_image
 
     built = []
     monkeypatch.setenv("RVPORT_BOOTSTRAP", method)
     monkeypatch.setattr(images, "bootstrap_method", lambda platform: (method, "test"))
     monkeypatch.setattr(buildx, "image_info", lambda ref: None)
-    monkeypatch.setattr(buildx, "build", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(rootfs_image, "load_rootfs", lambda *a, **k: built.append(a))
     monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
 
     def interrupted(cmd, *, on_line, log_path=None, cwd=None, env=None):   # Ctrl-C halfway through debootstrap
@@ -247,7 +247,7 @@ def test_proc_is_mounted_from_inside_the_rootfs_never_through_a_symlink_to_the_h
 
 
 def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tmp_path, monkeypatch):
-    from rvport.build import buildx, images
+    from rvport.build import buildx, images, rootfs_image
 
     engine: dict[str, dict] = {}
     monkeypatch.setattr(images, "bootstrap_method", lambda platform: (bootstrap.SPLIT, "test"))
@@ -259,11 +259,12 @@ def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tm
         (rootfs / "var/lib/dpkg").mkdir(parents=True)
         (rootfs / "var/lib/dpkg/status").write_text("Package: libc6\nStatus: install ok installed\nVersion: 2.41\n")
 
-    def build(spec, *, log_path, on_line=None):
-        engine[spec.tag] = {"id": "sha256:" + "1" * 64, "labels": {}}
+    def load(rootfs, scratch, *, tag, **_):
+        engine[tag] = {"id": "sha256:" + "1" * 64, "labels": {}}
+        return engine[tag]["id"]
 
     monkeypatch.setattr(bootstrap, "make_rootfs", make_rootfs)
-    monkeypatch.setattr(buildx, "build", build)
+    monkeypatch.setattr(rootfs_image, "load_rootfs", load)
     spec = load_base_spec("debian-trixie")
     args = dict(platform="linux/riscv64", cache_dir=tmp_path / "cache", log_path=tmp_path / "base.log")
     made = images.ensure_base(spec, **args)
