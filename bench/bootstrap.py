@@ -9,7 +9,7 @@ Each method makes the base from nothing with rvport's own ensure_base: a fresh c
 the spec with a bench-only comment line, so the image key and tag are new (rvport/bench-base:...) and no
 existing base is reused or touched; packages are downloaded again by each. RVPORT_BOOTSTRAP picks the method.
 Printed: each method's wall time (with the load average meanwhile), split into bootstrap (rootfs) and the
-rest (tar + buildx --load), read from its log; the ratio; and the check that both bases hold the same packages
+rest (the layer written and loaded into the engine), read from its log; the ratio; and the check that both bases hold the same packages
 at the same versions and the same Release file. Then the two images' file trees are compared (path, type,
 mode, owner, size, link target and sha256 of every file, from `docker export`), with the differences listed. Exit 1 when the package sets differ.
 
