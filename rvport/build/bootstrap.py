@@ -15,10 +15,13 @@ second stage runs under QEMU: debootstrap's own shell and perl, and dpkg unpacki
      what debootstrap makes. What debootstrap does around it is done here too: ld.so cache first, /proc
      mounted, policy-rc.d and a fake start-stop-daemon during configuration, the dselect method, the
      `available` file, the log in /var/log/bootstrap.log, the /debootstrap directory removed;
-  3. py3compile and update-ca-certificates, which maintainer scripts would run again and again under
-     emulation, are recorded while dpkg configures and run once afterwards (Deferred), with the same result:
-     the certificates and the bytecode (in two runs, split by directory) side by side, each an emulated
-     process chain of its own.
+  3. py3compile, update-ca-certificates and the standard library's compilation (python3.N's postinsts run
+     py_compile.py as a script), which maintainer scripts would run one after another under emulation, are
+     recorded while dpkg configures (Deferred, DeferredModule), with the same result:
+     - the bytecode of the calls recorded so far is compiled while dpkg goes on, on the core its emulated
+       configure leaves free (EarlyBytecode);
+     - afterwards the rest runs once: the certificates and the bytecode left (in two runs, split by directory)
+       side by side, each an emulated process chain of its own.
 Same package set, same versions, same Release file, same files but logs (bench/bootstrap.py compares them).
 
 The host's dpkg must not filter what it unpacks (path-exclude in /etc/dpkg/dpkg.cfg.d, as slim container
@@ -32,6 +35,7 @@ import contextlib
 import os
 import re
 import shutil
+import threading
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -43,7 +47,7 @@ from rvport.errors import HostNotReady, RvportError, UsageError
 
 CLASSIC = "debootstrap"
 SPLIT = "split"
-SPLIT_FORMAT = 1   # bump when the split method changes what ends up in the rootfs: it is part of the base key
+SPLIT_FORMAT = 2   # bump when the split method changes what ends up in the rootfs: it is part of the base key
 
 # dpkg options of the host that would change what the native unpack writes
 _FILTERS = re.compile(r"^\s*(path-exclude|path-include)\b", re.M)
@@ -240,14 +244,17 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
         _restore_arch_file(rootfs)
         _dselect_method(rootfs)
         deferred = {program: Deferred(rootfs, program) for program in DEFERRED}
+        deferred |= {module: DeferredModule(rootfs, module) for module in py_compile_modules(rootfs)}
+        run = partial(_run_in_rootfs, rootfs, log_path=log_path, on_line=tee(on_line), env=env)
         with _no_daemons(rootfs), contextlib.ExitStack() as stack:
             for d in deferred.values():
                 stack.enter_context(d)
-            on_line(f"bootstrap: configuring 0/{total} (emulated)")
+            early = stack.enter_context(EarlyBytecode(rootfs, deferred, run))
+            on_line(f"bootstrap: configuring 0/{total} (emulated; python bytecode compiled on the way)")
             _stream(configure_argv(rootfs), on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
                     log_path=log_path, what="configuring the packages (emulated dpkg)", env=env)
-        _run_deferred(rootfs, {p: d.calls() for p, d in deferred.items()}, log_path=log_path, on_line=tee(on_line),
-                      env=env)
+        _run_deferred(rootfs, {p: d.calls() for p, d in deferred.items()}, done=early.done, run=run,
+                      on_line=tee(on_line))
     finally:
         own_log.close()
         unmount_all(rootfs)
@@ -259,21 +266,26 @@ class Deferred:
     written down instead of run, and the real program, back in place whatever happens, runs once afterwards
     for all of them. Used where repeating the call under emulation costs minutes and running it once later
     gives the same files (DEFERRED): py3compile (two emulated Python interpreters per python3-* package) and
-    update-ca-certificates (ca-certificates' postinst, then its trigger: a few processes per certificate)."""
+    update-ca-certificates (ca-certificates' postinst, then its trigger: a few processes per certificate); and
+    the standard library's py_compile module (DeferredModule)."""
 
     def __init__(self, rootfs: Path, program: str):
         self.rootfs = rootfs
         self.path = rootfs / program.lstrip("/")
         self.real = self.path.with_name(self.path.name + ".rvport-real")
-        self.record_name = f"var/lib/rvport-{self.path.name}.calls"
+        self.record_name = f"var/lib/rvport-{program.strip('/').replace('/', '_')}.calls"
         self.record = rootfs / self.record_name
+
+    def recorder(self) -> str:
+        """The recorder's text: for a program a shell script; one line per call: "call", then each argument,
+        each followed by a tab (empty arguments survive)."""
+        return (f"#!/bin/sh\n{{ printf 'call\\t'; for a in \"$@\"; do printf '%s\\t' \"$a\"; done; echo; }}"
+                f" >> /{self.record_name}\n")
 
     def __enter__(self) -> Deferred:
         if self.path.is_file() and not self.path.is_symlink():
             os.replace(self.path, self.real)
-            # one line per call: "call", then each argument, each followed by a tab (empty arguments survive)
-            self.path.write_text(f"#!/bin/sh\n{{ printf 'call\\t'; for a in \"$@\"; do printf '%s\\t' \"$a\"; done; echo; }}"
-                                 f" >> /{self.record_name}\n")
+            self.path.write_text(self.recorder())
             self.path.chmod(0o755)
         return self
 
@@ -287,6 +299,45 @@ class Deferred:
         lines = self.record.read_text().split("\n")
         self.record.unlink()
         return [line.split("\t")[1:-1] for line in lines if line.startswith("call\t")]
+
+
+class DeferredModule(Deferred):
+    """A Python module run as a script (`python3.13 -E -S /usr/lib/python3.13/py_compile.py FILE...`, as
+    python3.13-minimal's and python3.13's postinsts compile the standard library), deferred the same way: run as a
+    script by its path, with file names for arguments, the recorder writes down the whole command line
+    (sys.orig_argv: interpreter, options, module, files); imported, or run otherwise (`-m py_compile -`, as
+    py3compile does, reading names from its input), it is the real module."""
+
+    def recorder(self) -> str:
+        return (f"import sys\n"
+                f"_rvport_args = sys.orig_argv[sys.orig_argv.index(__file__) + 1:] if __file__ in sys.orig_argv[1:] else []\n"
+                f"if __name__ == '__main__' and _rvport_args and '-' not in _rvport_args:\n"
+                f"    with open('/{self.record_name}', 'a') as f:\n"
+                f"        f.write('call\\t' + ''.join(a + '\\t' for a in sys.orig_argv) + '\\n')\n"
+                f"else:\n"
+                f"    exec(compile(open(__file__ + '.rvport-real', 'rb').read(), __file__, 'exec'))\n")
+
+    def _pycs(self) -> set[Path]:
+        return set((self.path.parent / "__pycache__").glob(f"{self.path.stem}.*.pyc"))
+
+    def __enter__(self) -> Deferred:
+        self.pycs_before = self._pycs()
+        return super().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        for pyc in self._pycs() - self.pycs_before:      # the recorder's, compiled when it was imported
+            pyc.unlink()
+        super().__exit__(*exc)
+
+
+def py_compile_modules(rootfs: Path) -> list[str]:
+    """The py_compile module of each Python 3.10 or later in the rootfs (sys.orig_argv is 3.10's)."""
+    found = []
+    for p in rootfs.glob("usr/lib/python3.*/py_compile.py"):
+        m = re.fullmatch(r"python3\.(\d+)", p.parent.name)
+        if m and int(m.group(1)) >= 10 and p.is_file() and not p.is_symlink():
+            found.append(f"/{p.relative_to(rootfs)}")
+    return sorted(found)
 
 
 PY3COMPILE = "/usr/bin/py3compile"
@@ -351,33 +402,144 @@ def split_by_directory(files: list[str], parts: int) -> list[list[str]]:
     return [sorted(o, key=order.__getitem__) for o in out if o]
 
 
-def deferred_runs(rootfs: Path, calls: dict[str, list[list[str]]], parts: int = sidebyside.WORKERS
+_PY_OPTIONS = {"-E", "-S", "-s", "-I", "-O", "-OO", "-B"}
+
+
+def py_compile_batch(module: str, calls: list[list[str]]) -> tuple[dict[tuple[str, ...], list[str]], list[list[str]]]:
+    """({(interpreter, *options, module): files}, calls of any other form, to be run as they were): the recorded
+    `INTERPRETER [-E -S -O ...] MODULE FILE...` calls of the py_compile module `module`, their files gathered
+    (once each) by interpreter and options."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    others: list[list[str]] = []
+    for argv in calls:
+        i = argv.index(module, 1) if module in argv[1:] else 0
+        files = argv[i + 1:]
+        if i and all(o in _PY_OPTIONS for o in argv[1:i]) and files and all(f.startswith("/") for f in files):
+            groups.setdefault(tuple(argv[:i + 1]), []).extend(files)
+        else:
+            others.append(argv)
+    return {head: list(dict.fromkeys(files)) for head, files in groups.items()}, others
+
+
+def bytecode_runs(jobs: dict[tuple[str, ...], list[str]], parts: int) -> list[list[list[str]]]:
+    """The runs that compile `jobs` ({command: files}, each command run as `*command, *files`), in up to `parts`
+    independent lists of argvs: every directory's files in one list (split_by_directory), a command's files in
+    the files' order, at most 2000 files an argv."""
+    runs = []
+    for part in split_by_directory([f for files in jobs.values() for f in files], parts):
+        chosen = set(part)
+        argvs = []
+        for head, files in jobs.items():
+            mine = [f for f in files if f in chosen]
+            argvs += [[*head, *mine[j:j + 2000]] for j in range(0, len(mine), 2000)]
+        runs.append(argvs)
+    return runs
+
+
+Job = tuple[tuple[str, ...], str]      # (command, file): the command compiles the file, run as `*command, file`
+
+
+def bytecode_jobs(rootfs: Path, calls: dict[str, list[list[str]]]) -> tuple[dict[tuple[str, ...], list[str]],
+                                                                        list[list[str]]]:
+    """({command: files}, argvs of any other form, to be run as they were): the recorded py3compile calls
+    (py3compile_batch) and the standard library's py_compile calls (py_compile_batch, every key of `calls` that
+    is not a DEFERRED program is a py_compile module)."""
+    files, others = py3compile_batch(rootfs, calls.get(PY3COMPILE, []))
+    jobs: dict[tuple[str, ...], list[str]] = {(PY3COMPILE,): files} if files else {}
+    after = [[PY3COMPILE, *argv] for argv in others]
+    for module in sorted(m for m in calls if m not in DEFERRED):
+        groups, rest = py_compile_batch(module, calls[module])
+        jobs |= groups
+        after += rest
+    return jobs, after
+
+
+def deferred_runs(rootfs: Path, calls: dict[str, list[list[str]]], parts: int = sidebyside.WORKERS,
+                  done: set[Job] | frozenset[Job] = frozenset()
                   ) -> tuple[list[tuple[str, list[list[str]]]], list[list[str]]]:
     """The deferred programs' runs: (independent tasks, each (what, argvs run one after another in the rootfs),
-    argvs to run after them all). update-ca-certificates once (update_ca_batch); the recorded py3compile calls
-    as one batch of files (py3compile_batch) split by directory into `parts` runs; py3compile calls of any other
-    form afterwards, as they were (they may write where the batch does)."""
+    argvs to run after them all). update-ca-certificates once (update_ca_batch); the bytecode (bytecode_jobs) but
+    the jobs `done` already (EarlyBytecode), its files split by directory into `parts` runs; calls of any other
+    form afterwards, as they were (they may write where the batches do)."""
     tasks: list[tuple[str, list[list[str]]]] = []
     ca = update_ca_batch(calls.get(UPDATE_CA, []))
     if ca:
         tasks.append(("certificates", [[UPDATE_CA, *argv] for argv in ca]))
-    files, others = py3compile_batch(rootfs, calls.get(PY3COMPILE, []))
-    for i, part in enumerate(split_by_directory(files, parts)):
-        tasks.append((f"python bytecode {i + 1}", [[PY3COMPILE, *part[j:j + 2000]] for j in range(0, len(part), 2000)]))
-    return tasks, [[PY3COMPILE, *argv] for argv in others]
+    jobs, after = bytecode_jobs(rootfs, calls)
+    left = {head: [f for f in files if (head, f) not in done] for head, files in jobs.items()}
+    for i, argvs in enumerate(bytecode_runs({h: f for h, f in left.items() if f}, parts)):
+        tasks.append((f"python bytecode {i + 1}", argvs))
+    return tasks, after
 
 
-def _run_deferred(rootfs: Path, calls: dict[str, list[list[str]]], *, log_path: Path | None,
-                  on_line: Callable[[str], None], env: dict) -> None:
-    """The deferred programs, once, their runs side by side (each an emulated process chain of its own, so two
-    cores take them at once); the first failure is raised once all have ended."""
-    tasks, after = deferred_runs(rootfs, calls)
+class EarlyBytecode:
+    """While dpkg configures under emulation (one core), the bytecode of the calls recorded so far is compiled on
+    the other core: every `poll` seconds the records' complete lines are read, and the jobs not done yet are run
+    in one batch, with the real programs (the recorders are in place meanwhile). Every package is unpacked before
+    dpkg configures, so a recorded call's files are all there. A deferred module's own source is the recorder
+    then, so it is left for afterwards, as is a batch that failed: `done` holds the jobs whose run succeeded,
+    and only those are left out of the deferred runs."""
 
-    def run(argvs: list[list[str]]) -> None:
-        for argv in argvs:
-            _stream(["chroot", str(rootfs), *argv], on_line=on_line, log_path=log_path,
-                    what=f"{Path(argv[0]).name} in the new rootfs", env=env)
+    def __init__(self, rootfs: Path, deferred: dict[str, Deferred], run: Callable[[list[list[str]]], None],
+                 poll: float = 1.0):
+        self.rootfs, self.deferred, self.run, self.poll = rootfs, deferred, run, poll
+        self.done: set[Job] = set()
+        self.failed: list[RvportError] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="early-bytecode", daemon=True)
 
+    def __enter__(self) -> EarlyBytecode:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _recorded(self) -> dict[str, list[list[str]]]:
+        calls = {}
+        for program, d in self.deferred.items():
+            if program != UPDATE_CA and d.record.is_file():
+                text = d.record.read_text()
+                complete = text[:text.rfind("\n") + 1]          # a recorder may be half way through a line
+                calls[program] = [line.split("\t")[1:-1] for line in complete.split("\n") if line.startswith("call\t")]
+        return calls
+
+    def _real(self, head: tuple[str, ...]) -> tuple[str, ...]:
+        """The command with its deferred program or module replaced by the real one."""
+        return tuple(f"/{self.deferred[a].real.relative_to(self.rootfs)}" if a in self.deferred else a for a in head)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll):
+            jobs, _ = bytecode_jobs(self.rootfs, self._recorded())
+            todo = {head: [f for f in files if (head, f) not in self.done and f not in self.deferred]
+                    for head, files in jobs.items()}
+            todo = {head: files for head, files in todo.items() if files}
+            if not todo:
+                continue
+            try:
+                for argvs in bytecode_runs({self._real(head): files for head, files in todo.items()}, 1):
+                    self.run(argvs)
+            except RvportError as e:        # left for afterwards, where it fails again if it must
+                self.failed.append(e)
+                continue
+            self.done |= {(head, f) for head, files in todo.items() for f in files}
+
+
+def _run_in_rootfs(rootfs: Path, argvs: list[list[str]], *, log_path: Path | None, on_line: Callable[[str], None],
+                   env: dict) -> None:
+    """Each argv in turn, chrooted into the rootfs (emulated)."""
+    for argv in argvs:
+        _stream(["chroot", str(rootfs), *argv], on_line=on_line, log_path=log_path,
+                what=f"{Path(argv[0]).name} in the new rootfs", env=env)
+
+
+def _run_deferred(rootfs: Path, calls: dict[str, list[list[str]]], *, done: set[Job],
+                  run: Callable[[list[list[str]]], None], on_line: Callable[[str], None]) -> None:
+    """The deferred programs, once, but the bytecode jobs `done` already; their runs side by side (each an
+    emulated process chain of its own, so two cores take them at once); the first failure is raised once all
+    have ended."""
+    tasks, after = deferred_runs(rootfs, calls, done=done)
     if tasks:
         on_line(f"bootstrap: deferred work side by side: {', '.join(w for w, _ in tasks)} (emulated)...")
         results = sidebyside.run([(what, partial(run, argvs)) for what, argvs in tasks])

@@ -297,3 +297,147 @@ def test_the_deferred_work_is_certificates_and_two_bytecode_runs_side_by_side_th
                      ("python bytecode 2", [[bootstrap.PY3COMPILE, "/usr/share/python3/debpython/files.py"]])]
     assert after == [[bootstrap.PY3COMPILE, "-V", "3.13", "/opt/x"]]      # after the batch: may touch its dirs
     assert bootstrap.deferred_runs(r, {}) == ([], [])
+
+
+def test_the_standard_librarys_compile_calls_are_batched_by_interpreter_and_options_and_others_kept():
+    mod = "/usr/lib/python3.13/py_compile.py"
+    calls = [["/usr/bin/python3.13", "-E", "-S", mod, "/usr/lib/python3.13/os.py", "/usr/lib/python3.13/re/__init__.py"],
+             ["/usr/bin/python3.13", "-E", "-S", mod, "/usr/lib/python3.13/os.py", "/usr/lib/python3.13/ast.py"],
+             ["/usr/bin/python3.13", "-E", "-S", "-O", mod, "/usr/lib/python3.13/os.py"],
+             ["/usr/bin/python3.13", "-m", "py_compile", "/x.py"],                  # another form
+             ["/usr/bin/python3.13", "-X", "dev", mod, "/y.py"],                     # an option not known
+             ["/usr/bin/python3.13", "-E", mod, "relative.py"]]                      # a relative file
+    groups, others = bootstrap.py_compile_batch(mod, calls)
+    assert groups == {("/usr/bin/python3.13", "-E", "-S", mod): ["/usr/lib/python3.13/os.py",
+                                                                   "/usr/lib/python3.13/re/__init__.py",
+                                                                   "/usr/lib/python3.13/ast.py"],
+                      ("/usr/bin/python3.13", "-E", "-S", "-O", mod): ["/usr/lib/python3.13/os.py"]}
+    assert others == calls[3:]
+
+
+def test_deferred_runs_split_both_kinds_of_bytecode_by_directory_and_leave_out_what_was_done(tmp_path):
+    r = _rootfs_with_python(tmp_path)
+    mod = "/usr/lib/python3.13/py_compile.py"
+    std = ("/usr/bin/python3.13", "-E", "-S", mod)
+    calls = {bootstrap.PY3COMPILE: [["-p", "python3-pip"]],
+             mod: [[*std, "/usr/lib/python3.13/os.py", "/usr/lib/python3.13/ast.py", "/usr/lib/python3.13/re/_parser.py"]]}
+    tasks, after = bootstrap.deferred_runs(r, calls)
+    assert after == []
+    runs = [argvs for _, argvs in tasks]
+    assert sorted(map(len, runs)) == [1, 2] and [w for w, _ in tasks] == ["python bytecode 1", "python bytecode 2"]
+    everything = sorted(tuple(a) for argvs in runs for a in argvs)
+    assert everything == sorted([(bootstrap.PY3COMPILE, "/usr/lib/python3/dist-packages/pip/__init__.py"),
+                                 (*std, "/usr/lib/python3.13/os.py", "/usr/lib/python3.13/ast.py"),
+                                 (*std, "/usr/lib/python3.13/re/_parser.py")])
+    done = {(std, "/usr/lib/python3.13/os.py"), ((bootstrap.PY3COMPILE,), "/usr/lib/python3/dist-packages/pip/__init__.py")}
+    tasks, _ = bootstrap.deferred_runs(r, calls, done=done)
+    left = sorted(tuple(a) for _, argvs in tasks for a in argvs)
+    assert left == sorted([(*std, "/usr/lib/python3.13/ast.py"), (*std, "/usr/lib/python3.13/re/_parser.py")])
+
+
+def _stdlib(tmp_path: Path) -> tuple[Path, str]:
+    r = tmp_path / "rootfs"
+    (r / "var/lib").mkdir(parents=True)
+    lib = r / "usr/lib/python3.13"
+    lib.mkdir(parents=True)
+    (lib / "py_compile.py").write_text("def compile(f):\n    return 'real ' + f\n")
+    (r / "usr/lib/python3.9").mkdir()
+    (r / "usr/lib/python3.9/py_compile.py").write_text("")        # before sys.orig_argv: not deferred
+    return r, "/usr/lib/python3.13/py_compile.py"
+
+
+def test_the_py_compile_modules_of_python_3_10_and_later_are_deferred_each_with_a_record_of_its_own(tmp_path):
+    r, mod = _stdlib(tmp_path)
+    assert bootstrap.py_compile_modules(r) == [mod]
+    names = {bootstrap.DeferredModule(r, mod).record_name, bootstrap.Deferred(r, bootstrap.PY3COMPILE).record_name,
+             bootstrap.DeferredModule(r, "/usr/lib/python3.14/py_compile.py").record_name}
+    assert len(names) == 3
+
+
+def test_the_py_compile_recorder_writes_down_a_script_call_and_is_the_real_module_when_imported(tmp_path, monkeypatch):
+    import importlib.util
+    import sys
+
+    r, mod = _stdlib(tmp_path)
+    deferred = bootstrap.DeferredModule(r, mod)
+    path = r / mod.lstrip("/")
+    with deferred:
+        text = path.read_text()
+        written = []
+
+        class Record:                       # the record file, as the recorder opens it in the rootfs
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                pass
+
+            def write(self, data):
+                written.append(data)
+
+        def rootfs_open(name, mode="r"):
+            if mode == "a":
+                assert name == f"/{deferred.record_name}"
+                return Record()
+            return open(r / name.lstrip("/"), mode)
+
+        def run_as(argv):
+            monkeypatch.setattr(sys, "orig_argv", argv)
+            scope = {"__name__": "__main__", "__file__": mod, "open": rootfs_open}
+            exec(compile(text, mod, "exec"), scope)
+            return scope
+
+        scope = run_as(["/usr/bin/python3.13", "-E", "-S", mod, "/a.py", ""])
+        assert written == [f"call\t/usr/bin/python3.13\t-E\t-S\t{mod}\t/a.py\t\t\n"] and "compile" not in scope
+        for other in (["/usr/bin/python3.13", "-m", "py_compile", "-"],      # as py3compile runs it: names on stdin
+                      ["/usr/bin/python3.13", mod, "-"], ["/usr/bin/python3.13", mod]):
+            scope = run_as(other)
+            assert len(written) == 1 and scope["compile"]("y") == "real y", other      # the real module ran
+        spec = importlib.util.spec_from_file_location("py_compile_under_test", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)                      # imported: the real module, compiled to a .pyc
+        assert module.compile("x") == "real x"
+        pycache = path.parent / "__pycache__"
+        (pycache).mkdir(exist_ok=True)
+        (pycache / "py_compile.cpython-313.pyc").write_bytes(b"the recorder's")
+    assert path.read_text() == "def compile(f):\n    return 'real ' + f\n"
+    assert list(pycache.glob("py_compile.*.pyc")) == []     # no bytecode of the recorder is left
+
+
+def test_bytecode_is_compiled_on_the_way_with_the_real_programs_and_only_what_succeeded_counts_as_done(tmp_path):
+    import time
+
+    r = _rootfs_with_python(tmp_path)
+    (r / "usr/bin/py3compile").write_text("#!/usr/bin/python3\n")
+    lib = r / "usr/lib/python3.13"
+    lib.mkdir(parents=True)
+    (lib / "py_compile.py").write_text("")
+    mod = "/usr/lib/python3.13/py_compile.py"
+    deferred = {bootstrap.PY3COMPILE: bootstrap.Deferred(r, bootstrap.PY3COMPILE),
+                mod: bootstrap.DeferredModule(r, mod)}
+    ran, fail = [], []
+
+    def run(argvs):
+        ran.append(argvs)
+        if fail:
+            raise HostNotReady("py3compile in the new rootfs failed")
+
+    def wait_for(n):
+        deadline = time.monotonic() + 10
+        while len(ran) < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)
+
+    with deferred[bootstrap.PY3COMPILE], deferred[mod], bootstrap.EarlyBytecode(r, deferred, run, poll=0.01) as early:
+        pycalls = deferred[bootstrap.PY3COMPILE].record
+        pycalls.write_text("call\t-p\tpython3-pip\t\ncall\t-p\tpython3-mini")          # the second half-written
+        wait_for(1)
+        assert ran == [[["/usr/bin/py3compile.rvport-real", "/usr/lib/python3/dist-packages/pip/__init__.py"]]]
+        fail.append(True)
+        std = ["/usr/bin/python3.13", "-E", "-S", mod]
+        deferred[mod].record.write_text("call\t" + "\t".join([*std, mod, "/usr/lib/python3.13/os.py"]) + "\t\n")
+        wait_for(2)
+        assert ran[1] == [["/usr/bin/python3.13", "-E", "-S", mod + ".rvport-real", "/usr/lib/python3.13/os.py"]]
+    assert early.done == {((bootstrap.PY3COMPILE,), "/usr/lib/python3/dist-packages/pip/__init__.py")}
+    assert len(early.failed) >= 1                                          # the failed batch is left for afterwards
+    assert all(mod not in argv[4:] for argvs in ran for argv in argvs)     # the module's own source (the recorder) too
