@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Callable
 
 from rvport import proc
-from rvport.build import sidebyside
+from rvport.build import debprefetch, sidebyside
 from rvport.errors import HostNotReady, RvportError, UsageError
 
 CLASSIC = "debootstrap"
@@ -104,11 +104,13 @@ def key_part(method: str) -> dict:
     return {} if method == CLASSIC else {"bootstrap": f"{method}-{SPLIT_FORMAT}"}
 
 
-def debootstrap_argv(req: Request, rootfs: Path, *, foreign: bool = False) -> list[str]:
+def debootstrap_argv(req: Request, rootfs: Path, *, foreign: bool = False, print_debs: bool = False) -> list[str]:
     cmd = ["debootstrap", f"--arch={req.arch}", f"--variant={req.variant}",
            f"--components={','.join(req.components)}", f"--include={','.join(req.packages)}"]
     if foreign:
         cmd.append("--foreign")
+    if print_debs:
+        cmd.append("--print-debs")
     cmd += [req.suite, str(rootfs)]
     if req.mirror:
         cmd.append(req.mirror)
@@ -204,9 +206,22 @@ def make_rootfs(req: Request, rootfs: Path, *, method: str, log_path: Path | Non
                 what=f"debootstrap for {req.arch}")
         return
     on_line("bootstrap: first stage: resolving, retrieving and extracting natively")
-    _stream(debootstrap_argv(req, rootfs, foreign=True), on_line=on_line, log_path=log_path,
-            what=f"debootstrap's first stage for {req.arch}")
+    with _prefetch(req, rootfs, on_line) as ahead:
+        _stream(debootstrap_argv(req, rootfs, foreign=True), on_line=on_line, log_path=log_path,
+                what=f"debootstrap's first stage for {req.arch}")
+    if ahead is not None:
+        on_line(f"bootstrap: {ahead.fetched} packages were fetched side by side"
+                + (f" ({ahead.why_not})" if ahead.why_not else ""))
     second_stage(rootfs, log_path=log_path, on_line=on_line)
+
+
+def _prefetch(req: Request, rootfs: Path, on_line: Callable[[str], None]
+              ) -> contextlib.AbstractContextManager[debprefetch.Prefetch | None]:
+    """The first stage's packages fetched side by side (debprefetch), where the mirror is known."""
+    if not req.mirror:
+        return contextlib.nullcontext()
+    scratch = rootfs.with_name(rootfs.name + ".print-debs")
+    return debprefetch.Prefetch(debootstrap_argv(req, scratch, print_debs=True), rootfs, req.mirror, on_line=on_line)
 
 
 def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str], None]) -> None:
