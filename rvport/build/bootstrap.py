@@ -18,8 +18,9 @@ second stage runs under QEMU: debootstrap's own shell and perl, and dpkg unpacki
   3. py3compile, update-ca-certificates and the standard library's compilation (python3.N's postinsts run
      py_compile.py as a script), which maintainer scripts would run one after another under emulation, are
      recorded while dpkg configures (Deferred, DeferredModule), with the same result:
-     - the bytecode of the calls recorded so far is compiled while dpkg goes on, on the core its emulated
-       configure leaves free (EarlyBytecode);
+     - what can be done before dpkg ends is done while it goes on, on the core its emulated configure leaves
+       free (EarlyWork): the bytecode of the calls recorded so far, and the certificates once ca-certificates'
+       postinst has asked for them;
      - afterwards the rest runs once: the certificates and the bytecode left (in two runs, split by directory)
        side by side, each an emulated process chain of its own.
 Same package set, same versions, same Release file, same files but logs (bench/bootstrap.py compares them).
@@ -261,15 +262,19 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
         deferred = {program: Deferred(rootfs, program) for program in DEFERRED}
         deferred |= {module: DeferredModule(rootfs, module) for module in py_compile_modules(rootfs)}
         run = partial(_run_in_rootfs, rootfs, log_path=log_path, on_line=tee(on_line), env=env)
-        with _no_daemons(rootfs), contextlib.ExitStack() as stack:
-            for d in deferred.values():
-                stack.enter_context(d)
-            early = stack.enter_context(EarlyBytecode(rootfs, deferred, run))
-            on_line(f"bootstrap: configuring 0/{total} (emulated; python bytecode compiled on the way)")
-            _stream(configure_argv(rootfs), on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
-                    log_path=log_path, what="configuring the packages (emulated dpkg)", env=env)
-        _run_deferred(rootfs, {p: d.calls() for p, d in deferred.items()}, done=early.done, run=run,
-                      on_line=tee(on_line))
+        early = EarlyWork(rootfs, deferred, run)
+        try:
+            with _no_daemons(rootfs), contextlib.ExitStack() as stack:
+                for d in deferred.values():
+                    stack.enter_context(d)
+                stack.enter_context(early)
+                on_line(f"bootstrap: configuring 0/{total} (emulated; bytecode and certificates made on the way)")
+                _stream(configure_argv(rootfs), on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
+                        log_path=log_path, what="configuring the packages (emulated dpkg)", env=env)
+            _run_deferred(rootfs, {p: d.calls() for p, d in deferred.items()}, early=early, run=run,
+                          on_line=tee(on_line))
+        finally:
+            early.join()
     finally:
         own_log.close()
         unmount_all(rootfs)
@@ -469,17 +474,23 @@ def bytecode_jobs(rootfs: Path, calls: dict[str, list[list[str]]]) -> tuple[dict
     return jobs, after
 
 
+def certificate_runs(calls: list[list[str]]) -> list[list[str]]:
+    """The update-ca-certificates runs that stand for the recorded calls (update_ca_batch)."""
+    return [[UPDATE_CA, *argv] for argv in update_ca_batch(calls)]
+
+
 def deferred_runs(rootfs: Path, calls: dict[str, list[list[str]]], parts: int = sidebyside.WORKERS,
-                  done: set[Job] | frozenset[Job] = frozenset()
+                  done: set[Job] | frozenset[Job] = frozenset(), certificates: bool = True
                   ) -> tuple[list[tuple[str, list[list[str]]]], list[list[str]]]:
     """The deferred programs' runs: (independent tasks, each (what, argvs run one after another in the rootfs),
-    argvs to run after them all). update-ca-certificates once (update_ca_batch); the bytecode (bytecode_jobs) but
-    the jobs `done` already (EarlyBytecode), its files split by directory into `parts` runs; calls of any other
-    form afterwards, as they were (they may write where the batches do)."""
+    argvs to run after them all). update-ca-certificates once (certificate_runs), unless `certificates` is
+    False (EarlyWork made them); the bytecode (bytecode_jobs) but the jobs `done` already (EarlyWork), its
+    files split by directory into `parts` runs; calls of any other form afterwards, as they were (they may
+    write where the batches do)."""
     tasks: list[tuple[str, list[list[str]]]] = []
-    ca = update_ca_batch(calls.get(UPDATE_CA, []))
-    if ca:
-        tasks.append(("certificates", [[UPDATE_CA, *argv] for argv in ca]))
+    ca = certificate_runs(calls.get(UPDATE_CA, []))
+    if ca and certificates:
+        tasks.append(("certificates", ca))
     jobs, after = bytecode_jobs(rootfs, calls)
     left = {head: [f for f in files if (head, f) not in done] for head, files in jobs.items()}
     for i, argvs in enumerate(bytecode_runs({h: f for h, f in left.items() if f}, parts)):
@@ -487,35 +498,90 @@ def deferred_runs(rootfs: Path, calls: dict[str, list[list[str]]], parts: int = 
     return tasks, after
 
 
-class EarlyBytecode:
-    """While dpkg configures under emulation (one core), the bytecode of the calls recorded so far is compiled on
-    the other core: every `poll` seconds the records' complete lines are read, and the jobs not done yet are run
-    in one batch, with the real programs (the recorders are in place meanwhile). Every package is unpacked before
-    dpkg configures, so a recorded call's files are all there. A deferred module's own source is the recorder
-    then, so it is left for afterwards, as is a batch that failed: `done` holds the jobs whose run succeeded,
-    and only those are left out of the deferred runs."""
+# what update-ca-certificates reads: its configuration, the certificates, the hooks it runs
+CA_INPUTS = ("etc/ca-certificates.conf", "usr/share/ca-certificates", "usr/local/share/ca-certificates",
+             "etc/ca-certificates/update.d")
+CA_HOOKS = "etc/ca-certificates/update.d"
+
+
+def ca_inputs(rootfs: Path) -> tuple:
+    """Every path update-ca-certificates reads (CA_INPUTS, recursively), with its type, size, mtime and link."""
+    out: list[tuple] = []
+    for rel in CA_INPUTS:
+        top = rootfs / rel
+        for p in [top, *(sorted(top.rglob("*")) if top.is_dir() and not top.is_symlink() else [])]:
+            try:
+                st = p.lstat()
+            except FileNotFoundError:
+                out.append((rel, None))
+                continue
+            out.append((str(p.relative_to(rootfs)), st.st_mode, st.st_size, st.st_mtime_ns,
+                        os.readlink(p) if p.is_symlink() else None))
+    return tuple(out)
+
+
+class EarlyWork:
+    """While dpkg configures under emulation (one core), deferred work is done with the real programs (the
+    recorders are in place meanwhile), every `poll` seconds from the records' complete lines. Every package is
+    unpacked before dpkg configures, so what a call reads is there. Two threads:
+
+    - bytecode: the jobs of the calls recorded so far that are not done yet, in one batch at a time. A deferred
+      module's own source is the recorder then, so it is left for afterwards, as is a batch that failed:
+      `done` holds the jobs whose run succeeded, and only those are left out of the deferred runs. Leaving the
+      block waits for its batch.
+    - certificates, the longest single chain, started as soon as ca-certificates' postinst has recorded its
+      call (the batch update_ca_batch makes of it), when no hook is installed (a hook's package may not be
+      configured yet). Leaving the block does not wait for it: the bytecode left runs meanwhile, and `join()`
+      waits. It counts as done (`certificates_done()`) only when the batch of every call recorded by the end is
+      the same and nothing update-ca-certificates reads has changed since it started (ca_inputs); else the
+      certificates are made again afterwards.
+    """
 
     def __init__(self, rootfs: Path, deferred: dict[str, Deferred], run: Callable[[list[list[str]]], None],
                  poll: float = 1.0):
         self.rootfs, self.deferred, self.run, self.poll = rootfs, deferred, run, poll
         self.done: set[Job] = set()
         self.failed: list[RvportError] = []
+        self.certificates_started = False          # final once the block is left
+        self._certificates: tuple[list[list[str]], tuple] | None = None      # (batch run, its inputs then)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="early-bytecode", daemon=True)
+        self._gate = threading.Lock()              # the certificates start before the block is left, or never
+        self._threads = [threading.Thread(target=self._bytecode_loop, name="early-bytecode", daemon=True),
+                         threading.Thread(target=self._certificates_loop, name="early-certificates", daemon=True)]
 
-    def __enter__(self) -> EarlyBytecode:
-        self._thread.start()
+    def __enter__(self) -> EarlyWork:
+        for t in self._threads:
+            t.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        with self._gate:
+            self._stop.set()
+        self._threads[0].join()
+        if exc_type is not None:
+            self.join()
 
-    def _recorded(self) -> dict[str, list[list[str]]]:
+    def join(self) -> None:
+        """Wait for the certificates too (before anything else touches the rootfs, and before it is removed)."""
+        self._stop.set()
+        for t in self._threads:
+            if t.is_alive() or t.ident is not None:
+                t.join()
+
+    def certificates_done(self, calls: list[list[str]]) -> list[list[str]] | None:
+        """The batch made early, if it stands for `calls` (all recorded by the end) and its inputs are the same
+        (after join())."""
+        if self._certificates is None:
+            return None
+        batch, inputs = self._certificates
+        return batch if update_ca_batch(calls) == batch and ca_inputs(self.rootfs) == inputs else None
+
+    def _recorded(self, programs: list[str]) -> dict[str, list[list[str]]]:
         calls = {}
-        for program, d in self.deferred.items():
-            if program != UPDATE_CA and d.record.is_file():
-                text = d.record.read_text()
+        for program in programs:
+            record = self.deferred[program].record
+            if record.is_file():
+                text = record.read_text()
                 complete = text[:text.rfind("\n") + 1]          # a recorder may be half way through a line
                 calls[program] = [line.split("\t")[1:-1] for line in complete.split("\n") if line.startswith("call\t")]
         return calls
@@ -524,9 +590,36 @@ class EarlyBytecode:
         """The command with its deferred program or module replaced by the real one."""
         return tuple(f"/{self.deferred[a].real.relative_to(self.rootfs)}" if a in self.deferred else a for a in head)
 
-    def _loop(self) -> None:
+    def _certificates_loop(self) -> None:
+        if UPDATE_CA not in self.deferred:
+            return
         while not self._stop.wait(self.poll):
-            jobs, _ = bytecode_jobs(self.rootfs, self._recorded())
+            calls = self._recorded([UPDATE_CA]).get(UPDATE_CA)
+            if calls:
+                self._make_certificates(calls)
+                return
+
+    def _make_certificates(self, calls: list[list[str]]) -> None:
+        batch = update_ca_batch(calls)
+        hooks = self.rootfs / CA_HOOKS
+        if len(batch) != 1 or (hooks.is_dir() and any(hooks.iterdir())):
+            return
+        with self._gate:
+            if self._stop.is_set():
+                return
+            self.certificates_started = True
+        inputs = ca_inputs(self.rootfs)
+        try:
+            self.run([[*self._real((UPDATE_CA,)), *batch[0]]])
+        except RvportError as e:            # made again afterwards, where it fails again if it must
+            self.failed.append(e)
+            return
+        self._certificates = (batch, inputs)
+
+    def _bytecode_loop(self) -> None:
+        programs = [p for p in self.deferred if p != UPDATE_CA]
+        while not self._stop.wait(self.poll):
+            jobs, _ = bytecode_jobs(self.rootfs, self._recorded(programs))
             todo = {head: [f for f in files if (head, f) not in self.done and f not in self.deferred]
                     for head, files in jobs.items()}
             todo = {head: files for head, files in todo.items() if files}
@@ -549,18 +642,23 @@ def _run_in_rootfs(rootfs: Path, argvs: list[list[str]], *, log_path: Path | Non
                 what=f"{Path(argv[0]).name} in the new rootfs", env=env)
 
 
-def _run_deferred(rootfs: Path, calls: dict[str, list[list[str]]], *, done: set[Job],
+def _run_deferred(rootfs: Path, calls: dict[str, list[list[str]]], *, early: EarlyWork,
                   run: Callable[[list[list[str]]], None], on_line: Callable[[str], None]) -> None:
-    """The deferred programs, once, but the bytecode jobs `done` already; their runs side by side (each an
-    emulated process chain of its own, so two cores take them at once); the first failure is raised once all
-    have ended."""
-    tasks, after = deferred_runs(rootfs, calls, done=done)
+    """The deferred programs, once, but what EarlyWork did; their runs side by side (each an emulated process
+    chain of its own, so two cores take them at once), while EarlyWork's certificates, if started, go on; the
+    certificates again if those do not stand (EarlyWork.certificates_done); the first failure is raised once
+    all have ended."""
+    tasks, after = deferred_runs(rootfs, calls, done=early.done, certificates=not early.certificates_started)
     if tasks:
         on_line(f"bootstrap: deferred work side by side: {', '.join(w for w, _ in tasks)} (emulated)...")
         results = sidebyside.run([(what, partial(run, argvs)) for what, argvs in tasks])
         failed = next((r for r in results.values() if isinstance(r, RvportError)), None)
         if failed is not None:
             raise failed
+    early.join()
+    if early.certificates_started and early.certificates_done(calls.get(UPDATE_CA, [])) is None:
+        on_line("bootstrap: the certificates made while dpkg configured do not stand: made again")
+        run(certificate_runs(calls.get(UPDATE_CA, [])))
     run(after)
 
 

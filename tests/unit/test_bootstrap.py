@@ -430,7 +430,7 @@ def test_bytecode_is_compiled_on_the_way_with_the_real_programs_and_only_what_su
             time.sleep(0.01)
         time.sleep(0.05)
 
-    with deferred[bootstrap.PY3COMPILE], deferred[mod], bootstrap.EarlyBytecode(r, deferred, run, poll=0.01) as early:
+    with deferred[bootstrap.PY3COMPILE], deferred[mod], bootstrap.EarlyWork(r, deferred, run, poll=0.01) as early:
         pycalls = deferred[bootstrap.PY3COMPILE].record
         pycalls.write_text("call\t-p\tpython3-pip\t\ncall\t-p\tpython3-mini")          # the second half-written
         wait_for(1)
@@ -443,3 +443,72 @@ def test_bytecode_is_compiled_on_the_way_with_the_real_programs_and_only_what_su
     assert early.done == {((bootstrap.PY3COMPILE,), "/usr/lib/python3/dist-packages/pip/__init__.py")}
     assert len(early.failed) >= 1                                          # the failed batch is left for afterwards
     assert all(mod not in argv[4:] for argvs in ran for argv in argvs)     # the module's own source (the recorder) too
+
+
+def _rootfs_with_certificates(tmp_path: Path) -> Path:
+    r = tmp_path / "rootfs"
+    (r / "usr/sbin").mkdir(parents=True)
+    (r / "var/lib").mkdir(parents=True)
+    (r / "usr/sbin/update-ca-certificates").write_text("#!/bin/sh\n")
+    (r / "usr/share/ca-certificates/mozilla").mkdir(parents=True)
+    (r / "usr/share/ca-certificates/mozilla/A.crt").write_text("A")
+    (r / "etc/ca-certificates/update.d").mkdir(parents=True)
+    (r / "etc/ca-certificates.conf").write_text("mozilla/A.crt\n")
+    return r
+
+
+def _early(r: Path, deferred: dict, record_lines: str, ran: list) -> bootstrap.EarlyWork:
+    with deferred[bootstrap.UPDATE_CA], bootstrap.EarlyWork(r, deferred, ran.append, poll=0.01) as early:
+        deferred[bootstrap.UPDATE_CA].record.write_text(record_lines)
+        early._threads[1].join(10)           # the certificates' thread: it ends once it has seen the call
+    early.join()
+    return early
+
+
+def test_the_certificates_are_made_on_the_way_once_and_count_as_done_only_while_their_inputs_stay(tmp_path):
+    r = _rootfs_with_certificates(tmp_path)
+    deferred = {bootstrap.UPDATE_CA: bootstrap.Deferred(r, bootstrap.UPDATE_CA)}
+    ran: list = []
+    early = _early(r, deferred, "call\t--hooksdir\t\t--fresh\t\n", ran)
+    assert ran == [[["/usr/sbin/update-ca-certificates.rvport-real", "--fresh"]]]       # once, the real program
+    assert early.certificates_started
+    final = [["--hooksdir", "", "--fresh"], []]                                          # with the trigger's call
+    assert early.certificates_done(final) == [["--fresh"]]
+    tasks, _ = bootstrap.deferred_runs(r, {bootstrap.UPDATE_CA: final}, certificates=False)
+    assert tasks == []
+    assert early.certificates_done([*final, ["--certsconf", "/x"]]) is None     # a call the batch does not cover
+    (r / "usr/share/ca-certificates/mozilla/B.crt").write_text("B")              # a certificate added since
+    assert early.certificates_done(final) is None
+
+
+def test_the_certificates_wait_for_the_end_when_a_hook_is_installed(tmp_path):
+    r = _rootfs_with_certificates(tmp_path)
+    (r / "etc/ca-certificates/update.d/jks-keystore").write_text("#!/bin/sh\n")
+    deferred = {bootstrap.UPDATE_CA: bootstrap.Deferred(r, bootstrap.UPDATE_CA)}
+    ran: list = []
+    early = _early(r, deferred, "call\t--hooksdir\t\t--fresh\t\n", ran)
+    assert ran == [] and not early.certificates_started
+    tasks, _ = bootstrap.deferred_runs(r, {bootstrap.UPDATE_CA: [["--hooksdir", "", "--fresh"]]})
+    assert tasks == [("certificates", [[bootstrap.UPDATE_CA, "--fresh"]])]
+
+
+def test_certificates_made_early_that_do_not_stand_are_made_again_after_the_bytecode(tmp_path, monkeypatch):
+    r = _rootfs_with_certificates(tmp_path)
+    deferred = {bootstrap.UPDATE_CA: bootstrap.Deferred(r, bootstrap.UPDATE_CA)}
+    ran: list = []
+    early = _early(r, deferred, "call\t--hooksdir\t\t--fresh\t\n", ran)
+    (r / "etc/ca-certificates.conf").write_text("mozilla/A.crt\n!mozilla/B.crt\n")   # changed after they started
+    lines: list = []
+    bootstrap._run_deferred(r, {bootstrap.UPDATE_CA: [["--hooksdir", "", "--fresh"], []]}, early=early,
+                            run=ran.append, on_line=lines.append)
+    assert ran[1:] == [[[bootstrap.UPDATE_CA, "--fresh"]], []]          # made again, then the (empty) rest
+    assert lines == ["bootstrap: the certificates made while dpkg configured do not stand: made again"]
+
+
+def test_the_inputs_of_update_ca_certificates_are_every_path_it_reads(tmp_path):
+    r = _rootfs_with_certificates(tmp_path)
+    before = bootstrap.ca_inputs(r)
+    assert ("usr/share/ca-certificates/mozilla/A.crt" in {e[0] for e in before}
+            and ("usr/local/share/ca-certificates", None) in before)
+    (r / "usr/local/share/ca-certificates").mkdir(parents=True)
+    assert bootstrap.ca_inputs(r) != before
