@@ -59,6 +59,10 @@ def make(method: str, spec_name: str, platform: str, work: Path) -> dict:
             marks.setdefault("rootfs", now)
         if line.startswith("bootstrap: configuring 0/"):
             marks.setdefault("unpacked", now)
+        if line.startswith("bootstrap: linker cache"):       # the split's first stage is done
+            marks.setdefault("first", now)
+        if line.startswith("bootstrap: deferred work"):      # dpkg has configured everything
+            marks.setdefault("configured", now)
 
     os.environ["RVPORT_BOOTSTRAP"] = method
     try:
@@ -70,7 +74,21 @@ def make(method: str, spec_name: str, platform: str, work: Path) -> dict:
     subprocess.run(["docker", "tag", base.tag, tag], check=True)
     subprocess.run(["docker", "rmi", base.tag], check=True, capture_output=True)
     return {"method": method, "total": total, "rootfs": marks.get("rootfs", total), "unpacked": marks.get("unpacked"),
-            "tag": tag, "packages": base.packages, "release": base.release_sha256}
+            "marks": marks, "tag": tag, "packages": base.packages, "release": base.release_sha256}
+
+
+def split_phases(marks: dict[str, float], total: float) -> list[tuple[str, float]]:
+    """The split's phases (seconds) from its marks: those whose start and end were both seen."""
+    order = [("first stage", "first"), ("native unpack", "unpacked"), ("emulated configure", "configured"),
+             ("deferred work after it", "rootfs"), ("image (layer + load)", None)]
+    out, start = [], 0.0
+    for name, end_mark in order:
+        end = total if end_mark is None else marks.get(end_mark)
+        if end is None:
+            continue
+        out.append((name, end - start))
+        start = end
+    return out
 
 
 def tree(tag: str, platform: str) -> dict[str, tuple]:
@@ -135,10 +153,9 @@ def main() -> int:
         for label, key in (("base, total", "total"), ("rootfs (bootstrap)", "rootfs")):
             print(f"{label:24}{old[key]:>19.0f}s{new[key]:>13.0f}s{old[key] / new[key]:>7.2f}x")
         rest_old, rest_new = old["total"] - old["rootfs"], new["total"] - new["rootfs"]
-        print(f"{'tar + load':24}{rest_old:>19.0f}s{rest_new:>13.0f}s")
-        if new.get("unpacked"):
-            print(f"new: first stage + native unpack {new['unpacked']:.0f}s, emulated configure "
-                  f"{new['rootfs'] - new['unpacked']:.0f}s")
+        print(f"{'image (layer + load)':24}{rest_old:>19.0f}s{rest_new:>13.0f}s")
+        print("new, step by step: " + ", ".join(f"{name} {sec:.0f}s" for name, sec in
+                                                split_phases(new["marks"], new["total"])))
         same_packages = old["packages"] == new["packages"]
         print(f"same packages and versions: {same_packages} ({len(old['packages'])} / {len(new['packages'])})")
         if not same_packages:
