@@ -1,6 +1,6 @@
 """Images in the engine: base images, and building an image then inspecting it, written once.
 
-Base images: a Debian rootfs loaded with buildx, or an image named by digest. How the rootfs is made
+Base images: a Debian rootfs loaded as one layer (rootfs_image), or an image named by digest. How the rootfs is made
 (debootstrap in one run, or split between the build platform and emulation for a foreign architecture) is
 rvport/build/bootstrap.py. Built once and reused while its inputs (spec file, architecture, mirror, bootstrap
 method) are unchanged: the image tag carries the inputs' digest. What was installed (the suite's Release file digest, every package version) is recorded
