@@ -40,7 +40,7 @@ import threading
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from rvport import proc
 from rvport.build import debprefetch, sidebyside
@@ -195,34 +195,39 @@ def remove_tree(path: Path) -> None:
 
 
 def make_rootfs(req: Request, rootfs: Path, *, method: str, log_path: Path | None,
-                on_line: Callable[[str], None]) -> None:
+                on_line: Callable[[str], None], fetch_ahead: bool = True) -> None:
     """Bootstrap `rootfs` (which must not exist) by `method`; raises HostNotReady on failure (the caller removes
-    the rootfs: remove_tree)."""
+    the rootfs: remove_tree). fetch_ahead: debootstrap's packages fetched side by side (debprefetch); the split
+    method always does, the classic one where asked (not for the classic method run as the reference)."""
     if proc.which("debootstrap") is None:
         raise HostNotReady("debootstrap is needed to make the base image (no registry is used)",
                            hint="apt-get install debootstrap (scripts/setup-host does it), or name a base "
                                 "image by digest with --base-image")
     if method == CLASSIC:
-        _stream(debootstrap_argv(req, rootfs), on_line=on_line, log_path=log_path,
-                what=f"debootstrap for {req.arch}")
+        with _prefetch(req, rootfs, on_line, fetch_ahead):
+            _stream(debootstrap_argv(req, rootfs), on_line=on_line, log_path=log_path,
+                    what=f"debootstrap for {req.arch}")
         return
     on_line("bootstrap: first stage: resolving, retrieving and extracting natively")
-    with _prefetch(req, rootfs, on_line) as ahead:
+    with _prefetch(req, rootfs, on_line, True):
         _stream(debootstrap_argv(req, rootfs, foreign=True), on_line=on_line, log_path=log_path,
                 what=f"debootstrap's first stage for {req.arch}")
-    if ahead is not None:
-        on_line(f"bootstrap: {ahead.fetched} packages were fetched side by side"
-                + (f" ({ahead.why_not})" if ahead.why_not else ""))
     second_stage(rootfs, log_path=log_path, on_line=on_line)
 
 
-def _prefetch(req: Request, rootfs: Path, on_line: Callable[[str], None]
-              ) -> contextlib.AbstractContextManager[debprefetch.Prefetch | None]:
-    """The first stage's packages fetched side by side (debprefetch), where the mirror is known."""
-    if not req.mirror:
-        return contextlib.nullcontext()
+@contextlib.contextmanager
+def _prefetch(req: Request, rootfs: Path, on_line: Callable[[str], None], wanted: bool) -> Iterator[None]:
+    """debootstrap's packages fetched side by side while the block runs (debprefetch), where wanted and the
+    mirror is known; then a line says how many."""
+    if not (wanted and req.mirror):
+        yield
+        return
     scratch = rootfs.with_name(rootfs.name + ".print-debs")
-    return debprefetch.Prefetch(debootstrap_argv(req, scratch, print_debs=True), rootfs, req.mirror, on_line=on_line)
+    with debprefetch.Prefetch(debootstrap_argv(req, scratch, print_debs=True), rootfs, req.mirror,
+                              on_line=on_line) as ahead:
+        yield
+    on_line(f"bootstrap: {ahead.fetched} packages were fetched side by side"
+            + (f" ({ahead.why_not})" if ahead.why_not else ""))
 
 
 def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str], None]) -> None:

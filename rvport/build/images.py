@@ -127,14 +127,19 @@ def base_key(spec: BaseSpec, platform: str, mirror: str | None, method: str = bo
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
+def _foreign(platform: str) -> bool:
+    """Whether `platform` is not the host's own (its code runs under emulation)."""
+    import platform as _platform
+
+    return platform != DOCKER_PLATFORM.get(normalize_arch(_platform.machine()))
+
+
 def bootstrap_method(platform: str) -> tuple[str, str]:
     """(method, why) for a base of `platform` on this host (bootstrap.choose_method); RVPORT_BOOTSTRAP
     (`debootstrap` or `split`) overrides the choice."""
     import os
-    import platform as _platform
 
-    host = DOCKER_PLATFORM.get(normalize_arch(_platform.machine()))
-    return bootstrap.choose_method(foreign=platform != host, dpkg=proc.which("dpkg"),
+    return bootstrap.choose_method(foreign=_foreign(platform), dpkg=proc.which("dpkg"),
                                    filters=bootstrap.host_dpkg_filters(), forced=os.environ.get("RVPORT_BOOTSTRAP"))
 
 
@@ -312,7 +317,9 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
         req = bootstrap.Request(arch=arch, suite=spec.suite, variant=spec.variant, components=spec.components,
                                 packages=spec.packages, mirror=mirror)
         try:
-            bootstrap.make_rootfs(req, rootfs, method=method, log_path=log_path, on_line=say)
+            # packages fetched ahead but for a foreign base made the classic way: the reference (bench/bootstrap.py)
+            bootstrap.make_rootfs(req, rootfs, method=method, log_path=log_path, on_line=say,
+                                  fetch_ahead=method == bootstrap.SPLIT or not _foreign(platform))
         except HostNotReady as e:
             keep_debootstrap_log(rootfs, log_path)
             raise HostNotReady(f"{e.message} for {spec.name} ({arch})",

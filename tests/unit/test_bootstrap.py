@@ -257,7 +257,7 @@ def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tm
     monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
     monkeypatch.setattr(buildx, "image_info", lambda ref: engine.get(ref))
 
-    def make_rootfs(req, rootfs, *, method, log_path, on_line):
+    def make_rootfs(req, rootfs, *, method, log_path, on_line, fetch_ahead):
         (rootfs / "var/lib/dpkg").mkdir(parents=True)
         (rootfs / "var/lib/dpkg/status").write_text("Package: libc6\nStatus: install ok installed\nVersion: 2.41\n")
 
@@ -512,3 +512,31 @@ def test_the_inputs_of_update_ca_certificates_are_every_path_it_reads(tmp_path):
             and ("usr/local/share/ca-certificates", None) in before)
     (r / "usr/local/share/ca-certificates").mkdir(parents=True)
     assert bootstrap.ca_inputs(r) != before
+
+
+@pytest.mark.parametrize("platform, method, ahead", [
+    ("linux/riscv64", bootstrap.SPLIT, True),
+    ("linux/amd64", bootstrap.CLASSIC, True),          # the host's own platform: debootstrap runs natively
+    ("linux/riscv64", bootstrap.CLASSIC, False),       # the reference way (RVPORT_BOOTSTRAP=debootstrap) as it was
+])
+def test_packages_are_fetched_ahead_but_for_a_foreign_base_made_the_classic_way(tmp_path, monkeypatch, platform,
+                                                                                method, ahead):
+    from rvport.build import buildx, images, rootfs_image
+
+    monkeypatch.setattr(images, "bootstrap_method", lambda p: (method, "test"))
+    monkeypatch.setattr(images, "_foreign", lambda p: p != "linux/amd64")
+    monkeypatch.setattr(images, "host_debian_mirror", lambda: "http://mirror.example/debian")
+    monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(buildx, "image_info", lambda ref: None)
+    seen = []
+
+    def make_rootfs(req, rootfs, *, method, log_path, on_line, fetch_ahead):
+        seen.append(fetch_ahead)
+        (rootfs / "var/lib/dpkg").mkdir(parents=True)
+        (rootfs / "var/lib/dpkg/status").write_text("")
+
+    monkeypatch.setattr(bootstrap, "make_rootfs", make_rootfs)
+    monkeypatch.setattr(rootfs_image, "load_rootfs", lambda *a, **k: "sha256:" + "1" * 64)
+    images.ensure_base(load_base_spec("debian-trixie"), platform=platform, cache_dir=tmp_path / "cache",
+                       log_path=tmp_path / "base.log")
+    assert seen == [ahead]
