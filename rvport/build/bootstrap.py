@@ -318,12 +318,19 @@ class Deferred:
         if self.real.exists():
             os.replace(self.real, self.path)
 
-    def calls(self) -> list[list[str]]:
+    def recorded(self) -> list[list[str]]:
+        """The calls recorded so far: the record's complete lines (a recorder may be half way through one)."""
         if not self.record.is_file():
             return []
-        lines = self.record.read_text().split("\n")
-        self.record.unlink()
+        text = self.record.read_text()
+        lines = text[:text.rfind("\n") + 1].split("\n")
         return [line.split("\t")[1:-1] for line in lines if line.startswith("call\t")]
+
+    def calls(self) -> list[list[str]]:
+        """Every call recorded (once dpkg has ended); the record goes."""
+        calls = self.recorded()
+        self.record.unlink(missing_ok=True)
+        return calls
 
 
 class DeferredModule(Deferred):
@@ -570,7 +577,7 @@ class EarlyWork:
         """Wait for the certificates too (before anything else touches the rootfs, and before it is removed)."""
         self._stop.set()
         for t in self._threads:
-            if t.is_alive() or t.ident is not None:
+            if t.ident is not None:          # started
                 t.join()
 
     def certificates_done(self, calls: list[list[str]]) -> list[list[str]] | None:
@@ -581,16 +588,6 @@ class EarlyWork:
         batch, inputs = self._certificates
         return batch if update_ca_batch(calls) == batch and ca_inputs(self.rootfs) == inputs else None
 
-    def _recorded(self, programs: list[str]) -> dict[str, list[list[str]]]:
-        calls = {}
-        for program in programs:
-            record = self.deferred[program].record
-            if record.is_file():
-                text = record.read_text()
-                complete = text[:text.rfind("\n") + 1]          # a recorder may be half way through a line
-                calls[program] = [line.split("\t")[1:-1] for line in complete.split("\n") if line.startswith("call\t")]
-        return calls
-
     def _real(self, head: tuple[str, ...]) -> tuple[str, ...]:
         """The command with its deferred program or module replaced by the real one."""
         return tuple(f"/{self.deferred[a].real.relative_to(self.rootfs)}" if a in self.deferred else a for a in head)
@@ -599,7 +596,7 @@ class EarlyWork:
         if UPDATE_CA not in self.deferred:
             return
         while not self._stop.wait(self.poll):
-            calls = self._recorded([UPDATE_CA]).get(UPDATE_CA)
+            calls = self.deferred[UPDATE_CA].recorded()
             if calls:
                 self._make_certificates(calls)
                 return
@@ -624,7 +621,7 @@ class EarlyWork:
     def _bytecode_loop(self) -> None:
         programs = [p for p in self.deferred if p != UPDATE_CA]
         while not self._stop.wait(self.poll):
-            jobs, _ = bytecode_jobs(self.rootfs, self._recorded(programs))
+            jobs, _ = bytecode_jobs(self.rootfs, {p: self.deferred[p].recorded() for p in programs})
             todo = {head: [f for f in files if (head, f) not in self.done and f not in self.deferred]
                     for head, files in jobs.items()}
             todo = {head: files for head, files in todo.items() if files}
