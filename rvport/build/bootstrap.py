@@ -267,7 +267,7 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
         deferred = {program: Deferred(rootfs, program) for program in DEFERRED}
         deferred |= {module: DeferredModule(rootfs, module) for module in py_compile_modules(rootfs)}
         run = partial(_run_in_rootfs, rootfs, log_path=log_path, on_line=tee(on_line), env=env)
-        early = EarlyWork(rootfs, deferred, run)
+        early = EarlyWork(rootfs, deferred, run, run_bytecode=partial(run, nice=True))
         try:
             with _no_daemons(rootfs), contextlib.ExitStack() as stack:
                 for d in deferred.values():
@@ -537,7 +537,8 @@ class EarlyWork:
     recorders are in place meanwhile), every `poll` seconds from the records' complete lines. Every package is
     unpacked before dpkg configures, so what a call reads is there. Two threads:
 
-    - bytecode: the jobs of the calls recorded so far that are not done yet, in one batch at a time. A deferred
+    - bytecode (`run_bytecode`: at a lower priority, so that dpkg and the certificates, the chains the end waits
+      for, go first): the jobs of the calls recorded so far that are not done yet, one batch at a time. A deferred
       module's own source is the recorder then, so it is left for afterwards, as is a batch that failed:
       `done` holds the jobs whose run succeeded, and only those are left out of the deferred runs. Leaving the
       block waits for its batch.
@@ -550,8 +551,9 @@ class EarlyWork:
     """
 
     def __init__(self, rootfs: Path, deferred: dict[str, Deferred], run: Callable[[list[list[str]]], None],
-                 poll: float = 1.0):
+                 poll: float = 1.0, run_bytecode: Callable[[list[list[str]]], None] | None = None):
         self.rootfs, self.deferred, self.run, self.poll = rootfs, deferred, run, poll
+        self.run_bytecode = run_bytecode or run
         self.done: set[Job] = set()
         self.failed: list[RvportError] = []
         self.certificates_started = False          # final once the block is left
@@ -629,7 +631,7 @@ class EarlyWork:
                 continue
             try:
                 for argvs in bytecode_runs({self._real(head): files for head, files in todo.items()}, 1):
-                    self.run(argvs)
+                    self.run_bytecode(argvs)
             except RvportError as e:        # left for afterwards, where it fails again if it must
                 self.failed.append(e)
                 continue
@@ -637,11 +639,11 @@ class EarlyWork:
 
 
 def _run_in_rootfs(rootfs: Path, argvs: list[list[str]], *, log_path: Path | None, on_line: Callable[[str], None],
-                   env: dict) -> None:
-    """Each argv in turn, chrooted into the rootfs (emulated)."""
+                   env: dict, nice: bool = False) -> None:
+    """Each argv in turn, chrooted into the rootfs (emulated); nice: at a lower priority (`nice -n 10`)."""
     for argv in argvs:
-        _stream(["chroot", str(rootfs), *argv], on_line=on_line, log_path=log_path,
-                what=f"{Path(argv[0]).name} in the new rootfs", env=env)
+        _stream([*(["nice", "-n", "10"] if nice else []), "chroot", str(rootfs), *argv], on_line=on_line,
+                log_path=log_path, what=f"{Path(argv[0]).name} in the new rootfs", env=env)
 
 
 def _run_deferred(rootfs: Path, calls: dict[str, list[list[str]]], *, early: EarlyWork,
