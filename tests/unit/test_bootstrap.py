@@ -540,3 +540,13 @@ def test_packages_are_fetched_ahead_but_for_a_foreign_base_made_the_classic_way(
     images.ensure_base(load_base_spec("debian-trixie"), platform=platform, cache_dir=tmp_path / "cache",
                        log_path=tmp_path / "base.log")
     assert seen == [ahead]
+
+
+def test_work_in_the_rootfs_runs_chrooted_and_the_early_bytecode_at_a_lower_priority(tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr(bootstrap.proc, "stream", lambda cmd, **k: ran.append(cmd) or 0)
+    r = tmp_path / "rootfs"
+    bootstrap._run_in_rootfs(r, [["/usr/bin/py3compile", "/a.py"]], log_path=None, on_line=print, env={})
+    bootstrap._run_in_rootfs(r, [["/usr/bin/py3compile", "/b.py"]], log_path=None, on_line=print, env={}, nice=True)
+    assert ran == [["chroot", str(r), "/usr/bin/py3compile", "/a.py"],
+                   ["nice", "-n", "10", "chroot", str(r), "/usr/bin/py3compile", "/b.py"]]
