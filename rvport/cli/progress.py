@@ -11,7 +11,8 @@ Every output mode shows that a long step is alive:
 
 The phase comes from the log lines themselves (PHASES below, rules as data): debootstrap's `I: Unpacking X...`,
 dpkg's `Setting up X ...`, mmdebstrap's `I: extracting archives...`, rvport's own bootstrap lines
-(`bootstrap: configuring 45/213 libc6`) and buildx's plain `#7 [build 3/5] RUN ...`.
+(`bootstrap: configuring 45/213 libc6`) and base image lines (`image: loading ...`), and buildx's plain
+`#7 [build 3/5] RUN ...`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ PHASES: tuple[tuple[re.Pattern[str], str], ...] = (
     # rvport's own bootstrap (rvport/build/bootstrap.py): "bootstrap: unpacking 12/213 libc6"
     (re.compile(r"^bootstrap: (?P<phase>[a-z][a-z -]*?) (?P<n>\d+)/(?P<m>\d+)(?: (?P<what>[^\s(]\S*))?"), ""),
     (re.compile(r"^bootstrap: (?P<phase>[A-Za-z][A-Za-z0-9 -]*[A-Za-z0-9])(?:\.\.\.|:|$)"), ""),
+    (re.compile(r"^bootstrap: fetching \d+ packages"), "fetching packages ahead"),
+    # a base's image (rvport/build/rootfs_image.py)
+    (re.compile(r"^image: writing the layer"), "writing the image's layer"),
+    (re.compile(r"^image: loading "), "loading the image"),
     # debootstrap
     (re.compile(r"^I: (?P<phase>(?:Installing|Unpacking|Configuring) (?:core|required|the base system)"
                 r"(?: packages)?)\.\.\.$"), ""),
