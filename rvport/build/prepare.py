@@ -11,9 +11,8 @@ would make is only known to the build, which makes it again if not), else listed
 Dockerfiles, same tags. No source is fetched, nothing is compiled. What the stages used (StageEnv.used) is
 listed: the images to keep between CI runs (docs/ci.md).
 
-The work goes side by side (rvport/build/sidebyside.py): every base the stages need first (the riscv64 base's
-emulated configure holds one core while the build-platform bases are made on the other), then the stages'
-images. `rvport build` makes its images this way too, before its first stage (rvport/build/runner.py).
+The work goes side by side (rvport/build/sidebyside.py): every base the stages need first (the riscv64 base on
+one worker, the build-platform bases on the other), then the stages' images. `rvport build` makes its images this way too, before its first stage (rvport/build/runner.py).
 """
 
 from __future__ import annotations
@@ -99,10 +98,10 @@ class Preparer:
         return self.errors
 
     def start(self, pool: sidebyside.SideBySide) -> None:
-        """Hand the work to `pool`: first every base the stages need (the riscv64 base's emulated configure holds
-        one core while the build-platform bases are made on the other), then the images that start from a
-        build-platform base alone (modes: `early`), then each stage's images (a stage's task waits for the bases
-        it needs; a base that failed fails it, so does its early task's failure)."""
+        """Hand the work to `pool`: first every base the stages need (the riscv64 base on one worker, the
+        build-platform bases on the other), then the images that start from a build-platform base alone (modes:
+        `early`), then each stage's images (a stage's task waits for the bases it needs; a base that failed fails
+        it, so does its early task's failure)."""
         self.logs.mkdir(parents=True, exist_ok=True)
         self._started = time.monotonic()
         needed = dict.fromkeys(b for st in self.plan.stages for b in modes.bases(st, self.plan.host))

@@ -23,8 +23,8 @@ from rvport.errors import RvportError
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
-# Two at a time: what the emulated parts of image making leave free on a 2-core host (one emulated chain holds
-# one core: a base's configure, apt in a toolchain image), and what keeps memory and disk writes in bounds.
+# Two at a time: a 2-core host's cores (an emulated chain such as apt in a toolchain image holds one; the split
+# bootstrap uses the second one too while it configures), and what keeps memory and disk writes in bounds.
 WORKERS = 2
 
 
