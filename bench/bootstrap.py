@@ -34,12 +34,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import common  # noqa: E402  (bench/ is first on sys.path)
+
 from rvport.build import bootstrap, images  # noqa: E402
 
 # files that record when or how the rootfs was made, not what it holds
-VOLATILE = ("var/log/", "var/cache/debconf/", "var/lib/dpkg/status-old", "var/lib/dpkg/diversions-old",
-            "var/lib/dpkg/available-old", "etc/shadow", "etc/gshadow", "etc/shadow-", "etc/gshadow-",
-            "var/cache/ldconfig/aux-cache")
+VOLATILE = (
+    "var/log/",
+    "var/cache/debconf/",
+    "var/lib/dpkg/status-old",
+    "var/lib/dpkg/diversions-old",
+    "var/lib/dpkg/available-old",
+    "etc/shadow",
+    "etc/gshadow",
+    "etc/shadow-",
+    "etc/gshadow-",
+    "var/cache/ldconfig/aux-cache",
+)
 
 
 def make(method: str, spec_name: str, platform: str, work: Path) -> dict:
@@ -55,32 +65,47 @@ def make(method: str, spec_name: str, platform: str, work: Path) -> dict:
 
     def on_line(line: str) -> None:
         now = time.monotonic() - t0
-        if line.startswith("image: writing the layer"):      # the rootfs is made
+        if line.startswith("image: writing the layer"):  # the rootfs is made
             marks.setdefault("rootfs", now)
         if line.startswith("bootstrap: configuring 0/"):
             marks.setdefault("unpacked", now)
-        if line.startswith("bootstrap: linker cache"):       # the split's first stage is done
+        if line.startswith("bootstrap: linker cache"):  # the split's first stage is done
             marks.setdefault("first", now)
-        if line.startswith("bootstrap: deferred work"):      # dpkg has configured everything
+        if line.startswith("bootstrap: deferred work"):  # dpkg has configured everything
             marks.setdefault("configured", now)
 
     os.environ["RVPORT_BOOTSTRAP"] = method
     try:
-        base = images.ensure_base(spec, platform=platform, cache_dir=work / "cache", log_path=log, on_line=on_line)
+        base = images.ensure_base(
+            spec, platform=platform, cache_dir=work / "cache", log_path=log, on_line=on_line
+        )
     finally:
         os.environ.pop("RVPORT_BOOTSTRAP", None)
     total = time.monotonic() - t0
     tag = f"rvport/bench-base:{method}-{base.key[:12]}"
     subprocess.run(["docker", "tag", base.tag, tag], check=True)
     subprocess.run(["docker", "rmi", base.tag], check=True, capture_output=True)
-    return {"method": method, "total": total, "rootfs": marks.get("rootfs", total), "unpacked": marks.get("unpacked"),
-            "marks": marks, "tag": tag, "packages": base.packages, "release": base.release_sha256}
+    return {
+        "method": method,
+        "total": total,
+        "rootfs": marks.get("rootfs", total),
+        "unpacked": marks.get("unpacked"),
+        "marks": marks,
+        "tag": tag,
+        "packages": base.packages,
+        "release": base.release_sha256,
+    }
 
 
 def split_phases(marks: dict[str, float], total: float) -> list[tuple[str, float]]:
     """The split's phases (seconds) from its marks: those whose start and end were both seen."""
-    order = [("first stage", "first"), ("native unpack", "unpacked"), ("emulated configure", "configured"),
-             ("deferred work after it", "rootfs"), ("image (layer + load)", None)]
+    order = [
+        ("first stage", "first"),
+        ("native unpack", "unpacked"),
+        ("emulated configure", "configured"),
+        ("deferred work after it", "rootfs"),
+        ("image (layer + load)", None),
+    ]
     out, start = [], 0.0
     for name, end_mark in order:
         end = total if end_mark is None else marks.get(end_mark)
@@ -93,8 +118,9 @@ def split_phases(marks: dict[str, float], total: float) -> list[tuple[str, float
 
 def tree(tag: str, platform: str) -> dict[str, tuple]:
     """path -> (type, mode, uid, gid, size, link, sha256) of the image's files, from docker export."""
-    cid = subprocess.run(["docker", "create", "--platform", platform, tag], check=True, capture_output=True,
-                         text=True).stdout.strip()
+    cid = subprocess.run(
+        ["docker", "create", "--platform", platform, tag], check=True, capture_output=True, text=True
+    ).stdout.strip()
     out: dict[str, tuple] = {}
     try:
         with subprocess.Popen(["docker", "export", cid], stdout=subprocess.PIPE) as p:
@@ -104,8 +130,15 @@ def tree(tag: str, platform: str) -> dict[str, tuple]:
                     if m.isfile():
                         f = tar.extractfile(m)
                         digest = hashlib.sha256(f.read()).hexdigest() if f else None
-                    out[m.name.rstrip("/")] = (m.type, m.mode, m.uid, m.gid, m.size if m.isfile() else 0,
-                                               m.linkname, digest)
+                    out[m.name.rstrip("/")] = (
+                        m.type,
+                        m.mode,
+                        m.uid,
+                        m.gid,
+                        m.size if m.isfile() else 0,
+                        m.linkname,
+                        digest,
+                    )
     finally:
         subprocess.run(["docker", "rm", cid], check=False, capture_output=True)
     return out
@@ -128,7 +161,7 @@ def compare_trees(a: dict[str, tuple], b: dict[str, tuple]) -> list[str]:
 
 
 def main() -> int:
-    common.stop_on_signals()    # Ctrl-C or a kill stops the bootstrap and removes the scratch directory
+    common.stop_on_signals()  # Ctrl-C or a kill stops the bootstrap and removes the scratch directory
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", default="debian-trixie")
     ap.add_argument("--platform", default="linux/riscv64")
@@ -145,8 +178,11 @@ def main() -> int:
                 r = make(method, args.spec, args.platform, work / method)
             r["load"] = load.summary()
             runs.append(r)
-            print(f"   {r['total']:.0f}s (rootfs {r['rootfs']:.0f}s); {len(r['packages'])} packages; {r['tag']}; "
-                  f"load average {load.describe()}", flush=True)
+            print(
+                f"   {r['total']:.0f}s (rootfs {r['rootfs']:.0f}s); {len(r['packages'])} packages; {r['tag']}; "
+                f"load average {load.describe()}",
+                flush=True,
+            )
         old, new = runs
         print()
         print(f"{'':24}{'old (debootstrap)':>20}{'new (split)':>14}{'ratio':>8}")
@@ -154,10 +190,14 @@ def main() -> int:
             print(f"{label:24}{old[key]:>19.0f}s{new[key]:>13.0f}s{old[key] / new[key]:>7.2f}x")
         rest_old, rest_new = old["total"] - old["rootfs"], new["total"] - new["rootfs"]
         print(f"{'image (layer + load)':24}{rest_old:>19.0f}s{rest_new:>13.0f}s")
-        print("new, step by step: " + ", ".join(f"{name} {sec:.0f}s" for name, sec in
-                                                split_phases(new["marks"], new["total"])))
+        print(
+            "new, step by step: "
+            + ", ".join(f"{name} {sec:.0f}s" for name, sec in split_phases(new["marks"], new["total"]))
+        )
         same_packages = old["packages"] == new["packages"]
-        print(f"same packages and versions: {same_packages} ({len(old['packages'])} / {len(new['packages'])})")
+        print(
+            f"same packages and versions: {same_packages} ({len(old['packages'])} / {len(new['packages'])})"
+        )
         if not same_packages:
             for p in sorted(set(old["packages"]) | set(new["packages"])):
                 if old["packages"].get(p) != new["packages"].get(p):
@@ -167,8 +207,15 @@ def main() -> int:
         print(f"file trees: {len(diffs)} difference(s) outside {', '.join(VOLATILE[:3])}, ...")
         for d in diffs[:40]:
             print(f"   {d}")
-        (work / "bench.json").write_text(json.dumps({"runs": [{k: v for k, v in r.items() if k != 'packages'}
-                                                               for r in runs], "tree_differences": diffs}, indent=1))
+        (work / "bench.json").write_text(
+            json.dumps(
+                {
+                    "runs": [{k: v for k, v in r.items() if k != "packages"} for r in runs],
+                    "tree_differences": diffs,
+                },
+                indent=1,
+            )
+        )
         return 0 if same_packages else 1
     finally:
         if not args.keep:

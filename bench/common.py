@@ -9,8 +9,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,8 +26,15 @@ def stop_on_signals() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
 
 
-def rvport(args: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None, grace: float = 60,
-           command: Sequence[str] | None = None, cwd: Path | None = None) -> tuple[int, float]:
+def rvport(
+    args: Sequence[str],
+    *,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    grace: float = 60,
+    command: Sequence[str] | None = None,
+    cwd: Path | None = None,
+) -> tuple[int, float]:
     """`python -m rvport ARGS` from this checkout, its output in `log`; (exit status, wall seconds).
 
     With `command`, another rvport instead (say an older revision's console script in a venv of its own):
@@ -39,7 +46,9 @@ def rvport(args: Sequence[str], *, log: Path, env: Mapping[str, str] | None = No
     child_env = dict(os.environ if env is None else env)
     if command is None:
         command, cwd = [sys.executable, "-m", "rvport"], ROOT
-        child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), child_env.get("PYTHONPATH", "")) if p)
+        child_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(ROOT), child_env.get("PYTHONPATH", "")) if p
+        )
     with open(log, "w") as f:
         p = subprocess.Popen([*command, *args], stdout=f, stderr=subprocess.STDOUT, cwd=cwd, env=child_env)
         try:
@@ -58,9 +67,9 @@ def rvport(args: Sequence[str], *, log: Path, env: Mapping[str, str] | None = No
 class LoadAverage:
     """The 1-minute load average sampled every `every` seconds while the block runs (a timer thread).
 
-        with LoadAverage() as load:
-            ...
-        load.describe()   # "1.9-3.4 (mean 2.6) on 2 CPUs"
+    with LoadAverage() as load:
+        ...
+    load.describe()   # "1.9-3.4 (mean 2.6) on 2 CPUs"
     """
 
     def __init__(self, every: float = 10.0):
@@ -86,8 +95,13 @@ class LoadAverage:
 
     def summary(self) -> dict:
         s = self.samples or [os.getloadavg()[0]]
-        return {"min": round(min(s), 2), "mean": round(sum(s) / len(s), 2), "max": round(max(s), 2),
-                "samples": len(s), "cpus": os.cpu_count()}
+        return {
+            "min": round(min(s), 2),
+            "mean": round(sum(s) / len(s), 2),
+            "max": round(max(s), 2),
+            "samples": len(s),
+            "cpus": os.cpu_count(),
+        }
 
     def describe(self) -> str:
         s = self.summary()

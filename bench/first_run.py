@@ -87,16 +87,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import common  # noqa: E402  (bench/ is first on sys.path)
+
 from rvport.build import bootstrap  # noqa: E402
 
 RECIPES = ("msgspec", "sentencepiece", "tiktoken")
 PROFILE = "rvv256"
-WAYS = (("old", "debootstrap"), ("new", None))     # (name, RVPORT_BOOTSTRAP)
+WAYS = (("old", "debootstrap"), ("new", None))  # (name, RVPORT_BOOTSTRAP)
 # the README's main command, the words after `rvport` (its output directory `out` is made each run's own)
 BUILD = ("build", *RECIPES, "--profile", PROFILE, "--tag", "local", "--output", "out")
 VERIFY = ("verify", "artifacts", "out/artifacts", "--profile", PROFILE)
-WAITED = "stages waiting for their images"        # images made side by side: the run's time they cost
-BASES_TOGETHER = "base images, all together"     # a result.json without a time per base: its stages' "base"
+WAITED = "stages waiting for their images"  # images made side by side: the run's time they cost
+BASES_TOGETHER = "base images, all together"  # a result.json without a time per base: its stages' "base"
 # what the private daemon takes from the host's daemon.json: how it stores and networks, never where
 HOST_SETTINGS = ("storage-driver", "storage-opts", "mtu", "dns", "dns-opts", "dns-search")
 DROPPED_ENV = ("DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_TLS", "BUILDX_BUILDER")
@@ -117,17 +118,44 @@ def daemon_settings(host_config: Path, storage_driver: str | None) -> dict:
 
 
 def dockerd_argv(root: Path, bridge: str) -> list[str]:
-    return ["dockerd", "--config-file", str(root / "daemon.json"), "--data-root", str(root / "data"),
-            "--exec-root", str(root / "exec"), "--pidfile", str(root / "dockerd.pid"),
-            "-H", f"unix://{root / 'docker.sock'}", "--bridge", bridge, "--iptables=false", "--ip6tables=false"]
+    return [
+        "dockerd",
+        "--config-file",
+        str(root / "daemon.json"),
+        "--data-root",
+        str(root / "data"),
+        "--exec-root",
+        str(root / "exec"),
+        "--pidfile",
+        str(root / "dockerd.pid"),
+        "-H",
+        f"unix://{root / 'docker.sock'}",
+        "--bridge",
+        bridge,
+        "--iptables=false",
+        "--ip6tables=false",
+    ]
 
 
 def nat_rules(bridge: str, subnet: str) -> list[list[str]]:
     """iptables rules (table and rule, without -A/-I/-D) that let the bridge's containers out, and back in."""
-    return [["-t", "filter", "FORWARD", "-i", bridge, "-j", "ACCEPT"],
-            ["-t", "filter", "FORWARD", "-o", bridge, "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED",
-             "-j", "ACCEPT"],
-            ["-t", "nat", "POSTROUTING", "-s", subnet, "!", "-o", bridge, "-j", "MASQUERADE"]]
+    return [
+        ["-t", "filter", "FORWARD", "-i", bridge, "-j", "ACCEPT"],
+        [
+            "-t",
+            "filter",
+            "FORWARD",
+            "-o",
+            bridge,
+            "-m",
+            "conntrack",
+            "--ctstate",
+            "RELATED,ESTABLISHED",
+            "-j",
+            "ACCEPT",
+        ],
+        ["-t", "nat", "POSTROUTING", "-s", subnet, "!", "-o", bridge, "-j", "MASQUERADE"],
+    ]
 
 
 def free_subnet(wanted: str, routes: list[str]) -> ipaddress.IPv4Network:
@@ -188,8 +216,10 @@ class PrivateEngine:
         if cp.returncode != 0:
             raise SystemExit(f"cannot make the bridge {self.bridge}: {cp.stderr.strip()}")
         self.made_bridge = True
-        for cmd in (["ip", "addr", "add", f"{gateway}/{self.subnet.prefixlen}", "dev", self.bridge],
-                    ["ip", "link", "set", self.bridge, "up"]):
+        for cmd in (
+            ["ip", "addr", "add", f"{gateway}/{self.subnet.prefixlen}", "dev", self.bridge],
+            ["ip", "link", "set", self.bridge, "up"],
+        ):
             subprocess.run(cmd, check=True, capture_output=True)
         for rule in nat_rules(self.bridge, str(self.subnet)):
             table, chain, *spec = rule[1], rule[2], *rule[3:]
@@ -204,8 +234,9 @@ class PrivateEngine:
             fwd.write_text("1\n")
         (self.root / "daemon.json").write_text(json.dumps(self.settings, indent=1) + "\n")
         log = open(self.root / "dockerd.log", "w")
-        self.proc = subprocess.Popen(dockerd_argv(self.root, self.bridge), stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            dockerd_argv(self.root, self.bridge), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
         for _ in range(120):
             if self.proc.poll() is not None:
@@ -214,17 +245,32 @@ class PrivateEngine:
             if self.docker("info").returncode == 0:
                 return
             time.sleep(1)
-        raise SystemExit(f"the private dockerd did not answer within 2 minutes; see {self.root / 'dockerd.log'}")
+        raise SystemExit(
+            f"the private dockerd did not answer within 2 minutes; see {self.root / 'dockerd.log'}"
+        )
 
     def facts(self) -> dict:
         info = json.loads(self.docker("info", "--format", "{{json .}}").stdout or "{}")
         bx = self.docker("buildx", "inspect")
-        buildkit = next((ln.split(":", 1)[1].strip() for ln in bx.stdout.splitlines()
-                         if ln.strip().startswith("BuildKit")), None)
-        return {"server_version": info.get("ServerVersion"), "storage_driver": info.get("Driver"),
-                "docker_root": info.get("DockerRootDir"), "containerd": (info.get("ContainerdCommit") or {}).get("ID"),
-                "buildkit": buildkit, "buildx_driver": next((ln.split(":", 1)[1].strip() for ln in bx.stdout.splitlines()
-                                                              if ln.startswith("Driver")), None)}
+        buildkit = next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in bx.stdout.splitlines()
+                if ln.strip().startswith("BuildKit")
+            ),
+            None,
+        )
+        return {
+            "server_version": info.get("ServerVersion"),
+            "storage_driver": info.get("Driver"),
+            "docker_root": info.get("DockerRootDir"),
+            "containerd": (info.get("ContainerdCommit") or {}).get("ID"),
+            "buildkit": buildkit,
+            "buildx_driver": next(
+                (ln.split(":", 1)[1].strip() for ln in bx.stdout.splitlines() if ln.startswith("Driver")),
+                None,
+            ),
+        }
 
     def image_ids(self) -> set[str]:
         cp = self.docker("image", "ls", "--all", "--no-trunc", "--format", "{{.ID}}")
@@ -236,10 +282,10 @@ class PrivateEngine:
             try:
                 self.proc.wait(timeout=90)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)      # the group this script started: dockerd's own
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the group this script started: dockerd's own
                 self.proc.wait()
         pidfile = self.root / "exec" / "containerd" / "containerd.pid"
-        if pidfile.is_file():                                 # its containerd, should dockerd have left it
+        if pidfile.is_file():  # its containerd, should dockerd have left it
             try:
                 os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
             except (ValueError, ProcessLookupError):
@@ -277,11 +323,14 @@ def readme_commands(readme: str) -> tuple[list[str], list[str]]:
                 verify = words[1:]
         if build and verify:
             return build, verify
-    raise SystemExit("the README names no line with both `rvport build ...` and `rvport verify artifacts ...`")
+    raise SystemExit(
+        "the README names no line with both `rvport build ...` and `rvport verify artifacts ...`"
+    )
 
 
-def run_args(build: list[str] | tuple[str, ...], verify: list[str] | tuple[str, ...], out: Path,
-             verify_json: Path) -> tuple[list[str], list[str]]:
+def run_args(
+    build: list[str] | tuple[str, ...], verify: list[str] | tuple[str, ...], out: Path, verify_json: Path
+) -> tuple[list[str], list[str]]:
     """The two commands' arguments for one run: the build's output directory (`--output DIR`, else `out`)
     made `out`, also in verify's paths (DIR, DIR/...); --json VERIFY_JSON added to verify."""
     build, where = list(build), "out"
@@ -295,17 +344,24 @@ def run_args(build: list[str] | tuple[str, ...], verify: list[str] | tuple[str, 
     else:
         build += ["--output", str(out)]
     where = where.rstrip("/") or "/"
-    moved = [str(out) if w.rstrip("/") == where else str(out / w[len(where) + 1:]) if w.startswith(where + "/")
-             else w for w in verify]
+    moved = [
+        str(out)
+        if w.rstrip("/") == where
+        else str(out / w[len(where) + 1 :])
+        if w.startswith(where + "/")
+        else w
+        for w in verify
+    ]
     return build, [*moved, "--json", str(verify_json)]
 
 
 class OldRev(NamedTuple):
     """A revision of rvport installed apart from this checkout: its tree (git archive) and a venv of its own."""
+
     commit: str
-    src: Path                   # the tree: where its rvport runs (it finds recipes/, dockerfiles/, toolchains/ there)
+    src: Path  # the tree: where its rvport runs (it finds recipes/, dockerfiles/, toolchains/ there)
     venv: Path
-    build: tuple[str, ...]      # its README's two commands, the words after `rvport`
+    build: tuple[str, ...]  # its README's two commands, the words after `rvport`
     verify: tuple[str, ...]
 
     @property
@@ -321,10 +377,12 @@ def old_rev_setup(root: Path, commit: str, dest: Path, python: str) -> list[list
     """The commands that install `commit` of the repository at `root` under `dest`: its tree in dest/src
     (git archive), a fresh venv in dest/venv, the tree installed into it (not editable, pip's defaults)."""
     tar = dest / "src.tar"
-    return [["git", "-C", str(root), "archive", "--format=tar", "--prefix=src/", "-o", str(tar), commit],
-            ["tar", "-xf", str(tar), "-C", str(dest)],
-            [python, "-m", "venv", str(dest / "venv")],
-            [str(dest / "venv" / "bin" / "python"), "-m", "pip", "install", str(dest / "src")]]
+    return [
+        ["git", "-C", str(root), "archive", "--format=tar", "--prefix=src/", "-o", str(tar), commit],
+        ["tar", "-xf", str(tar), "-C", str(dest)],
+        [python, "-m", "venv", str(dest / "venv")],
+        [str(dest / "venv" / "bin" / "python"), "-m", "pip", "install", str(dest / "src")],
+    ]
 
 
 def install_old_rev(root: Path, rev: str, under: Path) -> OldRev:
@@ -362,7 +420,9 @@ def fresh_cargo_home(dest: Path) -> Path:
     return dest
 
 
-def steps(result: dict, verify_wall: float, total: float, *, other_rev: bool = False) -> dict[str, float | None]:
+def steps(
+    result: dict, verify_wall: float, total: float, *, other_rev: bool = False
+) -> dict[str, float | None]:
     """Where a run's time went, from its result.json: seconds per step, with `other` the rest of `total`.
 
     None (n/a) for a time the result.json does not record: a base image without `duration_s` (older
@@ -385,7 +445,7 @@ def steps(result: dict, verify_wall: float, total: float, *, other_rev: bool = F
     if any(v is None for v in out.values()):
         out[BASES_TOGETHER] = sum(d.get("base") or 0.0 for d in t)
     side_by_side = [k for k in out if k != BASES_TOGETHER] if any("images" in d for d in t) else []
-    if side_by_side:    # images made side by side (images_ahead): the bases' times overlap, the waits do not
+    if side_by_side:  # images made side by side (images_ahead): the bases' times overlap, the waits do not
         out[WAITED] = timed("images", t)
     out["toolchain images (apt, emulated)"] = timed("toolchain", t)
     out["accelerated prefix images"] = timed("accelerated", t)
@@ -395,8 +455,9 @@ def steps(result: dict, verify_wall: float, total: float, *, other_rev: bool = F
     out["verify in the stages"] = timed("verify", t)
     out["smoke tests (image and test)"] = timed("smoke", t)
     out["rvport verify artifacts"] = verify_wall
-    out["other (plan, contexts, export, start-up)"] = total - sum(v for k, v in out.items()
-                                                                  if v is not None and k not in side_by_side)
+    out["other (plan, contexts, export, start-up)"] = total - sum(
+        v for k, v in out.items() if v is not None and k not in side_by_side
+    )
     return out
 
 
@@ -411,8 +472,14 @@ def image_ids(result: dict) -> set[str]:
     return {i for i in ids if isinstance(i, str)}
 
 
-def one_run(name: str, method: str | None, run_dir: Path, args: argparse.Namespace, subnet,
-            old_rev: OldRev | None = None) -> dict:
+def one_run(
+    name: str,
+    method: str | None,
+    run_dir: Path,
+    args: argparse.Namespace,
+    subnet,
+    old_rev: OldRev | None = None,
+) -> dict:
     """The README's two commands from nothing in a private engine; what they took and made. With `old_rev`,
     that revision's rvport and its README's commands (no RVPORT_BOOTSTRAP: pass method None)."""
     cache = run_dir / "cache"
@@ -434,49 +501,89 @@ def one_run(name: str, method: str | None, run_dir: Path, args: argparse.Namespa
     return res
 
 
-def _measure(res: dict, env_base: dict[str, str], run_dir: Path, settings: dict, args: argparse.Namespace,
-             subnet, old_rev: OldRev | None = None) -> None:
+def _measure(
+    res: dict,
+    env_base: dict[str, str],
+    run_dir: Path,
+    settings: dict,
+    args: argparse.Namespace,
+    subnet,
+    old_rev: OldRev | None = None,
+) -> None:
     out, cache, name, method = run_dir / "out", run_dir / "cache", res["way"], res["RVPORT_BOOTSTRAP"]
-    build_args, verify_args = run_args(*((old_rev.build, old_rev.verify) if old_rev else (BUILD, VERIFY)), out,
-                                       run_dir / "verify.json")
-    command, cwd = (old_rev.command, old_rev.src) if old_rev else (None, None)   # None: this checkout's
-    with PrivateEngine(run_dir / "engine", bridge=f"rvb{os.getpid() % 100000}", subnet=subnet, settings=settings,
-                       keep=args.keep) as engine:
+    build_args, verify_args = run_args(
+        *((old_rev.build, old_rev.verify) if old_rev else (BUILD, VERIFY)), out, run_dir / "verify.json"
+    )
+    command, cwd = (old_rev.command, old_rev.src) if old_rev else (None, None)  # None: this checkout's
+    with PrivateEngine(
+        run_dir / "engine",
+        bridge=f"rvb{os.getpid() % 100000}",
+        subnet=subnet,
+        settings=settings,
+        keep=args.keep,
+    ) as engine:
         res["engine"] = dict(engine.facts(), settings=settings)
         env = engine.env(env_base)
         if old_rev is None:
             how = f"RVPORT_BOOTSTRAP={method or '(unset: the default)'}"
         else:
-            res["rvport"] = {"commit": old_rev.commit, "command": command, "cwd": str(cwd), "build": build_args,
-                             "verify": verify_args}
+            res["rvport"] = {
+                "commit": old_rev.commit,
+                "command": command,
+                "cwd": str(cwd),
+                "build": build_args,
+                "verify": verify_args,
+            }
             how = f"rvport {old_rev.short} ({command[0]}, in {cwd}), RVPORT_BOOTSTRAP unset"
-        print(f"== {res.get('label', name)}: {how}; engine {engine.host} "
-              f"(dockerd {res['engine']['server_version']}, {res['engine']['storage_driver']}, BuildKit "
-              f"{res['engine']['buildkit']}); cache {cache}", flush=True)
+        print(
+            f"== {res.get('label', name)}: {how}; engine {engine.host} "
+            f"(dockerd {res['engine']['server_version']}, {res['engine']['storage_driver']}, BuildKit "
+            f"{res['engine']['buildkit']}); cache {cache}",
+            flush=True,
+        )
         if old_rev is not None:
             print(f"   rvport {shlex.join(build_args)}\n   rvport {shlex.join(verify_args)}", flush=True)
         t0 = time.monotonic()
         with common.LoadAverage() as load:
-            rc_build, wall_build = common.rvport(build_args, log=run_dir / "build.log", env=env, command=command,
-                                                 cwd=cwd)
-            rc_verify, wall_verify = common.rvport(verify_args, log=run_dir / "verify.log", env=env, command=command,
-                                                   cwd=cwd)
+            rc_build, wall_build = common.rvport(
+                build_args, log=run_dir / "build.log", env=env, command=command, cwd=cwd
+            )
+            rc_verify, wall_verify = common.rvport(
+                verify_args, log=run_dir / "verify.log", env=env, command=command, cwd=cwd
+            )
         total = time.monotonic() - t0
         result = json.loads((out / "result.json").read_text()) if (out / "result.json").is_file() else {}
         missing = image_ids(result) - engine.image_ids()
     verify = json.loads((run_dir / "verify.json").read_text()) if (run_dir / "verify.json").is_file() else {}
     built = {a.get("path"): a.get("sha256") for a in result.get("artifacts") or [] if isinstance(a, dict)}
-    res.update(total=total, build=wall_build, verify=wall_verify, rc_build=rc_build, rc_verify=rc_verify,
-               load=load.summary(), status=result.get("status"),
-               steps=steps(result, wall_verify, total, other_rev=old_rev is not None),
-               wheels=wheels(out / "artifacts") if (out / "artifacts").is_dir() else {},
-               verify_ok=bool(verify.get("ok")), verify_summary=verify.get("summary"), in_private_engine=not missing,
-               result_artifacts=built)
-    res["ok"] = (rc_build == 0 and rc_verify == 0 and res["status"] == "ok" and res["verify_ok"]
-                 and len(res["wheels"]) == len(RECIPES))
-    print(f"   {total:.0f}s (build {wall_build:.0f}s rc={rc_build}, verify {wall_verify:.0f}s rc={rc_verify}); "
-          f"load average {load.describe()}; {len(res['wheels'])} wheels, verified: {res['verify_ok']}; "
-          f"every image result.json names is in the private engine: {not missing}", flush=True)
+    res.update(
+        total=total,
+        build=wall_build,
+        verify=wall_verify,
+        rc_build=rc_build,
+        rc_verify=rc_verify,
+        load=load.summary(),
+        status=result.get("status"),
+        steps=steps(result, wall_verify, total, other_rev=old_rev is not None),
+        wheels=wheels(out / "artifacts") if (out / "artifacts").is_dir() else {},
+        verify_ok=bool(verify.get("ok")),
+        verify_summary=verify.get("summary"),
+        in_private_engine=not missing,
+        result_artifacts=built,
+    )
+    res["ok"] = (
+        rc_build == 0
+        and rc_verify == 0
+        and res["status"] == "ok"
+        and res["verify_ok"]
+        and len(res["wheels"]) == len(RECIPES)
+    )
+    print(
+        f"   {total:.0f}s (build {wall_build:.0f}s rc={rc_build}, verify {wall_verify:.0f}s rc={rc_verify}); "
+        f"load average {load.describe()}; {len(res['wheels'])} wheels, verified: {res['verify_ok']}; "
+        f"every image result.json names is in the private engine: {not missing}",
+        flush=True,
+    )
 
 
 # ------------------------------------------------------------------------------------------ report
@@ -508,26 +615,37 @@ def report(old: dict, new: dict) -> list[str]:
     la, lb = old.get("label", "old"), new.get("label", "new")
     wa, wb = max(9, len(la) + 1), max(9, len(lb) + 1)
     other_rev = "rev" in old or "rev" in new
-    sa, sb = _with_bases_together(old["steps"], new["steps"]), _with_bases_together(new["steps"], old["steps"])
+    sa, sb = (
+        _with_bases_together(old["steps"], new["steps"]),
+        _with_bases_together(new["steps"], old["steps"]),
+    )
     lines = [f"{'':44}{la:>{wa}}{lb:>{wb}}{'old/new':>9}{'saved':>8}"]
     names = list(dict.fromkeys([*sa, *sb]))
     missing = None if other_rev else 0.0
     for n in names:
         a, b = sa.get(n, missing), sb.get(n, missing)
         lines.append(f"{n:44}{_seconds(a, wa)}{_seconds(b, wb)}{ratio(a, b):>9}{saved(a, b):>8}")
-    lines.append(f"{'total (rvport build + rvport verify)':44}{_seconds(old['total'], wa)}{_seconds(new['total'], wb)}"
-                 f"{ratio(old['total'], new['total']):>9}{saved(old['total'], new['total']):>8}")
+    lines.append(
+        f"{'total (rvport build + rvport verify)':44}{_seconds(old['total'], wa)}{_seconds(new['total'], wb)}"
+        f"{ratio(old['total'], new['total']):>9}{saved(old['total'], new['total']):>8}"
+    )
     lo, ln = old["load"], new["load"]
-    lines.append(f"{'load average (1 min): mean, range':44}{lo['mean']:>{wa}.1f}{ln['mean']:>{wb}.1f}   "
-                 f"{la} {lo['min']:.1f}-{lo['max']:.1f}, {lb} {ln['min']:.1f}-{ln['max']:.1f} on {lo['cpus']} CPUs")
+    lines.append(
+        f"{'load average (1 min): mean, range':44}{lo['mean']:>{wa}.1f}{ln['mean']:>{wb}.1f}   "
+        f"{la} {lo['min']:.1f}-{lo['max']:.1f}, {lb} {ln['min']:.1f}-{ln['max']:.1f} on {lo['cpus']} CPUs"
+    )
     if abs(lo["mean"] - ln["mean"]) > 0.5 * (lo["cpus"] or 1):
         lines.append("   the two runs saw different loads: the ratio is skewed towards the quieter run")
     held = None if other_rev else held_equal(old, new)
     if held:
-        lines.append(f"with the steps the way does not change held equal (only the riscv64 base differs): saved "
-                     f"{held[0]:.1f}% (the old run's other steps) to {held[1]:.1f}% (the new run's)")
+        lines.append(
+            f"with the steps the way does not change held equal (only the riscv64 base differs): saved "
+            f"{held[0]:.1f}% (the old run's other steps) to {held[1]:.1f}% (the new run's)"
+        )
     if other_rev:
-        lines.append("no share with the other steps held equal: two revisions of rvport differ in more than the base")
+        lines.append(
+            "no share with the other steps held equal: two revisions of rvport differ in more than the base"
+        )
     return lines
 
 
@@ -562,36 +680,59 @@ def wheel_lines(old: dict, new: dict) -> list[str]:
 
 
 def main() -> int:
-    common.stop_on_signals()    # Ctrl-C or a kill stops rvport, then the engine, and removes what it made
+    common.stop_on_signals()  # Ctrl-C or a kill stops rvport, then the engine, and removes what it made
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", type=Path, default=None, help="where the run directories go (default: a temporary one)")
-    ap.add_argument("--keep", action="store_true",
-                    help="keep the engines' data roots and the caches (and --old-rev's tree and venv)")
+    ap.add_argument(
+        "--work", type=Path, default=None, help="where the run directories go (default: a temporary one)"
+    )
+    ap.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the engines' data roots and the caches (and --old-rev's tree and venv)",
+    )
     ap.add_argument("--subnet", default="10.199.0.0/24", help="the private engine's bridge network")
-    ap.add_argument("--storage-driver", default=None, help="the private engine's (default: the host daemon.json's)")
+    ap.add_argument(
+        "--storage-driver", default=None, help="the private engine's (default: the host daemon.json's)"
+    )
     ap.add_argument("--only", choices=[w for w, _ in WAYS], help="one way only (no comparison)")
-    ap.add_argument("--new-first", action="store_true", help="run the new way first (alternate between reruns)")
-    ap.add_argument("--old-rev", metavar="REV", default=None,
-                    help="the old way is the rvport of git revision REV of this repository, with its README's "
-                         "commands (e.g. cedd32c, the code issue #17 was filed against)")
+    ap.add_argument(
+        "--new-first", action="store_true", help="run the new way first (alternate between reruns)"
+    )
+    ap.add_argument(
+        "--old-rev",
+        metavar="REV",
+        default=None,
+        help="the old way is the rvport of git revision REV of this repository, with its README's "
+        "commands (e.g. cedd32c, the code issue #17 was filed against)",
+    )
     args = ap.parse_args()
     if os.geteuid() != 0:
         ap.error("run as root: it starts a dockerd, makes a bridge and its NAT rules, and debootstraps")
-    for tool in ("dockerd", "docker", "ip", "iptables", "debootstrap", *(("git", "tar") if args.old_rev else ())):
+    for tool in (
+        "dockerd",
+        "docker",
+        "ip",
+        "iptables",
+        "debootstrap",
+        *(("git", "tar") if args.old_rev else ()),
+    ):
         if shutil.which(tool) is None:
             ap.error(f"{tool} is not installed (scripts/setup-host installs what rvport needs)")
     subnet = free_subnet(args.subnet, _routes())
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="rvport-bench-first-run-", dir=args.work))
-    print(f"work directory: {work}; {platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}; "
-          f"load average now {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"work directory: {work}; {platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}; "
+        f"load average now {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     old_rev = None
     if args.old_rev and args.only != "new":
         old_rev = install_old_rev(ROOT, args.old_rev, work / "old")
     runs = []
     try:
-        for name, method in (WAYS[::-1] if args.new_first else WAYS):
+        for name, method in WAYS[::-1] if args.new_first else WAYS:
             if args.only and name != args.only:
                 continue
             if name == "old" and old_rev is not None:

@@ -36,9 +36,9 @@ class Proc:
     pid: int
     ppid: int
     comm: str
-    start: int          # seconds since the epoch
-    elapsed: float      # seconds
-    cpu: float          # user + system seconds
+    start: int  # seconds since the epoch
+    elapsed: float  # seconds
+    cpu: float  # user + system seconds
     exitcode: int
 
 
@@ -52,12 +52,22 @@ def parse(data: bytes) -> list[Proc]:
         raise AccountingError(f"accounting file is {len(data)} bytes, not a whole number of v3 records")
     procs = []
     for off in range(0, len(data), RECORD.size):
-        (_flag, version, _tty, exitcode, _uid, _gid, pid, ppid, btime, etime, utime, stime,
-         *_rest, comm) = RECORD.unpack_from(data, off)
+        (_flag, version, _tty, exitcode, _uid, _gid, pid, ppid, btime, etime, utime, stime, *_rest, comm) = (
+            RECORD.unpack_from(data, off)
+        )
         if version & 0x7F != 3:
             raise AccountingError(f"record at byte {off} has version {version & 0x7F}, expected 3")
-        procs.append(Proc(pid=pid, ppid=ppid, comm=comm.split(b"\0", 1)[0].decode(errors="replace"), start=btime,
-                          elapsed=etime / AHZ, cpu=(comp_t(utime) + comp_t(stime)) / AHZ, exitcode=exitcode))
+        procs.append(
+            Proc(
+                pid=pid,
+                ppid=ppid,
+                comm=comm.split(b"\0", 1)[0].decode(errors="replace"),
+                start=btime,
+                elapsed=etime / AHZ,
+                cpu=(comp_t(utime) + comp_t(stime)) / AHZ,
+                exitcode=exitcode,
+            )
+        )
     return procs
 
 
@@ -68,8 +78,10 @@ def accounting(path: Path) -> Iterator[Path]:
     path.write_bytes(b"")
     if libc.acct(os.fsencode(path)) != 0:
         err = ctypes.get_errno()
-        raise AccountingError(f"acct({path}) failed: {os.strerror(err)} (process accounting needs root and a "
-                              "kernel with CONFIG_BSD_PROCESS_ACCT_V3)")
+        raise AccountingError(
+            f"acct({path}) failed: {os.strerror(err)} (process accounting needs root and a "
+            "kernel with CONFIG_BSD_PROCESS_ACCT_V3)"
+        )
     try:
         yield path
     finally:
@@ -78,15 +90,17 @@ def accounting(path: Path) -> Iterator[Path]:
 
 @dataclass(frozen=True)
 class CompilerWork:
-    invocations: int    # drivers that compiled or linked
-    compiles: int       # cc1/cc1plus/lto1 runs
-    links: int          # collect2 runs
-    elapsed: float      # sum of the drivers' elapsed seconds
-    cpu: float          # CPU seconds of the drivers and everything under them (cc1*, as, collect2, ld)
+    invocations: int  # drivers that compiled or linked
+    compiles: int  # cc1/cc1plus/lto1 runs
+    links: int  # collect2 runs
+    elapsed: float  # sum of the drivers' elapsed seconds
+    cpu: float  # CPU seconds of the drivers and everything under them (cc1*, as, collect2, ld)
 
     def describe(self) -> str:
-        return (f"{self.invocations} compiler runs ({self.compiles} compiles, {self.links} links): "
-                f"{self.elapsed:.1f} s elapsed, {self.cpu:.1f} s CPU")
+        return (
+            f"{self.invocations} compiler runs ({self.compiles} compiles, {self.links} links): "
+            f"{self.elapsed:.1f} s elapsed, {self.cpu:.1f} s CPU"
+        )
 
 
 def compiler_work(procs: list[Proc], *, compiles_only: bool = False) -> CompilerWork:
@@ -103,18 +117,20 @@ def compiler_work(procs: list[Proc], *, compiles_only: bool = False) -> Compiler
         total, todo, seen = 0.0, [pid], set()
         while todo:
             p = todo.pop()
-            if p in seen:           # a reused pid must not make a cycle
+            if p in seen:  # a reused pid must not make a cycle
                 continue
             seen.add(p)
             total += by_pid[p].cpu
             todo.extend(c.pid for c in children.get(p, []) if c.pid in by_pid)
         return total
 
-    return CompilerWork(invocations=len(drivers),
-                        compiles=sum(p.comm in {"cc1", "cc1plus", "lto1"} for p in procs if p.ppid in drivers),
-                        links=sum(p.comm == "collect2" for p in procs if p.ppid in drivers),
-                        elapsed=sum(by_pid[d].elapsed for d in drivers),
-                        cpu=sum(cpu_under(d) for d in drivers))
+    return CompilerWork(
+        invocations=len(drivers),
+        compiles=sum(p.comm in {"cc1", "cc1plus", "lto1"} for p in procs if p.ppid in drivers),
+        links=sum(p.comm == "collect2" for p in procs if p.ppid in drivers),
+        elapsed=sum(by_pid[d].elapsed for d in drivers),
+        cpu=sum(cpu_under(d) for d in drivers),
+    )
 
 
 def by_command(procs: list[Proc], top: int = 12) -> list[tuple[str, int, float, float]]:

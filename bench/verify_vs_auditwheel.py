@@ -49,8 +49,19 @@ def ensure_auditwheel() -> list[str]:
 def fetch_real(dest: Path) -> list[Path]:
     dest.mkdir(parents=True, exist_ok=True)
     for req in REAL_WHEELS:
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-               "--python-version", "3.12", "-d", str(dest)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.12",
+            "-d",
+            str(dest),
+        ]
         for p in RV_PLATFORMS:
             cmd += ["--platform", p]
         subprocess.run(cmd + [req], check=True)
@@ -62,17 +73,35 @@ def _hash(data: bytes) -> str:
 
 
 def _symbols_source(n_symbols: int) -> str:
-    lines = [".text", ".globl torch_base", ".type torch_base,@function", "torch_base:",
-             "  addi sp,sp,-16", "  sd ra,8(sp)", "  call strlen@plt", "  call malloc@plt", "  call memcpy@plt",
-             "  ld ra,8(sp)", "  addi sp,sp,16", "  ret", ".size torch_base,.-torch_base"]
+    lines = [
+        ".text",
+        ".globl torch_base",
+        ".type torch_base,@function",
+        "torch_base:",
+        "  addi sp,sp,-16",
+        "  sd ra,8(sp)",
+        "  call strlen@plt",
+        "  call malloc@plt",
+        "  call memcpy@plt",
+        "  ld ra,8(sp)",
+        "  addi sp,sp,16",
+        "  ret",
+        ".size torch_base,.-torch_base",
+    ]
     for i in range(n_symbols):
-        lines += [f".globl at_native_op_{i}", f".type at_native_op_{i},@function", f".set at_native_op_{i},torch_base"]
+        lines += [
+            f".globl at_native_op_{i}",
+            f".type at_native_op_{i},@function",
+            f".set at_native_op_{i},torch_base",
+        ]
     return "\n".join(lines) + "\n"
 
 
 # A stand-in libc.so.6 for linking with the host's riscv64 binutils: the three functions the library
 # calls, at version GLIBC_2.27, so that the library needs libc.so.6 and GLIBC_2.27 as a real one does.
-_LIBC_STUB = "".join(f".globl {f}\n.type {f},@function\n{f}:\n  ret\n" for f in ("strlen", "malloc", "memcpy"))
+_LIBC_STUB = "".join(
+    f".globl {f}\n.type {f},@function\n{f}:\n  ret\n" for f in ("strlen", "malloc", "memcpy")
+)
 _LIBC_MAP = "GLIBC_2.27 { global: strlen; malloc; memcpy; local: *; };\n"
 
 
@@ -94,10 +123,22 @@ def build_symbol_library(n_symbols: int, work: Path) -> bytes | None:
         (work / "libc.S").write_text(_LIBC_STUB)
         (work / "libc.map").write_text(_LIBC_MAP)
         flags = ["-march=rv64gc", "-mabi=lp64d"]
-        for cmd in ([as_, *flags, "libc.S", "-o", "libc.o"],
-                    [ld, "-shared", "-soname", "libc.so.6", "--version-script", "libc.map", "libc.o", "-o", "libc.so.6"],
-                    [as_, *flags, "syms.S", "-o", "syms.o"],
-                    [ld, "-shared", "--hash-style=gnu", "syms.o", "libc.so.6", "-o", "libsyms.so"]):
+        for cmd in (
+            [as_, *flags, "libc.S", "-o", "libc.o"],
+            [
+                ld,
+                "-shared",
+                "-soname",
+                "libc.so.6",
+                "--version-script",
+                "libc.map",
+                "libc.o",
+                "-o",
+                "libc.so.6",
+            ],
+            [as_, *flags, "syms.S", "-o", "syms.o"],
+            [ld, "-shared", "--hash-style=gnu", "syms.o", "libc.so.6", "-o", "libsyms.so"],
+        ):
             subprocess.run(cmd, cwd=work, check=True)
         return (work / "libsyms.so").read_bytes()
     sys.path.insert(0, str(ROOT))
@@ -108,13 +149,40 @@ def build_symbol_library(n_symbols: int, work: Path) -> bytes | None:
     if why:
         print(f"no symbol-rich library ({why}): the big library will be a padded real one")
         return None
-    subprocess.run(["docker", "run", "--rm", "--network", "none", "-v", f"{work}:/w", "-w", "/w", xtc_image(),
-                    "riscv64-linux-gnu-gcc-14", "-shared", "-fPIC", "syms.S", "-o", "libsyms.so"], check=True)
+    subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            f"{work}:/w",
+            "-w",
+            "/w",
+            xtc_image(),
+            "riscv64-linux-gnu-gcc-14",
+            "-shared",
+            "-fPIC",
+            "syms.S",
+            "-o",
+            "libsyms.so",
+        ],
+        check=True,
+    )
     return (work / "libsyms.so").read_bytes()
 
 
-def synthesize_torch(real: list[Path], dest: Path, *, n_so: int, n_py: int, big_mb: int,
-                     big_lib: bytes | None = None, rich: int = 1) -> Path:
+def synthesize_torch(
+    real: list[Path],
+    dest: Path,
+    *,
+    n_so: int,
+    n_py: int,
+    big_mb: int,
+    big_lib: bytes | None = None,
+    rich: int = 1,
+) -> Path:
     """A torch-sized wheel built from real riscv64 ELF files: one big library (big_lib, or the largest
     real .so, padded to big_mb MB with real code bytes), n_so more shared libraries (the real ones) and
     n_py Python files, with a correct RECORD and a manylinux_2_31_riscv64 tag. With big_lib, `rich` of
@@ -142,8 +210,10 @@ def synthesize_torch(real: list[Path], dest: Path, *, n_so: int, n_py: int, big_
         files[f"torch/pkg{i // 100:03d}/mod{i:05d}.py"] = (f"# module {i}\n" + "x = 1\n" * (i % 200)).encode()
     dist = "torch-2.9.0.dist-info"
     files[f"{dist}/METADATA"] = b"Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\n"
-    files[f"{dist}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: rvport-bench\nRoot-Is-Purelib: false\n"
-                              b"Tag: cp312-cp312-manylinux_2_31_riscv64\n")
+    files[f"{dist}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: rvport-bench\nRoot-Is-Purelib: false\n"
+        b"Tag: cp312-cp312-manylinux_2_31_riscv64\n"
+    )
     rec = io.StringIO()
     w = csv.writer(rec, lineterminator="\n")
     for name, data in files.items():
@@ -167,9 +237,24 @@ def best_of(repeat: int, fn) -> float:
 
 
 def run_rvport(wheels: list[Path], profile: str, env: dict[str, str] | None = None) -> None:
-    r = subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", "verify", "artifacts",
-                        *map(str, wheels), "--profile", profile, "--isa", "baseline"],
-                       capture_output=True, text=True, check=False, env={**os.environ, **(env or {})})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from rvport.cli.app import main; main()",
+            "verify",
+            "artifacts",
+            *map(str, wheels),
+            "--profile",
+            profile,
+            "--isa",
+            "baseline",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
     if r.returncode != 0:
         raise SystemExit(f"rvport verify failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
 
@@ -188,11 +273,19 @@ def main() -> int:
     ap.add_argument("--so", type=int, default=120, help="shared libraries in the torch-sized wheel")
     ap.add_argument("--py", type=int, default=6000, help="Python files in the torch-sized wheel")
     ap.add_argument("--big-mb", type=int, default=350, help="size of its biggest library, MB")
-    ap.add_argument("--symbols", type=int, default=150_000,
-                    help="functions exported by the big library (0: pad a real library instead)")
-    ap.add_argument("--rich", type=int, default=1,
-                    help="symbol-rich libraries in the torch-sized wheel: the big one and --rich - 1 copies among "
-                         "the others (at most --so / 20 + 1)")
+    ap.add_argument(
+        "--symbols",
+        type=int,
+        default=150_000,
+        help="functions exported by the big library (0: pad a real library instead)",
+    )
+    ap.add_argument(
+        "--rich",
+        type=int,
+        default=1,
+        help="symbol-rich libraries in the torch-sized wheel: the big one and --rich - 1 copies among "
+        "the others (at most --so / 20 + 1)",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", default="rv64gc")
     args = ap.parse_args()
@@ -206,12 +299,15 @@ def main() -> int:
         if not args.no_torch:
             t = time.perf_counter()
             big_lib = build_symbol_library(args.symbols, work / "syms") if args.symbols else None
-            torch = synthesize_torch(real, work, n_so=args.so, n_py=args.py, big_mb=args.big_mb, big_lib=big_lib,
-                                     rich=args.rich)
+            torch = synthesize_torch(
+                real, work, n_so=args.so, n_py=args.py, big_mb=args.big_mb, big_lib=big_lib, rich=args.rich
+            )
             with zipfile.ZipFile(torch) as zf:
                 n = len(zf.infolist())
-            print(f"synthesized {torch.name}: {torch.stat().st_size / 1e6:.0f} MB, {n} members "
-                  f"({time.perf_counter() - t:.1f}s)")
+            print(
+                f"synthesized {torch.name}: {torch.stat().st_size / 1e6:.0f} MB, {n} members "
+                f"({time.perf_counter() - t:.1f}s)"
+            )
             wheels.append(torch)
         print(f"wheels: {', '.join(w.name for w in wheels)}")
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -220,7 +316,9 @@ def main() -> int:
         print(f"rvport verify artifacts : {t_rv:8.2f} s  (all {len(wheels)} wheels, one process)")
         print(f"auditwheel show         : {t_aw:8.2f} s  (one process per wheel)")
         ratio = t_aw / t_rv
-        print(f"ratio auditwheel/rvport : {ratio:8.2f}x  (target >= 3x: {'met' if ratio >= 3 else 'NOT met'})")
+        print(
+            f"ratio auditwheel/rvport : {ratio:8.2f}x  (target >= 3x: {'met' if ratio >= 3 else 'NOT met'})"
+        )
         if torch is not None:
             t_t = best_of(args.repeat, lambda: run_rvport([torch], args.profile))
             print(f"torch-sized wheel alone : {t_t:8.2f} s with rvport")

@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 
 def umask() -> int:
@@ -20,7 +21,7 @@ def umask() -> int:
                     return int(line.split()[1], 8)
     except (OSError, ValueError, IndexError):
         pass
-    old = os.umask(0o022)   # elsewhere: set and restore it (process-wide for an instant)
+    old = os.umask(0o022)  # elsewhere: set and restore it (process-wide for an instant)
     os.umask(old)
     return old
 

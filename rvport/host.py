@@ -9,16 +9,21 @@ from pathlib import Path
 
 from rvport.target import DOCKER_PLATFORM
 
-_ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64",
-                 "riscv64": "riscv64"}
+_ARCH_ALIASES = {
+    "amd64": "x86_64",
+    "x86_64": "x86_64",
+    "arm64": "aarch64",
+    "aarch64": "aarch64",
+    "riscv64": "riscv64",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostFacts:
-    arch: str                       # x86_64 | aarch64 | riscv64 | ...
+    arch: str  # x86_64 | aarch64 | riscv64 | ...
     cpus: int
     mem_bytes: int
-    binfmt_riscv64: bool = False    # a riscv64 binfmt_misc handler is registered
+    binfmt_riscv64: bool = False  # a riscv64 binfmt_misc handler is registered
 
     @property
     def platform(self) -> str:
@@ -29,8 +34,13 @@ class HostFacts:
         return self.arch == "riscv64"
 
     def to_json(self) -> dict:
-        return {"arch": self.arch, "cpus": self.cpus, "mem_bytes": self.mem_bytes,
-                "binfmt_riscv64": self.binfmt_riscv64, "platform": self.platform}
+        return {
+            "arch": self.arch,
+            "cpus": self.cpus,
+            "mem_bytes": self.mem_bytes,
+            "binfmt_riscv64": self.binfmt_riscv64,
+            "platform": self.platform,
+        }
 
 
 def normalize_arch(machine: str) -> str:
@@ -64,5 +74,9 @@ def binfmt_handler(name: str = "qemu-riscv64") -> dict[str, str] | None:
 def gather() -> HostFacts:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     h = binfmt_handler()
-    return HostFacts(arch=normalize_arch(platform.machine()), cpus=cpus, mem_bytes=_mem_bytes(),
-                     binfmt_riscv64=bool(h and h.get("state") == "enabled"))
+    return HostFacts(
+        arch=normalize_arch(platform.machine()),
+        cpus=cpus,
+        mem_bytes=_mem_bytes(),
+        binfmt_riscv64=bool(h and h.get("state") == "enabled"),
+    )

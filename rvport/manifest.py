@@ -22,8 +22,10 @@ def write(path: Path, doc: dict) -> Path:
     try:
         atomic_write_text(path, dumps(doc))
     except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror or e}",
-                         hint="choose a directory you can write to, e.g. --output ./out") from e
+        raise UsageError(
+            f"cannot write {path}: {e.strerror or e}",
+            hint="choose a directory you can write to, e.g. --output ./out",
+        ) from e
     return path
 
 

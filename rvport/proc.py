@@ -18,8 +18,8 @@ import shutil
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
 
 from rvport.errors import BuildFailed, HostNotReady
 
@@ -41,16 +41,26 @@ class ProgramNotFound(HostNotReady):
 
     def __init__(self, program: str, cmd: Sequence[str]):
         name = Path(program).name
-        super().__init__(f"not found: {name} (needed to run: {shlex.join(cmd)})",
-                         hint=_INSTALL_HINTS.get(name, f"install {name}, or put it on PATH"))
+        super().__init__(
+            f"not found: {name} (needed to run: {shlex.join(cmd)})",
+            hint=_INSTALL_HINTS.get(name, f"install {name}, or put it on PATH"),
+        )
         self.program = program
 
 
 class CommandFailed(BuildFailed):
     """A program ran and failed; carries its exit status and output for the caller to re-word."""
 
-    def __init__(self, cmd: Sequence[str], *, returncode: int | None, stdout: str = "", stderr: str = "",
-                 reason: str, hint: str | None = None):
+    def __init__(
+        self,
+        cmd: Sequence[str],
+        *,
+        returncode: int | None,
+        stdout: str = "",
+        stderr: str = "",
+        reason: str,
+        hint: str | None = None,
+    ):
         super().__init__(f"command failed ({reason}): {shlex.join(cmd)}", hint=hint)
         self.cmd = list(cmd)
         self.returncode = returncode
@@ -84,9 +94,17 @@ def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
     return shutil.which(program, path=path)
 
 
-def run(cmd: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
-        check: bool = True, capture: bool = False, timeout: float | None = None,
-        input: str | None = None, new_session: bool = False) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    capture: bool = False,
+    timeout: float | None = None,
+    input: str | None = None,
+    new_session: bool = False,
+) -> subprocess.CompletedProcess[str]:
     """Run `cmd` (a list, never a shell string). Raises ProgramNotFound or, with check, CommandFailed.
     new_session: the program runs in a session of its own, so a Ctrl-C at the terminal (sent to the whole
     foreground process group) does not stop it half way; for what `uninterruptible()` guards."""
@@ -98,28 +116,55 @@ def run(cmd: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, env: M
     if os.sep not in exe and which(exe, env) is None:
         raise ProgramNotFound(exe, cmd)
     try:
-        cp = subprocess.run(cmd, cwd=cwd, env=dict(env) if env is not None else None, text=True,
-                            capture_output=capture, timeout=timeout, input=input, check=False,
-                            start_new_session=new_session)
+        cp = subprocess.run(
+            cmd,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            text=True,
+            capture_output=capture,
+            timeout=timeout,
+            input=input,
+            check=False,
+            start_new_session=new_session,
+        )
     except FileNotFoundError as e:
         if cwd is not None and not Path(cwd).is_dir():
             raise CommandFailed(cmd, returncode=None, reason=f"working directory {cwd} does not exist") from e
         raise ProgramNotFound(exe, cmd) from e
     except PermissionError as e:
-        raise CommandFailed(cmd, returncode=None, reason=f"cannot execute {exe}: {e.strerror}",
-                            hint=f"check the permissions of {exe}") from e
+        raise CommandFailed(
+            cmd,
+            returncode=None,
+            reason=f"cannot execute {exe}: {e.strerror}",
+            hint=f"check the permissions of {exe}",
+        ) from e
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
-        raise TimedOut(cmd, returncode=None, stdout=out, stderr=err, reason=f"timed out after {timeout:g}s",
-                       hint="raise the timeout, or look for a step waiting on the network or input") from e
+        raise TimedOut(
+            cmd,
+            returncode=None,
+            stdout=out,
+            stderr=err,
+            reason=f"timed out after {timeout:g}s",
+            hint="raise the timeout, or look for a step waiting on the network or input",
+        ) from e
     if cp.returncode != 0:
         log.debug("  -> %s", describe_status(cp.returncode))
         if check:
-            hint = ("a program it runs is not installed: install it (the output names it)"
-                    if cp.returncode == 127 else None)
-            raise CommandFailed(cmd, returncode=cp.returncode, stdout=cp.stdout or "", stderr=cp.stderr or "",
-                                reason=describe_status(cp.returncode), hint=hint)
+            hint = (
+                "a program it runs is not installed: install it (the output names it)"
+                if cp.returncode == 127
+                else None
+            )
+            raise CommandFailed(
+                cmd,
+                returncode=cp.returncode,
+                stdout=cp.stdout or "",
+                stderr=cp.stderr or "",
+                reason=describe_status(cp.returncode),
+                hint=hint,
+            )
     return cp
 
 
@@ -159,8 +204,15 @@ def _stop_group(proc: subprocess.Popen) -> None:
             pass
 
 
-def stream(cmd: Sequence[str], *, on_line, log_path: Path | None = None, cwd: str | os.PathLike[str] | None = None,
-           env: Mapping[str, str] | None = None, timeout: float | None = None) -> int:
+def stream(
+    cmd: Sequence[str],
+    *,
+    on_line,
+    log_path: Path | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> int:
     """Run `cmd`, handing each output line (stdout and stderr merged) to `on_line` and to `log_path`.
 
     Returns the exit status. Ctrl-C (or any exception) terminates the whole process group before re-raising,
@@ -178,12 +230,20 @@ def stream(cmd: Sequence[str], *, on_line, log_path: Path | None = None, cwd: st
         if logf:
             logf.write(f"$ {shlex.join(cmd)}\n")
             logf.flush()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env) if env is not None else None, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1, errors="replace",
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            bufsize=1,
+            errors="replace",
+            start_new_session=True,
+        )
         with _streams_lock:
             _streams.add(proc)
-            late = _stopping.is_set()       # stop_streams() ran between the check above and now
+            late = _stopping.is_set()  # stop_streams() ran between the check above and now
         if late:
             _stop_group(proc)
         expired = threading.Event()
@@ -234,8 +294,11 @@ def uninterruptible() -> Iterator[None]:
         arrived.append(signum)
 
     # a signal ignored stays ignored; None: a handler not installed from Python, left alone
-    old = {s: h for s in (signal.SIGINT, signal.SIGTERM)
-           if (h := signal.getsignal(s)) is not None and h is not signal.SIG_IGN}
+    old = {
+        s: h
+        for s in (signal.SIGINT, signal.SIGTERM)
+        if (h := signal.getsignal(s)) is not None and h is not signal.SIG_IGN
+    }
     for s in old:
         signal.signal(s, defer)
     try:

@@ -33,9 +33,15 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         metadata.distribution("rvport")
     except metadata.PackageNotFoundError:
-        pytest.exit("rvport is not installed: install it first (python3 -m venv .venv && .venv/bin/pip install "
-                    "'.[test]'), then run .venv/bin/pytest", returncode=4)
+        pytest.exit(
+            "rvport is not installed: install it first (python3 -m venv .venv && .venv/bin/pip install "
+            "'.[test]'), then run .venv/bin/pytest",
+            returncode=4,
+        )
     # the checkout's own package directory, not a virtual environment that happens to live inside the checkout
     if not _editable() and where.is_relative_to(ROOT / "rvport"):
-        pytest.exit(f"the tests import rvport from the checkout ({where}), not from the installed wheel: run the "
-                    "venv's pytest (.venv/bin/pytest), not python -m pytest from the checkout", returncode=4)
+        pytest.exit(
+            f"the tests import rvport from the checkout ({where}), not from the installed wheel: run the "
+            "venv's pytest (.venv/bin/pytest), not python -m pytest from the checkout",
+            returncode=4,
+        )

@@ -33,8 +33,15 @@ from pathlib import Path
 from rvport.build import modes, render
 from rvport.build.images import BaseImage
 from rvport.build.progress import SILENT
-from rvport.build.stage import (RunOptions, StageEnv, StageRecord, Toolchain, stage_context, stage_tools,
-                                toolchain_tag)
+from rvport.build.stage import (
+    RunOptions,
+    StageEnv,
+    StageRecord,
+    Toolchain,
+    stage_context,
+    stage_tools,
+    toolchain_tag,
+)
 from rvport.errors import UsageError
 from rvport.fileio import atomic_write_text
 from rvport.plan.planner import Plan, Stage
@@ -68,12 +75,18 @@ class BakeTargets:
         tc_dir = self.root / f"{name}-toolchain"
         tc_dir.mkdir(parents=True)
         (tc_dir / "Dockerfile").write_text(rendered.text)
-        t = {"context": str(tc_dir), "dockerfile": "Dockerfile", "platforms": [base.platform],
-             "tags": [tag], "labels": {"org.rvport.key": key}, "output": ["type=docker"]}
+        t = {
+            "context": str(tc_dir),
+            "dockerfile": "Dockerfile",
+            "platforms": [base.platform],
+            "tags": [tag],
+            "labels": {"org.rvport.key": key},
+            "output": ["type=docker"],
+        }
         if self.ca:
             t["secret"] = [f"id=rvport-ca,src={self.ca}"]
         self.targets[_target_name(f"{name}-toolchain")] = t
-        return Toolchain(tag=tag)       # no image yet: `bake toolchains` makes it
+        return Toolchain(tag=tag)  # no image yet: `bake toolchains` makes it
 
     def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
         return {}
@@ -91,29 +104,57 @@ def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] 
     stages: list[str] = []
     for st in plan.stages:
         tree = prepare_tree(st.recipe, opts.fetch)
-        env = StageEnv(stage=st, profile=plan.request.profile, host=plan.host, record=StageRecord(stage=st),
-                       bases=all_bases, images=toolchains, progress=SILENT,
-                       log_path=opts.output / "logs" / f"xtc-{st.name}.log",   # the accelerated prefix's build
-                       tmp_root=cache_root / "tmp", builder=opts.builder)
+        env = StageEnv(
+            stage=st,
+            profile=plan.request.profile,
+            host=plan.host,
+            record=StageRecord(stage=st),
+            bases=all_bases,
+            images=toolchains,
+            progress=SILENT,
+            log_path=opts.output / "logs" / f"xtc-{st.name}.log",  # the accelerated prefix's build
+            tmp_root=cache_root / "tmp",
+            builder=opts.builder,
+        )
         mode = modes.of(st.mode)
         tc = mode.toolchain(env)
         rendered = mode.dockerfile(env, tc)
         ctx = root / st.name
-        stage_context(ctx, tree.path, rendered, render.build_script(st.commands), _deps(st, opts),
-                      stage_tools(st, opts.fetch))
+        stage_context(
+            ctx,
+            tree.path,
+            rendered,
+            render.build_script(st.commands),
+            _deps(st, opts),
+            stage_tools(st, opts.fetch),
+        )
         name = _target_name(st.name)
-        targets[name] = {"context": str(ctx), "dockerfile": "Dockerfile", "platforms": [st.platform],
-                         "network": "none", "output": [f"type=local,dest={out_root / st.name}"]}
+        targets[name] = {
+            "context": str(ctx),
+            "dockerfile": "Dockerfile",
+            "platforms": [st.platform],
+            "network": "none",
+            "output": [f"type=local,dest={out_root / st.name}"],
+        }
         stages.append(name)
-    return {"group": {"default": {"targets": list(stages)}, "stages": {"targets": stages},
-                      "toolchains": {"targets": list(toolchains.targets)}},
-            "target": {**toolchains.targets, **targets}}
+    return {
+        "group": {
+            "default": {"targets": list(stages)},
+            "stages": {"targets": stages},
+            "toolchains": {"targets": list(toolchains.targets)},
+        },
+        "target": {**toolchains.targets, **targets},
+    }
 
 
 def runtime_notes(plan: Plan) -> list[str]:
     """What the export leaves to `rvport build`: each stage's runtime image (docs/ci.md)."""
-    return [f"{st.name}'s runtime image {st.runtime.tag} is not a bake target: `rvport build {st.recipe.ref}` "
-            "makes it from the verified artifacts (docs/ci.md)" for st in plan.stages if st.runtime is not None]
+    return [
+        f"{st.name}'s runtime image {st.runtime.tag} is not a bake target: `rvport build {st.recipe.ref}` "
+        "makes it from the verified artifacts (docs/ci.md)"
+        for st in plan.stages
+        if st.runtime is not None
+    ]
 
 
 def _deps(st: Stage, opts: BakeOptions) -> dict[str, Path]:
@@ -122,10 +163,11 @@ def _deps(st: Stage, opts: BakeOptions) -> dict[str, Path]:
     for d in st.depends:
         path = opts.output / "artifacts" / d
         if not path.is_dir():
-            raise UsageError(f"{st.recipe.ref} needs the artifacts of {d} in its build context, and {path} "
-                             "does not exist",
-                             hint=f"build the dependency first (rvport build {d} --output {opts.output}); bake "
-                                  "on this engine cannot pass one target's output to another")
+            raise UsageError(
+                f"{st.recipe.ref} needs the artifacts of {d} in its build context, and {path} does not exist",
+                hint=f"build the dependency first (rvport build {d} --output {opts.output}); bake "
+                "on this engine cannot pass one target's output to another",
+            )
         deps[d] = path
     return deps
 

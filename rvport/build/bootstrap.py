@@ -37,10 +37,10 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Iterator
 
 from rvport import proc
 from rvport.build import debprefetch, sidebyside
@@ -48,13 +48,19 @@ from rvport.errors import HostNotReady, RvportError, UsageError
 
 CLASSIC = "debootstrap"
 SPLIT = "split"
-SPLIT_FORMAT = 2   # bump when the split method changes what ends up in the rootfs: it is part of the base key
+SPLIT_FORMAT = 2  # bump when the split method changes what ends up in the rootfs: it is part of the base key
 
 # dpkg options of the host that would change what the native unpack writes
 _FILTERS = re.compile(r"^\s*(path-exclude|path-include)\b", re.M)
 # the environment maintainer scripts see, as debootstrap gives it
-SCRIPT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "DEBCONF_NONINTERACTIVE_SEEN": "true", "LC_ALL": "C",
-              "LANGUAGE": "C", "LANG": "C", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+SCRIPT_ENV = {
+    "DEBIAN_FRONTEND": "noninteractive",
+    "DEBCONF_NONINTERACTIVE_SEEN": "true",
+    "LC_ALL": "C",
+    "LANGUAGE": "C",
+    "LANG": "C",
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+}
 
 _UNPACKING = re.compile(r"^Unpacking (\S+) \(")
 _SETTING_UP = re.compile(r"^Setting up (\S+) \(")
@@ -64,7 +70,7 @@ _SETTING_UP = re.compile(r"^Setting up (\S+) \(")
 class Request:
     """One rootfs to make (pure data; debootstrap_argv derives the command from it)."""
 
-    arch: str                     # Debian architecture: riscv64, amd64, arm64
+    arch: str  # Debian architecture: riscv64, amd64, arm64
     suite: str
     variant: str
     components: tuple[str, ...]
@@ -72,7 +78,9 @@ class Request:
     mirror: str | None
 
 
-def host_dpkg_filters(cfg_dir: Path = Path("/etc/dpkg/dpkg.cfg.d"), cfg: Path = Path("/etc/dpkg/dpkg.cfg")) -> list[str]:
+def host_dpkg_filters(
+    cfg_dir: Path = Path("/etc/dpkg/dpkg.cfg.d"), cfg: Path = Path("/etc/dpkg/dpkg.cfg")
+) -> list[str]:
     """The host's dpkg path-exclude/path-include lines (they would drop files from a native unpack)."""
     found = []
     for f in sorted(cfg_dir.glob("*")) + [cfg]:
@@ -81,23 +89,28 @@ def host_dpkg_filters(cfg_dir: Path = Path("/etc/dpkg/dpkg.cfg.d"), cfg: Path = 
     return found
 
 
-def choose_method(*, foreign: bool, dpkg: str | None, filters: list[str],
-                  forced: str | None = None) -> tuple[str, str]:
+def choose_method(
+    *, foreign: bool, dpkg: str | None, filters: list[str], forced: str | None = None
+) -> tuple[str, str]:
     """(method, why): split for a foreign architecture on a host whose dpkg unpacks everything.
 
     `forced` is RVPORT_BOOTSTRAP: `debootstrap` always works; `split` only where it applies."""
     if forced == CLASSIC:
         return CLASSIC, f"RVPORT_BOOTSTRAP={forced}"
     if forced not in (None, "", SPLIT):
-        raise UsageError(f"RVPORT_BOOTSTRAP={forced!r} is not a bootstrap method",
-                         hint=f"set it to {CLASSIC} or {SPLIT}, or unset it to let rvport choose")
+        raise UsageError(
+            f"RVPORT_BOOTSTRAP={forced!r} is not a bootstrap method",
+            hint=f"set it to {CLASSIC} or {SPLIT}, or unset it to let rvport choose",
+        )
     if not foreign:
         return CLASSIC, "native architecture: debootstrap runs without emulation"
     if dpkg is None:
         return CLASSIC, "the host has no dpkg to unpack natively"
     if filters:
         return CLASSIC, f"the host's dpkg filters what it unpacks ({filters[0]})"
-    return SPLIT, ("RVPORT_BOOTSTRAP=split: " if forced else "") + "unpacked natively, configured under emulation"
+    return SPLIT, (
+        "RVPORT_BOOTSTRAP=split: " if forced else ""
+    ) + "unpacked natively, configured under emulation"
 
 
 def key_part(method: str) -> dict:
@@ -105,9 +118,16 @@ def key_part(method: str) -> dict:
     return {} if method == CLASSIC else {"bootstrap": f"{method}-{SPLIT_FORMAT}"}
 
 
-def debootstrap_argv(req: Request, rootfs: Path, *, foreign: bool = False, print_debs: bool = False) -> list[str]:
-    cmd = ["debootstrap", f"--arch={req.arch}", f"--variant={req.variant}",
-           f"--components={','.join(req.components)}", f"--include={','.join(req.packages)}"]
+def debootstrap_argv(
+    req: Request, rootfs: Path, *, foreign: bool = False, print_debs: bool = False
+) -> list[str]:
+    cmd = [
+        "debootstrap",
+        f"--arch={req.arch}",
+        f"--variant={req.variant}",
+        f"--components={','.join(req.components)}",
+        f"--include={','.join(req.packages)}",
+    ]
     if foreign:
         cmd.append("--foreign")
     if print_debs:
@@ -127,14 +147,25 @@ def package_order(rootfs: Path) -> list[tuple[str, Path]]:
     order = required + [p for p in base if p not in required]
     missing = [p for p in order if p not in paths]
     if missing:
-        raise HostNotReady(f"debootstrap's first stage named packages it did not download: {', '.join(missing[:5])}",
-                           hint="run again; if it persists, the mirror may be mid-update")
+        raise HostNotReady(
+            f"debootstrap's first stage named packages it did not download: {', '.join(missing[:5])}",
+            hint="run again; if it persists, the mirror may be mid-update",
+        )
     return [(p, rootfs / paths[p].strip().lstrip("/")) for p in order]
 
 
 def native_unpack_argv(rootfs: Path, debs: list[Path]) -> list[str]:
-    return ["dpkg", f"--root={rootfs}", "--force-architecture", "--force-depends", "--force-unsafe-io",
-            "--force-overwrite", "--force-confold", "--unpack", *map(str, debs)]
+    return [
+        "dpkg",
+        f"--root={rootfs}",
+        "--force-architecture",
+        "--force-depends",
+        "--force-unsafe-io",
+        "--force-overwrite",
+        "--force-confold",
+        "--unpack",
+        *map(str, debs),
+    ]
 
 
 def configure_argv(rootfs: Path) -> list[str]:
@@ -156,13 +187,21 @@ class Counter:
         self.on_line(f"bootstrap: {self.phase} {min(self.n, self.total)}/{self.total} {m.group(1)}")
 
 
-def _stream(cmd: list[str], *, on_line: Callable[[str], None], log_path: Path | None, what: str,
-            env: dict | None = None) -> None:
+def _stream(
+    cmd: list[str],
+    *,
+    on_line: Callable[[str], None],
+    log_path: Path | None,
+    what: str,
+    env: dict | None = None,
+) -> None:
     rc = proc.stream(cmd, on_line=on_line, log_path=log_path, env=env)
     if rc != 0:
-        raise HostNotReady(f"{what} failed ({proc.describe_status(rc)})",
-                           hint="under emulation the riscv64 binfmt handler must be registered with the F flag "
-                                "(rvport doctor)")
+        raise HostNotReady(
+            f"{what} failed ({proc.describe_status(rc)})",
+            hint="under emulation the riscv64 binfmt handler must be registered with the F flag "
+            "(rvport doctor)",
+        )
 
 
 def mounts_under(path: Path, mounts: Path = Path("/proc/self/mounts")) -> list[str]:
@@ -184,7 +223,9 @@ def unmount_all(path: Path) -> None:
         proc.run(["umount", "--lazy", point], check=False, capture=True)
     left = mounts_under(path)
     if left:
-        raise HostNotReady(f"cannot unmount {left[0]}; not removing {path}", hint=f"umount it by hand, then rm -rf {path}")
+        raise HostNotReady(
+            f"cannot unmount {left[0]}; not removing {path}", hint=f"umount it by hand, then rm -rf {path}"
+        )
 
 
 def remove_tree(path: Path) -> None:
@@ -194,24 +235,41 @@ def remove_tree(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def make_rootfs(req: Request, rootfs: Path, *, method: str, log_path: Path | None,
-                on_line: Callable[[str], None], fetch_ahead: bool = True) -> None:
+def make_rootfs(
+    req: Request,
+    rootfs: Path,
+    *,
+    method: str,
+    log_path: Path | None,
+    on_line: Callable[[str], None],
+    fetch_ahead: bool = True,
+) -> None:
     """Bootstrap `rootfs` (which must not exist) by `method`; raises HostNotReady on failure (the caller removes
     the rootfs: remove_tree). fetch_ahead: debootstrap's packages fetched side by side (debprefetch); the split
     method always does, the classic one where asked (not for the classic method run as the reference)."""
     if proc.which("debootstrap") is None:
-        raise HostNotReady("debootstrap is needed to make the base image (no registry is used)",
-                           hint="apt-get install debootstrap (scripts/setup-host does it), or name a base "
-                                "image by digest with --base-image")
+        raise HostNotReady(
+            "debootstrap is needed to make the base image (no registry is used)",
+            hint="apt-get install debootstrap (scripts/setup-host does it), or name a base "
+            "image by digest with --base-image",
+        )
     if method == CLASSIC:
         with _prefetch(req, rootfs, on_line, fetch_ahead):
-            _stream(debootstrap_argv(req, rootfs), on_line=on_line, log_path=log_path,
-                    what=f"debootstrap for {req.arch}")
+            _stream(
+                debootstrap_argv(req, rootfs),
+                on_line=on_line,
+                log_path=log_path,
+                what=f"debootstrap for {req.arch}",
+            )
         return
     on_line("bootstrap: first stage: resolving, retrieving and extracting natively")
     with _prefetch(req, rootfs, on_line, True):
-        _stream(debootstrap_argv(req, rootfs, foreign=True), on_line=on_line, log_path=log_path,
-                what=f"debootstrap's first stage for {req.arch}")
+        _stream(
+            debootstrap_argv(req, rootfs, foreign=True),
+            on_line=on_line,
+            log_path=log_path,
+            what=f"debootstrap's first stage for {req.arch}",
+        )
     second_stage(rootfs, log_path=log_path, on_line=on_line)
 
 
@@ -223,11 +281,14 @@ def _prefetch(req: Request, rootfs: Path, on_line: Callable[[str], None], wanted
         yield
         return
     scratch = rootfs.with_name(rootfs.name + ".print-debs")
-    with debprefetch.Prefetch(debootstrap_argv(req, scratch, print_debs=True), rootfs, req.mirror,
-                              on_line=on_line) as ahead:
+    with debprefetch.Prefetch(
+        debootstrap_argv(req, scratch, print_debs=True), rootfs, req.mirror, on_line=on_line
+    ) as ahead:
         yield
-    on_line(f"bootstrap: {ahead.fetched} packages were fetched side by side"
-            + (f" ({ahead.why_not})" if ahead.why_not else ""))
+    on_line(
+        f"bootstrap: {ahead.fetched} packages were fetched side by side"
+        + (f" ({ahead.why_not})" if ahead.why_not else "")
+    )
 
 
 def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str], None]) -> None:
@@ -241,27 +302,43 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
         def each(line: str) -> None:
             own_log.write(line + "\n")
             forward(line)
+
         return each
 
     try:
         _mount_proc(rootfs, env)
         on_line("bootstrap: linker cache...")
-        _stream(["chroot", str(rootfs), "/sbin/ldconfig"], on_line=on_line, log_path=log_path,
-                what="ldconfig in the new rootfs", env=env)
+        _stream(
+            ["chroot", str(rootfs), "/sbin/ldconfig"],
+            on_line=on_line,
+            log_path=log_path,
+            what="ldconfig in the new rootfs",
+            env=env,
+        )
         # debootstrap's order: the required packages, then `available` and the selections, then the base
         # packages (dpkg records the archive's priority and section for the first, the .deb's for the others)
         required = set((rootfs / "debootstrap" / "required").read_text().split())
         counter = tee(Counter("unpacking", _UNPACKING, total, on_line))
         on_line(f"bootstrap: unpacking 0/{total} (natively)")
-        _stream(native_unpack_argv(rootfs, [deb for p, deb in order if p in required]), on_line=counter,
-                log_path=log_path, what="unpacking the required packages with the host's dpkg", env=env)
+        _stream(
+            native_unpack_argv(rootfs, [deb for p, deb in order if p in required]),
+            on_line=counter,
+            log_path=log_path,
+            what="unpacking the required packages with the host's dpkg",
+            env=env,
+        )
         _restore_arch_file(rootfs)
         _write_available(rootfs, [p for p, _ in order])
         _set_selections(rootfs, [p for p, _ in order], env)
         base = [deb for p, deb in order if p not in required]
         if base:
-            _stream(native_unpack_argv(rootfs, base), on_line=counter, log_path=log_path,
-                    what="unpacking the base packages with the host's dpkg", env=env)
+            _stream(
+                native_unpack_argv(rootfs, base),
+                on_line=counter,
+                log_path=log_path,
+                what="unpacking the base packages with the host's dpkg",
+                env=env,
+            )
         _restore_arch_file(rootfs)
         _dselect_method(rootfs)
         deferred = {program: Deferred(rootfs, program) for program in DEFERRED}
@@ -273,11 +350,23 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
                 for d in deferred.values():
                     stack.enter_context(d)
                 stack.enter_context(early)
-                on_line(f"bootstrap: configuring 0/{total} (emulated; bytecode and certificates made on the way)")
-                _stream(configure_argv(rootfs), on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
-                        log_path=log_path, what="configuring the packages (emulated dpkg)", env=env)
-            _run_deferred(rootfs, {p: d.calls() for p, d in deferred.items()}, early=early, run=run,
-                          on_line=tee(on_line))
+                on_line(
+                    f"bootstrap: configuring 0/{total} (emulated; bytecode and certificates made on the way)"
+                )
+                _stream(
+                    configure_argv(rootfs),
+                    on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
+                    log_path=log_path,
+                    what="configuring the packages (emulated dpkg)",
+                    env=env,
+                )
+            _run_deferred(
+                rootfs,
+                {p: d.calls() for p, d in deferred.items()},
+                early=early,
+                run=run,
+                on_line=tee(on_line),
+            )
         finally:
             early.join()
     finally:
@@ -304,8 +393,10 @@ class Deferred:
     def recorder(self) -> str:
         """The recorder's text: for a program a shell script; one line per call: "call", then each argument,
         each followed by a tab (empty arguments survive)."""
-        return (f"#!/bin/sh\n{{ printf 'call\\t'; for a in \"$@\"; do printf '%s\\t' \"$a\"; done; echo; }}"
-                f" >> /{self.record_name}\n")
+        return (
+            f"#!/bin/sh\n{{ printf 'call\\t'; for a in \"$@\"; do printf '%s\\t' \"$a\"; done; echo; }}"
+            f" >> /{self.record_name}\n"
+        )
 
     def __enter__(self) -> Deferred:
         if self.path.is_file() and not self.path.is_symlink():
@@ -323,7 +414,7 @@ class Deferred:
         if not self.record.is_file():
             return []
         text = self.record.read_text()
-        lines = text[:text.rfind("\n") + 1].split("\n")
+        lines = text[: text.rfind("\n") + 1].split("\n")
         return [line.split("\t")[1:-1] for line in lines if line.startswith("call\t")]
 
     def calls(self) -> list[list[str]]:
@@ -341,13 +432,15 @@ class DeferredModule(Deferred):
     py3compile does, reading names from its input), it is the real module."""
 
     def recorder(self) -> str:
-        return (f"import sys\n"
-                f"_rvport_args = sys.orig_argv[sys.orig_argv.index(__file__) + 1:] if __file__ in sys.orig_argv[1:] else []\n"
-                f"if __name__ == '__main__' and _rvport_args and '-' not in _rvport_args:\n"
-                f"    with open('/{self.record_name}', 'a') as f:\n"
-                f"        f.write('call\\t' + ''.join(a + '\\t' for a in sys.orig_argv) + '\\n')\n"
-                f"else:\n"
-                f"    exec(compile(open(__file__ + '.rvport-real', 'rb').read(), __file__, 'exec'))\n")
+        return (
+            f"import sys\n"
+            f"_rvport_args = sys.orig_argv[sys.orig_argv.index(__file__) + 1:] if __file__ in sys.orig_argv[1:] else []\n"
+            f"if __name__ == '__main__' and _rvport_args and '-' not in _rvport_args:\n"
+            f"    with open('/{self.record_name}', 'a') as f:\n"
+            f"        f.write('call\\t' + ''.join(a + '\\t' for a in sys.orig_argv) + '\\n')\n"
+            f"else:\n"
+            f"    exec(compile(open(__file__ + '.rvport-real', 'rb').read(), __file__, 'exec'))\n"
+        )
 
     def _pycs(self) -> set[Path]:
         return set((self.path.parent / "__pycache__").glob(f"{self.path.stem}.*.pyc"))
@@ -357,7 +450,7 @@ class DeferredModule(Deferred):
         return super().__enter__()
 
     def __exit__(self, *exc: object) -> None:
-        for pyc in self._pycs() - self.pycs_before:      # the recorder's, compiled when it was imported
+        for pyc in self._pycs() - self.pycs_before:  # the recorder's, compiled when it was imported
             pyc.unlink()
         super().__exit__(*exc)
 
@@ -383,8 +476,12 @@ def update_ca_batch(calls: list[list[str]]) -> list[list[str]]:
     plain call); calls with any other option are run as they were."""
     if not calls:
         return []
-    known = [c for c in calls if all(a == "--fresh" for a in c if a not in ("--hooksdir", ""))
-             and (c.count("--hooksdir") == 0 or c[c.index("--hooksdir") + 1:c.index("--hooksdir") + 2] == [""])]
+    known = [
+        c
+        for c in calls
+        if all(a == "--fresh" for a in c if a not in ("--hooksdir", ""))
+        and (c.count("--hooksdir") == 0 or c[c.index("--hooksdir") + 1 : c.index("--hooksdir") + 2] == [""])
+    ]
     others = [c for c in calls if c not in known]
     batch = [["--fresh"] if any("--fresh" in c for c in known) else []] if known else []
     return batch + others
@@ -397,8 +494,11 @@ def py3compile_batch(rootfs: Path, calls: list[list[str]]) -> tuple[list[str], l
     """(the .py files the recorded `py3compile -p PKG [DIR...]` calls would compile, the calls of any other
     form, to be run as they were). As py3compile selects them: the package's files (dpkg's list) ending in
     .py, under the given directories, or without any, in the public dist-packages of an installed Python."""
-    versions = {"3"} | {p.name[len("python"):] for p in (rootfs / "usr/bin").glob("python3.*")
-                        if re.fullmatch(r"python3\.\d+", p.name)}
+    versions = {"3"} | {
+        p.name[len("python") :]
+        for p in (rootfs / "usr/bin").glob("python3.*")
+        if re.fullmatch(r"python3\.\d+", p.name)
+    }
     files: list[str] = []
     others: list[list[str]] = []
     info = rootfs / "var/lib/dpkg/info"
@@ -437,7 +537,9 @@ def split_by_directory(files: list[str], parts: int) -> list[list[str]]:
 _PY_OPTIONS = {"-E", "-S", "-s", "-I", "-O", "-OO", "-B"}
 
 
-def py_compile_batch(module: str, calls: list[list[str]]) -> tuple[dict[tuple[str, ...], list[str]], list[list[str]]]:
+def py_compile_batch(
+    module: str, calls: list[list[str]]
+) -> tuple[dict[tuple[str, ...], list[str]], list[list[str]]]:
     """({(interpreter, *options, module): files}, calls of any other form, to be run as they were): the recorded
     `INTERPRETER [-E -S -O ...] MODULE FILE...` calls of the py_compile module `module`, their files gathered
     (once each) by interpreter and options."""
@@ -445,9 +547,9 @@ def py_compile_batch(module: str, calls: list[list[str]]) -> tuple[dict[tuple[st
     others: list[list[str]] = []
     for argv in calls:
         i = argv.index(module, 1) if module in argv[1:] else 0
-        files = argv[i + 1:]
+        files = argv[i + 1 :]
         if i and all(o in _PY_OPTIONS for o in argv[1:i]) and files and all(f.startswith("/") for f in files):
-            groups.setdefault(tuple(argv[:i + 1]), []).extend(files)
+            groups.setdefault(tuple(argv[: i + 1]), []).extend(files)
         else:
             others.append(argv)
     return {head: list(dict.fromkeys(files)) for head, files in groups.items()}, others
@@ -463,16 +565,17 @@ def bytecode_runs(jobs: dict[tuple[str, ...], list[str]], parts: int) -> list[li
         argvs = []
         for head, files in jobs.items():
             mine = [f for f in files if f in chosen]
-            argvs += [[*head, *mine[j:j + 2000]] for j in range(0, len(mine), 2000)]
+            argvs += [[*head, *mine[j : j + 2000]] for j in range(0, len(mine), 2000)]
         runs.append(argvs)
     return runs
 
 
-Job = tuple[tuple[str, ...], str]      # (command, file): the command compiles the file, run as `*command, file`
+Job = tuple[tuple[str, ...], str]  # (command, file): the command compiles the file, run as `*command, file`
 
 
-def bytecode_jobs(rootfs: Path, calls: dict[str, list[list[str]]]) -> tuple[dict[tuple[str, ...], list[str]],
-                                                                        list[list[str]]]:
+def bytecode_jobs(
+    rootfs: Path, calls: dict[str, list[list[str]]]
+) -> tuple[dict[tuple[str, ...], list[str]], list[list[str]]]:
     """({command: files}, argvs of any other form, to be run as they were): the recorded py3compile calls
     (py3compile_batch) and the standard library's py_compile calls (py_compile_batch, every key of `calls` that
     is not a DEFERRED program is a py_compile module)."""
@@ -491,9 +594,13 @@ def certificate_runs(calls: list[list[str]]) -> list[list[str]]:
     return [[UPDATE_CA, *argv] for argv in update_ca_batch(calls)]
 
 
-def deferred_runs(rootfs: Path, calls: dict[str, list[list[str]]], parts: int = sidebyside.WORKERS,
-                  done: set[Job] | frozenset[Job] = frozenset(), certificates: bool = True
-                  ) -> tuple[list[tuple[str, list[list[str]]]], list[list[str]]]:
+def deferred_runs(
+    rootfs: Path,
+    calls: dict[str, list[list[str]]],
+    parts: int = sidebyside.WORKERS,
+    done: set[Job] | frozenset[Job] = frozenset(),
+    certificates: bool = True,
+) -> tuple[list[tuple[str, list[list[str]]]], list[list[str]]]:
     """The deferred programs' runs: (independent tasks, each (what, argvs run one after another in the rootfs),
     argvs to run after them all). update-ca-certificates once (certificate_runs), unless `certificates` is
     False (EarlyWork made them); the bytecode (bytecode_jobs) but the jobs `done` already (EarlyWork), its
@@ -511,8 +618,12 @@ def deferred_runs(rootfs: Path, calls: dict[str, list[list[str]]], parts: int = 
 
 
 # what update-ca-certificates reads: its configuration, the certificates, the hooks it runs
-CA_INPUTS = ("etc/ca-certificates.conf", "usr/share/ca-certificates", "usr/local/share/ca-certificates",
-             "etc/ca-certificates/update.d")
+CA_INPUTS = (
+    "etc/ca-certificates.conf",
+    "usr/share/ca-certificates",
+    "usr/local/share/ca-certificates",
+    "etc/ca-certificates/update.d",
+)
 CA_HOOKS = "etc/ca-certificates/update.d"
 
 
@@ -527,8 +638,15 @@ def ca_inputs(rootfs: Path) -> tuple:
             except FileNotFoundError:
                 out.append((rel, None))
                 continue
-            out.append((str(p.relative_to(rootfs)), st.st_mode, st.st_size, st.st_mtime_ns,
-                        os.readlink(p) if p.is_symlink() else None))
+            out.append(
+                (
+                    str(p.relative_to(rootfs)),
+                    st.st_mode,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    os.readlink(p) if p.is_symlink() else None,
+                )
+            )
     return tuple(out)
 
 
@@ -550,18 +668,26 @@ class EarlyWork:
       certificates are made again afterwards.
     """
 
-    def __init__(self, rootfs: Path, deferred: dict[str, Deferred], run: Callable[[list[list[str]]], None],
-                 poll: float = 1.0, run_bytecode: Callable[[list[list[str]]], None] | None = None):
+    def __init__(
+        self,
+        rootfs: Path,
+        deferred: dict[str, Deferred],
+        run: Callable[[list[list[str]]], None],
+        poll: float = 1.0,
+        run_bytecode: Callable[[list[list[str]]], None] | None = None,
+    ):
         self.rootfs, self.deferred, self.run, self.poll = rootfs, deferred, run, poll
         self.run_bytecode = run_bytecode or run
         self.done: set[Job] = set()
         self.failed: list[RvportError] = []
-        self.certificates_started = False          # final once the block is left
-        self._certificates: tuple[list[list[str]], tuple] | None = None      # (batch run, its inputs then)
+        self.certificates_started = False  # final once the block is left
+        self._certificates: tuple[list[list[str]], tuple] | None = None  # (batch run, its inputs then)
         self._stop = threading.Event()
-        self._gate = threading.Lock()              # the certificates start before the block is left, or never
-        self._threads = [threading.Thread(target=self._bytecode_loop, name="early-bytecode", daemon=True),
-                         threading.Thread(target=self._certificates_loop, name="early-certificates", daemon=True)]
+        self._gate = threading.Lock()  # the certificates start before the block is left, or never
+        self._threads = [
+            threading.Thread(target=self._bytecode_loop, name="early-bytecode", daemon=True),
+            threading.Thread(target=self._certificates_loop, name="early-certificates", daemon=True),
+        ]
 
     def __enter__(self) -> EarlyWork:
         for t in self._threads:
@@ -579,7 +705,7 @@ class EarlyWork:
         """Wait for the certificates too (before anything else touches the rootfs, and before it is removed)."""
         self._stop.set()
         for t in self._threads:
-            if t.ident is not None:          # started
+            if t.ident is not None:  # started
                 t.join()
 
     def certificates_done(self, calls: list[list[str]]) -> list[list[str]] | None:
@@ -592,7 +718,9 @@ class EarlyWork:
 
     def _real(self, head: tuple[str, ...]) -> tuple[str, ...]:
         """The command with its deferred program or module replaced by the real one."""
-        return tuple(f"/{self.deferred[a].real.relative_to(self.rootfs)}" if a in self.deferred else a for a in head)
+        return tuple(
+            f"/{self.deferred[a].real.relative_to(self.rootfs)}" if a in self.deferred else a for a in head
+        )
 
     def _certificates_loop(self) -> None:
         if UPDATE_CA not in self.deferred:
@@ -615,7 +743,7 @@ class EarlyWork:
         inputs = ca_inputs(self.rootfs)
         try:
             self.run([[*self._real((UPDATE_CA,)), *batch[0]]])
-        except RvportError as e:            # made again afterwards, where it fails again if it must
+        except RvportError as e:  # made again afterwards, where it fails again if it must
             self.failed.append(e)
             return
         self._certificates = (batch, inputs)
@@ -624,30 +752,50 @@ class EarlyWork:
         programs = [p for p in self.deferred if p != UPDATE_CA]
         while not self._stop.wait(self.poll):
             jobs, _ = bytecode_jobs(self.rootfs, {p: self.deferred[p].recorded() for p in programs})
-            todo = {head: [f for f in files if (head, f) not in self.done and f not in self.deferred]
-                    for head, files in jobs.items()}
+            todo = {
+                head: [f for f in files if (head, f) not in self.done and f not in self.deferred]
+                for head, files in jobs.items()
+            }
             todo = {head: files for head, files in todo.items() if files}
             if not todo:
                 continue
             try:
                 for argvs in bytecode_runs({self._real(head): files for head, files in todo.items()}, 1):
                     self.run_bytecode(argvs)
-            except RvportError as e:        # left for afterwards, where it fails again if it must
+            except RvportError as e:  # left for afterwards, where it fails again if it must
                 self.failed.append(e)
                 continue
             self.done |= {(head, f) for head, files in todo.items() for f in files}
 
 
-def _run_in_rootfs(rootfs: Path, argvs: list[list[str]], *, log_path: Path | None, on_line: Callable[[str], None],
-                   env: dict, nice: bool = False) -> None:
+def _run_in_rootfs(
+    rootfs: Path,
+    argvs: list[list[str]],
+    *,
+    log_path: Path | None,
+    on_line: Callable[[str], None],
+    env: dict,
+    nice: bool = False,
+) -> None:
     """Each argv in turn, chrooted into the rootfs (emulated); nice: at a lower priority (`nice -n 10`)."""
     for argv in argvs:
-        _stream([*(["nice", "-n", "10"] if nice else []), "chroot", str(rootfs), *argv], on_line=on_line,
-                log_path=log_path, what=f"{Path(argv[0]).name} in the new rootfs", env=env)
+        _stream(
+            [*(["nice", "-n", "10"] if nice else []), "chroot", str(rootfs), *argv],
+            on_line=on_line,
+            log_path=log_path,
+            what=f"{Path(argv[0]).name} in the new rootfs",
+            env=env,
+        )
 
 
-def _run_deferred(rootfs: Path, calls: dict[str, list[list[str]]], *, early: EarlyWork,
-                  run: Callable[[list[list[str]]], None], on_line: Callable[[str], None]) -> None:
+def _run_deferred(
+    rootfs: Path,
+    calls: dict[str, list[list[str]]],
+    *,
+    early: EarlyWork,
+    run: Callable[[list[list[str]]], None],
+    on_line: Callable[[str], None],
+) -> None:
     """The deferred programs, once, but what EarlyWork did; their runs side by side (each an emulated process
     chain of its own, so two cores take them at once), while EarlyWork's certificates, if started, go on; the
     certificates again if those do not stand (EarlyWork.certificates_done); the first failure is raised once
@@ -675,7 +823,9 @@ def _mount_proc(rootfs: Path, env: dict) -> None:
         target.mkdir()
     proc.run(["chroot", str(rootfs), "mount", "-t", "proc", "proc", "/proc"], capture=True, env=env)
     if str(target.resolve()) not in mounts_under(rootfs):
-        raise HostNotReady(f"/proc was not mounted at {target}", hint="run rvport as root (it chroots into the rootfs)")
+        raise HostNotReady(
+            f"/proc was not mounted at {target}", hint="run rvport as root (it chroots into the rootfs)"
+        )
 
 
 def _restore_arch_file(rootfs: Path) -> None:
@@ -699,8 +849,12 @@ def _write_available(rootfs: Path, packages: list[str]) -> None:
 def _set_selections(rootfs: Path, packages: list[str], env: dict) -> None:
     """Every package selected for install, as debootstrap does after writing `available`: this dpkg run reads
     `available` and so records the archive's priority of a package whose .deb names another one."""
-    proc.run(["chroot", str(rootfs), "dpkg", "--set-selections"], input="".join(f"{p} install\n" for p in packages),
-             env=env, capture=True)
+    proc.run(
+        ["chroot", str(rootfs), "dpkg", "--set-selections"],
+        input="".join(f"{p} install\n" for p in packages),
+        env=env,
+        capture=True,
+    )
 
 
 def _dselect_method(rootfs: Path) -> None:
@@ -722,7 +876,9 @@ class _no_daemons:
         self.policy.chmod(0o755)
         if self.ssd.exists():
             os.replace(self.ssd, self.real)
-            self.ssd.write_text('#!/bin/sh\necho\necho "Warning: Fake start-stop-daemon called, doing nothing"\n')
+            self.ssd.write_text(
+                '#!/bin/sh\necho\necho "Warning: Fake start-stop-daemon called, doing nothing"\n'
+            )
             self.ssd.chmod(0o755)
 
     def __exit__(self, *exc: object) -> None:

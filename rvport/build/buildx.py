@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from rvport import proc
 from rvport.errors import BuildFailed, HostNotReady
@@ -18,21 +18,30 @@ class BuildSpec:
     context: Path
     dockerfile: Path
     platform: str
-    tag: str | None = None                  # with load=True: the image name in the engine
-    load: bool = False                      # --load into the engine's image store
-    output_dir: Path | None = None          # --output type=local,dest=...
-    network: str | None = None              # "none" for hermetic stages
+    tag: str | None = None  # with load=True: the image name in the engine
+    load: bool = False  # --load into the engine's image store
+    output_dir: Path | None = None  # --output type=local,dest=...
+    network: str | None = None  # "none" for hermetic stages
     builder: str | None = None
-    secrets: tuple[tuple[str, Path], ...] = ()   # (id, file)
+    secrets: tuple[tuple[str, Path], ...] = ()  # (id, file)
     build_args: tuple[tuple[str, str], ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
     no_cache: bool = False
-    cache_to: Path | None = None            # --cache-to type=local,dest=DIR,mode=max (not on the docker driver)
-    cache_from: Path | None = None          # --cache-from type=local,src=DIR
+    cache_to: Path | None = None  # --cache-to type=local,dest=DIR,mode=max (not on the docker driver)
+    cache_from: Path | None = None  # --cache-from type=local,src=DIR
 
     def argv(self) -> list[str]:
-        cmd = ["docker", "buildx", "build", "--progress", "plain", "--platform", self.platform,
-               "-f", str(self.dockerfile)]
+        cmd = [
+            "docker",
+            "buildx",
+            "build",
+            "--progress",
+            "plain",
+            "--platform",
+            self.platform,
+            "-f",
+            str(self.dockerfile),
+        ]
         if self.builder:
             cmd += ["--builder", self.builder]
         if self.network:
@@ -69,7 +78,7 @@ class BuildLog:
 
     def feed(self, line: str) -> None:
         self.tail.append(line)
-        del self.tail[:-self.keep]
+        del self.tail[: -self.keep]
         # plain progress: "#7 [build 3/5] RUN ..." names the step
         if line.startswith("#") and "[" in line and "]" in line:
             self.step = line.split(" ", 1)[1][:120]
@@ -87,8 +96,10 @@ def build(spec: BuildSpec, *, log_path: Path, on_line: Callable[[str], None] | N
     rc = proc.stream(spec.argv(), on_line=feed, log_path=log_path)
     if rc != 0:
         tail = "\n".join("    " + t for t in blog.tail[-15:])
-        raise BuildFailed(f"docker buildx build failed ({proc.describe_status(rc)}); last lines:\n{tail}",
-                          hint=f"full log: {log_path}")
+        raise BuildFailed(
+            f"docker buildx build failed ({proc.describe_status(rc)}); last lines:\n{tail}",
+            hint=f"full log: {log_path}",
+        )
     return blog
 
 
@@ -100,9 +111,11 @@ def _client():
         c.ping()
         return c
     except Exception as e:  # noqa: BLE001 - any failure here means the same thing to the user
-        raise HostNotReady(f"the Docker engine is not reachable: {e}",
-                           hint="start it (dockerd, or systemctl start docker) and check DOCKER_HOST; "
-                                "`rvport doctor` shows what is missing") from e
+        raise HostNotReady(
+            f"the Docker engine is not reachable: {e}",
+            hint="start it (dockerd, or systemctl start docker) and check DOCKER_HOST; "
+            "`rvport doctor` shows what is missing",
+        ) from e
 
 
 def image_info(ref: str) -> dict | None:
@@ -114,17 +127,25 @@ def image_info(ref: str) -> dict | None:
     except docker.errors.ImageNotFound:
         return None
     attrs = img.attrs
-    return {"id": img.id, "architecture": attrs.get("Architecture"), "os": attrs.get("Os"),
-            "created": attrs.get("Created"), "labels": (attrs.get("Config") or {}).get("Labels") or {},
-            "repo_digests": attrs.get("RepoDigests") or [], "size": attrs.get("Size")}
+    return {
+        "id": img.id,
+        "architecture": attrs.get("Architecture"),
+        "os": attrs.get("Os"),
+        "created": attrs.get("Created"),
+        "labels": (attrs.get("Config") or {}).get("Labels") or {},
+        "repo_digests": attrs.get("RepoDigests") or [],
+        "size": attrs.get("Size"),
+    }
 
 
 def tag_image(ref: str, tag: str) -> None:
     """Give the image `ref` the name `tag` ("repo:tag"), in one step: the name moves, or stays where it was."""
     repo, _, name = tag.rpartition(":")
     if not _client().images.get(ref).tag(repo, name):
-        raise HostNotReady(f"the engine did not tag {ref} as {tag}",
-                           hint="check the Docker engine (`docker info`, `rvport doctor`), then build again")
+        raise HostNotReady(
+            f"the engine did not tag {ref} as {tag}",
+            hint="check the Docker engine (`docker info`, `rvport doctor`), then build again",
+        )
 
 
 def untag(ref: str) -> bool:
@@ -141,14 +162,22 @@ def untag(ref: str) -> bool:
 
 def image_tags(repository: str) -> list[str]:
     """Every tag of one repository in the engine ("rvport/xtc:..."), sorted."""
-    return sorted(t for img in _client().images.list(name=repository) for t in img.tags
-                  if t.startswith(f"{repository}:"))
+    return sorted(
+        t
+        for img in _client().images.list(name=repository)
+        for t in img.tags
+        if t.startswith(f"{repository}:")
+    )
 
 
 def engine_info() -> dict:
     info = _client().info()
-    return {"server_version": info.get("ServerVersion"), "architecture": info.get("Architecture"),
-            "storage_driver": info.get("Driver"), "docker_root": info.get("DockerRootDir")}
+    return {
+        "server_version": info.get("ServerVersion"),
+        "architecture": info.get("Architecture"),
+        "storage_driver": info.get("Driver"),
+        "docker_root": info.get("DockerRootDir"),
+    }
 
 
 def buildx_version() -> str | None:
@@ -184,21 +213,32 @@ def check_cache_export(builder: str | None, info: dict | None = None) -> None:
 
     info = info if info is not None else builder_info(builder)
     if info is None:
-        raise UsageError(f"buildx builder {builder or '(default)'} not found",
-                         hint="list them with `docker buildx ls`")
+        raise UsageError(
+            f"buildx builder {builder or '(default)'} not found", hint="list them with `docker buildx ls`"
+        )
     if info.get("driver") == "docker":
         raise UsageError(
             f"buildx builder {info.get('name', builder or 'default')} uses the docker driver, which cannot export "
             "or import a cache (--cache-to/--cache-from)",
             hint="create a docker-container builder and name it: `docker buildx create --name rvport --driver "
-                 "docker-container` then `rvport build --builder rvport ...`; it runs the moby/buildkit image, so "
-                 "its registry must be reachable or the image loaded (docs/ci.md); or drop the cache options: "
-                 "rvport's artifact cache (--cache-dir) works on any driver")
+            "docker-container` then `rvport build --builder rvport ...`; it runs the moby/buildkit image, so "
+            "its registry must be reachable or the image loaded (docs/ci.md); or drop the cache options: "
+            "rvport's artifact cache (--cache-dir) works on any driver",
+        )
 
 
-def run_container(image: str, cmd: Sequence[str], *, platform: str | None = None, env: dict | None = None,
-                  volumes: dict[str, str] | None = None, network: str = "none", workdir: str | None = None,
-                  timeout: float | None = None, check: bool = True):
+def run_container(
+    image: str,
+    cmd: Sequence[str],
+    *,
+    platform: str | None = None,
+    env: dict | None = None,
+    volumes: dict[str, str] | None = None,
+    network: str = "none",
+    workdir: str | None = None,
+    timeout: float | None = None,
+    check: bool = True,
+):
     """`docker run --rm` a command (doctor probes, tests); returns the completed process."""
     argv = ["docker", "run", "--rm", "--network", network]
     if platform:
@@ -215,4 +255,3 @@ def run_container(image: str, cmd: Sequence[str], *, platform: str | None = None
 
 def quote(argv: Sequence[str]) -> str:
     return shlex.join(argv)
-

@@ -36,11 +36,11 @@ from rvport.build.stage import StageEnv, Toolchain
 from rvport.errors import SmokeFailed
 from rvport.target import PLATFORM as RISCV64
 
-SERVICE_HOST = "service"        # the service's name on the check's network
-OUTPUT_LINES = 20               # the last lines of a round's output kept in result.json
-SERVICE_LOG_LINES = 40          # ... and of the service's output, when the check failed
-LINE_CHARS = 400                # a longer line is cut (result.json stays small)
-FORMAT = 1                      # bump when the way a check runs changes: kept results are then not reused
+SERVICE_HOST = "service"  # the service's name on the check's network
+OUTPUT_LINES = 20  # the last lines of a round's output kept in result.json
+SERVICE_LOG_LINES = 40  # ... and of the service's output, when the check failed
+LINE_CHARS = 400  # a longer line is cut (result.json stays small)
+FORMAT = 1  # bump when the way a check runs changes: kept results are then not reused
 
 
 def _cut(line: str) -> str:
@@ -53,7 +53,9 @@ def result_key(check_key: str, image_id: str, client_id: str) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def ensure(env: StageEnv, made: MadeImage, client: Toolchain, artifacts: Path, kept: Path, *, fresh: bool) -> dict:
+def ensure(
+    env: StageEnv, made: MadeImage, client: Toolchain, artifacts: Path, kept: Path, *, fresh: bool
+) -> dict:
     """The check's record for stages[].runtime.check: a kept passing result when nothing changed (`fresh`
     false and a result under the same key in `kept`), else `run`'s. A passing run is kept."""
     rt = env.stage.runtime
@@ -87,7 +89,7 @@ def run(env: StageEnv, made: MadeImage, client: Toolchain, artifacts: Path, key:
     spec = rt.spec.check
     name = f"rvport-check-{env.stage.name}-{uuid.uuid4().hex[:8]}"
     service = f"{name}-service"
-    made_here: list[str] = []        # containers, in the order they were made
+    made_here: list[str] = []  # containers, in the order they were made
     network = False
     rounds: list[dict] = []
     record: dict = {"status": "passed", "key": key, "reused": False, "rounds": rounds}
@@ -102,8 +104,16 @@ def run(env: StageEnv, made: MadeImage, client: Toolchain, artifacts: Path, key:
             network = True
             containers.create_network(name, label=name)
             made_here.append(service)
-            containers.run_detached(made.image_id, service, network=name, alias=SERVICE_HOST, platform=RISCV64,
-                                    label=name, args=rt.run_args, env=env.riscv64_env)
+            containers.run_detached(
+                made.image_id,
+                service,
+                network=name,
+                alias=SERVICE_HOST,
+                platform=RISCV64,
+                label=name,
+                args=rt.run_args,
+                env=env.riscv64_env,
+            )
         for n in range(1, spec.rounds + 1):
             if n > 1:
                 env.step("runtime check: restarting the service")
@@ -112,10 +122,21 @@ def run(env: StageEnv, made: MadeImage, client: Toolchain, artifacts: Path, key:
             one = f"{name}-client-{n}"
             with proc.uninterruptible():
                 made_here.append(one)
-                containers.create(client.tag, _command(spec.script), one, network=name, platform=RISCV64,
-                                  label=name, workdir="/tmp",
-                                  env={**spec.env, **env.riscv64_env, "SERVICE_HOST": SERVICE_HOST,
-                                       "RVPORT_CHECK_ROUND": str(n)})
+                containers.create(
+                    client.tag,
+                    _command(spec.script),
+                    one,
+                    network=name,
+                    platform=RISCV64,
+                    label=name,
+                    workdir="/tmp",
+                    env={
+                        **spec.env,
+                        **env.riscv64_env,
+                        "SERVICE_HOST": SERVICE_HOST,
+                        "RVPORT_CHECK_ROUND": str(n),
+                    },
+                )
                 containers.copy_into(one, payload, "/rvport")
                 containers.copy_into(one, artifacts, "/artifacts")
             env.step(f"runtime check round {n} of {spec.rounds}")
@@ -129,8 +150,10 @@ def run(env: StageEnv, made: MadeImage, client: Toolchain, artifacts: Path, key:
                 record["service_logs"] = [_cut(line) for line in containers.logs(service, SERVICE_LOG_LINES)]
             except proc.TimedOut:
                 record["service_logs"] = ["(docker logs did not answer)"]
-        env.step(f"runtime check: {record['status']} ({len(rounds)} of {spec.rounds} rounds); removing its "
-                 "containers and network")
+        env.step(
+            f"runtime check: {record['status']} ({len(rounds)} of {spec.rounds} rounds); removing its "
+            "containers and network"
+        )
     finally:
         with proc.uninterruptible():
             for c in reversed(made_here):
@@ -153,7 +176,9 @@ def _round(env: StageEnv, client: str, n: int, timeout: int) -> dict:
     t0 = time.monotonic()
     out: dict = {"round": n}
     try:
-        out["exit_status"] = containers.start_attached(client, on_line=feed, log_path=env.log_path, timeout=timeout)
+        out["exit_status"] = containers.start_attached(
+            client, on_line=feed, log_path=env.log_path, timeout=timeout
+        )
     except proc.TimedOut:
         out["exit_status"] = None
         out["timed_out"] = True
@@ -166,13 +191,19 @@ def failure(ref: str, record: dict, log: Path) -> SmokeFailed:
     """The error of a failed runtime check (exit 7, as a failed smoke test): the round, why, the client's last
     lines and the service's."""
     last = record["rounds"][-1] if record["rounds"] else {"round": 1, "exit_status": None, "output": []}
-    why = f"timed out after {last['seconds']:.0f} s" if last.get("timed_out") else f"exit status {last['exit_status']}"
+    why = (
+        f"timed out after {last['seconds']:.0f} s"
+        if last.get("timed_out")
+        else f"exit status {last['exit_status']}"
+    )
     shown = "\n".join("    " + line for line in last["output"]) or "    (it printed nothing)"
     logs = "\n".join("    " + line for line in record.get("service_logs", [])) or "    (it printed nothing)"
-    err = SmokeFailed(f"{ref}: the runtime check failed in round {last['round']} ({why}); its last lines:\n{shown}\n"
-                      f"the service ({record.get('service', 'unknown')}), its last lines:\n{logs}",
-                      hint=f"stages[].runtime.check in result.json has this output, the full log is {log}; the "
-                           "check's containers and network are removed, the image keeps its tag to be run by hand "
-                           "(with the plan's run_args)")
+    err = SmokeFailed(
+        f"{ref}: the runtime check failed in round {last['round']} ({why}); its last lines:\n{shown}\n"
+        f"the service ({record.get('service', 'unknown')}), its last lines:\n{logs}",
+        hint=f"stages[].runtime.check in result.json has this output, the full log is {log}; the "
+        "check's containers and network are removed, the image keeps its tag to be run by hand "
+        "(with the plan's run_args)",
+    )
     err.log_tail = [*last["output"], *record.get("service_logs", [])]
     return err

@@ -9,8 +9,8 @@ Ctrl-C at the terminal never stops one half way; the check makes and removes ins
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 from rvport import proc
 from rvport.errors import BuildFailed
@@ -23,9 +23,11 @@ def _docker(*args: str, check: bool = True, timeout: float = 300):
     cp = proc.run(["docker", *args], capture=True, check=False, new_session=True, timeout=timeout)
     if check and cp.returncode != 0:
         said = (cp.stderr or cp.stdout or "").strip().splitlines()[-5:]
-        raise BuildFailed(f"docker {args[0]} {args[1] if len(args) > 1 else ''} failed "
-                          f"({proc.describe_status(cp.returncode)}): " + " / ".join(said),
-                          hint="check the Docker engine (`docker info`, `rvport doctor`), then build again")
+        raise BuildFailed(
+            f"docker {args[0]} {args[1] if len(args) > 1 else ''} failed "
+            f"({proc.describe_status(cp.returncode)}): " + " / ".join(said),
+            hint="check the Docker engine (`docker info`, `rvport doctor`), then build again",
+        )
     return cp
 
 
@@ -43,20 +45,69 @@ def remove_network(name: str) -> None:
     _docker("network", "rm", name, check=False)
 
 
-def run_detached(image: str, name: str, *, network: str, alias: str, platform: str, label: str,
-                 args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
+def run_detached(
+    image: str,
+    name: str,
+    *,
+    network: str,
+    alias: str,
+    platform: str,
+    label: str,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> None:
     """Start `image` in the background as it is meant to run (`args`: the plan's run_args), reachable on
     `network` as `alias`. Never pulls: the image is the engine's own."""
-    _docker("run", "--detach", "--pull", "never", "--name", name, "--label", f"{LABEL}={label}",
-            "--platform", platform, "--network", network, "--network-alias", alias, *args,
-            *_env_args(env or {}), image)
+    _docker(
+        "run",
+        "--detach",
+        "--pull",
+        "never",
+        "--name",
+        name,
+        "--label",
+        f"{LABEL}={label}",
+        "--platform",
+        platform,
+        "--network",
+        network,
+        "--network-alias",
+        alias,
+        *args,
+        *_env_args(env or {}),
+        image,
+    )
 
 
-def create(image: str, cmd: Sequence[str], name: str, *, network: str, platform: str, label: str,
-           env: Mapping[str, str] | None = None, workdir: str | None = None) -> None:
+def create(
+    image: str,
+    cmd: Sequence[str],
+    name: str,
+    *,
+    network: str,
+    platform: str,
+    label: str,
+    env: Mapping[str, str] | None = None,
+    workdir: str | None = None,
+) -> None:
     """A container made and not started (files are copied into it first, `copy_into`)."""
-    _docker("create", "--pull", "never", "--name", name, "--label", f"{LABEL}={label}", "--platform", platform,
-            "--network", network, *_env_args(env or {}), *(["--workdir", workdir] if workdir else []), image, *cmd)
+    _docker(
+        "create",
+        "--pull",
+        "never",
+        "--name",
+        name,
+        "--label",
+        f"{LABEL}={label}",
+        "--platform",
+        platform,
+        "--network",
+        network,
+        *_env_args(env or {}),
+        *(["--workdir", workdir] if workdir else []),
+        image,
+        *cmd,
+    )
 
 
 def copy_into(name: str, src: Path, dest: str) -> None:
@@ -64,11 +115,14 @@ def copy_into(name: str, src: Path, dest: str) -> None:
     _docker("cp", f"{src}/.", f"{name}:{dest}", timeout=1800)
 
 
-def start_attached(name: str, *, on_line: Callable[[str], None], log_path: Path | None,
-                   timeout: float | None) -> int:
+def start_attached(
+    name: str, *, on_line: Callable[[str], None], log_path: Path | None, timeout: float | None
+) -> int:
     """Start a made container and stream its output until it exits; its exit status. proc.TimedOut after
     `timeout` seconds (the container may still run: `remove` it)."""
-    return proc.stream(["docker", "start", "--attach", name], on_line=on_line, log_path=log_path, timeout=timeout)
+    return proc.stream(
+        ["docker", "start", "--attach", name], on_line=on_line, log_path=log_path, timeout=timeout
+    )
 
 
 def restart(name: str, *, stop_timeout: int = 10) -> None:

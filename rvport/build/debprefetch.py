@@ -18,10 +18,10 @@ import hashlib
 import os
 import re
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import requests
 
@@ -38,7 +38,7 @@ class Deb:
     package: str
     version: str
     arch: str
-    filename: str        # the pool path under the mirror
+    filename: str  # the pool path under the mirror
     sha256: str
     size: int
 
@@ -54,9 +54,17 @@ def parse_index(text: str, wanted: set[str]) -> dict[str, Deb]:
     for stanza in text.split("\n\n"):
         fields = dict(m.groups() for m in re.finditer(r"^([A-Za-z0-9-]+): *(.*)$", stanza, re.M))
         name = fields.get("Package")
-        if name in wanted and all(fields.get(k) for k in ("Version", "Architecture", "Filename", "SHA256", "Size")):
-            found[name] = Deb(package=name, version=fields["Version"], arch=fields["Architecture"],
-                              filename=fields["Filename"], sha256=fields["SHA256"], size=int(fields["Size"]))
+        if name in wanted and all(
+            fields.get(k) for k in ("Version", "Architecture", "Filename", "SHA256", "Size")
+        ):
+            found[name] = Deb(
+                package=name,
+                version=fields["Version"],
+                arch=fields["Architecture"],
+                filename=fields["Filename"],
+                sha256=fields["SHA256"],
+                size=int(fields["Size"]),
+            )
     return found
 
 
@@ -100,13 +108,22 @@ class Prefetch:
     `print_debs` is the argv of `debootstrap --print-debs` into a scratch directory; `mirror` the URL
     debootstrap fetches from."""
 
-    def __init__(self, print_debs: list[str], rootfs: Path, mirror: str, *, on_line: Callable[[str], None],
-                 session: requests.Session | None = None, workers: int = WORKERS, wait_for_index: float = 30):
+    def __init__(
+        self,
+        print_debs: list[str],
+        rootfs: Path,
+        mirror: str,
+        *,
+        on_line: Callable[[str], None],
+        session: requests.Session | None = None,
+        workers: int = WORKERS,
+        wait_for_index: float = 30,
+    ):
         self.print_debs, self.rootfs, self.mirror = print_debs, rootfs, mirror.rstrip("/")
         self.on_line, self.workers, self.wait_for_index = on_line, workers, wait_for_index
         self.session = session or _session()
         self.fetched = 0
-        self.why_not: str | None = None         # why nothing was fetched, when so
+        self.why_not: str | None = None  # why nothing was fetched, when so
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="deb-prefetch", daemon=True)
 
@@ -136,7 +153,9 @@ class Prefetch:
         stage prints the same). A streamed program, so stop_streams() stops it as the first stage."""
         out = self.rootfs.with_name(self.rootfs.name + ".debs")
         try:
-            rc = proc.stream(["sh", "-c", 'exec "$@" > "$0"', str(out), *self.print_debs], on_line=lambda _l: None)
+            rc = proc.stream(
+                ["sh", "-c", 'exec "$@" > "$0"', str(out), *self.print_debs], on_line=lambda _l: None
+            )
             if rc != 0:
                 self.why_not = f"debootstrap --print-debs: {proc.describe_status(rc)}"
                 return None
@@ -150,7 +169,7 @@ class Prefetch:
     def _run(self) -> None:
         try:
             self._fetch()
-        except Exception as e:      # noqa: BLE001 - fetching ahead must never fail the bootstrap: it just did less
+        except Exception as e:  # noqa: BLE001 - fetching ahead must never fail the bootstrap: it just did less
             self.why_not = f"{type(e).__name__}: {e}"
 
     def _fetch(self) -> None:
@@ -165,6 +184,10 @@ class Prefetch:
         archives.mkdir(parents=True, exist_ok=True)
         self.on_line(f"bootstrap: fetching {len(debs)} packages, {self.workers} at a time, for debootstrap")
         with ThreadPoolExecutor(self.workers, thread_name_prefix="deb") as pool:
-            done = list(pool.map(lambda d: fetch_one(self.session, f"{self.mirror}/{d.filename}", d, archives,
-                                                     self._stop), debs.values()))
+            done = list(
+                pool.map(
+                    lambda d: fetch_one(self.session, f"{self.mirror}/{d.filename}", d, archives, self._stop),
+                    debs.values(),
+                )
+            )
         self.fetched = sum(done)

@@ -20,21 +20,20 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Callable, Mapping
 
+from rvport import proc, resources
 from rvport.build import bootstrap, buildx, rootfs_image
-
-from rvport import proc
-from rvport import resources
-from rvport.errors import HostNotReady, RecipeError, RvportError
 from rvport.catalogue.schema import validate
-from rvport.sources.cache import atomic_write_text
 from rvport.catalogue.yamlsrc import load_yaml
+from rvport.errors import HostNotReady, RecipeError, RvportError
 from rvport.host import normalize_arch
-from rvport.target import DEBIAN_ARCH, DOCKER_PLATFORM, PLATFORM as RISCV64
+from rvport.sources.cache import atomic_write_text
+from rvport.target import DEBIAN_ARCH, DOCKER_PLATFORM
+from rvport.target import PLATFORM as RISCV64
 
 # dpkg-query's list of installed packages, one "name=version" a line
 DPKG_QUERY = ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"]
@@ -47,8 +46,8 @@ class BaseSpec:
     variant: str
     components: tuple[str, ...]
     packages: tuple[str, ...]
-    arch: str                      # "target" (riscv64) or "build" (the host's platform)
-    image: str | None              # a digest-pinned image replaces debootstrap
+    arch: str  # "target" (riscv64) or "build" (the host's platform)
+    image: str | None  # a digest-pinned image replaces debootstrap
     file: Path
     text_sha256: str
 
@@ -60,17 +59,25 @@ class BaseImage:
     image_id: str
     platform: str
     key: str
-    source: str                    # "debootstrap" or the digest reference
+    source: str  # "debootstrap" or the digest reference
     release_sha256: str | None = None
     packages: dict[str, str] = field(default_factory=dict)
     reused: bool = False
     duration_s: float | None = None  # how long making it took (rootfs and load); None when it was found
 
     def to_json(self) -> dict:
-        return {"spec": self.spec, "tag": self.tag, "image_id": self.image_id, "platform": self.platform,
-                "key": self.key, "source": self.source, "release_sha256": self.release_sha256,
-                "packages": dict(sorted(self.packages.items())), "reused": self.reused,
-                "duration_s": None if self.duration_s is None else round(self.duration_s, 2)}
+        return {
+            "spec": self.spec,
+            "tag": self.tag,
+            "image_id": self.image_id,
+            "platform": self.platform,
+            "key": self.key,
+            "source": self.source,
+            "release_sha256": self.release_sha256,
+            "packages": dict(sorted(self.packages.items())),
+            "reused": self.reused,
+            "duration_s": None if self.duration_s is None else round(self.duration_s, 2),
+        }
 
 
 @cache
@@ -85,20 +92,30 @@ def default_toolchains_dir() -> Path:
 def load_base_spec(name: str, root: Path | None = None) -> BaseSpec:
     path = (root or default_toolchains_dir()) / f"{name}.yaml"
     if not path.is_file():
-        raise RecipeError(f"base {name!r} not found at {path}",
-                          hint="bases live in toolchains/<name>.yaml; see toolchains/debian-trixie.yaml")
+        raise RecipeError(
+            f"base {name!r} not found at {path}",
+            hint="bases live in toolchains/<name>.yaml; see toolchains/debian-trixie.yaml",
+        )
     doc, problem = load_yaml(path)
     problems = [problem] if problem else validate(doc, _schema(), file=str(path))
     if problems:
         raise RecipeError(f"invalid base spec {path}", problems=problems)
-    return BaseSpec(name=doc["name"], suite=doc["suite"], variant=doc.get("variant", "minbase"),
-                    components=tuple(doc.get("components", ["main"])), packages=tuple(doc["packages"]),
-                    arch=doc.get("arch", "target"), image=doc.get("image"), file=path,
-                    text_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+    return BaseSpec(
+        name=doc["name"],
+        suite=doc["suite"],
+        variant=doc.get("variant", "minbase"),
+        components=tuple(doc.get("components", ["main"])),
+        packages=tuple(doc["packages"]),
+        arch=doc.get("arch", "target"),
+        image=doc.get("image"),
+        file=path,
+        text_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+    )
 
 
-def host_debian_mirror(sources_dir: Path = Path("/etc/apt/sources.list.d"),
-                       sources_list: Path = Path("/etc/apt/sources.list")) -> str | None:
+def host_debian_mirror(
+    sources_dir: Path = Path("/etc/apt/sources.list.d"), sources_list: Path = Path("/etc/apt/sources.list")
+) -> str | None:
     """The host's own Debian mirror (first URIs of a deb822 stanza, or a one-line `deb` entry), if any.
 
     debootstrap then uses what the host already uses; with none found, debootstrap's own default applies.
@@ -122,8 +139,13 @@ def host_debian_mirror(sources_dir: Path = Path("/etc/apt/sources.list.d"),
 
 
 def base_key(spec: BaseSpec, platform: str, mirror: str | None, method: str = bootstrap.CLASSIC) -> str:
-    doc = {"spec": spec.text_sha256, "platform": platform, "mirror": mirror or "debootstrap-default", "v": 1,
-           **bootstrap.key_part(method)}
+    doc = {
+        "spec": spec.text_sha256,
+        "platform": platform,
+        "mirror": mirror or "debootstrap-default",
+        "v": 1,
+        **bootstrap.key_part(method),
+    }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -139,8 +161,12 @@ def bootstrap_method(platform: str) -> tuple[str, str]:
     (`debootstrap` or `split`) overrides the choice."""
     import os
 
-    return bootstrap.choose_method(foreign=_foreign(platform), dpkg=proc.which("dpkg"),
-                                   filters=bootstrap.host_dpkg_filters(), forced=os.environ.get("RVPORT_BOOTSTRAP"))
+    return bootstrap.choose_method(
+        foreign=_foreign(platform),
+        dpkg=proc.which("dpkg"),
+        filters=bootstrap.host_dpkg_filters(),
+        forced=os.environ.get("RVPORT_BOOTSTRAP"),
+    )
 
 
 def keep_debootstrap_log(rootfs: Path, log_path: Path | None) -> None:
@@ -168,7 +194,7 @@ def parse_dpkg_status(text: str) -> dict[str, str]:
 
 
 def parse_packages(text: str, *, qualified: bool = True) -> dict[str, str]:
-    """"name=version" lines (dpkg-query output, or a tool=version list) -> {name: version}.
+    """ "name=version" lines (dpkg-query output, or a tool=version list) -> {name: version}.
 
     Lines without a name or a version are skipped (dpkg-query lists known but not installed packages with
     an empty version). With qualified=False, an architecture qualifier is dropped: libc6:amd64 -> libc6.
@@ -204,36 +230,80 @@ def read_packages(image: str, path: str) -> dict[str, str]:
 class LoadedImage:
     tag: str
     image_id: str
-    built: bool                         # made by this call (False: it was in the engine already)
+    built: bool  # made by this call (False: it was in the engine already)
 
 
-def load_image(ctx: Path, tag: str, *, platform: str, log_path: Path, what: str = "image",
-               builder: str | None = None, on_line: Callable[[str], None] | None = None,
-               labels: tuple[tuple[str, str], ...] = (), secrets: tuple[tuple[str, Path], ...] = (),
-               network: str | None = None) -> str:
+def load_image(
+    ctx: Path,
+    tag: str,
+    *,
+    platform: str,
+    log_path: Path,
+    what: str = "image",
+    builder: str | None = None,
+    on_line: Callable[[str], None] | None = None,
+    labels: tuple[tuple[str, str], ...] = (),
+    secrets: tuple[tuple[str, Path], ...] = (),
+    network: str | None = None,
+) -> str:
     """Build ctx/Dockerfile into the engine as `tag` (buildx --load) and return the image's id."""
-    buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=platform, tag=tag,
-                                  load=True, network=network, builder=builder, secrets=secrets, labels=labels),
-                 log_path=log_path, on_line=on_line)
+    buildx.build(
+        buildx.BuildSpec(
+            context=ctx,
+            dockerfile=ctx / "Dockerfile",
+            platform=platform,
+            tag=tag,
+            load=True,
+            network=network,
+            builder=builder,
+            secrets=secrets,
+            labels=labels,
+        ),
+        log_path=log_path,
+        on_line=on_line,
+    )
     info = buildx.image_info(tag)
     if info is None:
-        raise HostNotReady(f"{what} {tag} was built but is not in the engine",
-                           hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
+        raise HostNotReady(
+            f"{what} {tag} was built but is not in the engine",
+            hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md",
+        )
     return info["id"]
 
 
-def ensure_image(tag: str, files: Mapping[str, str], *, platform: str, tmp_root: Path, log_path: Path,
-                 what: str = "image", builder: str | None = None, on_line: Callable[[str], None] | None = None,
-                 labels: tuple[tuple[str, str], ...] = (), secrets: tuple[tuple[str, Path], ...] = (),
-                 network: str | None = None) -> LoadedImage:
+def ensure_image(
+    tag: str,
+    files: Mapping[str, str],
+    *,
+    platform: str,
+    tmp_root: Path,
+    log_path: Path,
+    what: str = "image",
+    builder: str | None = None,
+    on_line: Callable[[str], None] | None = None,
+    labels: tuple[tuple[str, str], ...] = (),
+    secrets: tuple[tuple[str, Path], ...] = (),
+    network: str | None = None,
+) -> LoadedImage:
     """The image `tag`, built once from `files` (Dockerfile and what it copies) when the engine lacks it.
 
     The tag carries the digest of the image's inputs, so an image found under it is reused as it is. Stages
     made side by side may want the same image: one makes it, the others wait and find it.
     """
     with _one_at_a_time(tag):
-        return _ensure_image(tag, files, platform=platform, tmp_root=tmp_root, log_path=log_path, what=what,
-                             builder=builder, on_line=on_line, labels=labels, secrets=secrets, network=network)
+        return _ensure_image(
+            tag,
+            files,
+            platform=platform,
+            tmp_root=tmp_root,
+            log_path=log_path,
+            what=what,
+            builder=builder,
+            on_line=on_line,
+            labels=labels,
+            secrets=secrets,
+            network=network,
+        )
 
 
 _locks: dict[str, threading.Lock] = {}
@@ -246,10 +316,20 @@ def _one_at_a_time(name: str) -> threading.Lock:
         return _locks.setdefault(name, threading.Lock())
 
 
-def _ensure_image(tag: str, files: Mapping[str, str], *, platform: str, tmp_root: Path, log_path: Path,
-                  what: str, builder: str | None, on_line: Callable[[str], None] | None,
-                  labels: tuple[tuple[str, str], ...], secrets: tuple[tuple[str, Path], ...],
-                  network: str | None) -> LoadedImage:
+def _ensure_image(
+    tag: str,
+    files: Mapping[str, str],
+    *,
+    platform: str,
+    tmp_root: Path,
+    log_path: Path,
+    what: str,
+    builder: str | None,
+    on_line: Callable[[str], None] | None,
+    labels: tuple[tuple[str, str], ...],
+    secrets: tuple[tuple[str, Path], ...],
+    network: str | None,
+) -> LoadedImage:
     info = buildx.image_info(tag)
     if info is not None:
         return LoadedImage(tag=tag, image_id=info["id"], built=False)
@@ -258,8 +338,18 @@ def _ensure_image(tag: str, files: Mapping[str, str], *, platform: str, tmp_root
     try:
         for name, text in files.items():
             (ctx / name).write_text(text)
-        image_id = load_image(ctx, tag, platform=platform, log_path=log_path, what=what, builder=builder,
-                              on_line=on_line, labels=labels, secrets=secrets, network=network)
+        image_id = load_image(
+            ctx,
+            tag,
+            platform=platform,
+            log_path=log_path,
+            what=what,
+            builder=builder,
+            on_line=on_line,
+            labels=labels,
+            secrets=secrets,
+            network=network,
+        )
     finally:
         shutil.rmtree(ctx, ignore_errors=True)
     return LoadedImage(tag=tag, image_id=image_id, built=True)
@@ -272,19 +362,36 @@ def _release_digest(rootfs: Path) -> str | None:
     return None
 
 
-def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Path,
-                on_line: Callable[[str], None] | None = None, image_override: str | None = None) -> BaseImage:
+def ensure_base(
+    spec: BaseSpec,
+    *,
+    platform: str,
+    cache_dir: Path,
+    log_path: Path,
+    on_line: Callable[[str], None] | None = None,
+    image_override: str | None = None,
+) -> BaseImage:
     """The base image for `platform`, made (debootstrap, then loaded as one layer: rootfs_image) only when not
     already present."""
     ref = image_override or spec.image
     if ref:
         info = buildx.image_info(ref)
         if info is None:
-            raise HostNotReady(f"base image {ref} is not in the engine and no registry may be reachable",
-                               hint="load it first (docker load / pull on a connected host), or drop the "
-                                    "override to bootstrap the base with debootstrap")
-        return BaseImage(spec=spec.name, tag=ref, image_id=info["id"], platform=platform, key=ref, source=ref,
-                         packages=installed_packages(ref, platform), reused=True)
+            raise HostNotReady(
+                f"base image {ref} is not in the engine and no registry may be reachable",
+                hint="load it first (docker load / pull on a connected host), or drop the "
+                "override to bootstrap the base with debootstrap",
+            )
+        return BaseImage(
+            spec=spec.name,
+            tag=ref,
+            image_id=info["id"],
+            platform=platform,
+            key=ref,
+            source=ref,
+            packages=installed_packages(ref, platform),
+            reused=True,
+        )
     mirror = host_debian_mirror()
     method, why = bootstrap_method(platform)
     key = base_key(spec, platform, mirror, method)
@@ -297,34 +404,61 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
     if info is not None:
         if meta_path.is_file():
             meta = json.loads(meta_path.read_text())
-        else:   # made with another cache directory: describe it from the image itself
-            meta = {"release_sha256": info["labels"].get("org.rvport.release"),
-                    "packages": installed_packages(tag, platform)}
-            atomic_write_text(meta_path, json.dumps(dict(meta, tag=tag, spec=spec.name), sort_keys=True, indent=1))
-        return BaseImage(spec=spec.name, tag=tag, image_id=info["id"], platform=platform, key=key,
-                         source="debootstrap", release_sha256=meta.get("release_sha256"),
-                         packages=meta.get("packages", {}), reused=True)
+        else:  # made with another cache directory: describe it from the image itself
+            meta = {
+                "release_sha256": info["labels"].get("org.rvport.release"),
+                "packages": installed_packages(tag, platform),
+            }
+            atomic_write_text(
+                meta_path, json.dumps(dict(meta, tag=tag, spec=spec.name), sort_keys=True, indent=1)
+            )
+        return BaseImage(
+            spec=spec.name,
+            tag=tag,
+            image_id=info["id"],
+            platform=platform,
+            key=key,
+            source="debootstrap",
+            release_sha256=meta.get("release_sha256"),
+            packages=meta.get("packages", {}),
+            reused=True,
+        )
     if proc.which("debootstrap") is None:
-        raise HostNotReady("debootstrap is needed to make the base image (no registry is used)",
-                           hint="apt-get install debootstrap (scripts/setup-host does it), or name a base "
-                                "image by digest with --base-image")
+        raise HostNotReady(
+            "debootstrap is needed to make the base image (no registry is used)",
+            hint="apt-get install debootstrap (scripts/setup-host does it), or name a base "
+            "image by digest with --base-image",
+        )
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="rvport-base-", dir=_tmp_root(cache_dir)))
     try:
         rootfs = work / "rootfs"
         say = on_line or (lambda _l: None)
         say(f"bootstrap: {method} ({why})")
-        req = bootstrap.Request(arch=arch, suite=spec.suite, variant=spec.variant, components=spec.components,
-                                packages=spec.packages, mirror=mirror)
+        req = bootstrap.Request(
+            arch=arch,
+            suite=spec.suite,
+            variant=spec.variant,
+            components=spec.components,
+            packages=spec.packages,
+            mirror=mirror,
+        )
         try:
             # packages fetched ahead but for a foreign base made the classic way: the reference (bench/bootstrap.py)
-            bootstrap.make_rootfs(req, rootfs, method=method, log_path=log_path, on_line=say,
-                                  fetch_ahead=method == bootstrap.SPLIT or not _foreign(platform))
+            bootstrap.make_rootfs(
+                req,
+                rootfs,
+                method=method,
+                log_path=log_path,
+                on_line=say,
+                fetch_ahead=method == bootstrap.SPLIT or not _foreign(platform),
+            )
         except HostNotReady as e:
             keep_debootstrap_log(rootfs, log_path)
-            raise HostNotReady(f"{e.message} for {spec.name} ({arch})",
-                               hint=f"see {log_path} (debootstrap's own log is appended there); "
-                                    + (e.hint or "")) from e
+            raise HostNotReady(
+                f"{e.message} for {spec.name} ({arch})",
+                hint=f"see {log_path} (debootstrap's own log is appended there); " + (e.hint or ""),
+            ) from e
         packages = parse_dpkg_status((rootfs / "var/lib/dpkg/status").read_text(errors="replace"))
         release = _release_digest(rootfs)
         # apt lists and caches are not part of the image
@@ -333,18 +467,50 @@ def ensure_base(spec: BaseSpec, *, platform: str, cache_dir: Path, log_path: Pat
                 if p.is_file():
                     p.unlink()
         image_id = rootfs_image.load_rootfs(
-            rootfs, work, tag=tag, platform=platform, env={"LANG": "C.UTF-8"}, cmd=["/bin/bash"],
-            labels={"org.rvport.base": spec.name, "org.rvport.key": key, "org.rvport.release": release or "",
-                    "org.rvport.bootstrap": method},
-            made_by=f"rvport: {spec.name} bootstrapped ({method})", log_path=log_path, on_line=say)
-        atomic_write_text(meta_path, json.dumps({"tag": tag, "release_sha256": release, "packages": packages,
-                                                 "mirror": mirror, "spec": spec.name, "bootstrap": method},
-                                                sort_keys=True, indent=1))
-        made = BaseImage(spec=spec.name, tag=tag, image_id=image_id, platform=platform, key=key,
-                         source="debootstrap", release_sha256=release, packages=packages)
+            rootfs,
+            work,
+            tag=tag,
+            platform=platform,
+            env={"LANG": "C.UTF-8"},
+            cmd=["/bin/bash"],
+            labels={
+                "org.rvport.base": spec.name,
+                "org.rvport.key": key,
+                "org.rvport.release": release or "",
+                "org.rvport.bootstrap": method,
+            },
+            made_by=f"rvport: {spec.name} bootstrapped ({method})",
+            log_path=log_path,
+            on_line=say,
+        )
+        atomic_write_text(
+            meta_path,
+            json.dumps(
+                {
+                    "tag": tag,
+                    "release_sha256": release,
+                    "packages": packages,
+                    "mirror": mirror,
+                    "spec": spec.name,
+                    "bootstrap": method,
+                },
+                sort_keys=True,
+                indent=1,
+            ),
+        )
+        made = BaseImage(
+            spec=spec.name,
+            tag=tag,
+            image_id=image_id,
+            platform=platform,
+            key=key,
+            source="debootstrap",
+            release_sha256=release,
+            packages=packages,
+        )
     finally:
         bootstrap.remove_tree(work)
-    return replace(made, duration_s=time.monotonic() - started)      # the rootfs's removal counted too
+    return replace(made, duration_s=time.monotonic() - started)  # the rootfs's removal counted too
 
 
 def _tmp_root(cache_dir: Path) -> Path:
@@ -361,11 +527,17 @@ class Bases:
     spec's own.
     """
 
-    def __init__(self, *, cache_dir: Path, log_dir: Path, override: str | None = None,
-                 images: dict[str, BaseImage] | None = None):
+    def __init__(
+        self,
+        *,
+        cache_dir: Path,
+        log_dir: Path,
+        override: str | None = None,
+        images: dict[str, BaseImage] | None = None,
+    ):
         self.cache_dir, self.log_dir, self.override = cache_dir, log_dir, override
         self.images: dict[str, BaseImage] = {} if images is None else images
-        self.failed: dict[str, RvportError] = {}      # a base that could not be made is not tried again
+        self.failed: dict[str, RvportError] = {}  # a base that could not be made is not tried again
 
     @staticmethod
     def key(spec: str, platform: str) -> str:
@@ -385,11 +557,14 @@ class Bases:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 try:
                     self.images[key] = ensure_base(
-                        load_base_spec(spec), platform=platform, cache_dir=self.cache_dir,
-                        log_path=self.log_dir / f"base-{spec}.log", on_line=on_line,
-                        image_override=self.override if platform == RISCV64 else None)
+                        load_base_spec(spec),
+                        platform=platform,
+                        cache_dir=self.cache_dir,
+                        log_path=self.log_dir / f"base-{spec}.log",
+                        on_line=on_line,
+                        image_override=self.override if platform == RISCV64 else None,
+                    )
                 except RvportError as e:
                     self.failed[key] = e
                     raise
             return self.images[key]
-

@@ -31,17 +31,23 @@ from rvport.plan.planner import Plan, Stage
 
 @dataclass(frozen=True, kw_only=True)
 class Prepared:
-    what: str                           # base, build, cross, smoke, xtc, runtime (its FROM image), app (the
-                                        # runtime image itself)
-    stage: str | None                   # None for a base (shared by stages)
+    what: str  # base, build, cross, smoke, xtc, runtime (its FROM image), app (the
+    # runtime image itself)
+    stage: str | None  # None for a base (shared by stages)
     tag: str
-    image_id: str                       # "" when pending
-    made: bool                          # False: it was already in the engine
-    pending: bool = False               # not in the engine: `rvport build` makes it (the runtime image)
+    image_id: str  # "" when pending
+    made: bool  # False: it was already in the engine
+    pending: bool = False  # not in the engine: `rvport build` makes it (the runtime image)
 
     def to_json(self) -> dict:
-        return {"what": self.what, "stage": self.stage, "tag": self.tag, "image_id": self.image_id,
-                "made": self.made, "pending": self.pending}
+        return {
+            "what": self.what,
+            "stage": self.stage,
+            "tag": self.tag,
+            "image_id": self.image_id,
+            "made": self.made,
+            "pending": self.pending,
+        }
 
 
 class Preparer:
@@ -56,20 +62,28 @@ class Preparer:
     then. `rvport prepare` logs to OUTPUT/logs/prepare-<stage>.log and shows a row per stage; `rvport build` logs
     to the stage's own log and shows "<stage> images" rows."""
 
-    def __init__(self, plan: Plan, opts: RunOptions, rep: Progress, *, smoke: bool = True,
-                 bases: dict[str, BaseImage] | None = None, for_build: bool = False,
-                 workers: int = sidebyside.WORKERS):
+    def __init__(
+        self,
+        plan: Plan,
+        opts: RunOptions,
+        rep: Progress,
+        *,
+        smoke: bool = True,
+        bases: dict[str, BaseImage] | None = None,
+        for_build: bool = False,
+        workers: int = sidebyside.WORKERS,
+    ):
         self.plan, self.opts, self.rep, self.smoke, self.workers = plan, opts, rep, smoke, workers
         self.logs = opts.output / "logs"
         self._bases = opts.bases(bases)
         self._toolchains = LoadedToolchains(opts.fetch)
         self._log_prefix, self._row_suffix = ("", " images") if for_build else ("prepare-", "")
-        self._used: dict[str, list[Prepared]] = {}      # by stage, in the order the stage used them
-        self._early_used: dict[str, list[Prepared]] = {}    # ... and what its early task (modes: early) used
-        self.errors: dict[str, RvportError] = {}        # by stage
-        self.timings: dict[str, float] = {}             # by stage: how long its task took (waiting for bases too)
+        self._used: dict[str, list[Prepared]] = {}  # by stage, in the order the stage used them
+        self._early_used: dict[str, list[Prepared]] = {}  # ... and what its early task (modes: early) used
+        self.errors: dict[str, RvportError] = {}  # by stage
+        self.timings: dict[str, float] = {}  # by stage: how long its task took (waiting for bases too)
         self._started: float | None = None
-        self._ended: float | None = None                # when the last task ended
+        self._ended: float | None = None  # when the last task ended
 
     def run(self) -> list[Prepared]:
         self.make()
@@ -85,7 +99,7 @@ class Preparer:
             for p in self._used.get(st.name, []) + self._early_used.get(st.name, []):
                 if p.what == "app" or p.tag not in images:
                     images[p.tag] = p
-                elif p.made and not images[p.tag].made:     # made by the early task, found by the stage's
+                elif p.made and not images[p.tag].made:  # made by the early task, found by the stage's
                     images[p.tag] = replace(images[p.tag], made=True)
         return list(images.values())
 
@@ -165,8 +179,10 @@ class Preparer:
         self.rep.begin(row, f"images for {st.recipe.ref} [{st.mode.value}]")
         t0 = time.monotonic()
         try:
-            early = pool.result(("early", st.name)) if pool is not None else None   # submitted first: never waits
-            if isinstance(early, RvportError):                                      # on a task not started
+            early = (
+                pool.result(("early", st.name)) if pool is not None else None
+            )  # submitted first: never waits
+            if isinstance(early, RvportError):  # on a task not started
                 raise early
             self.stage(st, row)
         except BaseException:
@@ -178,15 +194,31 @@ class Preparer:
         self.rep.end(row, "ok")
 
     def _env(self, st: Stage, row: str) -> StageEnv:
-        return StageEnv(stage=st, profile=self.plan.request.profile, host=self.plan.host, record=StageRecord(stage=st),
-                        bases=self._bases, images=self._toolchains, progress=_Row(self.rep, row),
-                        log_path=self.logs / f"{self._log_prefix}{st.name}.log",
-                        tmp_root=self.opts.fetch.cache.root / "tmp", builder=self.opts.builder)
+        return StageEnv(
+            stage=st,
+            profile=self.plan.request.profile,
+            host=self.plan.host,
+            record=StageRecord(stage=st),
+            bases=self._bases,
+            images=self._toolchains,
+            progress=_Row(self.rep, row),
+            log_path=self.logs / f"{self._log_prefix}{st.name}.log",
+            tmp_root=self.opts.fetch.cache.root / "tmp",
+            builder=self.opts.builder,
+        )
 
     @staticmethod
     def _listed(st: Stage, env: StageEnv) -> list[Prepared]:
-        return [Prepared(what=u.what, stage=None if u.what == "base" else st.name, tag=u.tag,
-                         image_id=u.image_id or "", made=u.made) for u in env.used]
+        return [
+            Prepared(
+                what=u.what,
+                stage=None if u.what == "base" else st.name,
+                tag=u.tag,
+                image_id=u.image_id or "",
+                made=u.made,
+            )
+            for u in env.used
+        ]
 
     def stage(self, st: Stage, row: str | None = None) -> None:
         env = self._env(st, row or st.name)
@@ -198,8 +230,14 @@ class Preparer:
             from_id = runtime.from_image(env, setup.base).image_id
             assert from_id is not None
             info = runtime.existing(st.runtime, from_id)
-            app = Prepared(what="app", stage=st.name, tag=st.runtime.tag, image_id=info["id"] if info else "",
-                           made=False, pending=info is None)
+            app = Prepared(
+                what="app",
+                stage=st.name,
+                tag=st.runtime.tag,
+                image_id=info["id"] if info else "",
+                made=False,
+                pending=info is None,
+            )
             if info is None:
                 env.step(f"runtime image {st.runtime.tag}: not in the engine, made by rvport build")
         self._used[st.name] = self._listed(st, env) + ([app] if app is not None else [])

@@ -9,9 +9,9 @@ import hashlib
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from rvport import resources
 from rvport.catalogue.kinds import KINDS
@@ -28,9 +28,9 @@ TEMPLATES: Mapping[str, str] = {
     "smoke": "smoke.Dockerfile",
     "cross": "cross.Dockerfile",
     "cross-toolchain": "cross-toolchain.Dockerfile",
-    "accelerated": "accelerated.Dockerfile",                # riscv64 stage whose compilers are native cross ones
+    "accelerated": "accelerated.Dockerfile",  # riscv64 stage whose compilers are native cross ones
     "accelerated-prefix": "accelerated-prefix.Dockerfile",  # the cross toolchain prefix image (/opt/xtc)
-    "runtime": "runtime.Dockerfile",                        # the image a recipe's artifacts run in
+    "runtime": "runtime.Dockerfile",  # the image a recipe's artifacts run in
 }
 
 
@@ -73,11 +73,16 @@ fi"""
 
 
 def build_script(commands: list[str] | tuple[str, ...]) -> str:
-    return ("#!/bin/sh\n# rvport: the recipe's build commands, run with sh -eux in /src\n" + SOURCE_DATE_EPOCH + "\n"
-            + "\n".join(commands) + "\n")
+    return (
+        "#!/bin/sh\n# rvport: the recipe's build commands, run with sh -eux in /src\n"
+        + SOURCE_DATE_EPOCH
+        + "\n"
+        + "\n".join(commands)
+        + "\n"
+    )
 
 
-CPUINFO_SCRIPT = "rvport-cpuinfo.sh"     # in every build context; /rvport/cpuinfo.sh in the stage
+CPUINFO_SCRIPT = "rvport-cpuinfo.sh"  # in every build context; /rvport/cpuinfo.sh in the stage
 
 
 def cpuinfo_script() -> str:
@@ -96,8 +101,10 @@ def cpuinfo_check(profile: str) -> str:
 def smoke_commands(kind: Kind, script: str) -> tuple[str, str]:
     """(install, run) shell snippets for a smoke test of this build kind."""
     if KINDS[kind].installs_wheels:
-        install = ("python3 -m pip install --no-index --no-deps --break-system-packages "
-                   "--find-links /artifacts $(find /artifacts -name '*.whl')")
+        install = (
+            "python3 -m pip install --no-index --no-deps --break-system-packages "
+            "--find-links /artifacts $(find /artifacts -name '*.whl')"
+        )
     else:
         install = "true"
     run = "sh /rvport/smoke" if script.lstrip().startswith("#!") else "python3 /rvport/smoke"

@@ -26,38 +26,45 @@ import shutil
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
-
-from rvport.build import buildx, check, modes, render as dockerfiles, runtime, sidebyside
-from rvport.build.prepare import Preparer
 
 from rvport import manifest
+from rvport.build import buildx, check, modes, runtime, sidebyside
+from rvport.build import render as dockerfiles
 from rvport.build.images import BaseImage
+from rvport.build.prepare import Preparer
 from rvport.build.progress import Progress
-from rvport.build.stage import (LoadedToolchains, RunOptions, StageEnv, StageRecord, link_tree, stage_context,
-                                stage_tools)
+from rvport.build.stage import (
+    LoadedToolchains,
+    RunOptions,
+    StageEnv,
+    StageRecord,
+    link_tree,
+    stage_context,
+    stage_tools,
+)
 from rvport.errors import BuildFailed, Problem, RvportError, SmokeFailed, VerifyFailed
 from rvport.plan.planner import RUST_REPORT, Plan, Stage
 from rvport.sources.cache import sha256_file
 from rvport.sources.tree import PreparedTree, prepare_tree
-from rvport.verify import provenance
 from rvport.target import PLATFORM as RISCV64
+from rvport.verify import provenance
 
-RUNNER_FORMAT = 2   # bump when the way stages are built changes, so old artifact cache entries are not reused
-REPAIR_REPORT = ".rvport-repair"    # what wheel-repair.sh leaves beside the wheels, for the runner only
-SMOKE_PASSED_LINES = 5              # the last lines of a smoke test's output kept in result.json
-SMOKE_FAILED_LINES = 20             # ... and of a failing one's, also shown in the error
+RUNNER_FORMAT = 2  # bump when the way stages are built changes, so old artifact cache entries are not reused
+REPAIR_REPORT = ".rvport-repair"  # what wheel-repair.sh leaves beside the wheels, for the runner only
+SMOKE_PASSED_LINES = 5  # the last lines of a smoke test's output kept in result.json
+SMOKE_FAILED_LINES = 20  # ... and of a failing one's, also shown in the error
 
 
 @dataclass(frozen=True, kw_only=True)
 class BuildOptions(RunOptions):
     smoke: bool = True
     verify: bool = True
-    no_cache: bool = False              # compile afresh: skip the artifact cache and BuildKit's layer cache
-    cache_to: Path | None = None        # buildx --cache-to type=local,dest=DIR,mode=max on the stage builds
-    cache_from: Path | None = None      # buildx --cache-from type=local,src=DIR
+    no_cache: bool = False  # compile afresh: skip the artifact cache and BuildKit's layer cache
+    cache_to: Path | None = None  # buildx --cache-to type=local,dest=DIR,mode=max on the stage builds
+    cache_from: Path | None = None  # buildx --cache-from type=local,src=DIR
 
 
 def _key(*parts: str) -> str:
@@ -78,21 +85,37 @@ def take_repair_report(files: Path) -> list[dict]:
     report = files / REPAIR_REPORT
     if not report.is_dir():
         return []
-    logs = {p.name.removesuffix(".log"): p.read_text(errors="replace").splitlines() for p in report.glob("*.log")}
+    logs = {
+        p.name.removesuffix(".log"): p.read_text(errors="replace").splitlines() for p in report.glob("*.log")
+    }
     shutil.rmtree(report)
     out = []
     for built, lines in sorted(logs.items()):
         repaired = "not repaired" not in lines
-        final = next((w for w in sorted(files.rglob("*.whl")) if repaired and w.name != built
-                      and w.name.split("-")[:2] == built.split("-")[:2]), None)
+        final = next(
+            (
+                w
+                for w in sorted(files.rglob("*.whl"))
+                if repaired and w.name != built and w.name.split("-")[:2] == built.split("-")[:2]
+            ),
+            None,
+        )
         wheel = final or files / built
         platform = wheel.name.removesuffix(".whl").rsplit("-", 1)[-1]
         grafted: list[str] = []
         if final is not None:
             with zipfile.ZipFile(final) as z:
                 grafted = sorted(n for n in z.namelist() if ".libs/" in n and not n.endswith("/"))
-        out.append({"built": built, "wheel": wheel.name, "repaired": final is not None, "platform": platform,
-                    "grafted": grafted, "auditwheel": [l for l in lines if l.strip()][-8:]})
+        out.append(
+            {
+                "built": built,
+                "wheel": wheel.name,
+                "repaired": final is not None,
+                "platform": platform,
+                "grafted": grafted,
+                "auditwheel": [l for l in lines if l.strip()][-8:],
+            }
+        )
         if final is not None and (files / built).exists():
             (files / built).unlink()
     return out
@@ -114,12 +137,17 @@ def take_rust_report(files: Path) -> dict | None:
 
 def repair_disagreements(repairs: list[dict], verify: dict | None) -> list[str]:
     """A repaired wheel must carry the tag rvport verify computes from its ELF files (rvport.verify.manylinux)."""
-    computed = {Path(a["path"]).name: (a.get("wheel") or {}).get("manylinux")
-                for report in (verify or {}).get("reports", []) for a in report.get("artifacts", [])}
+    computed = {
+        Path(a["path"]).name: (a.get("wheel") or {}).get("manylinux")
+        for report in (verify or {}).get("reports", [])
+        for a in report.get("artifacts", [])
+    }
     out = []
     for r in repairs:
         if r["repaired"] and r["wheel"] in computed and computed[r["wheel"]] not in r["platform"].split("."):
-            out.append(f"{r['wheel']}: auditwheel tagged {r['platform']}, rvport computes {computed[r['wheel']]}")
+            out.append(
+                f"{r['wheel']}: auditwheel tagged {r['platform']}, rvport computes {computed[r['wheel']]}"
+            )
     return out
 
 
@@ -134,8 +162,8 @@ class Runner:
         self._bases = opts.bases(self.bases)
         self._toolchains = LoadedToolchains(opts.fetch)
         self.stage_outputs: dict[str, Path] = {}
-        self.ahead: dict | None = None                  # result.json's images_ahead
-        self._trees: dict[str, PreparedTree] = {}       # every stage's source tree, prepared first
+        self.ahead: dict | None = None  # result.json's images_ahead
+        self._trees: dict[str, PreparedTree] = {}  # every stage's source tree, prepared first
 
     # ------------------------------------------------------------------------------------------ helpers
     @contextlib.contextmanager
@@ -154,9 +182,18 @@ class Runner:
 
     def _env(self, rec: StageRecord) -> StageEnv:
         """The stage environment the stage's mode works in (rvport/build/stage.py)."""
-        return StageEnv(stage=rec.stage, profile=self.profile, host=self.plan.host, record=rec, bases=self._bases,
-                        images=self._toolchains, progress=self.rep, log_path=self._log(rec),
-                        tmp_root=self.cache_root / "tmp", builder=self.opts.builder)
+        return StageEnv(
+            stage=rec.stage,
+            profile=self.profile,
+            host=self.plan.host,
+            record=rec,
+            bases=self._bases,
+            images=self._toolchains,
+            progress=self.rep,
+            log_path=self._log(rec),
+            tmp_root=self.cache_root / "tmp",
+            builder=self.opts.builder,
+        )
 
     def _log(self, rec: StageRecord) -> Path:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -215,7 +252,9 @@ class Runner:
         interrupt) stops the image making still going on. How long the image making took, from its start to its
         last task's end, and each stage's images go to result.json (images_ahead; the bases' own times are in
         base_images)."""
-        prep = Preparer(self.plan, self.opts, self.rep, smoke=self.opts.smoke, bases=self.bases, for_build=True)
+        prep = Preparer(
+            self.plan, self.opts, self.rep, smoke=self.opts.smoke, bases=self.bases, for_build=True
+        )
         try:
             with sidebyside.SideBySide(prep.workers) as pool:
                 prep.start(pool)
@@ -225,8 +264,8 @@ class Runner:
                         self.rep.step(rec.stage.name, "waiting for its images")
                         waited = time.monotonic()
                         error = prep.wait(pool, rec.stage.name)
-                        rec.timings["images"] = time.monotonic() - waited   # the part of the run it waited
-                        if error is not None:      # as if the stage had failed to make them now
+                        rec.timings["images"] = time.monotonic() - waited  # the part of the run it waited
+                        if error is not None:  # as if the stage had failed to make them now
                             raise error
                         self._run_stage(rec)
                     except KeyboardInterrupt:
@@ -234,7 +273,7 @@ class Runner:
                         self.rep.end(rec.stage.name, "interrupted")
                         raise
                     except RvportError as e:
-                        pool.stop()                 # the later stages' images are not waited for
+                        pool.stop()  # the later stages' images are not waited for
                         return rec, e
                     self.rep.end(rec.stage.name, rec.status)
         finally:
@@ -243,9 +282,14 @@ class Runner:
 
     def _write_result(self, started: float, status: str, failing: str | None) -> dict:
         doc = {
-            "schema": manifest.RESULT_SCHEMA, "kind": "rvport-result", "status": status,
-            "failing_stage": failing, "tag": self.plan.request.tag, "profile": self.profile.to_json(),
-            "host": self.plan.host.to_json(), "builder": self.opts.builder,
+            "schema": manifest.RESULT_SCHEMA,
+            "kind": "rvport-result",
+            "status": status,
+            "failing_stage": failing,
+            "tag": self.plan.request.tag,
+            "profile": self.profile.to_json(),
+            "host": self.plan.host.to_json(),
+            "builder": self.opts.builder,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "duration_s": round(time.time() - started, 2),
             "base_images": {k: b.to_json() for k, b in self.bases.items()},
@@ -254,8 +298,12 @@ class Runner:
             "artifacts": [dict(a, recipe=r.stage.name) for r in self.records for a in r.artifacts],
         }
         manifest.write(self.opts.output / "result.json", doc)
-        provenance.write_beside(self.opts.output, doc, self.plan.to_json(),   # SLSA v1, beside it (docs/verify.md)
-                                buildx.builder_info(self.opts.builder) if status == "ok" else None)
+        provenance.write_beside(
+            self.opts.output,
+            doc,
+            self.plan.to_json(),  # SLSA v1, beside it (docs/verify.md)
+            buildx.builder_info(self.opts.builder) if status == "ok" else None,
+        )
         return doc
 
     def _run_stage(self, rec: StageRecord) -> None:
@@ -264,12 +312,21 @@ class Runner:
         env = self._env(rec)
 
         tree = self._trees[name]
-        setup = modes.setup(env)        # the images (made ahead) and the Dockerfile, as `rvport prepare` makes them
+        setup = modes.setup(env)  # the images (made ahead) and the Dockerfile, as `rvport prepare` makes them
         base, rendered = setup.base, setup.dockerfile
         script = dockerfiles.build_script(st.commands)
         dep_keys = [self._record(d).key or "" for d in st.depends]
-        rec.key = _key(f"runner-{RUNNER_FORMAT}", st.key, tree.key, rec.images["toolchain"], rendered.sha256,
-                       script, *dep_keys, str(self.opts.smoke), str(self.opts.verify))
+        rec.key = _key(
+            f"runner-{RUNNER_FORMAT}",
+            st.key,
+            tree.key,
+            rec.images["toolchain"],
+            rendered.sha256,
+            script,
+            *dep_keys,
+            str(self.opts.smoke),
+            str(self.opts.verify),
+        )
         store = self.cache_root / "artifacts" / rec.key
         if (store / "manifest.json").is_file() and not self.opts.no_cache:
             self.rep.step(name, "unchanged inputs: reusing verified artifacts")
@@ -281,7 +338,7 @@ class Runner:
         else:
             self._build_into_store(env, tree.path, rendered, script, base, store)
             rec.status = "ok"
-        if st.runtime is not None:      # after the smoke test (or verify): a cached stage ensures its image too
+        if st.runtime is not None:  # after the smoke test (or verify): a cached stage ensures its image too
             with env.timer("runtime"):
                 made = runtime.make(env, base, store / "files", rec.key)
             rec.runtime = made.to_json()
@@ -301,26 +358,52 @@ class Runner:
             return
         with env.timer("check"):
             client = modes.smoke_image(env, base)
-            rec.runtime["check"] = check.ensure(env, made, client, files, self.cache_root / "checks",
-                                                fresh=made.made or rec.status != "cached")
+            rec.runtime["check"] = check.ensure(
+                env,
+                made,
+                client,
+                files,
+                self.cache_root / "checks",
+                fresh=made.made or rec.status != "cached",
+            )
         if rec.runtime["check"]["status"] != "passed":
             raise check.failure(env.stage.recipe.ref, rec.runtime["check"], env.log_path)
 
     def _record(self, name: str) -> StageRecord:
         return next(r for r in self.records if r.stage.name == name)
 
-    def _build_into_store(self, env: StageEnv, tree: Path, rendered: dockerfiles.Rendered, script: str,
-                          base: BaseImage, store: Path) -> None:
+    def _build_into_store(
+        self,
+        env: StageEnv,
+        tree: Path,
+        rendered: dockerfiles.Rendered,
+        script: str,
+        base: BaseImage,
+        store: Path,
+    ) -> None:
         rec, st, log, on_line = env.record, env.stage, env.log_path, env.line
         with self._scratch(f"ctx-{st.name}-", f"out-{st.name}-") as (ctx, out):
             self.rep.step(st.name, "staging the build context")
-            stage_context(ctx, tree, rendered, script, {d: self.stage_outputs[d] for d in st.depends},
-                          stage_tools(st, self.opts.fetch))
+            stage_context(
+                ctx,
+                tree,
+                rendered,
+                script,
+                {d: self.stage_outputs[d] for d in st.depends},
+                stage_tools(st, self.opts.fetch),
+            )
             self.rep.step(st.name, "building (no network)")
-            spec = buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=st.platform,
-                                    output_dir=out / "files", network="none", builder=self.opts.builder,
-                                    cache_to=self.opts.cache_to, cache_from=self.opts.cache_from,
-                                    no_cache=self.opts.no_cache)
+            spec = buildx.BuildSpec(
+                context=ctx,
+                dockerfile=ctx / "Dockerfile",
+                platform=st.platform,
+                output_dir=out / "files",
+                network="none",
+                builder=self.opts.builder,
+                cache_to=self.opts.cache_to,
+                cache_from=self.opts.cache_from,
+                no_cache=self.opts.no_cache,
+            )
             rec.build_command = buildx.quote(spec.argv())
             with env.timer("build"):
                 buildx.build(spec, log_path=log, on_line=on_line)
@@ -329,29 +412,41 @@ class Runner:
             rec.rust = take_rust_report(files)
             missing = [o.glob for o in st.recipe.outputs if not _matches(files, o.glob)]
             if missing:
-                raise BuildFailed(f"{st.recipe.ref}: the build left no {', '.join(missing)} in $RVPORT_OUT",
-                                  hint=f"check the build commands in {st.recipe.file}; full log: {log}")
+                raise BuildFailed(
+                    f"{st.recipe.ref}: the build left no {', '.join(missing)} in $RVPORT_OUT",
+                    hint=f"check the build commands in {st.recipe.file}; full log: {log}",
+                )
             if self.opts.verify:
                 self.rep.step(st.name, "verifying artifacts")
                 with env.timer("verify"):
                     rec.verify = self._verify(st, files)
                 wrong = repair_disagreements(rec.manylinux, rec.verify)
                 if wrong:
-                    raise VerifyFailed(f"{st.recipe.ref}: auditwheel's tag and the tag rvport computes from the ELF "
-                                       "files disagree", problems=[Problem(message=w) for w in wrong],
-                                       hint="see stages[].manylinux and stages[].verify in result.json")
+                    raise VerifyFailed(
+                        f"{st.recipe.ref}: auditwheel's tag and the tag rvport computes from the ELF "
+                        "files disagree",
+                        problems=[Problem(message=w) for w in wrong],
+                        hint="see stages[].manylinux and stages[].verify in result.json",
+                    )
             if self.opts.smoke and st.recipe.smoke:
                 with env.timer("smoke"):
                     image = modes.smoke_image(env, base).tag
                     self.rep.step(st.name, "smoke test in a clean riscv64 container")
-                    self._smoke(env, files, image)      # sets rec.smoke; a failing test raises SmokeFailed
-            meta = {"recipe": st.recipe.ref, "key": rec.key, "verify": rec.verify, "smoke": rec.smoke,
-                    "build_command": rec.build_command, "manylinux": rec.manylinux, "rust": rec.rust,
-                    "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()]}
+                    self._smoke(env, files, image)  # sets rec.smoke; a failing test raises SmokeFailed
+            meta = {
+                "recipe": st.recipe.ref,
+                "key": rec.key,
+                "verify": rec.verify,
+                "smoke": rec.smoke,
+                "build_command": rec.build_command,
+                "manylinux": rec.manylinux,
+                "rust": rec.rust,
+                "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()],
+            }
             (out / "manifest.json").write_text(manifest.dumps(meta))
             store.parent.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(store, ignore_errors=True)
-            os.replace(out, store)     # atomic: the store entry appears complete or not at all
+            os.replace(out, store)  # atomic: the store entry appears complete or not at all
 
     def _verify(self, st: Stage, files: Path) -> dict:
         """Verify every expected output at its ISA level; a failure stops the stage with the reasons."""
@@ -361,14 +456,18 @@ class Runner:
         for o in st.recipe.outputs:
             report = verify_paths(_matches(files, o.glob), self.profile, isa=o.isa, exports=o.exports)
             doc = report.to_json()
-            for a in doc["artifacts"]:      # paths relative to the stage's output, not a temporary directory
+            for a in doc["artifacts"]:  # paths relative to the stage's output, not a temporary directory
                 a["path"] = str(Path(a["path"]).relative_to(files))
             reports.append(doc)
-            failures += [f"{Path(a.path).relative_to(files)}: {r}" for a in report.failed for r in a.all_reasons()]
+            failures += [
+                f"{Path(a.path).relative_to(files)}: {r}" for a in report.failed for r in a.all_reasons()
+            ]
         if failures:
-            raise VerifyFailed(f"{st.recipe.ref}: artifacts failed verification for profile {self.profile.name}",
-                               hint="the verdicts are in result.json (stages[].verify)",
-                               problems=[Problem(message=f) for f in failures[:10]])
+            raise VerifyFailed(
+                f"{st.recipe.ref}: artifacts failed verification for profile {self.profile.name}",
+                hint="the verdicts are in result.json (stages[].verify)",
+                problems=[Problem(message=f) for f in failures[:10]],
+            )
         return {"ok": True, "reports": reports}
 
     def _smoke(self, env: StageEnv, files: Path, image: str) -> None:
@@ -376,16 +475,26 @@ class Runner:
         status go to the record (stages[].smoke), and a non-zero status fails the stage with its last lines."""
         st = env.stage
         install, run = dockerfiles.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
-        rendered = dockerfiles.render("smoke", {"IMAGE": image, "QEMU_CPU": env.riscv64_env["QEMU_CPU"],
-                                                "INSTALL": install, "RUN": run})
+        rendered = dockerfiles.render(
+            "smoke", {"IMAGE": image, "QEMU_CPU": env.riscv64_env["QEMU_CPU"], "INSTALL": install, "RUN": run}
+        )
         with self._scratch(f"smoke-{st.name}-", f"smoke-out-{st.name}-") as (ctx, out):
             link_tree(files, ctx / "artifacts")
             (ctx / "rvport-smoke").write_text(st.recipe.smoke or "")
             (ctx / "Dockerfile").write_text(rendered.text)
-            buildx.build(buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=RISCV64,
-                                          output_dir=out, network="none", builder=self.opts.builder,
-                                          no_cache=True),
-                         log_path=env.log_path, on_line=env.line)
+            buildx.build(
+                buildx.BuildSpec(
+                    context=ctx,
+                    dockerfile=ctx / "Dockerfile",
+                    platform=RISCV64,
+                    output_dir=out,
+                    network="none",
+                    builder=self.opts.builder,
+                    no_cache=True,
+                ),
+                log_path=env.log_path,
+                on_line=env.line,
+            )
             env.record.smoke = smoke_record(st.recipe.ref, out)
             if env.record.smoke["status"] != "passed":
                 raise smoke_failure(st.recipe.ref, env.record.smoke, env.log_path)
@@ -409,8 +518,9 @@ class Runner:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 shutil.rmtree(tmp)
-        rec.artifacts = [_describe(p, self.opts.output / "artifacts") for p in sorted(final.rglob("*"))
-                         if p.is_file()]
+        rec.artifacts = [
+            _describe(p, self.opts.output / "artifacts") for p in sorted(final.rglob("*")) if p.is_file()
+        ]
         self.stage_outputs[rec.stage.name] = final
 
 
@@ -421,9 +531,11 @@ def smoke_record(ref: str, out: Path) -> dict:
         status_text = (out / "rvport-smoke.status").read_text().strip()
         text = (out / "rvport-smoke.log").read_text(errors="replace")
     except FileNotFoundError as e:
-        raise BuildFailed(f"{ref}: the smoke stage exported no {Path(e.filename).name}",
-                          hint="a smoke.Dockerfile from RVPORT_DOCKERFILES older than this rvport? It must export "
-                               "/rvport-smoke.log and /rvport-smoke.status") from e
+        raise BuildFailed(
+            f"{ref}: the smoke stage exported no {Path(e.filename).name}",
+            hint="a smoke.Dockerfile from RVPORT_DOCKERFILES older than this rvport? It must export "
+            "/rvport-smoke.log and /rvport-smoke.status",
+        ) from e
     lines = [line.rstrip() for line in text.strip().splitlines()]
     if status_text == "0":
         return {"status": "passed", "output": lines[-SMOKE_PASSED_LINES:]}
@@ -437,9 +549,11 @@ def smoke_record(ref: str, out: Path) -> dict:
 def smoke_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
     """The error of a failed smoke test (exit 7): its exit status and last lines, in the message too."""
     shown = "\n".join("    " + line for line in record["output"]) or "    (it printed nothing)"
-    err = SmokeFailed(f"{ref}: the smoke test failed (exit status {record['exit_status']}); its last lines:\n{shown}",
-                      hint=f"the artifacts were built and verified but not kept; stages[].smoke in result.json "
-                           f"has this output, the full log is {log}")
+    err = SmokeFailed(
+        f"{ref}: the smoke test failed (exit status {record['exit_status']}); its last lines:\n{shown}",
+        hint=f"the artifacts were built and verified but not kept; stages[].smoke in result.json "
+        f"has this output, the full log is {log}",
+    )
     err.log_tail = list(record["output"])
     return err
 

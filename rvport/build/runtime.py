@@ -29,17 +29,17 @@ from rvport.target import PLATFORM as RISCV64
 
 # the labels `make` finds an image again by (the Dockerfile's own org.rvport.runtime.key is the first)
 KEY_LABEL = "org.rvport.runtime.key"
-ARTIFACTS_LABEL = "org.rvport.runtime.artifacts"   # the runner's key of the stage whose artifacts it holds
-FROM_LABEL = "org.rvport.runtime.from"             # the image id it was built FROM
+ARTIFACTS_LABEL = "org.rvport.runtime.artifacts"  # the runner's key of the stage whose artifacts it holds
+FROM_LABEL = "org.rvport.runtime.from"  # the image id it was built FROM
 
 
 @dataclass(frozen=True, kw_only=True)
 class ContextFile:
-    name: str                   # its path in the build context, under files/
-    dest: str                   # its path in the image
+    name: str  # its path in the build context, under files/
+    dest: str  # its path in the image
     mode: str
-    artifact: str | None        # a file of the stage's artifacts, or
-    source: Path | None         # a pinned file shipped with the recipe (checked by its digest before use)
+    artifact: str | None  # a file of the stage's artifacts, or
+    source: Path | None  # a pinned file shipped with the recipe (checked by its digest before use)
 
 
 def context_files(rt: RuntimeImage) -> tuple[ContextFile, ...]:
@@ -48,8 +48,15 @@ def context_files(rt: RuntimeImage) -> tuple[ContextFile, ...]:
     out = []
     for i, f in enumerate(rt.spec.files):
         base = PurePosixPath(f.dest).name
-        out.append(ContextFile(name=f"files/{i:02d}-{base}", dest=f.dest, mode=f.mode, artifact=f.artifact,
-                               source=f.pinned.path if f.pinned else None))
+        out.append(
+            ContextFile(
+                name=f"files/{i:02d}-{base}",
+                dest=f.dest,
+                mode=f.mode,
+                artifact=f.artifact,
+                source=f.pinned.path if f.pinned else None,
+            )
+        )
     return tuple(out)
 
 
@@ -58,19 +65,30 @@ def dockerfile(rt: RuntimeImage, image: str, recipe: str, root: Path | None = No
     spec = rt.spec
     copies = "\n".join(f"COPY --chmod={f.mode} {f.name} {f.dest}" for f in context_files(rt))
     expose = f"EXPOSE {' '.join(str(p) for p in spec.ports)}" if spec.ports else ""
-    return render("runtime", {
-        "IMAGE": image, "USER": spec.user, "UID": str(spec.uid), "COPIES": copies,
-        "ENV": env_lines(spec.env), "WORKDIR": spec.workdir, "EXPOSE": expose, "RECIPE": recipe,
-        "KEY": rt.key, "ENTRYPOINT": json.dumps(list(spec.entrypoint)),
-    }, root)
+    return render(
+        "runtime",
+        {
+            "IMAGE": image,
+            "USER": spec.user,
+            "UID": str(spec.uid),
+            "COPIES": copies,
+            "ENV": env_lines(spec.env),
+            "WORKDIR": spec.workdir,
+            "EXPOSE": expose,
+            "RECIPE": recipe,
+            "KEY": rt.key,
+            "ENTRYPOINT": json.dumps(list(spec.entrypoint)),
+        },
+        root,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class MadeImage:
     tag: str
     image_id: str
-    key: str                    # the plan's runtime key (RuntimeImage.key)
-    made: bool                  # built by this run (False: found in the engine under its tag)
+    key: str  # the plan's runtime key (RuntimeImage.key)
+    made: bool  # built by this run (False: found in the engine under its tag)
 
     def to_json(self) -> dict:
         return {"tag": self.tag, "image_id": self.image_id, "key": self.key, "made": self.made}
@@ -86,19 +104,29 @@ def stage_files(rt: RuntimeImage, artifacts: Path, ctx: Path, recipe_file: str |
             hits = sorted(p for p in artifacts.rglob("*") if p.is_file() and p.name == cf.artifact)
             if len(hits) != 1:
                 found = ", ".join(str(p.relative_to(artifacts)) for p in hits) or "none"
-                raise BuildFailed(f"runtime file {cf.dest}: the stage's artifacts hold {len(hits)} files named "
-                                  f"{cf.artifact!r} ({found}), not one",
-                                  hint="name one file the build leaves in $RVPORT_OUT in the recipe's runtime.files")
+                raise BuildFailed(
+                    f"runtime file {cf.dest}: the stage's artifacts hold {len(hits)} files named "
+                    f"{cf.artifact!r} ({found}), not one",
+                    hint="name one file the build leaves in $RVPORT_OUT in the recipe's runtime.files",
+                )
             shutil.copyfile(hits[0], dest)
         else:
             assert cf.source is not None and f.pinned is not None
             shutil.copyfile(cf.source, dest)
             actual = sha256_file(dest)
             if actual != f.pinned.sha256:
-                raise IntegrityError("1 pinned file changed since it was pinned", problems=[Problem(
-                    message=f"runtime file {cf.source} does not match its pin: the recipe pins sha256 "
-                            f"{f.pinned.sha256}, the file has {actual}", file=recipe_file, line=f.pinned.line)],
-                    hint="restore the file; if the change is intended, put its new sha256 in the recipe")
+                raise IntegrityError(
+                    "1 pinned file changed since it was pinned",
+                    problems=[
+                        Problem(
+                            message=f"runtime file {cf.source} does not match its pin: the recipe pins sha256 "
+                            f"{f.pinned.sha256}, the file has {actual}",
+                            file=recipe_file,
+                            line=f.pinned.line,
+                        )
+                    ],
+                    hint="restore the file; if the change is intended, put its new sha256 in the recipe",
+                )
 
 
 def from_image(env: StageEnv, base: BaseImage) -> Toolchain:
@@ -108,8 +136,10 @@ def from_image(env: StageEnv, base: BaseImage) -> Toolchain:
     assert rt is not None
     image = env.with_packages(base, rt.spec.debian, "runtime")
     if image.image_id is None:
-        raise HostNotReady(f"the runtime's FROM image {image.tag} is not in the engine",
-                           hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
+        raise HostNotReady(
+            f"the runtime's FROM image {image.tag} is not in the engine",
+            hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md",
+        )
     return image
 
 
@@ -149,16 +179,26 @@ def make(env: StageEnv, base: BaseImage, artifacts: Path, artifacts_key: str) ->
         stage_files(rt, artifacts, ctx, str(env.stage.recipe.file))
         (ctx / "Dockerfile").write_text(rendered.text)
         (ctx / ".dockerignore").write_text("Dockerfile\n")
-        spec = buildx.BuildSpec(context=ctx, dockerfile=ctx / "Dockerfile", platform=RISCV64, tag=scratch,
-                                load=True, network="none", builder=env.builder, labels=labels)
+        spec = buildx.BuildSpec(
+            context=ctx,
+            dockerfile=ctx / "Dockerfile",
+            platform=RISCV64,
+            tag=scratch,
+            load=True,
+            network="none",
+            builder=env.builder,
+            labels=labels,
+        )
         buildx.build(spec, log_path=env.log_path, on_line=env.line)
         made = buildx.image_info(scratch)
         if made is None:
-            raise HostNotReady(f"the runtime image {rt.tag} was built but is not in the engine",
-                               hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
-        buildx.tag_image(made["id"], rt.tag)   # the tag moves to the complete image in one step
+            raise HostNotReady(
+                f"the runtime image {rt.tag} was built but is not in the engine",
+                hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md",
+            )
+        buildx.tag_image(made["id"], rt.tag)  # the tag moves to the complete image in one step
     finally:
-        buildx.untag(scratch)                  # the scratch name only: the image keeps its tag
+        buildx.untag(scratch)  # the scratch name only: the image keeps its tag
         shutil.rmtree(ctx, ignore_errors=True)
     env.use("runtime", rt.tag, made["id"], made=True)
     return MadeImage(tag=rt.tag, image_id=made["id"], key=rt.key, made=True)

@@ -14,8 +14,9 @@ build context), so nothing is left half-made. Then the interrupt goes on.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Callable, Generic, Hashable, Sequence, TypeVar
+from typing import Generic, TypeVar
 
 from rvport import proc
 from rvport.errors import RvportError

@@ -19,13 +19,14 @@ import hashlib
 import os
 import shutil
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rvport import resources
 from rvport.build import render
-from rvport.build.images import Bases, BaseImage, ensure_image, read_packages
+from rvport.build.images import BaseImage, Bases, ensure_image, read_packages
 from rvport.build.progress import Progress
 from rvport.sources.fetch import Fetcher, FetchOptions, stage_ca_bundle
 
@@ -46,13 +47,17 @@ class RunOptions:
     output: Path
     fetch: FetchOptions
     builder: str | None = None
-    base_image: str | None = None       # a digest-pinned image instead of the bootstrapped riscv64 base
+    base_image: str | None = None  # a digest-pinned image instead of the bootstrapped riscv64 base
 
     def bases(self, images: dict[str, BaseImage] | None = None) -> Bases:
         """The run's base images, made or found once (logs in OUTPUT/logs; base_image replaces the riscv64 base
         only); `images` may hold some already."""
-        return Bases(cache_dir=self.fetch.cache.root, log_dir=self.output / "logs",
-                     override=self.base_image, images=images)
+        return Bases(
+            cache_dir=self.fetch.cache.root,
+            log_dir=self.output / "logs",
+            override=self.base_image,
+            images=images,
+        )
 
 
 @dataclass
@@ -60,21 +65,23 @@ class StageRecord:
     """What happened to one stage; becomes one entry of result.json."""
 
     stage: Stage
-    status: str = "not run"             # ok | cached | failed | interrupted | not run
+    status: str = "not run"  # ok | cached | failed | interrupted | not run
     timings: dict[str, float] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
     artifacts: list[dict] = field(default_factory=list)
     verify: dict | None = None
     smoke: dict | None = None
-    manylinux: list[dict] = field(default_factory=list)   # wheel repair: tag, grafted libraries, auditwheel's words
+    manylinux: list[dict] = field(
+        default_factory=list
+    )  # wheel repair: tag, grafted libraries, auditwheel's words
     sources: list[dict] = field(default_factory=list)
     toolchain_packages: dict[str, str] = field(default_factory=dict)
-    toolchain: dict | None = None       # cross stages: the cross toolchain used (rvport/build/modes/cross.py)
-    rust: dict | None = None            # stages that compile Rust: rustc and cargo --version, rustc's host
+    toolchain: dict | None = None  # cross stages: the cross toolchain used (rvport/build/modes/cross.py)
+    rust: dict | None = None  # stages that compile Rust: rustc and cargo --version, rustc's host
     key: str | None = None
-    build_command: str | None = None    # the buildx command that built the artifacts (kept with cached ones)
-    runtime: dict | None = None         # the runtime image made after the stage: {tag, image_id, key, made},
-                                        # and its check when the recipe has one (rvport/build/check.py)
+    build_command: str | None = None  # the buildx command that built the artifacts (kept with cached ones)
+    runtime: dict | None = None  # the runtime image made after the stage: {tag, image_id, key, made},
+    # and its check when the recipe has one (rvport/build/check.py)
     error: str | None = None
     log_tail: list[str] = field(default_factory=list)
     log: str | None = None
@@ -82,14 +89,31 @@ class StageRecord:
     def to_json(self) -> dict:
         s = self.stage
         return {
-            "recipe": s.name, "version": s.recipe.version, "kind": s.recipe.kind.value, "mode": s.mode.value,
-            "platform": s.platform, "status": self.status, "timings": {k: round(v, 2) for k, v in self.timings.items()},
-            "commands": list(s.commands), "env": dict(sorted(s.env.items())), "images": self.images,
-            "key": self.key, "plan_key": s.key, "artifacts": self.artifacts, "verify": self.verify,
-            "smoke": self.smoke, "manylinux": self.manylinux, "sources": self.sources, "toolchain_packages": self.toolchain_packages,
-            "toolchain": self.toolchain, "rust": self.rust, "build_command": self.build_command,
+            "recipe": s.name,
+            "version": s.recipe.version,
+            "kind": s.recipe.kind.value,
+            "mode": s.mode.value,
+            "platform": s.platform,
+            "status": self.status,
+            "timings": {k: round(v, 2) for k, v in self.timings.items()},
+            "commands": list(s.commands),
+            "env": dict(sorted(s.env.items())),
+            "images": self.images,
+            "key": self.key,
+            "plan_key": s.key,
+            "artifacts": self.artifacts,
+            "verify": self.verify,
+            "smoke": self.smoke,
+            "manylinux": self.manylinux,
+            "sources": self.sources,
+            "toolchain_packages": self.toolchain_packages,
+            "toolchain": self.toolchain,
+            "rust": self.rust,
+            "build_command": self.build_command,
             "runtime": self.runtime,
-            "error": self.error, "log_tail": self.log_tail, "log": self.log,
+            "error": self.error,
+            "log_tail": self.log_tail,
+            "log": self.log,
         }
 
 
@@ -98,22 +122,24 @@ class Toolchain:
     """The image a stage builds FROM."""
 
     tag: str
-    image_id: str | None = None         # None: not in the engine yet (bake emits it as a target)
-    packages: Mapping[str, str] = field(default_factory=dict)   # its Debian packages, where known
-    made: bool = False                  # built by this run (False: found in the engine, or not made yet)
+    image_id: str | None = None  # None: not in the engine yet (bake emits it as a target)
+    packages: Mapping[str, str] = field(default_factory=dict)  # its Debian packages, where known
+    made: bool = False  # built by this run (False: found in the engine, or not made yet)
 
 
 @dataclass(frozen=True, kw_only=True)
 class UsedImage:
     """An image a stage used: what `rvport prepare` lists (and --tags writes) of it."""
 
-    what: str                           # base, build, cross, smoke, xtc
+    what: str  # base, build, cross, smoke, xtc
     tag: str
-    image_id: str | None                # None: not in the engine yet (a bake target)
-    made: bool                          # made by this run (False: it was in the engine already)
+    image_id: str | None  # None: not in the engine yet (a bake target)
+    made: bool  # made by this run (False: it was in the engine already)
 
 
-def toolchain_tag(stage_name: str, what: str, base_image_id: str, rendered: render.Rendered) -> tuple[str, str]:
+def toolchain_tag(
+    stage_name: str, what: str, base_image_id: str, rendered: render.Rendered
+) -> tuple[str, str]:
     """(image tag, key) of a stage's toolchain image: made once per base image and Dockerfile."""
     key = hashlib.sha256("\n".join([base_image_id, rendered.sha256]).encode()).hexdigest()
     return f"rvport/toolchain:{stage_name}-{what}-{key[:12]}", key
@@ -138,10 +164,10 @@ class StageEnv:
     bases: Bases
     images: ToolchainImages
     progress: Progress
-    log_path: Path                      # where this stage's image builds log
-    tmp_root: Path                      # scratch directories (the cache's tmp/)
+    log_path: Path  # where this stage's image builds log
+    tmp_root: Path  # scratch directories (the cache's tmp/)
     builder: str | None = None
-    used: list[UsedImage] = field(default_factory=list)   # every image the stage used, in order
+    used: list[UsedImage] = field(default_factory=list)  # every image the stage used, in order
 
     def base(self, spec: str, platform: str) -> BaseImage:
         """The base image `spec` for `platform`, made once per run (timed as "base")."""
@@ -207,11 +233,24 @@ class LoadedToolchains:
         tag, key = toolchain_tag(env.stage.name, what, base.image_id, rendered)
         env.step(f"{what} image {tag}")
         ca = stage_ca_bundle(self.fetch)
-        image = ensure_image(tag, {"Dockerfile": rendered.text}, platform=base.platform, tmp_root=env.tmp_root,
-                             log_path=env.log_path, what="toolchain image", builder=env.builder, on_line=env.line,
-                             secrets=(("rvport-ca", ca),) if ca else (), labels=(("org.rvport.key", key),))
-        return Toolchain(tag=tag, image_id=image.image_id, packages=read_packages(tag, TOOLCHAIN_PACKAGES),
-                         made=image.built)
+        image = ensure_image(
+            tag,
+            {"Dockerfile": rendered.text},
+            platform=base.platform,
+            tmp_root=env.tmp_root,
+            log_path=env.log_path,
+            what="toolchain image",
+            builder=env.builder,
+            on_line=env.line,
+            secrets=(("rvport-ca", ca),) if ca else (),
+            labels=(("org.rvport.key", key),),
+        )
+        return Toolchain(
+            tag=tag,
+            image_id=image.image_id,
+            packages=read_packages(tag, TOOLCHAIN_PACKAGES),
+            made=image.built,
+        )
 
     def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
         return read_packages(toolchain.tag, path)
@@ -219,16 +258,24 @@ class LoadedToolchains:
 
 def link_tree(src: Path, dest: Path) -> None:
     """Copy a tree with hard links where possible (same filesystem), plain copies elsewhere."""
+
     def link(s: str, d: str) -> None:
         try:
             os.link(s, d)
         except OSError:
             shutil.copy2(s, d)
+
     shutil.copytree(src, dest, symlinks=True, copy_function=link)
 
 
-def stage_context(ctx: Path, tree: Path, rendered: render.Rendered, script: str, deps: dict[str, Path],
-                  tools: dict[str, Path] | None = None) -> None:
+def stage_context(
+    ctx: Path,
+    tree: Path,
+    rendered: render.Rendered,
+    script: str,
+    deps: dict[str, Path],
+    tools: dict[str, Path] | None = None,
+) -> None:
     """Lay out a build stage's context in ctx: src/, deps/<name>/, tools/ (rvport's own pinned tools and their
     stage scripts, /rvport/tools in the stage), the build script, the /proc/cpuinfo check and the Dockerfile."""
     link_tree(tree, ctx / "src")
@@ -239,7 +286,7 @@ def stage_context(ctx: Path, tree: Path, rendered: render.Rendered, script: str,
     for name, path in (tools or {}).items():
         shutil.copyfile(path, ctx / "tools" / name)
     (ctx / "rvport-build.sh").write_text(script)
-    (ctx / render.CPUINFO_SCRIPT).write_text(render.cpuinfo_script())   # emulated stages run it first
+    (ctx / render.CPUINFO_SCRIPT).write_text(render.cpuinfo_script())  # emulated stages run it first
     (ctx / "Dockerfile").write_text(rendered.text)
     (ctx / ".dockerignore").write_text("Dockerfile\n")
 

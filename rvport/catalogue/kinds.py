@@ -7,8 +7,8 @@ A recipe still chooses among its kind's modes with its own `modes:` list.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Mapping
 
 from rvport.catalogue.recipes import RUST_WEB, Kind, Recipe
 from rvport.target import GOARCH, PLATFORM, RUST_TARGET, TRIPLET
@@ -20,10 +20,10 @@ MODES = ("native", "qemu", "cross", "accelerated")
 class CrossToolchain:
     """A kind's riscv64 cross toolchain on the build platform (cross stages)."""
 
-    packages: tuple[str, ...]                       # Debian packages (build platform, or `:riscv64`) on the base
-    env: Mapping[str, str]                          # the stage's environment; the recipe's env comes after, wins
-    compilers: tuple[str, ...]                      # their `--version` is recorded in result.json
-    target: str                                     # what the toolchain targets, for result.json
+    packages: tuple[str, ...]  # Debian packages (build platform, or `:riscv64`) on the base
+    env: Mapping[str, str]  # the stage's environment; the recipe's env comes after, wins
+    compilers: tuple[str, ...]  # their `--version` is recorded in result.json
+    target: str  # what the toolchain targets, for result.json
     same_version: tuple[tuple[str, str], ...] = ()  # package pairs that must have one version, or no image
     # riscv64 packages downloaded (apt-get download) and unpacked, the one directory of each named here, instead
     # of installed: (package, directory inside it). For a Multi-Arch: same library whose riscv64 build cannot
@@ -36,48 +36,71 @@ class CrossToolchain:
 @dataclass(frozen=True, kw_only=True)
 class KindFacts:
     kind: Kind
-    modes: frozenset[str]           # the build modes a recipe of this kind may list
-    job_memory_gib: float           # memory one compile job may need: bounds --jobs on a small host
-    installs_wheels: bool           # its smoke test pip-installs the wheels it made
+    modes: frozenset[str]  # the build modes a recipe of this kind may list
+    job_memory_gib: float  # memory one compile job may need: bounds --jobs on a small host
+    installs_wheels: bool  # its smoke test pip-installs the wheels it made
     cross: CrossToolchain | None = None
 
 
 # The unversioned triplet names (riscv64-linux-gnu-gcc, -g++) for build scripts and linkers.
 _C = (f"gcc-{TRIPLET}", f"g++-{TRIPLET}")
 
-KINDS: Mapping[Kind, KindFacts] = {k.kind: k for k in (
-    KindFacts(kind=Kind.PYTHON_WHEEL, modes=frozenset({"native", "qemu", "accelerated"}), job_memory_gib=1.5,
-              installs_wheels=True),
-    KindFacts(kind=Kind.TORCH_WHEEL, modes=frozenset({"native", "qemu", "accelerated"}), job_memory_gib=4.0,
-              installs_wheels=True),
-    KindFacts(kind=Kind.CARGO_STATICLIB, modes=frozenset(MODES), job_memory_gib=2.0, installs_wheels=False,
-              cross=CrossToolchain(
-                  # the riscv64 standard library beside the host's rustc: Multi-Arch: same, so only at the
-                  # host rustc's exact version (checked again in the image: same_version)
-                  packages=(*_C, "rustc", "cargo", "libstd-rust-dev:riscv64"),
-                  env={
-                      "CARGO_BUILD_TARGET": RUST_TARGET,        # even a bare `cargo build` makes riscv64 objects
-                      "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER": f"{TRIPLET}-gcc",
-                      "CC_riscv64gc_unknown_linux_gnu": f"{TRIPLET}-gcc",
-                      "CXX_riscv64gc_unknown_linux_gnu": f"{TRIPLET}-g++",
-                      "AR_riscv64gc_unknown_linux_gnu": f"{TRIPLET}-ar",
-                  },
-                  compilers=("rustc", "cargo", f"{TRIPLET}-gcc"),
-                  target=RUST_TARGET,
-                  same_version=(("rustc", "libstd-rust-dev:riscv64"),))),
-    KindFacts(kind=Kind.GO_BINARY, modes=frozenset(MODES), job_memory_gib=1.5, installs_wheels=False,
-              cross=CrossToolchain(
-                  packages=(*_C, "golang-go"),
-                  env={
-                      "GOOS": "linux",
-                      "GOARCH": GOARCH,
-                      "CGO_ENABLED": "1",                       # Go turns cgo off when cross-compiling unless told
-                      "CC": f"{TRIPLET}-gcc",
-                      "CXX": f"{TRIPLET}-g++",
-                  },
-                  compilers=("go", f"{TRIPLET}-gcc"),
-                  target=PLATFORM)),
-)}
+KINDS: Mapping[Kind, KindFacts] = {
+    k.kind: k
+    for k in (
+        KindFacts(
+            kind=Kind.PYTHON_WHEEL,
+            modes=frozenset({"native", "qemu", "accelerated"}),
+            job_memory_gib=1.5,
+            installs_wheels=True,
+        ),
+        KindFacts(
+            kind=Kind.TORCH_WHEEL,
+            modes=frozenset({"native", "qemu", "accelerated"}),
+            job_memory_gib=4.0,
+            installs_wheels=True,
+        ),
+        KindFacts(
+            kind=Kind.CARGO_STATICLIB,
+            modes=frozenset(MODES),
+            job_memory_gib=2.0,
+            installs_wheels=False,
+            cross=CrossToolchain(
+                # the riscv64 standard library beside the host's rustc: Multi-Arch: same, so only at the
+                # host rustc's exact version (checked again in the image: same_version)
+                packages=(*_C, "rustc", "cargo", "libstd-rust-dev:riscv64"),
+                env={
+                    "CARGO_BUILD_TARGET": RUST_TARGET,  # even a bare `cargo build` makes riscv64 objects
+                    "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER": f"{TRIPLET}-gcc",
+                    "CC_riscv64gc_unknown_linux_gnu": f"{TRIPLET}-gcc",
+                    "CXX_riscv64gc_unknown_linux_gnu": f"{TRIPLET}-g++",
+                    "AR_riscv64gc_unknown_linux_gnu": f"{TRIPLET}-ar",
+                },
+                compilers=("rustc", "cargo", f"{TRIPLET}-gcc"),
+                target=RUST_TARGET,
+                same_version=(("rustc", "libstd-rust-dev:riscv64"),),
+            ),
+        ),
+        KindFacts(
+            kind=Kind.GO_BINARY,
+            modes=frozenset(MODES),
+            job_memory_gib=1.5,
+            installs_wheels=False,
+            cross=CrossToolchain(
+                packages=(*_C, "golang-go"),
+                env={
+                    "GOOS": "linux",
+                    "GOARCH": GOARCH,
+                    "CGO_ENABLED": "1",  # Go turns cgo off when cross-compiling unless told
+                    "CC": f"{TRIPLET}-gcc",
+                    "CXX": f"{TRIPLET}-g++",
+                },
+                compilers=("go", f"{TRIPLET}-gcc"),
+                target=PLATFORM,
+            ),
+        ),
+    )
+}
 
 
 # Rust toolchains a recipe may name (`toolchain: rust:`) that change a cargo kind's cross toolchain. The default
@@ -97,7 +120,8 @@ CROSS_RUST: Mapping[str, CrossToolchain] = {
         packages=(*_C, "rustc-web", "cargo-web"),
         same_version=(),
         unpack=(("libstd-rust-web-dev:riscv64", f"usr/lib/rustlib/{RUST_TARGET}"),),
-        same_source=(("rustc-web", "libstd-rust-web-dev:riscv64"),)),
+        same_source=(("rustc-web", "libstd-rust-web-dev:riscv64"),),
+    ),
 }
 
 
@@ -115,8 +139,11 @@ RUST_PACKAGES = frozenset({"rustc", "rustc-web", "cargo", "cargo-web"})
 
 def compiles_rust(recipe: Recipe) -> bool:
     """Does this recipe's stage compile Rust: a cargo kind, a recipe naming `rust:`, or one installing rustc/cargo?"""
-    return (recipe.kind is Kind.CARGO_STATICLIB or bool(recipe.toolchain.rust)
-            or any(p in RUST_PACKAGES for p in recipe.toolchain.debian))
+    return (
+        recipe.kind is Kind.CARGO_STATICLIB
+        or bool(recipe.toolchain.rust)
+        or any(p in RUST_PACKAGES for p in recipe.toolchain.debian)
+    )
 
 
 def compiles_go(recipe: Recipe) -> bool:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Mapping
 
 import yaml
 
@@ -49,9 +49,15 @@ class Profile:
 
     def to_json(self) -> dict:
         return {
-            "name": self.name, "march": self.march, "mabi": self.mabi, "vlen": self.vlen,
-            "cflags": list(self.cflags), "qemu_cpu": self.qemu_cpu, "knobs": dict(self.knobs),
-            "requires": sorted(self.requires), "float_abi": self.float_abi,
+            "name": self.name,
+            "march": self.march,
+            "mabi": self.mabi,
+            "vlen": self.vlen,
+            "cflags": list(self.cflags),
+            "qemu_cpu": self.qemu_cpu,
+            "knobs": dict(self.knobs),
+            "requires": sorted(self.requires),
+            "float_abi": self.float_abi,
         }
 
 
@@ -97,9 +103,9 @@ def expand(exts: frozenset[str] | set[str]) -> frozenset[str]:
 class GoLevel:
     """What a riscv64 Go binary may execute, from its build info's GORISCV64 setting (isa.yaml: go_riscv64)."""
 
-    name: str                   # rva20u64, rva22u64, ...
+    name: str  # rva20u64, rva22u64, ...
     extensions: frozenset[str]
-    default: bool               # True: the build info had no GORISCV64 setting (a Go that knew only this level)
+    default: bool  # True: the build info had no GORISCV64 setting (a Go that knew only this level)
 
 
 def go_level(setting: str | None) -> GoLevel | None:
@@ -118,8 +124,13 @@ def load_profiles() -> dict[str, Profile]:
     out: dict[str, Profile] = {}
     for name, p in data["profiles"].items():
         out[name] = Profile(
-            name=name, description=p["description"], march=p["march"], mabi=p["mabi"], vlen=int(p["vlen"]),
-            requires=frozenset(p["requires"]), qemu_cpu=p["qemu_cpu"],
+            name=name,
+            description=p["description"],
+            march=p["march"],
+            mabi=p["mabi"],
+            vlen=int(p["vlen"]),
+            requires=frozenset(p["requires"]),
+            qemu_cpu=p["qemu_cpu"],
             knobs={k: str(v) for k, v in (p.get("knobs") or {}).items()},
         )
     return out

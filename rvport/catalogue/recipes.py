@@ -8,23 +8,22 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
 from pathlib import Path, PurePosixPath
-from typing import Mapping
 
 from packaging.version import InvalidVersion, Version
 
 from rvport import resources
-from rvport.errors import Problem, RecipeError, UsageError
 from rvport.catalogue.schema import validate
 from rvport.catalogue.yamlsrc import LDict, line_of, load_yaml
+from rvport.errors import Problem, RecipeError, UsageError
 from rvport.target import CARGO_HOME, RVPORT_DIR
 
-
 BUILTIN = "built-in"
-EXPORTING_OUTPUTS = ("staticlib", "shared", "executable")   # output types whose `exports:` verify can check
+EXPORTING_OUTPUTS = ("staticlib", "shared", "executable")  # output types whose `exports:` verify can check
 
 
 class Kind(StrEnum):
@@ -44,19 +43,19 @@ class SourceKind(StrEnum):
 class Source:
     name: str
     kind: SourceKind
-    sha256: str | None            # the archive's digest; None: pinned by `tree`, or to be recorded (`rvport pin`)
-    url: str | None = None        # for url sources
-    project: str | None = None    # for pypi sources
+    sha256: str | None  # the archive's digest; None: pinned by `tree`, or to be recorded (`rvport pin`)
+    url: str | None = None  # for url sources
+    project: str | None = None  # for pypi sources
     version: str | None = None
     filename: str | None = None
-    repo: str | None = None       # for git sources
+    repo: str | None = None  # for git sources
     commit: str | None = None
     tag: str | None = None
-    recorded: str | None = None   # date the digest was recorded by rvport, if it was
-    dest: str | None = None       # where it is unpacked inside the source tree (None: it is the tree)
+    recorded: str | None = None  # date the digest was recorded by rvport, if it was
+    dest: str | None = None  # where it is unpacked inside the source tree (None: it is the tree)
     cmake_var: str | None = None  # handed to CMake as -D<var>=<dir> (FetchContent source dirs)
-    tree: str | None = None       # "sha256:<hex>": the digest of the unpacked tree (docs/sources.md)
-    exclude: tuple[str, ...] = () # paths left out of the tree digest, and removed from the prepared tree
+    tree: str | None = None  # "sha256:<hex>": the digest of the unpacked tree (docs/sources.md)
+    exclude: tuple[str, ...] = ()  # paths left out of the tree digest, and removed from the prepared tree
     line: int | None = None
 
     @property
@@ -90,11 +89,27 @@ class Source:
         return None
 
     def to_json(self) -> dict:
-        d = {"name": self.name, "kind": self.kind.value, "origin": self.origin, "archive": self.archive_name,
-             "sha256": self.sha256 or ("pinned by its tree digest" if self.tree
-                                       else "to be recorded on first verified fetch")}
-        for k in ("url", "project", "version", "filename", "repo", "commit", "tag", "recorded", "dest",
-                  "cmake_var", "tree"):
+        d = {
+            "name": self.name,
+            "kind": self.kind.value,
+            "origin": self.origin,
+            "archive": self.archive_name,
+            "sha256": self.sha256
+            or ("pinned by its tree digest" if self.tree else "to be recorded on first verified fetch"),
+        }
+        for k in (
+            "url",
+            "project",
+            "version",
+            "filename",
+            "repo",
+            "commit",
+            "tag",
+            "recorded",
+            "dest",
+            "cmake_var",
+            "tree",
+        ):
             v = getattr(self, k)
             if v is not None:
                 d[k] = v
@@ -107,8 +122,8 @@ class Source:
 
 @dataclass(frozen=True, kw_only=True)
 class PinnedFile:
-    path: Path                    # absolute path of the file shipped with the recipe
-    rel: str                      # path relative to recipes/
+    path: Path  # absolute path of the file shipped with the recipe
+    rel: str  # path relative to recipes/
     sha256: str
     dest: str | None = None
     strip: int = 1
@@ -132,9 +147,10 @@ class PinnedFile:
 @dataclass(frozen=True, kw_only=True)
 class RuntimeFile:
     """One file of a runtime image: an artifact of the build, or a file pinned with the recipe."""
-    dest: str                     # absolute path in the image
+
+    dest: str  # absolute path in the image
     mode: str = "0644"
-    artifact: str | None = None   # a file the build left in $RVPORT_OUT (matches an output glob)
+    artifact: str | None = None  # a file the build left in $RVPORT_OUT (matches an output glob)
     pinned: PinnedFile | None = None
 
     def to_json(self) -> dict:
@@ -146,7 +162,7 @@ class RuntimeFile:
         return d
 
 
-CHECK_TIMEOUT_S = 300        # a runtime check's round, by default (seconds)
+CHECK_TIMEOUT_S = 300  # a runtime check's round, by default (seconds)
 # Set by rvport in a runtime check's client container, never by the recipe's check env (rvport/build/check.py)
 RVPORT_CHECK_ENV = ("SERVICE_HOST", "RVPORT_CHECK_ROUND", "QEMU_CPU")
 
@@ -156,9 +172,10 @@ class RuntimeCheck:
     """What `rvport build` runs against the runtime image as a service (`runtime: check:`): a script in a client
     container (the stage's smoke image, the artifacts at /artifacts) that reaches the service as $SERVICE_HOST on
     a network of their own; exit 0 passes. With `restart`, the service is restarted and the script runs again."""
+
     script: str
     restart: bool = True
-    timeout: int = CHECK_TIMEOUT_S    # seconds per round
+    timeout: int = CHECK_TIMEOUT_S  # seconds per round
     env: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -166,14 +183,19 @@ class RuntimeCheck:
         return 2 if self.restart else 1
 
     def to_json(self) -> dict:
-        return {"script": self.script, "restart": self.restart, "timeout": self.timeout,
-                "env": dict(sorted(self.env.items()))}
+        return {
+            "script": self.script,
+            "restart": self.restart,
+            "timeout": self.timeout,
+            "env": dict(sorted(self.env.items())),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
 class Runtime:
     """The image a build's artifacts run in: the riscv64 base, Debian packages, the artifacts and pinned files
     (configuration, start script), a non-root user, and how it must be run (read-only root, tmpfs, ports)."""
+
     user: str
     uid: int
     files: tuple[RuntimeFile, ...]
@@ -184,21 +206,30 @@ class Runtime:
     workdir: str = "/"
     env: Mapping[str, str] = field(default_factory=dict)
     ports: tuple[int, ...] = ()
-    check: RuntimeCheck | None = None   # run against the image, not part of it: to_json leaves it out
+    check: RuntimeCheck | None = None  # run against the image, not part of it: to_json leaves it out
 
     def to_json(self) -> dict:
         """What the image is made of and how it runs (the runtime key covers exactly this); not its check."""
-        return {"user": self.user, "uid": self.uid, "files": [f.to_json() for f in self.files],
-                "entrypoint": list(self.entrypoint), "debian": list(self.debian), "read_only": self.read_only,
-                "tmpfs": list(self.tmpfs), "workdir": self.workdir, "env": dict(sorted(self.env.items())),
-                "ports": list(self.ports)}
+        return {
+            "user": self.user,
+            "uid": self.uid,
+            "files": [f.to_json() for f in self.files],
+            "entrypoint": list(self.entrypoint),
+            "debian": list(self.debian),
+            "read_only": self.read_only,
+            "tmpfs": list(self.tmpfs),
+            "workdir": self.workdir,
+            "env": dict(sorted(self.env.items())),
+            "ports": list(self.ports),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
 class TreeLock:
     """The lock file vendoring reads, already in the source tree (e.g. ml-binding/Cargo.lock): its digest is
     checked once the tree is made, and vendoring runs beside it alone."""
-    path: str                     # relative to the tree's top, /-separated
+
+    path: str  # relative to the tree's top, /-separated
     sha256: str
     line: int | None = None
 
@@ -227,9 +258,9 @@ class Toolchain:
 class Output:
     glob: str
     type: str
-    isa: str = "profile"          # "profile": must carry the profile's promised extensions (verify's "carries");
-                                  # "baseline": must run on the profile ("runs-on")
-    exports: tuple[str, ...] = () # functions it must export (verify: ELF symbol tables, any archive member)
+    isa: str = "profile"  # "profile": must carry the profile's promised extensions (verify's "carries");
+    # "baseline": must run on the profile ("runs-on")
+    exports: tuple[str, ...] = ()  # functions it must export (verify: ELF symbol tables, any archive member)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,7 +275,7 @@ class Recipe:
     sources: tuple[Source, ...]
     patches: tuple[PinnedFile, ...] = ()
     lockfiles: tuple[PinnedFile, ...] = ()
-    files: tuple[PinnedFile, ...] = ()      # recipe-local files copied into the tree at their dest
+    files: tuple[PinnedFile, ...] = ()  # recipe-local files copied into the tree at their dest
     vendor: str | None = None
     lock: TreeLock | None = None  # vendoring's lock file inside the source tree (instead of a shipped one)
     depends: tuple[str, ...] = ()
@@ -259,7 +290,7 @@ class Recipe:
     hermetic: bool = True
     is_default: bool = False
     note: str | None = None
-    origin: str = BUILTIN          # "built-in", or the user recipe directory it came from
+    origin: str = BUILTIN  # "built-in", or the user recipe directory it came from
 
     @property
     def ref(self) -> str:
@@ -277,23 +308,45 @@ def default_recipes_dir() -> Path:
 
 
 def _source(d: LDict, file: str, problems: list[Problem]) -> Source:
-    common = dict(name=d["name"], sha256=d.get("sha256"), dest=d.get("dest"), cmake_var=d.get("cmake_var"),
-                  recorded=(d.get("recorded") or {}).get("date"), tree=d.get("tree"),
-                  exclude=tuple(d.get("exclude", ())), line=d.line)
+    common = dict(
+        name=d["name"],
+        sha256=d.get("sha256"),
+        dest=d.get("dest"),
+        cmake_var=d.get("cmake_var"),
+        recorded=(d.get("recorded") or {}).get("date"),
+        tree=d.get("tree"),
+        exclude=tuple(d.get("exclude", ())),
+        line=d.line,
+    )
     if common["exclude"] and not common["tree"]:
-        problems.append(Problem(message=f"source {d['name']!r}: exclude needs a tree digest (tree: sha256:...)",
-                                file=file, line=line_of(d, "exclude"),
-                                hint="exclude leaves paths out of the tree digest; without `tree:` it means nothing"))
+        problems.append(
+            Problem(
+                message=f"source {d['name']!r}: exclude needs a tree digest (tree: sha256:...)",
+                file=file,
+                line=line_of(d, "exclude"),
+                hint="exclude leaves paths out of the tree digest; without `tree:` it means nothing",
+            )
+        )
     for i, path in enumerate(common["exclude"]):
         p = PurePosixPath(path)
         if not path.strip() or p.is_absolute() or ".." in p.parts or str(p) == ".":
-            problems.append(Problem(message=f"source {d['name']!r}: exclude {path!r} is not a path inside the tree",
-                                    file=file, line=line_of(d["exclude"], i) or d.line,
-                                    hint="write a path relative to the source's top directory, e.g. go/rustbin/"))
+            problems.append(
+                Problem(
+                    message=f"source {d['name']!r}: exclude {path!r} is not a path inside the tree",
+                    file=file,
+                    line=line_of(d["exclude"], i) or d.line,
+                    hint="write a path relative to the source's top directory, e.g. go/rustbin/",
+                )
+            )
     if "pypi" in d:
         p = d["pypi"]
-        return Source(kind=SourceKind.PYPI, project=p["project"], version=p["version"],
-                      filename=p.get("filename"), **common)
+        return Source(
+            kind=SourceKind.PYPI,
+            project=p["project"],
+            version=p["version"],
+            filename=p.get("filename"),
+            **common,
+        )
     if "git" in d:
         g = d["git"]
         return Source(kind=SourceKind.GIT, repo=g["repo"], commit=g["commit"], tag=g.get("tag"), **common)
@@ -303,10 +356,23 @@ def _source(d: LDict, file: str, problems: list[Problem]) -> Source:
 def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedFile:
     path = (root / d["file"]).resolve()
     if not path.is_file():
-        problems.append(Problem(message=f"pinned file {d['file']!r} does not exist", file=file, line=d.line,
-                                hint=f"add it under {root}/ or fix the path"))
-    return PinnedFile(path=path, rel=d["file"], sha256=d["sha256"], dest=d.get("dest"),
-                      strip=int(d.get("strip", 1)), note=d.get("note"), line=d.line)
+        problems.append(
+            Problem(
+                message=f"pinned file {d['file']!r} does not exist",
+                file=file,
+                line=d.line,
+                hint=f"add it under {root}/ or fix the path",
+            )
+        )
+    return PinnedFile(
+        path=path,
+        rel=d["file"],
+        sha256=d["sha256"],
+        dest=d.get("dest"),
+        strip=int(d.get("strip", 1)),
+        note=d.get("note"),
+        line=d.line,
+    )
 
 
 def _same_dest(v: LDict, file: str, vline: int | None) -> list[Problem]:
@@ -318,9 +384,14 @@ def _same_dest(v: LDict, file: str, vline: int | None) -> list[Problem]:
             dest = str(PurePosixPath(d.get("dest") or PurePosixPath(d["file"]).name))
             what = f"{key[:-1]} {d['file']!r}"
             if dest in taken:
-                out.append(Problem(message=f"{what} goes to {dest!r}, where {taken[dest]} goes too", file=file,
-                                   line=line_of(v[key], j) or vline,
-                                   hint="give each file a dest of its own (a lock file's dest defaults to its name)"))
+                out.append(
+                    Problem(
+                        message=f"{what} goes to {dest!r}, where {taken[dest]} goes too",
+                        file=file,
+                        line=line_of(v[key], j) or vline,
+                        hint="give each file a dest of its own (a lock file's dest defaults to its name)",
+                    )
+                )
             else:
                 taken[dest] = what
     return out
@@ -338,20 +409,43 @@ def _tree_lock(v: LDict, file: str, problems: list[Problem]) -> TreeLock | None:
     p = PurePosixPath(d["path"])
     want = LOCK_NAMES.get(v.get("vendor") or "")
     if not d["path"].strip() or p.is_absolute() or ".." in p.parts or str(p) == ".":
-        problems.append(Problem(message=f"lock {d['path']!r} is not a path inside the source tree", file=file,
-                                line=line_of(d, "path") or d.line,
-                                hint="write its path relative to the tree's top, e.g. ml-binding/Cargo.lock"))
+        problems.append(
+            Problem(
+                message=f"lock {d['path']!r} is not a path inside the source tree",
+                file=file,
+                line=line_of(d, "path") or d.line,
+                hint="write its path relative to the tree's top, e.g. ml-binding/Cargo.lock",
+            )
+        )
     elif want is None:
-        problems.append(Problem(message="lock names the lock file vendoring reads, but this version vendors none",
-                                file=file, line=d.line, hint="add `vendor: cargo` or `vendor: go`, or drop `lock`"))
+        problems.append(
+            Problem(
+                message="lock names the lock file vendoring reads, but this version vendors none",
+                file=file,
+                line=d.line,
+                hint="add `vendor: cargo` or `vendor: go`, or drop `lock`",
+            )
+        )
     elif p.name != want:
-        problems.append(Problem(message=f"lock {d['path']!r}: vendor: {v['vendor']} reads {want}", file=file,
-                                line=line_of(d, "path") or d.line, hint=f"name the {want} in the source tree"))
+        problems.append(
+            Problem(
+                message=f"lock {d['path']!r}: vendor: {v['vendor']} reads {want}",
+                file=file,
+                line=line_of(d, "path") or d.line,
+                hint=f"name the {want} in the source tree",
+            )
+        )
     shipped = [x for x in v.get("lockfiles", []) if PurePosixPath(x.get("dest") or x["file"]).name == want]
     if want and shipped:
-        problems.append(Problem(message=f"both lock ({d['path']}) and a shipped lock file ({shipped[0]['file']}) "
-                                        f"give vendoring its {want}", file=file, line=d.line,
-                                hint="keep one: `lock` for the tree's own, `lockfiles` for a shipped one"))
+        problems.append(
+            Problem(
+                message=f"both lock ({d['path']}) and a shipped lock file ({shipped[0]['file']}) "
+                f"give vendoring its {want}",
+                file=file,
+                line=d.line,
+                hint="keep one: `lock` for the tree's own, `lockfiles` for a shipped one",
+            )
+        )
     return lock
 
 
@@ -369,38 +463,85 @@ def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runt
     for i, f in enumerate(d["files"]):
         line = line_of(d["files"], i)
         if not _image_path(f["dest"]):
-            problems.append(Problem(message=f"runtime file {f['dest']!r} is not an absolute path in the image",
-                                    file=file, line=line, hint="write it as /app/NAME"))
+            problems.append(
+                Problem(
+                    message=f"runtime file {f['dest']!r} is not an absolute path in the image",
+                    file=file,
+                    line=line,
+                    hint="write it as /app/NAME",
+                )
+            )
         if f["dest"] in seen:
-            problems.append(Problem(message=f"runtime file {f['dest']} is given twice", file=file, line=line,
-                                    hint="keep one entry per dest"))
+            problems.append(
+                Problem(
+                    message=f"runtime file {f['dest']} is given twice",
+                    file=file,
+                    line=line,
+                    hint="keep one entry per dest",
+                )
+            )
         seen.add(f["dest"])
         art = f.get("artifact")
         if art is not None and not any(fnmatch.fnmatchcase(art, g) for g in globs):
-            problems.append(Problem(message=f"runtime artifact {art!r} is none of the recipe's outputs", file=file,
-                                    line=line, hint=f"name a file the build leaves: {', '.join(globs) or '-'}"))
+            problems.append(
+                Problem(
+                    message=f"runtime artifact {art!r} is none of the recipe's outputs",
+                    file=file,
+                    line=line,
+                    hint=f"name a file the build leaves: {', '.join(globs) or '-'}",
+                )
+            )
         pinned = _pinned(f, root, file, problems) if "file" in f else None
-        files.append(RuntimeFile(dest=f["dest"], mode=f.get("mode", "0755" if art else "0644"), artifact=art,
-                                 pinned=pinned))
+        files.append(
+            RuntimeFile(
+                dest=f["dest"], mode=f.get("mode", "0755" if art else "0644"), artifact=art, pinned=pinned
+            )
+        )
     user = d["user"]
     if user["name"] == "root":
-        problems.append(Problem(message="the runtime image must not run as root", file=file,
-                                line=line_of(d, "user"), hint="name a user of its own, e.g. {name: app, uid: 10001}"))
+        problems.append(
+            Problem(
+                message="the runtime image must not run as root",
+                file=file,
+                line=line_of(d, "user"),
+                hint="name a user of its own, e.g. {name: app, uid: 10001}",
+            )
+        )
     entry = tuple(d["entrypoint"])
     if not _image_path(entry[0]):
-        problems.append(Problem(message=f"runtime entrypoint {entry[0]!r} is not an absolute path in the image",
-                                file=file, line=line_of(d, "entrypoint"),
-                                hint="start a file the image holds, e.g. a start script under files"))
+        problems.append(
+            Problem(
+                message=f"runtime entrypoint {entry[0]!r} is not an absolute path in the image",
+                file=file,
+                line=line_of(d, "entrypoint"),
+                hint="start a file the image holds, e.g. a start script under files",
+            )
+        )
     located = [(p, line_of(d["tmpfs"], i)) for i, p in enumerate(d.get("tmpfs", ()))]
     located += [(d["workdir"], line_of(d, "workdir"))] if "workdir" in d else []
     for path, line in located:
         if not _image_path(path):
-            problems.append(Problem(message=f"runtime path {path!r} is not an absolute path in the image",
-                                    file=file, line=line or d.line, hint="write it as /NAME"))
-    return Runtime(user=user["name"], uid=int(user["uid"]), files=tuple(files), entrypoint=entry,
-                   debian=tuple(d.get("debian", ())), read_only=bool(d.get("read_only", True)),
-                   tmpfs=tuple(d.get("tmpfs", ())), workdir=d.get("workdir", "/"), env=dict(d.get("env") or {}),
-                   ports=tuple(int(x) for x in d.get("ports", ())), check=_check(d, file, problems))
+            problems.append(
+                Problem(
+                    message=f"runtime path {path!r} is not an absolute path in the image",
+                    file=file,
+                    line=line or d.line,
+                    hint="write it as /NAME",
+                )
+            )
+    return Runtime(
+        user=user["name"],
+        uid=int(user["uid"]),
+        files=tuple(files),
+        entrypoint=entry,
+        debian=tuple(d.get("debian", ())),
+        read_only=bool(d.get("read_only", True)),
+        tmpfs=tuple(d.get("tmpfs", ())),
+        workdir=d.get("workdir", "/"),
+        env=dict(d.get("env") or {}),
+        ports=tuple(int(x) for x in d.get("ports", ())),
+        check=_check(d, file, problems),
+    )
 
 
 def _check(d: LDict, file: str, problems: list[Problem]) -> RuntimeCheck | None:
@@ -408,26 +549,46 @@ def _check(d: LDict, file: str, problems: list[Problem]) -> RuntimeCheck | None:
     if c is None:
         return None
     if not c["script"].strip():
-        problems.append(Problem(message="runtime check script is empty", file=file, line=line_of(c, "script"),
-                                hint="write a sh script that reaches the service as $SERVICE_HOST and exits 0 when "
-                                     "it answers right"))
+        problems.append(
+            Problem(
+                message="runtime check script is empty",
+                file=file,
+                line=line_of(c, "script"),
+                hint="write a sh script that reaches the service as $SERVICE_HOST and exits 0 when "
+                "it answers right",
+            )
+        )
     env = c.get("env") or {}
     for name in RVPORT_CHECK_ENV:
         if name in env:
-            problems.append(Problem(message=f"runtime check env sets {name}, which rvport sets in the check's client "
-                                            "(SERVICE_HOST: the service's name on the check network, "
-                                            "RVPORT_CHECK_ROUND: 1, then 2 after a restart, QEMU_CPU: the profile's)",
-                                    file=file, line=line_of(env, name), hint=f"remove {name} from runtime.check.env"))
-    return RuntimeCheck(script=c["script"], restart=bool(c.get("restart", True)),
-                        timeout=int(c.get("timeout", CHECK_TIMEOUT_S)), env=dict(env))
+            problems.append(
+                Problem(
+                    message=f"runtime check env sets {name}, which rvport sets in the check's client "
+                    "(SERVICE_HOST: the service's name on the check network, "
+                    "RVPORT_CHECK_ROUND: 1, then 2 after a restart, QEMU_CPU: the profile's)",
+                    file=file,
+                    line=line_of(env, name),
+                    hint=f"remove {name} from runtime.check.env",
+                )
+            )
+    return RuntimeCheck(
+        script=c["script"],
+        restart=bool(c.get("restart", True)),
+        timeout=int(c.get("timeout", CHECK_TIMEOUT_S)),
+        env=dict(env),
+    )
 
 
 def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
     base = base or Toolchain()
     if not d:
         return base
-    return Toolchain(base=d.get("base", base.base), debian=tuple(d.get("debian", base.debian)),
-                     go=d.get("go", base.go), rust=d.get("rust", base.rust))
+    return Toolchain(
+        base=d.get("base", base.base),
+        debian=tuple(d.get("debian", base.debian)),
+        go=d.get("go", base.go),
+        rust=d.get("rust", base.rust),
+    )
 
 
 # `toolchain: rust:` names. debian-rustc-web is Debian's rustc-web and cargo-web, which conflict with its rustc
@@ -438,25 +599,44 @@ RUST_WEB = "debian-rustc-web"
 RUST_WEB_PACKAGES = ("rustc-web", "cargo-web")
 
 
-def _rust_problems(tc: Toolchain, file: str, docs: tuple[dict | None, ...], fallback: int | None) -> list[Problem]:
+def _rust_problems(
+    tc: Toolchain, file: str, docs: tuple[dict | None, ...], fallback: int | None
+) -> list[Problem]:
     """`rust:` against toolchain.debian; `docs` are the toolchain mappings it was merged from, nearest first."""
-    def line(*keys: str) -> int | None:   # the nearest mapping with one of the keys, the first key preferred
-        return next((line_of(d, next(k for k in keys if k in d)) for d in docs
-                     if isinstance(d, dict) and any(k in d for k in keys)), fallback)
+
+    def line(*keys: str) -> int | None:  # the nearest mapping with one of the keys, the first key preferred
+        return next(
+            (
+                line_of(d, next(k for k in keys if k in d))
+                for d in docs
+                if isinstance(d, dict) and any(k in d for k in keys)
+            ),
+            fallback,
+        )
 
     web = [p for p in RUST_WEB_PACKAGES if p in tc.debian]
     if tc.rust == RUST_WEB and len(web) < len(RUST_WEB_PACKAGES):
         missing = [p for p in RUST_WEB_PACKAGES if p not in web]
-        return [Problem(message=f"toolchain rust: {RUST_WEB} needs {' and '.join(missing)} in toolchain.debian",
-                        file=file, line=line("rust", "debian"),
-                        hint=f"add {', '.join(missing)} to toolchain.debian (native, qemu and accelerated stages "
-                             "install only what it lists)")]
+        return [
+            Problem(
+                message=f"toolchain rust: {RUST_WEB} needs {' and '.join(missing)} in toolchain.debian",
+                file=file,
+                line=line("rust", "debian"),
+                hint=f"add {', '.join(missing)} to toolchain.debian (native, qemu and accelerated stages "
+                "install only what it lists)",
+            )
+        ]
     if tc.rust != RUST_WEB and web:
-        return [Problem(message=f"toolchain.debian installs {' and '.join(web)} but rust: is "
-                                f"{tc.rust or 'not set (debian)'}: cross stages would install rustc and cargo, "
-                                "which conflict with them",
-                        file=file, line=line("debian", "rust"),
-                        hint=f"set `rust: {RUST_WEB}` in the toolchain, or install rustc and cargo instead")]
+        return [
+            Problem(
+                message=f"toolchain.debian installs {' and '.join(web)} but rust: is "
+                f"{tc.rust or 'not set (debian)'}: cross stages would install rustc and cargo, "
+                "which conflict with them",
+                file=file,
+                line=line("debian", "rust"),
+                hint=f"set `rust: {RUST_WEB}` in the toolchain, or install rustc and cargo instead",
+            )
+        ]
     return []
 
 
@@ -466,11 +646,17 @@ RVPORT_OWNED_ENV = ("QEMU_CPU",)
 
 
 def _pinned_by_rvport(env: dict | None, file: str) -> list[Problem]:
-    return [Problem(message=f"env sets {name}: the QEMU CPU model of every emulated stage is the profile's, "
-                            "so that /proc/cpuinfo shows the build exactly the profile's ISA",
-                    file=file, line=line_of(env, name),
-                    hint=f"remove {name}; choose the target with --profile (rvport/resources/profiles.yaml)")
-            for name in RVPORT_OWNED_ENV if name in (env or {})]
+    return [
+        Problem(
+            message=f"env sets {name}: the QEMU CPU model of every emulated stage is the profile's, "
+            "so that /proc/cpuinfo shows the build exactly the profile's ISA",
+            file=file,
+            line=line_of(env, name),
+            hint=f"remove {name}; choose the target with --profile (rvport/resources/profiles.yaml)",
+        )
+        for name in RVPORT_OWNED_ENV
+        if name in (env or {})
+    ]
 
 
 # Set by rvport in every stage of a `vendor: cargo` version, never by its recipe: CARGO_HOME is the cargo home
@@ -483,13 +669,20 @@ def _cargo_home_by_rvport(v: dict, doc: dict, file: str) -> list[Problem]:
         return []
     out = []
     for name in RVPORT_OWNED_CARGO_ENV:
-        env = next((e for e in (v.get("env"), doc.get("env")) if e and name in e), None)   # the version's first
+        env = next(
+            (e for e in (v.get("env"), doc.get("env")) if e and name in e), None
+        )  # the version's first
         if env is not None:
-            out.append(Problem(message=f"env sets {name}, but this version vendors its crates (vendor: cargo): "
-                                       f"rvport sets {name} to the cargo home it writes into the tree "
-                                       f"({CARGO_HOME}), whose config makes cargo use the vendored crates",
-                               file=file, line=line_of(env, name),
-                               hint=f"remove {name}; cargo still reads the source's own .cargo/config.toml"))
+            out.append(
+                Problem(
+                    message=f"env sets {name}, but this version vendors its crates (vendor: cargo): "
+                    f"rvport sets {name} to the cargo home it writes into the tree "
+                    f"({CARGO_HOME}), whose config makes cargo use the vendored crates",
+                    file=file,
+                    line=line_of(env, name),
+                    hint=f"remove {name}; cargo still reads the source's own .cargo/config.toml",
+                )
+            )
     return out
 
 
@@ -499,19 +692,36 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
     if problem:
         return [], [problem]
     if not isinstance(doc, dict):
-        return [], [Problem(message="a recipe file must be a YAML mapping", file=file, line=1,
-                            hint="see docs/recipes.md for the format")]
+        return [], [
+            Problem(
+                message="a recipe file must be a YAML mapping",
+                file=file,
+                line=1,
+                hint="see docs/recipes.md for the format",
+            )
+        ]
     problems = validate(doc, recipe_schema(), file=file)
     if problems:
         return [], problems
     if doc["name"] != path.stem:
-        problems.append(Problem(message=f"recipe name {doc['name']!r} differs from its file name {path.stem!r}",
-                                file=file, line=line_of(doc, "name"), hint=f"rename the file to {doc['name']}.yaml"))
+        problems.append(
+            Problem(
+                message=f"recipe name {doc['name']!r} differs from its file name {path.stem!r}",
+                file=file,
+                line=line_of(doc, "name"),
+                hint=f"rename the file to {doc['name']}.yaml",
+            )
+        )
     for i, o in enumerate(doc.get("outputs", [])):
         if o.get("exports") and o["type"] not in EXPORTING_OUTPUTS:
-            problems.append(Problem(message=f"output {o['glob']!r} of type {o['type']} declares exports", file=file,
-                                    line=line_of(doc["outputs"], i),
-                                    hint=f"exports are checked in outputs of type {', '.join(EXPORTING_OUTPUTS)}"))
+            problems.append(
+                Problem(
+                    message=f"output {o['glob']!r} of type {o['type']} declares exports",
+                    file=file,
+                    line=line_of(doc["outputs"], i),
+                    hint=f"exports are checked in outputs of type {', '.join(EXPORTING_OUTPUTS)}",
+                )
+            )
     problems += _pinned_by_rvport(doc.get("env"), file)
     recipes: list[Recipe] = []
     top_tc = _toolchain(doc.get("toolchain"))
@@ -522,55 +732,100 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
         try:
             Version(v["version"])
         except InvalidVersion:
-            problems.append(Problem(message=f"version {v['version']!r} is not a PEP 440 version", file=file,
-                                    line=vline, hint="use a version such as 1.2.3"))
+            problems.append(
+                Problem(
+                    message=f"version {v['version']!r} is not a PEP 440 version",
+                    file=file,
+                    line=vline,
+                    hint="use a version such as 1.2.3",
+                )
+            )
         if v["version"] in seen:
             problems.append(Problem(message=f"version {v['version']} is listed twice", file=file, line=vline))
         seen.add(v["version"])
         names = [s["name"] for s in v["sources"]]
         if len(set(names)) != len(names):
-            problems.append(Problem(message="source names must be unique within a version", file=file, line=vline))
+            problems.append(
+                Problem(message="source names must be unique within a version", file=file, line=vline)
+            )
         for j, f in enumerate(v.get("files", [])):
             dest = PurePosixPath(f["dest"])
-            if (not f["dest"].strip() or dest.is_absolute() or ".." in dest.parts or str(dest) == "."
-                    or f["dest"].endswith("/") or dest.parts[0] == RVPORT_DIR):
-                problems.append(Problem(message=f"file {f['file']!r}: dest {f['dest']!r} is not a file path inside "
-                                                "the source tree", file=file, line=line_of(v["files"], j) or vline,
-                                        hint="write a path relative to the tree's top directory, with the file "
-                                             f"name, e.g. smoke/main.go ({RVPORT_DIR}/ is rvport's own)"))
+            if (
+                not f["dest"].strip()
+                or dest.is_absolute()
+                or ".." in dest.parts
+                or str(dest) == "."
+                or f["dest"].endswith("/")
+                or dest.parts[0] == RVPORT_DIR
+            ):
+                problems.append(
+                    Problem(
+                        message=f"file {f['file']!r}: dest {f['dest']!r} is not a file path inside "
+                        "the source tree",
+                        file=file,
+                        line=line_of(v["files"], j) or vline,
+                        hint="write a path relative to the tree's top directory, with the file "
+                        f"name, e.g. smoke/main.go ({RVPORT_DIR}/ is rvport's own)",
+                    )
+                )
         problems += _same_dest(v, file, vline)
         env = {**(doc.get("env") or {}), **(v.get("env") or {})}
         problems += _pinned_by_rvport(v.get("env"), file)
         problems += _cargo_home_by_rvport(v, doc, file)
         toolchain = _toolchain(v.get("toolchain"), top_tc)
         problems += _rust_problems(toolchain, file, (v.get("toolchain"), doc.get("toolchain")), vline)
-        recipes.append(Recipe(
-            name=doc["name"], version=v["version"], kind=Kind(doc["kind"]), description=doc.get("description", ""),
-            file=path, sources=tuple(_source(s, file, problems) for s in v["sources"]),
-            patches=tuple(_pinned(p, root, file, problems) for p in v.get("patches", [])),
-            lockfiles=tuple(_pinned(p, root, file, problems) for p in v.get("lockfiles", [])),
-            files=tuple(_pinned(p, root, file, problems) for p in v.get("files", [])),
-            vendor=v.get("vendor"), lock=_tree_lock(v, file, problems), depends=tuple(v.get("depends", [])),
-            toolchain=toolchain, env=env,
-            build=tuple(v.get("build") or doc.get("build") or ()),
-            outputs=tuple(Output(glob=o["glob"], type=o["type"], isa=o.get("isa", "profile"),
-                                 exports=tuple(o.get("exports", ()))) for o in doc.get("outputs", [])),
-            smoke=(doc.get("smoke") or {}).get("script"),
-            smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])), runtime=runtime,
-            modes=tuple(doc.get("modes", ["native", "qemu"])),
-            hermetic=bool(v.get("hermetic", True)), is_default=bool(v.get("default", False)), note=v.get("note"),
-            origin=origin,
-        ))
+        recipes.append(
+            Recipe(
+                name=doc["name"],
+                version=v["version"],
+                kind=Kind(doc["kind"]),
+                description=doc.get("description", ""),
+                file=path,
+                sources=tuple(_source(s, file, problems) for s in v["sources"]),
+                patches=tuple(_pinned(p, root, file, problems) for p in v.get("patches", [])),
+                lockfiles=tuple(_pinned(p, root, file, problems) for p in v.get("lockfiles", [])),
+                files=tuple(_pinned(p, root, file, problems) for p in v.get("files", [])),
+                vendor=v.get("vendor"),
+                lock=_tree_lock(v, file, problems),
+                depends=tuple(v.get("depends", [])),
+                toolchain=toolchain,
+                env=env,
+                build=tuple(v.get("build") or doc.get("build") or ()),
+                outputs=tuple(
+                    Output(
+                        glob=o["glob"],
+                        type=o["type"],
+                        isa=o.get("isa", "profile"),
+                        exports=tuple(o.get("exports", ())),
+                    )
+                    for o in doc.get("outputs", [])
+                ),
+                smoke=(doc.get("smoke") or {}).get("script"),
+                smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])),
+                runtime=runtime,
+                modes=tuple(doc.get("modes", ["native", "qemu"])),
+                hermetic=bool(v.get("hermetic", True)),
+                is_default=bool(v.get("default", False)),
+                note=v.get("note"),
+                origin=origin,
+            )
+        )
         if not recipes[-1].build:
-            problems.append(Problem(message="no build commands", file=file, line=vline,
-                                    hint="add `build:` at the top level or in this version"))
+            problems.append(
+                Problem(
+                    message="no build commands",
+                    file=file,
+                    line=vline,
+                    hint="add `build:` at the top level or in this version",
+                )
+            )
     return recipes, problems
 
 
 @dataclass(frozen=True, kw_only=True)
 class Catalogue:
-    recipes: Mapping[str, tuple[Recipe, ...]]   # name -> versions, newest first
-    user_dirs: tuple[Path, ...] = ()            # layered over the built-in catalogue, first wins
+    recipes: Mapping[str, tuple[Recipe, ...]]  # name -> versions, newest first
+    user_dirs: tuple[Path, ...] = ()  # layered over the built-in catalogue, first wins
 
     @property
     def names(self) -> list[str]:
@@ -601,8 +856,10 @@ class Catalogue:
             raise UsageError(f"unknown recipe {name!r}", hint=f"known recipes: {', '.join(self.names)}")
         if sep and not version.strip():
             known = ", ".join(r.version for r in self.recipes[name])
-            raise UsageError(f"{ref!r} names no version after '=='",
-                             hint=f"write {name} for the default version, or {name}==VERSION (known: {known})")
+            raise UsageError(
+                f"{ref!r} names no version after '=='",
+                hint=f"write {name} for the default version, or {name}==VERSION (known: {known})",
+            )
         if not version:
             return self.default(name)
         for r in self.recipes[name]:
@@ -630,32 +887,52 @@ def load_catalogue(user: Path | list[Path] | None = None, *, builtin: bool = Tru
     problems: list[Problem] = []
     for d in dirs:
         if not d.is_dir():
-            problems.append(Problem(message=f"recipe directory {d} not found", file=str(d),
-                                    hint="give --recipes (or RVPORT_RECIPES) an existing directory of NAME.yaml files"))
+            problems.append(
+                Problem(
+                    message=f"recipe directory {d} not found",
+                    file=str(d),
+                    hint="give --recipes (or RVPORT_RECIPES) an existing directory of NAME.yaml files",
+                )
+            )
     if problems:
         raise RecipeError("recipe directory not found", problems=problems)
     by_name: dict[str, list[Recipe]] = _load_dir(default_recipes_dir(), BUILTIN, problems) if builtin else {}
-    for d in reversed(dirs):          # the first directory given wins
+    for d in reversed(dirs):  # the first directory given wins
         by_name.update(_load_dir(d, str(d), problems))
     # dependencies: known names, no cycles
     for name, versions in by_name.items():
         for r in versions:
             for dep in r.depends:
                 if dep.partition("==")[0] not in by_name:
-                    problems.append(Problem(message=f"{r.ref} depends on unknown recipe {dep!r}", file=str(r.file),
-                                            line=_depends_line(r),
-                                            hint=f"known recipes: {', '.join(sorted(by_name))}"))
+                    problems.append(
+                        Problem(
+                            message=f"{r.ref} depends on unknown recipe {dep!r}",
+                            file=str(r.file),
+                            line=_depends_line(r),
+                            hint=f"known recipes: {', '.join(sorted(by_name))}",
+                        )
+                    )
     if not problems:
-        cycle = _find_cycle({n: {d.partition('==')[0] for r in vs for d in r.depends} for n, vs in by_name.items()})
+        cycle = _find_cycle(
+            {n: {d.partition("==")[0] for r in vs for d in r.depends} for n, vs in by_name.items()}
+        )
         if cycle:
             first = by_name[cycle[0]][0]
-            problems.append(Problem(message=f"dependency cycle: {' -> '.join(cycle)}", file=str(first.file),
-                                    line=_depends_line(first), hint="remove one of these dependencies"))
+            problems.append(
+                Problem(
+                    message=f"dependency cycle: {' -> '.join(cycle)}",
+                    file=str(first.file),
+                    line=_depends_line(first),
+                    hint="remove one of these dependencies",
+                )
+            )
     if problems:
         n = len(problems)
         where = ", ".join(str(d) for d in dirs) if dirs else "the built-in catalogue"
         raise RecipeError(f"{n} problem{'s' if n > 1 else ''} in the recipes ({where})", problems=problems)
-    ordered = {n: tuple(sorted(v, key=lambda r: Version(r.version), reverse=True)) for n, v in by_name.items()}
+    ordered = {
+        n: tuple(sorted(v, key=lambda r: Version(r.version), reverse=True)) for n, v in by_name.items()
+    }
     return Catalogue(recipes=ordered, user_dirs=tuple(dirs))
 
 
@@ -678,7 +955,7 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(n)
         for m in sorted(graph.get(n, ())):
             if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
+                return stack[stack.index(m) :] + [m]
             if m not in state:
                 found = visit(m)
                 if found:

@@ -10,10 +10,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rvport.errors import Problem
 from rvport.catalogue.yamlsrc import line_of
+from rvport.errors import Problem
 
-_TYPES = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool, "number": (int, float)}
+_TYPES = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "integer": int,
+    "boolean": bool,
+    "number": (int, float),
+}
 
 
 def validate(doc: Any, schema: dict, *, file: str) -> list[Problem]:
@@ -33,8 +40,9 @@ def _resolve(root: dict, node: dict) -> dict:
     return node
 
 
-def _check(value: Any, node: dict, root: dict, path: str, parent: Any, key: Any, file: str,
-           out: list[Problem]) -> None:
+def _check(
+    value: Any, node: dict, root: dict, path: str, parent: Any, key: Any, file: str, out: list[Problem]
+) -> None:
     node = _resolve(root, node)
     line = line_of(parent, key) if parent is not None else getattr(value, "line", None)
     where = path or "(top level)"
@@ -54,8 +62,10 @@ def _check(value: Any, node: dict, root: dict, path: str, parent: Any, key: Any,
             if t == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
                 name = str(key) if isinstance(key, str) else "value"
                 hint = f"YAML reads an unquoted all-digit value as a number: quote it ({name}: '...')"
-            return bad(f"must be a {t}, got {type(value).__name__}" + (f" ({value!r})" if value is not None else ""),
-                       hint)
+            return bad(
+                f"must be a {t}, got {type(value).__name__}" + (f" ({value!r})" if value is not None else ""),
+                hint,
+            )
     if isinstance(value, str) and "pattern" in node and not re.search(node["pattern"], value):
         hint = None
         if node.get("pattern") == "^[0-9a-f]{64}$":
@@ -84,8 +94,14 @@ def _check(value: Any, node: dict, root: dict, path: str, parent: Any, key: Any,
             if k in props:
                 _check(v, props[k], root, sub, value, k, file, out)
             elif addl is False:
-                out.append(Problem(message=f"{sub}: unknown key {k!r}", file=file, line=line_of(value, k),
-                                   hint=f"allowed keys here: {', '.join(sorted(props))}"))
+                out.append(
+                    Problem(
+                        message=f"{sub}: unknown key {k!r}",
+                        file=file,
+                        line=line_of(value, k),
+                        hint=f"allowed keys here: {', '.join(sorted(props))}",
+                    )
+                )
             elif isinstance(addl, dict):
                 _check(v, addl, root, sub, value, k, file, out)
         if "oneOf" in node:

@@ -20,9 +20,9 @@ from functools import cache
 from pathlib import Path
 
 from rvport import resources
-from rvport.errors import Problem, RecipeError
 from rvport.catalogue.schema import validate
 from rvport.catalogue.yamlsrc import line_of, load_yaml
+from rvport.errors import Problem, RecipeError
 
 _PLATFORM = re.compile(r"^linux/(riscv64|amd64|arm64)$")
 
@@ -53,31 +53,67 @@ def load_toolchain_file(path: Path) -> tuple[ToolchainSpec | None, list[Problem]
     if problem:
         return None, [problem]
     if not isinstance(doc, dict):
-        return None, [Problem(message="a toolchain file must be a YAML mapping", file=file, line=1,
-                              hint="see rvport/data/toolchain.schema.json")]
+        return None, [
+            Problem(
+                message="a toolchain file must be a YAML mapping",
+                file=file,
+                line=1,
+                hint="see rvport/data/toolchain.schema.json",
+            )
+        ]
     if doc.get("kind", "archive") != "archive":
         return None, []
     problems = validate(doc, toolchain_schema(), file=file)
     if problems:
         return None, problems
     if doc["name"] != path.stem:
-        problems.append(Problem(message=f"toolchain name {doc['name']!r} differs from its file name {path.stem!r}",
-                                file=file, line=line_of(doc, "name"), hint=f"rename the file to {doc['name']}.yaml"))
+        problems.append(
+            Problem(
+                message=f"toolchain name {doc['name']!r} differs from its file name {path.stem!r}",
+                file=file,
+                line=line_of(doc, "name"),
+                hint=f"rename the file to {doc['name']}.yaml",
+            )
+        )
     if not doc["archives"]:
-        problems.append(Problem(message="archives: needs at least one build platform", file=file,
-                                line=line_of(doc, "archives"), hint="add e.g. linux/riscv64: {url: ..., sha256: ...}"))
+        problems.append(
+            Problem(
+                message="archives: needs at least one build platform",
+                file=file,
+                line=line_of(doc, "archives"),
+                hint="add e.g. linux/riscv64: {url: ..., sha256: ...}",
+            )
+        )
     for key in doc["archives"]:
         if not _PLATFORM.match(key):
-            problems.append(Problem(message=f"archives: {key!r} is not a build platform", file=file,
-                                    line=line_of(doc["archives"], key),
-                                    hint="use linux/riscv64, linux/amd64 or linux/arm64"))
-    if not doc["install"].rstrip("/") or not any(p.startswith(doc["install"].rstrip("/")) for p in doc["path"]):
-        problems.append(Problem(message="path: no entry lies under `install`", file=file, line=line_of(doc, "path"),
-                                hint=f"add {doc['install'].rstrip('/')}/bin"))
+            problems.append(
+                Problem(
+                    message=f"archives: {key!r} is not a build platform",
+                    file=file,
+                    line=line_of(doc["archives"], key),
+                    hint="use linux/riscv64, linux/amd64 or linux/arm64",
+                )
+            )
+    if not doc["install"].rstrip("/") or not any(
+        p.startswith(doc["install"].rstrip("/")) for p in doc["path"]
+    ):
+        problems.append(
+            Problem(
+                message="path: no entry lies under `install`",
+                file=file,
+                line=line_of(doc, "path"),
+                hint=f"add {doc['install'].rstrip('/')}/bin",
+            )
+        )
     if problems:
         return None, problems
-    spec = ToolchainSpec(name=doc["name"], version=str(doc["version"]), kind=doc["kind"],
-                         description=doc.get("description", ""), file=path)
+    spec = ToolchainSpec(
+        name=doc["name"],
+        version=str(doc["version"]),
+        kind=doc["kind"],
+        description=doc.get("description", ""),
+        file=path,
+    )
     return spec, []
 
 
@@ -85,8 +121,10 @@ def load_toolchains(root: Path | None = None) -> dict[str, ToolchainSpec]:
     """Load every archive toolchain under root; collect all problems of all files and raise them together."""
     root = (root or default_toolchains_dir()).resolve()
     if not root.is_dir():
-        raise RecipeError(f"toolchain directory {root} not found",
-                          hint="set RVPORT_TOOLCHAINS to an existing directory, or unset it for the built-in toolchains")
+        raise RecipeError(
+            f"toolchain directory {root} not found",
+            hint="set RVPORT_TOOLCHAINS to an existing directory, or unset it for the built-in toolchains",
+        )
     problems: list[Problem] = []
     specs: dict[str, ToolchainSpec] = {}
     for path in sorted(root.glob("*.yaml")):
@@ -96,5 +134,7 @@ def load_toolchains(root: Path | None = None) -> dict[str, ToolchainSpec]:
             specs[spec.name] = spec
     if problems:
         n = len(problems)
-        raise RecipeError(f"{n} problem{'s' if n > 1 else ''} in the toolchains under {root}", problems=problems)
+        raise RecipeError(
+            f"{n} problem{'s' if n > 1 else ''} in the toolchains under {root}", problems=problems
+        )
     return specs

@@ -16,14 +16,19 @@ from rvport.catalogue.recipes import Source, SourceKind
 @dataclass(frozen=True, kw_only=True)
 class Tool:
     name: str
-    source: Source                  # the file to fetch and check (a wheel, for auditwheel)
-    debian: tuple[str, ...]         # packages it needs in the stage
-    script: str                     # its stage script, in rvport/resources/scripts
+    source: Source  # the file to fetch and check (a wheel, for auditwheel)
+    debian: tuple[str, ...]  # packages it needs in the stage
+    script: str  # its stage script, in rvport/resources/scripts
     script_sha256: str
 
     def to_json(self) -> dict:
-        return {"name": self.name, "source": self.source.to_json(), "debian": list(self.debian),
-                "script": self.script, "script_sha256": self.script_sha256}
+        return {
+            "name": self.name,
+            "source": self.source.to_json(),
+            "debian": list(self.debian),
+            "script": self.script,
+            "script_sha256": self.script_sha256,
+        }
 
 
 @cache
@@ -32,11 +37,22 @@ def tools() -> dict[str, Tool]:
     out = {}
     for name, d in doc.items():
         p = d["pypi"]
-        src = Source(name=name, kind=SourceKind.PYPI, project=p["project"], version=str(p["version"]),
-                     filename=p.get("filename"), sha256=d["sha256"])
+        src = Source(
+            name=name,
+            kind=SourceKind.PYPI,
+            project=p["project"],
+            version=str(p["version"]),
+            filename=p.get("filename"),
+            sha256=d["sha256"],
+        )
         script = resources.text("scripts", d["script"])
-        out[name] = Tool(name=name, source=src, debian=tuple(d.get("debian", ())), script=d["script"],
-                         script_sha256=hashlib.sha256(script.encode()).hexdigest())
+        out[name] = Tool(
+            name=name,
+            source=src,
+            debian=tuple(d.get("debian", ())),
+            script=d["script"],
+            script_sha256=hashlib.sha256(script.encode()).hexdigest(),
+        )
     return out
 
 

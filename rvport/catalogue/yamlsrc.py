@@ -33,8 +33,7 @@ def _map(loader: _Loader, node: yaml.MappingNode) -> LDict:
     for knode, vnode in node.value:
         key = loader.construct_object(knode, deep=True)
         if key in d:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", knode.start_mark)
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", knode.start_mark)
         d[key] = loader.construct_object(vnode, deep=True)
         d.key_lines[key] = knode.start_mark.line + 1
     return d
@@ -65,16 +64,23 @@ def load_yaml(path: Path) -> tuple[Any, Problem | None]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        return None, Problem(message=f"not UTF-8 text: byte 0x{raw[e.start]:02x} cannot be decoded",
-                             file=str(path), line=raw.count(b"\n", 0, e.start) + 1,
-                             hint="save the file as UTF-8 (re-encode it, e.g. iconv -f latin1 -t utf-8)")
+        return None, Problem(
+            message=f"not UTF-8 text: byte 0x{raw[e.start]:02x} cannot be decoded",
+            file=str(path),
+            line=raw.count(b"\n", 0, e.start) + 1,
+            hint="save the file as UTF-8 (re-encode it, e.g. iconv -f latin1 -t utf-8)",
+        )
     try:
         return yaml.load(text, Loader=_Loader), None  # noqa: S506 - SafeLoader subclass
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else None
-        return None, Problem(message=f"YAML syntax error: {e.problem or e}", file=str(path), line=line,
-                             hint="fix the YAML syntax at that line (indentation, quoting, a missing colon)")
+        return None, Problem(
+            message=f"YAML syntax error: {e.problem or e}",
+            file=str(path),
+            line=line,
+            hint="fix the YAML syntax at that line (indentation, quoting, a missing colon)",
+        )
     except yaml.YAMLError as e:
         return None, Problem(message=f"YAML error: {e}", file=str(path), hint="fix the YAML syntax")
 

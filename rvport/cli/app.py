@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.text import Text
 
 from rvport import __version__
-from rvport.cli.console import configure, ui
-from rvport.cli.signals import install_handlers
 from rvport.cli import outputs, planning
+from rvport.cli.console import configure, ui
 from rvport.cli.options import profile_option
-from rvport.errors import ExitCode, RvportError, UsageError
-from rvport.cli.sources import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
 from rvport.cli.reproduce import register as register_reproduce
+from rvport.cli.signals import install_handlers
+from rvport.cli.sources import CA_OPT, CACHE_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
 from rvport.cli.sources import register as register_sources
 from rvport.cli.verify import app as verify_app
+from rvport.errors import ExitCode, RvportError, UsageError
 
 # Plain (click-style) help: paragraphs are re-flowed to the terminal, and no type labels such as <bool> are shown.
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  help="Pinned recipes in, proven riscv64 artifacts out.")
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Pinned recipes in, proven riscv64 artifacts out.",
+)
 app.add_typer(verify_app, name="verify")
 register_sources(app)  # fetch, pin (rvport/cli/sources.py)
 register_reproduce(app)  # reproduce (rvport/cli/reproduce.py)
@@ -37,11 +40,14 @@ def _version(value: bool) -> None:
 @app.callback()
 def main_options(
     debug: bool = typer.Option(False, "--debug", help="Show full commands and tracebacks."),
-    ci: bool = typer.Option(False, "--ci", help="Behave as in CI: plain timestamped progress, folded groups."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    ci: bool = typer.Option(
+        False, "--ci", help="Behave as in CI: plain timestamped progress, folded groups."
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
 ) -> None:
     configure(force_ci=ci, debug=debug)
-
 
 
 # ------------------------------------------------------------------------------------------------- plan
@@ -52,39 +58,73 @@ def base_image_option(help: str) -> typer.models.OptionInfo:
 def _check_pinned(base_image: str | None) -> None:
     """--base-image names its image by digest (no tag that could move)."""
     if base_image and "@sha256:" not in base_image:
-        raise UsageError(f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>")
+        raise UsageError(
+            f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>"
+        )
 
 
 PROFILE_OPT = profile_option()
-MODE_OPT = typer.Option("auto", "--mode", "-m", metavar="MODE",
-                        help="auto, native, qemu, cross or accelerated (auto picks per recipe).")
+MODE_OPT = typer.Option(
+    "auto",
+    "--mode",
+    "-m",
+    metavar="MODE",
+    help="auto, native, qemu, cross or accelerated (auto picks per recipe).",
+)
 TAG_OPT = typer.Option("local", "--tag", "-t", metavar="TAG", help="Tag for the images and the result.")
-OUT_OPT = typer.Option(Path("out"), "--output", "-o", metavar="DIR",
-                       help="Output directory (plan.json, result.json, artifacts/, logs/).")
-JOBS_OPT = typer.Option(None, "--jobs", "-j", metavar="N",
-                        help="Parallel compile jobs, 1 or more (default: bounded by cores and memory).")
-BUILDER_OPT = typer.Option(None, "--builder", metavar="NAME",
-                           help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).")
+OUT_OPT = typer.Option(
+    Path("out"),
+    "--output",
+    "-o",
+    metavar="DIR",
+    help="Output directory (plan.json, result.json, artifacts/, logs/).",
+)
+JOBS_OPT = typer.Option(
+    None,
+    "--jobs",
+    "-j",
+    metavar="N",
+    help="Parallel compile jobs, 1 or more (default: bounded by cores and memory).",
+)
+BUILDER_OPT = typer.Option(
+    None,
+    "--builder",
+    metavar="NAME",
+    help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).",
+)
 RECIPES_ARG = typer.Argument(None, metavar="RECIPE[==VERSION]", show_default=False, hidden=True)
 ALL_OPT = typer.Option(False, "--all", help="Every recipe (default versions).")
-MANYLINUX_OPT = typer.Option("auto", "--manylinux", metavar="auto|off|2_X",
-                             help="Repair wheels to a manylinux tag in the stage (auditwheel): auto (the most "
-                                  "compatible tag the wheel allows), a policy such as 2_31, or off (keep linux_riscv64).")
+MANYLINUX_OPT = typer.Option(
+    "auto",
+    "--manylinux",
+    metavar="auto|off|2_X",
+    help="Repair wheels to a manylinux tag in the stage (auditwheel): auto (the most "
+    "compatible tag the wheel allows), a policy such as 2_31, or off (keep linux_riscv64).",
+)
 BASE_IMAGE_OPT = base_image_option("Use this image as the riscv64 base instead of bootstrapping one.")
 
 
 @app.command(short_help="Resolve recipes into a plan, with every pin, before anything runs.")
 def plan(
-    recipes: Optional[list[str]] = RECIPES_ARG,
+    recipes: list[str] | None = RECIPES_ARG,
     all_: bool = ALL_OPT,
-    profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
-    jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT, manylinux: str = MANYLINUX_OPT,
-    fmt: str = typer.Option("json", "--format", metavar="json|bake",
-                            help="json (plan.json) or bake (docker-bake.json too)."),
-    base_image: Optional[str] = base_image_option("With --format bake: the riscv64 base image instead of a "
-                                                  "bootstrapped one."),
-    recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
-    mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT,
+    profile: str = PROFILE_OPT,
+    mode: str = MODE_OPT,
+    tag: str = TAG_OPT,
+    output: Path = OUT_OPT,
+    jobs: int | None = JOBS_OPT,
+    builder: str | None = BUILDER_OPT,
+    manylinux: str = MANYLINUX_OPT,
+    fmt: str = typer.Option(
+        "json", "--format", metavar="json|bake", help="json (plan.json) or bake (docker-bake.json too)."
+    ),
+    base_image: str | None = base_image_option(
+        "With --format bake: the riscv64 base image instead of a bootstrapped one."
+    ),
+    recipes_dir: list[Path] | None = RECIPES_OPT,
+    cache_dir: Path | None = CACHE_OPT,
+    mirror: Path | None = MIRROR_OPT,
+    offline: bool = OFFLINE_OPT,
 ) -> None:
     """Resolve recipes into a plan (printed, and written to DIR/plan.json) before anything runs.
 
@@ -100,8 +140,20 @@ def plan(
         raise UsageError(f"unknown format {fmt!r}", hint="choose json or bake")
     outputs.check_dir(output)
     _check_pinned(base_image)
-    p, fopts = planning.from_options(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
-                     manylinux=manylinux)
+    p, fopts = planning.from_options(
+        recipes,
+        all_,
+        profile,
+        mode,
+        tag,
+        jobs,
+        builder,
+        recipes_dir,
+        cache_dir,
+        mirror,
+        offline,
+        manylinux=manylinux,
+    )
     u = ui()
     u.console.print(views.plan_table(p), crop=False)
     for w in p.warnings:
@@ -112,8 +164,11 @@ def plan(
         from rvport.build.bake import BakeOptions, export, runtime_notes
 
         bpath = export(p, BakeOptions(output=output, fetch=fopts, builder=builder, base_image=base_image))
-        u.console.print(f"wrote {bpath} (contexts in {output / 'bake'}); run: docker buildx bake -f {bpath} "
-                        "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)), markup=False)
+        u.console.print(
+            f"wrote {bpath} (contexts in {output / 'bake'}); run: docker buildx bake -f {bpath} "
+            "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)),
+            markup=False,
+        )
         for note in runtime_notes(p):
             u.console.print(Text.assemble(("note:", "yellow"), f" {note}"))
 
@@ -121,52 +176,93 @@ def plan(
 # ------------------------------------------------------------------------------------------------ build
 @app.command(short_help="Run the plan in buildx stages; export, verify and record the artifacts.")
 def build(
-    recipes: Optional[list[str]] = RECIPES_ARG,
+    recipes: list[str] | None = RECIPES_ARG,
     all_: bool = ALL_OPT,
-    profile: str = PROFILE_OPT, mode: str = MODE_OPT, tag: str = TAG_OPT, output: Path = OUT_OPT,
-    jobs: Optional[int] = JOBS_OPT, builder: Optional[str] = BUILDER_OPT, manylinux: str = MANYLINUX_OPT,
-    base_image: Optional[str] = BASE_IMAGE_OPT,
+    profile: str = PROFILE_OPT,
+    mode: str = MODE_OPT,
+    tag: str = TAG_OPT,
+    output: Path = OUT_OPT,
+    jobs: int | None = JOBS_OPT,
+    builder: str | None = BUILDER_OPT,
+    manylinux: str = MANYLINUX_OPT,
+    base_image: str | None = BASE_IMAGE_OPT,
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests and runtime checks."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used (images and sources still are)."),
-    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE",
-                                         help="Write JUnit XML here: one test case per stage."),
-    summary: Optional[Path] = typer.Option(None, "--summary", metavar="FILE",
-                                           help="Append a Markdown summary here (default on GitHub Actions: "
-                                                "$GITHUB_STEP_SUMMARY)."),
-    cache_to: Optional[Path] = typer.Option(None, "--cache-to", metavar="DIR",
-                                            help="Export the buildx layer cache to DIR (needs a docker-container "
-                                                 "builder)."),
-    cache_from: Optional[Path] = typer.Option(None, "--cache-from", metavar="DIR",
-                                              help="Import the buildx layer cache from DIR."),
-    recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
-    mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
+    no_cache: bool = typer.Option(
+        False,
+        "--no-cache",
+        help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used (images and sources still are).",
+    ),
+    junit: Path | None = typer.Option(
+        None, "--junit", metavar="FILE", help="Write JUnit XML here: one test case per stage."
+    ),
+    summary: Path | None = typer.Option(
+        None,
+        "--summary",
+        metavar="FILE",
+        help="Append a Markdown summary here (default on GitHub Actions: $GITHUB_STEP_SUMMARY).",
+    ),
+    cache_to: Path | None = typer.Option(
+        None,
+        "--cache-to",
+        metavar="DIR",
+        help="Export the buildx layer cache to DIR (needs a docker-container builder).",
+    ),
+    cache_from: Path | None = typer.Option(
+        None, "--cache-from", metavar="DIR", help="Import the buildx layer cache from DIR."
+    ),
+    recipes_dir: list[Path] | None = RECIPES_OPT,
+    cache_dir: Path | None = CACHE_OPT,
+    mirror: Path | None = MIRROR_OPT,
+    offline: bool = OFFLINE_OPT,
+    ca_bundle: Path | None = CA_OPT,
 ) -> None:
     """Run the plan in Docker buildx stages; export artifacts; verify them; write DIR/result.json.
 
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
     from rvport import manifest
+    from rvport.build.runner import BuildOptions, Runner
     from rvport.cli import views
     from rvport.cli.progress import reporter
-    from rvport.build.runner import BuildOptions, Runner
 
     outputs.check_dir(output)
     outputs.check_file(junit)
     outputs.check_dir(cache_to)
     _check_pinned(base_image)
-    p, fopts = planning.from_options(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline,
-                     ca=ca_bundle, manylinux=manylinux)
+    p, fopts = planning.from_options(
+        recipes,
+        all_,
+        profile,
+        mode,
+        tag,
+        jobs,
+        builder,
+        recipes_dir,
+        cache_dir,
+        mirror,
+        offline,
+        ca=ca_bundle,
+        manylinux=manylinux,
+    )
     u = ui()
     if cache_to is not None or cache_from is not None:
         from rvport.build.buildx import check_cache_export
+
         check_cache_export(builder)
     summary = summary or _step_summary(u.ci)
     outputs.check_file(summary, append=True)
     with outputs.cannot_write(output):
         output.mkdir(parents=True, exist_ok=True)
     manifest.write(output / "plan.json", p.to_json())
-    opts = BuildOptions(output=output, fetch=fopts, builder=builder, base_image=base_image, smoke=not no_smoke,
-                        no_cache=no_cache,
-                        cache_to=cache_to, cache_from=cache_from)
+    opts = BuildOptions(
+        output=output,
+        fetch=fopts,
+        builder=builder,
+        base_image=base_image,
+        smoke=not no_smoke,
+        no_cache=no_cache,
+        cache_to=cache_to,
+        cache_from=cache_from,
+    )
     rep = reporter(u.err, u.ci, u.live)
     for s in p.stages:
         rep.add(s.name, s.mode.value)
@@ -177,10 +273,12 @@ def build(
         rpath = output / "result.json"
         if rpath.is_file():
             import json
+
             doc = json.loads(rpath.read_text())
             u.console.print(views.result_table(doc), crop=False)
             u.console.print(f"wrote {rpath}", markup=False)
             from rvport.cli import ci
+
             if junit is not None:
                 u.console.print(f"wrote {ci.write_junit(junit, doc)}", markup=False)
             if summary is not None:
@@ -190,15 +288,23 @@ def build(
 # ---------------------------------------------------------------------------------------------- prepare
 @app.command()
 def prepare(
-    recipes: Optional[list[str]] = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
+    recipes: list[str] | None = typer.Argument(None, metavar="[RECIPE[==VERSION]...]"),
     all_: bool = ALL_OPT,
-    profile: str = PROFILE_OPT, mode: str = MODE_OPT, output: Path = OUT_OPT, builder: Optional[str] = BUILDER_OPT,
-    base_image: Optional[str] = BASE_IMAGE_OPT, tag: str = TAG_OPT,
+    profile: str = PROFILE_OPT,
+    mode: str = MODE_OPT,
+    output: Path = OUT_OPT,
+    builder: str | None = BUILDER_OPT,
+    base_image: str | None = BASE_IMAGE_OPT,
+    tag: str = TAG_OPT,
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test images."),
-    tags: Optional[Path] = typer.Option(None, "--tags", metavar="FILE",
-                                        help="Write the images' tags here, one a line (for docker save)."),
-    recipes_dir: Optional[list[Path]] = RECIPES_OPT, cache_dir: Optional[Path] = CACHE_OPT,
-    mirror: Optional[Path] = MIRROR_OPT, offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
+    tags: Path | None = typer.Option(
+        None, "--tags", metavar="FILE", help="Write the images' tags here, one a line (for docker save)."
+    ),
+    recipes_dir: list[Path] | None = RECIPES_OPT,
+    cache_dir: Path | None = CACHE_OPT,
+    mirror: Path | None = MIRROR_OPT,
+    offline: bool = OFFLINE_OPT,
+    ca_bundle: Path | None = CA_OPT,
 ) -> None:
     """Make every base, toolchain, smoke and prefix image a build of these recipes needs, ahead of time.
 
@@ -216,8 +322,20 @@ def prepare(
     outputs.check_dir(output)
     outputs.check_file(tags)
     _check_pinned(base_image)
-    p, fopts = planning.from_options(recipes, all_, profile, mode, tag, None, builder, recipes_dir, cache_dir, mirror, offline,
-                     ca=ca_bundle)
+    p, fopts = planning.from_options(
+        recipes,
+        all_,
+        profile,
+        mode,
+        tag,
+        None,
+        builder,
+        recipes_dir,
+        cache_dir,
+        mirror,
+        offline,
+        ca=ca_bundle,
+    )
     u = ui()
     # the options of the build this prepares for: the same cache, CA bundle, builder, riscv64 base and smoke
     opts = RunOptions(output=output, fetch=fopts, builder=builder, base_image=base_image)
@@ -228,12 +346,13 @@ def prepare(
         prepared = Preparer(p, opts, rep, smoke=not no_smoke).run()
     u.console.print(views.prepared_table(prepared))
     if tags is not None:
-        atomic_write_text(tags, "".join(f"{i.tag}\n" for i in prepared if not i.pending))   # in the engine
+        atomic_write_text(tags, "".join(f"{i.tag}\n" for i in prepared if not i.pending))  # in the engine
         u.console.print(f"wrote {tags}")
 
 
 def _step_summary(ci_name: str | None) -> Path | None:
     import os
+
     value = os.environ.get("GITHUB_STEP_SUMMARY")
     return Path(value) if ci_name == "github" and value else None
 
@@ -244,37 +363,42 @@ app.add_typer(recipes_app, name="recipes")
 
 
 @recipes_app.command("list")
-def recipes_list(recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
+def recipes_list(recipes_dir: list[Path] | None = RECIPES_OPT) -> None:
     """Every recipe with its versions (default in bold)."""
-    from rvport.cli import views
     from rvport.catalogue.recipes import load_catalogue
+    from rvport.cli import views
 
     ui().console.print(views.recipes_table(load_catalogue(recipes_dir)), crop=False)
 
 
 @recipes_app.command("show")
-def recipes_show(name: str = typer.Argument(..., metavar="RECIPE[==VERSION]", hidden=True),
-                 recipes_dir: Optional[list[Path]] = RECIPES_OPT) -> None:
+def recipes_show(
+    name: str = typer.Argument(..., metavar="RECIPE[==VERSION]", hidden=True),
+    recipes_dir: list[Path] | None = RECIPES_OPT,
+) -> None:
     """Everything a recipe pins: sources, patches, lock files, files, toolchain, env, commands."""
-    from rvport.cli import views
     from rvport.catalogue.recipes import load_catalogue
+    from rvport.cli import views
 
     ui().console.print(views.recipe_detail(load_catalogue(recipes_dir).resolve(name)), crop=False)
 
 
 # ----------------------------------------------------------------------------------------------- doctor
 @app.command(short_help="What this host can do for a riscv64 build, and what to fix.")
-def doctor(builder: Optional[str] = BUILDER_OPT) -> None:
+def doctor(builder: str | None = BUILDER_OPT) -> None:
     """What this host can do for a riscv64 build, and what to fix. Exit 0 when a build can run, 6 if not."""
-    from rvport.cli import views
     from rvport.build.doctor import can_build, run_checks
+    from rvport.cli import views
     from rvport.errors import HostNotReady
     from rvport.host import gather
 
     checks = run_checks(gather(), builder=builder)
     ui().console.print(views.checks_table(checks), crop=False)
     if not can_build(checks):
-        raise HostNotReady("this host cannot run a riscv64 build yet", hint="apply the fixes above, or run scripts/setup-host as root")
+        raise HostNotReady(
+            "this host cannot run a riscv64 build yet",
+            hint="apply the fixes above, or run scripts/setup-host as root",
+        )
     ui().console.print("[green]ready:[/] a riscv64 build can run here")
 
 
@@ -292,7 +416,10 @@ def main() -> None:
             raise SystemExit(rc)
     except RvportError as e:
         u = ui()
-        from rich.markup import escape   # messages quote build output, e.g. "executor failed running [/bin/sh -c ...]"
+        from rich.markup import (
+            escape,  # messages quote build output, e.g. "executor failed running [/bin/sh -c ...]"
+        )
+
         u.err.print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
         if u.debug:
             u.err.print(traceback.format_exc(), markup=False, highlight=False)
@@ -306,7 +433,7 @@ def main() -> None:
         raise SystemExit(int(ExitCode.INTERRUPTED))
     except Exception as e:  # command-line usage errors (typer's exceptions) and bugs
         if isinstance(e, _usage_errors()):
-            e.show()   # type: ignore[attr-defined]
+            e.show()  # type: ignore[attr-defined]
             raise SystemExit(int(ExitCode.USAGE))
         u = ui()
         u.err.print(f"internal error: {type(e).__name__}: {e}", markup=False, highlight=False)
@@ -320,4 +447,6 @@ def main() -> None:
 def _usage_errors() -> tuple[type[Exception], ...]:
     """The base class of typer's command-line errors (bad option, missing argument, bad value), found from
     typer's own public BadParameter: typer vendors its parser (>= 0.25) or re-exports click's (older)."""
-    return tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException") or (typer.BadParameter,)
+    return tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException") or (
+        typer.BadParameter,
+    )

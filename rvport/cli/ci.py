@@ -52,23 +52,40 @@ def summary_markdown(doc: dict) -> str:
     status = doc.get("status", "?")
     icon = {"ok": "✅", "failed": "❌", "interrupted": "⏹️"}.get(status, "")
     profile = (doc.get("profile") or {}).get("name", "?")
-    lines = [f"## rvport build: {status} {icon}".rstrip(), "",
-             f"profile `{profile}`, tag `{doc.get('tag')}`, {len(stages)} stage(s), {doc.get('duration_s', 0)} s"]
+    lines = [
+        f"## rvport build: {status} {icon}".rstrip(),
+        "",
+        f"profile `{profile}`, tag `{doc.get('tag')}`, {len(stages)} stage(s), {doc.get('duration_s', 0)} s",
+    ]
     if doc.get("failing_stage"):
         lines[-1] += f"; failing stage: **{doc['failing_stage']}**"
     cached = [s["recipe"] for s in stages if s.get("status") == "cached"]
-    lines += ["", f"Cache hits: {len(cached)} of {len(stages)} stage(s) reused verified artifacts"
-                  + (f" ({', '.join(cached)})" if cached else ""), ""]
+    lines += [
+        "",
+        f"Cache hits: {len(cached)} of {len(stages)} stage(s) reused verified artifacts"
+        + (f" ({', '.join(cached)})" if cached else ""),
+        "",
+    ]
     lines += ["| stage | version | mode | status | verify | smoke | time |", "|---|---|---|---|---|---|---:|"]
     for s in stages:
-        lines.append(f"| {_cell(s['recipe'])} | {_cell(s.get('version', ''))} | {_cell(s.get('mode', ''))} | "
-                     f"{_cell(s.get('status', ''))} | {verify_word(s)} | {smoke_word(s)} | {stage_time(s):.1f} s |")
-    lines += ["", "### Stage timings (s)", "",
-              "| stage | " + " | ".join(TIMING_ORDER) + " |", "|---|" + "---:|" * len(TIMING_ORDER)]
+        lines.append(
+            f"| {_cell(s['recipe'])} | {_cell(s.get('version', ''))} | {_cell(s.get('mode', ''))} | "
+            f"{_cell(s.get('status', ''))} | {verify_word(s)} | {smoke_word(s)} | {stage_time(s):.1f} s |"
+        )
+    lines += [
+        "",
+        "### Stage timings (s)",
+        "",
+        "| stage | " + " | ".join(TIMING_ORDER) + " |",
+        "|---|" + "---:|" * len(TIMING_ORDER),
+    ]
     for s in stages:
         t = s.get("timings") or {}
-        lines.append(f"| {_cell(s['recipe'])} | "
-                     + " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in TIMING_ORDER) + " |")
+        lines.append(
+            f"| {_cell(s['recipe'])} | "
+            + " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in TIMING_ORDER)
+            + " |"
+        )
     lines += ["", "### Artifacts", ""]
     arts = doc.get("artifacts") or []
     if arts:
@@ -94,17 +111,42 @@ def junit_xml(doc: dict) -> str:
     failures = sum(1 for s in stages if s.get("status") == "failed")
     errors = sum(1 for s in stages if s.get("status") == "interrupted")
     skipped = sum(1 for s in stages if s.get("status") == "not run")
-    suites = ET.Element("testsuites", name="rvport", tests=str(len(stages)), failures=str(failures),
-                        errors=str(errors), skipped=str(skipped), time=f"{doc.get('duration_s', 0)}")
-    suite = ET.SubElement(suites, "testsuite", name=f"rvport build ({profile})", tests=str(len(stages)),
-                          failures=str(failures), errors=str(errors), skipped=str(skipped),
-                          time=f"{doc.get('duration_s', 0)}", timestamp=str(doc.get("started", "")))
+    suites = ET.Element(
+        "testsuites",
+        name="rvport",
+        tests=str(len(stages)),
+        failures=str(failures),
+        errors=str(errors),
+        skipped=str(skipped),
+        time=f"{doc.get('duration_s', 0)}",
+    )
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"rvport build ({profile})",
+        tests=str(len(stages)),
+        failures=str(failures),
+        errors=str(errors),
+        skipped=str(skipped),
+        time=f"{doc.get('duration_s', 0)}",
+        timestamp=str(doc.get("started", "")),
+    )
     for s in stages:
-        case = ET.SubElement(suite, "testcase", classname=f"rvport.{profile}",
-                             name=f"{s['recipe']}=={s.get('version', '')}", time=f"{stage_time(s)}")
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"rvport.{profile}",
+            name=f"{s['recipe']}=={s.get('version', '')}",
+            time=f"{stage_time(s)}",
+        )
         props = ET.SubElement(case, "properties")
-        for k, v in (("status", s.get("status", "")), ("mode", s.get("mode", "")), ("verify", verify_word(s)),
-                     ("smoke", smoke_word(s)), ("cache", "hit" if s.get("status") == "cached" else "miss")):
+        for k, v in (
+            ("status", s.get("status", "")),
+            ("mode", s.get("mode", "")),
+            ("verify", verify_word(s)),
+            ("smoke", smoke_word(s)),
+            ("cache", "hit" if s.get("status") == "cached" else "miss"),
+        ):
             ET.SubElement(props, "property", name=k, value=str(v))
         out = [f"status: {s.get('status')}", f"verify: {verify_word(s)}", f"smoke: {smoke_word(s)}"]
         for a in s.get("artifacts") or []:
@@ -112,12 +154,16 @@ def junit_xml(doc: dict) -> str:
         for r in (s.get("verify") or {}).get("reports", []):
             for a in r.get("artifacts", []):
                 reasons = "; ".join(a.get("reasons") or [])
-                out.append(f"verify {Path(str(a.get('path'))).name}: {a.get('verdict', '?')}"
-                           + (f" ({reasons})" if reasons else ""))
+                out.append(
+                    f"verify {Path(str(a.get('path'))).name}: {a.get('verdict', '?')}"
+                    + (f" ({reasons})" if reasons else "")
+                )
         out += [f"smoke> {line}" for line in (s.get("smoke") or {}).get("output", [])]
         if s.get("runtime"):
             rt = s["runtime"]
-            out.append(f"runtime image: {rt['tag']} {rt['image_id']}" + ("" if rt.get("made") else " (unchanged)"))
+            out.append(
+                f"runtime image: {rt['tag']} {rt['image_id']}" + ("" if rt.get("made") else " (unchanged)")
+            )
             chk = rt.get("check")
             if chk:
                 out.append(f"runtime check: {chk['status']}" + (" (reused)" if chk.get("reused") else ""))

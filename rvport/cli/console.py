@@ -51,7 +51,10 @@ def configure(*, ci: str | None = None, force_ci: bool = False, debug: bool = Fa
     no_color = bool(os.environ.get("NO_COLOR")) or ci is not None and not sys.stdout.isatty()
     # On a terminal, or with COLUMNS set, Rich takes the width from there; into a pipe or file, 140 columns.
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").strip().isdigit() else 140
-    _ui = UI(console=Console(no_color=no_color, highlight=False, soft_wrap=False, width=width),
-             err=Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=not sys.stderr.isatty()),
-             ci=ci, debug=debug)
+    _ui = UI(
+        console=Console(no_color=no_color, highlight=False, soft_wrap=False, width=width),
+        err=Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=not sys.stderr.isatty()),
+        ci=ci,
+        debug=debug,
+    )
     return _ui

@@ -11,7 +11,7 @@ import sys
 
 from rvport.cli.signals import install_handlers
 
-INTERRUPTED = 8   # rvport.errors.ExitCode.INTERRUPTED (not imported: only the standard library comes first)
+INTERRUPTED = 8  # rvport.errors.ExitCode.INTERRUPTED (not imported: only the standard library comes first)
 
 
 def main() -> None:

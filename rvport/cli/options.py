@@ -12,5 +12,10 @@ DEFAULT_PROFILE = "rvv256"
 def profile_option(default: str | None = DEFAULT_PROFILE, extra: str = "") -> typer.models.OptionInfo:
     """--profile/-p, with the profiles of the catalogue (resources/profiles.yaml) listed in its help."""
     names = ", ".join(load_profiles())
-    return typer.Option(default, "--profile", "-p", metavar="PROFILE",
-                        help=f"Target profile: {names} (docs/profiles.md)." + (f" {extra}" if extra else ""))
+    return typer.Option(
+        default,
+        "--profile",
+        "-p",
+        metavar="PROFILE",
+        help=f"Target profile: {names} (docs/profiles.md)." + (f" {extra}" if extra else ""),
+    )

@@ -3,7 +3,8 @@ then the catalogue loaded, the plan made with every source located, --jobs bound
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rvport.cli.console import ui
 from rvport.errors import UsageError
@@ -14,8 +15,16 @@ if TYPE_CHECKING:
     from rvport.sources.fetch import FetchOptions
 
 
-def request(recipes: Sequence[str] | None, all_: bool, profile: str, mode: str, tag: str, jobs: int | None,
-            builder: str | None, manylinux: str = "auto") -> Request:
+def request(
+    recipes: Sequence[str] | None,
+    all_: bool,
+    profile: str,
+    mode: str,
+    tag: str,
+    jobs: int | None,
+    builder: str | None,
+    manylinux: str = "auto",
+) -> Request:
     """What the command line asks for; a bad value is a UsageError before anything is loaded."""
     from rvport.catalogue.profiles import get_profile
     from rvport.plan.planner import Mode, Request
@@ -23,14 +32,28 @@ def request(recipes: Sequence[str] | None, all_: bool, profile: str, mode: str, 
     try:
         mode_v = Mode(mode)
     except ValueError:
-        raise UsageError(f"unknown mode {mode!r}", hint="choose auto, native, qemu, cross or accelerated") from None
+        raise UsageError(
+            f"unknown mode {mode!r}", hint="choose auto, native, qemu, cross or accelerated"
+        ) from None
     if all_ and recipes:
-        raise UsageError("give recipe names or --all, not both", hint="drop --all to use only the named recipes")
+        raise UsageError(
+            "give recipe names or --all, not both", hint="drop --all to use only the named recipes"
+        )
     if jobs is not None and jobs < 1:
-        raise UsageError(f"--jobs {jobs}: give 1 or more",
-                         hint="or leave --jobs out: rvport then runs as many as the cores and memory allow")
-    return Request(refs=tuple(recipes or ()), all=all_, profile=get_profile(profile), mode=mode_v, tag=tag,
-                   jobs=jobs, builder=builder, manylinux=manylinux)
+        raise UsageError(
+            f"--jobs {jobs}: give 1 or more",
+            hint="or leave --jobs out: rvport then runs as many as the cores and memory allow",
+        )
+    return Request(
+        refs=tuple(recipes or ()),
+        all=all_,
+        profile=get_profile(profile),
+        mode=mode_v,
+        tag=tag,
+        jobs=jobs,
+        builder=builder,
+        manylinux=manylinux,
+    )
 
 
 def resolve(req: Request, cat: Catalogue, fopts: FetchOptions) -> Plan:
@@ -41,15 +64,29 @@ def resolve(req: Request, cat: Catalogue, fopts: FetchOptions) -> Plan:
     from rvport.sources import locate
     from rvport.sources.pin import check_pinned_files
 
-    plan = make_plan(cat, req, gather(),
-                     locate=lambda s: str(locate(s, fopts.cache, fopts.mirror, offline=fopts.offline)))
+    plan = make_plan(
+        cat, req, gather(), locate=lambda s: str(locate(s, fopts.cache, fopts.mirror, offline=fopts.offline))
+    )
     _warn_jobs(plan, req.jobs)
     check_pinned_files(s.recipe for s in plan.stages)
     return plan
 
 
-def from_options(recipes, all_, profile, mode, tag, jobs, builder, recipes_dir, cache_dir, mirror, offline, ca=None,
-                 manylinux="auto") -> tuple[Plan, FetchOptions]:
+def from_options(
+    recipes,
+    all_,
+    profile,
+    mode,
+    tag,
+    jobs,
+    builder,
+    recipes_dir,
+    cache_dir,
+    mirror,
+    offline,
+    ca=None,
+    manylinux="auto",
+) -> tuple[Plan, FetchOptions]:
     """request, the catalogue (with the user's recipe directories), the fetch options, resolve: the plan and the
     fetch options of one command line."""
     from rvport.catalogue.recipes import load_catalogue
@@ -67,5 +104,9 @@ def _warn_jobs(plan: Plan, jobs: int | None) -> None:
         return
     for s in plan.stages:
         if s.jobs != jobs:
-            ui().err.print(f"warning: --jobs {jobs}: {s.recipe.ref} runs {s.jobs} job(s) instead, as many as this "
-                           f"host's memory allows for a {s.recipe.kind.value} build", markup=False, highlight=False)
+            ui().err.print(
+                f"warning: --jobs {jobs}: {s.recipe.ref} runs {s.jobs} job(s) instead, as many as this "
+                f"host's memory allows for a {s.recipe.kind.value} build",
+                markup=False,
+                highlight=False,
+            )

@@ -21,8 +21,8 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -42,8 +42,13 @@ PHASES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^image: writing the layer"), "writing the image's layer"),
     (re.compile(r"^image: loading "), "loading the image"),
     # debootstrap
-    (re.compile(r"^I: (?P<phase>(?:Installing|Unpacking|Configuring) (?:core|required|the base system)"
-                r"(?: packages)?)\.\.\.$"), ""),
+    (
+        re.compile(
+            r"^I: (?P<phase>(?:Installing|Unpacking|Configuring) (?:core|required|the base system)"
+            r"(?: packages)?)\.\.\.$"
+        ),
+        "",
+    ),
     (re.compile(r"^I: Retrieving (?P<what>\S+)"), "retrieving"),
     (re.compile(r"^I: Validating (?P<what>\S+)"), "validating"),
     (re.compile(r"^I: Extracting (?P<what>[^.\s]\S*?)\.*$"), "extracting"),
@@ -55,8 +60,13 @@ PHASES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:#\d+ [\d.]+ )?Processing triggers for (?P<what>\S+) \("), "triggers"),
     (re.compile(r"^(?:#\d+ [\d.]+ )?Get:(?P<n>\d+) \S+ \S+ \S+ (?P<what>\S+)"), "retrieving"),
     # mmdebstrap
-    (re.compile(r"^I: (?P<phase>downloading packages|extracting archives|installing essential packages|"
-                r"installing remaining packages|running \S+ hooks)"), ""),
+    (
+        re.compile(
+            r"^I: (?P<phase>downloading packages|extracting archives|installing essential packages|"
+            r"installing remaining packages|running \S+ hooks)"
+        ),
+        "",
+    ),
     # buildx --progress plain: "#7 [build 3/5] RUN ..."
     (re.compile(r"^#\d+ \[(?P<what>[^\]]+\] .{0,60})"), "buildx"),
 )
@@ -118,7 +128,7 @@ class StageView:
     elapsed: float = 0.0
     tail: deque = field(default_factory=lambda: deque(maxlen=6))
     step_started: float | None = None
-    last_beat: float | None = None      # when this step last printed something of its own (start or heartbeat)
+    last_beat: float | None = None  # when this step last printed something of its own (start or heartbeat)
     activity: Activity = field(default_factory=Activity)
 
 
@@ -129,8 +139,14 @@ class Reporter:
     `clock` and `heartbeat` are there for tests (a fake clock, a short interval); `tick()` is what the timer
     thread calls."""
 
-    def __init__(self, console: Console, ci: str | None, *, heartbeat: float = HEARTBEAT_S,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        console: Console,
+        ci: str | None,
+        *,
+        heartbeat: float = HEARTBEAT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.console = console
         self.ci = ci
         self.stages: dict[str, StageView] = {}
@@ -183,8 +199,10 @@ class Reporter:
             self._print(f"::group::{title}")
         elif self.ci == "gitlab":
             self._section += 1
-            self._print(f"\x1b[0Ksection_start:{int(time.time())}:rvport_{self._section}"
-                        f"[collapsed=true]\r\x1b[0K{title}")
+            self._print(
+                f"\x1b[0Ksection_start:{int(time.time())}:rvport_{self._section}"
+                f"[collapsed=true]\r\x1b[0K{title}"
+            )
         else:
             self._print(f"[{self._ts()}] {title}")
 
@@ -214,8 +232,11 @@ class Reporter:
         `heartbeat` seconds; log lines do not count as quiet-breakers, they say nothing of the step."""
         now = self.clock()
         with self._lock:
-            due = [v for v in self.stages.values() if v.status == "running" and v.last_beat is not None
-                   and now - v.last_beat >= self.heartbeat]
+            due = [
+                v
+                for v in self.stages.values()
+                if v.status == "running" and v.last_beat is not None and now - v.last_beat >= self.heartbeat
+            ]
             for v in due:
                 v.last_beat = now
                 self._print(self.heartbeat_line(v, now))
@@ -253,8 +274,13 @@ class LiveReporter(Reporter):
     It keeps the plain reporter's state (begin, step, line, end) and prints none of its lines."""
 
     def __enter__(self) -> LiveReporter:
-        self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False,
-                          get_renderable=self._render)
+        self._live = Live(
+            self._render(),
+            console=self.console,
+            refresh_per_second=4,
+            transient=False,
+            get_renderable=self._render,
+        )
         self._live.__enter__()
         return self
 
@@ -270,12 +296,21 @@ class LiveReporter(Reporter):
         with self._lock:
             for v in self.stages.values():
                 el = v.elapsed if v.status not in ("running",) or v.started is None else now - v.started
-                style = {"ok": "green", "cached": "green", "failed": "red", "running": "yellow"}.get(v.status, "")
-                t.add_row(Text(v.name), Text(v.mode), Text(v.status, style=style), f"{el:6.1f}s",
-                          Text(self.step_text(v, now)))
+                style = {"ok": "green", "cached": "green", "failed": "red", "running": "yellow"}.get(
+                    v.status, ""
+                )
+                t.add_row(
+                    Text(v.name),
+                    Text(v.mode),
+                    Text(v.status, style=style),
+                    f"{el:6.1f}s",
+                    Text(self.step_text(v, now)),
+                )
                 if v.status == "running":
                     running = v
-            tail = Text("\n".join(("  " + l)[:160] for l in running.tail), style="dim") if running else Text("")
+            tail = (
+                Text("\n".join(("  " + l)[:160] for l in running.tail), style="dim") if running else Text("")
+            )
         return Group(t, tail)
 
     def step_text(self, v: StageView, now: float) -> str:
@@ -286,10 +321,10 @@ class LiveReporter(Reporter):
         return f"{v.step[:60]} [{duration(now - v.step_started)}]" + (f" {phase[:70]}" if phase else "")
 
     def _print(self, text: str) -> None:
-        pass    # the live view shows the stages, steps and log lines the plain reporter prints
+        pass  # the live view shows the stages, steps and log lines the plain reporter prints
 
     def tick(self) -> None:
-        pass    # the live view is its own heartbeat
+        pass  # the live view is its own heartbeat
 
     def note(self, text: str) -> None:
         self._live.console.print(text, markup=False, highlight=False)

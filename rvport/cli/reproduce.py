@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -27,19 +26,37 @@ REPORT_SCHEMA = 1
 
 
 def reproduce(
-    recipes: Optional[list[str]] = typer.Argument(None, metavar="RECIPE[==VERSION]", show_default=False, hidden=True),
+    recipes: list[str] | None = typer.Argument(
+        None, metavar="RECIPE[==VERSION]", show_default=False, hidden=True
+    ),
     profile: str = profile_option(),
-    mode: str = typer.Option("auto", "--mode", "-m", metavar="MODE",
-                             help="auto, native, qemu, cross or accelerated (the same in both builds)."),
-    output: Path = typer.Option(Path("reproduce"), "--output", "-o", metavar="DIR",
-                                help="Directory for both builds (DIR/first, DIR/second) and DIR/reproduce.json."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", metavar="N", min=1, help="Parallel compile jobs."),
-    builder: Optional[str] = typer.Option(None, "--builder", metavar="NAME", help="A buildx builder."),
+    mode: str = typer.Option(
+        "auto",
+        "--mode",
+        "-m",
+        metavar="MODE",
+        help="auto, native, qemu, cross or accelerated (the same in both builds).",
+    ),
+    output: Path = typer.Option(
+        Path("reproduce"),
+        "--output",
+        "-o",
+        metavar="DIR",
+        help="Directory for both builds (DIR/first, DIR/second) and DIR/reproduce.json.",
+    ),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", metavar="N", min=1, help="Parallel compile jobs."),
+    builder: str | None = typer.Option(None, "--builder", metavar="NAME", help="A buildx builder."),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests and runtime checks."),
-    manylinux: str = typer.Option("auto", "--manylinux", metavar="auto|off|2_X",
-                                  help="Repair wheels to a manylinux tag (auditwheel), as in build."),
-    recipes_dir: Optional[list[Path]] = RECIPES_OPT, mirror: Optional[Path] = MIRROR_OPT,
-    offline: bool = OFFLINE_OPT, ca_bundle: Optional[Path] = CA_OPT,
+    manylinux: str = typer.Option(
+        "auto",
+        "--manylinux",
+        metavar="auto|off|2_X",
+        help="Repair wheels to a manylinux tag (auditwheel), as in build.",
+    ),
+    recipes_dir: list[Path] | None = RECIPES_OPT,
+    mirror: Path | None = MIRROR_OPT,
+    offline: bool = OFFLINE_OPT,
+    ca_bundle: Path | None = CA_OPT,
 ) -> None:
     """Build recipes twice from nothing and compare the artifacts bit for bit (exit 1 when any differs).
 
@@ -62,13 +79,16 @@ def reproduce(
     dirs = {}
     for run in ("first", "second"):
         out = output / run
-        shutil.rmtree(out, ignore_errors=True)       # from nothing: its own fresh cache directory too
+        shutil.rmtree(out, ignore_errors=True)  # from nothing: its own fresh cache directory too
         out.mkdir(parents=True)
         fopts = fetch_options(cache_dir=out / "cache", mirror=mirror, offline=offline, ca=ca_bundle)
         plan = planning.resolve(req, cat, fopts)
         manifest.write(out / "plan.json", plan.to_json())
-        u.console.print(f"{run} build of {', '.join(s.recipe.ref for s in plan.stages)} "
-                        f"(fresh cache {out / 'cache'}, no BuildKit cache)", markup=False)
+        u.console.print(
+            f"{run} build of {', '.join(s.recipe.ref for s in plan.stages)} "
+            f"(fresh cache {out / 'cache'}, no BuildKit cache)",
+            markup=False,
+        )
         rep = reporter(u.err, u.ci, u.live)
         for s in plan.stages:
             rep.add(s.name, s.mode.value)
@@ -77,15 +97,25 @@ def reproduce(
             Runner(plan, opts, rep).run()
         dirs[run] = out / "artifacts"
     result = compare_dirs(dirs["first"], dirs["second"])
-    doc = {"schema": REPORT_SCHEMA, "kind": "rvport-reproduce", "profile": profile, "mode": mode,
-           "recipes": list(recipes), **result.to_json()}
+    doc = {
+        "schema": REPORT_SCHEMA,
+        "kind": "rvport-reproduce",
+        "profile": profile,
+        "mode": mode,
+        "recipes": list(recipes),
+        **result.to_json(),
+    }
     path = manifest.write(output / "reproduce.json", doc)
     u.console.print(_table(result))
     u.console.print(f"wrote {path}", markup=False)
     if not result.ok:
-        raise VerifyFailed(f"{len(result.differences)} artifact(s) differ between two builds from nothing",
-                           hint=f"the members and sections that differ are listed above and in {path}")
-    u.console.print(f"[green]reproducible:[/] {len(result.identical)} artifact(s) bit-identical in two builds")
+        raise VerifyFailed(
+            f"{len(result.differences)} artifact(s) differ between two builds from nothing",
+            hint=f"the members and sections that differ are listed above and in {path}",
+        )
+    u.console.print(
+        f"[green]reproducible:[/] {len(result.identical)} artifact(s) bit-identical in two builds"
+    )
 
 
 def _table(result) -> Table:
@@ -95,8 +125,11 @@ def _table(result) -> Table:
     for name, sha in result.identical:
         t.add_row(escape(name), sha, "[green]identical[/]")
     for d in result.differences:
-        t.add_row(escape(d.artifact), f"{d.first or '-'}\n{d.second or '-'}",
-                  "[red]differs[/]\n" + escape("\n".join(d.details)))
+        t.add_row(
+            escape(d.artifact),
+            f"{d.first or '-'}\n{d.second or '-'}",
+            "[red]differs[/]\n" + escape("\n".join(d.details)),
+        )
     return t
 
 

@@ -6,41 +6,62 @@ from pathlib import Path
 
 import typer
 
+from rvport.catalogue.profiles import get_profile
 from rvport.cli import outputs
 from rvport.cli.console import ui
 from rvport.cli.options import DEFAULT_PROFILE, profile_option
 from rvport.errors import UsageError, VerifyFailed
-from rvport.catalogue.profiles import get_profile
 from rvport.verify import isa_level, verify_paths
 from rvport.verify.policy import IsaLevel
 from rvport.verify.provenance import load as load_provenance
 from rvport.verify.report import render_table, write_json, write_junit
 
-app = typer.Typer(add_completion=False, rich_markup_mode=None,
-                  help="Prove artifacts' architecture, ABI and RISC-V extensions from their ELF files.",
-                  short_help="Prove artifacts' architecture, ABI and extensions from their ELF files.")
+app = typer.Typer(
+    add_completion=False,
+    rich_markup_mode=None,
+    help="Prove artifacts' architecture, ABI and RISC-V extensions from their ELF files.",
+    short_help="Prove artifacts' architecture, ABI and extensions from their ELF files.",
+)
 
 
 @app.command("artifacts")
 def artifacts(
     paths: list[Path] = typer.Argument(..., metavar="PATH", hidden=True),
-    profile: str | None = profile_option(default=None,
-                                         extra="[default: the provenance's profile with --provenance, else rvv256]"),
-    isa: str = typer.Option(IsaLevel.RUNS_ON.value, "--isa", metavar="runs-on|carries",
-                            help="runs-on: everything an artifact needs is within the profile (it runs on the "
-                                 "profile's CPUs); carries: it also carries every extension the profile promises "
-                                 "(catches a silent scalar fallback). Older names: baseline, profile."),
-    export: list[str] = typer.Option([], "--export", metavar="NAME",
-                                     help="A function every artifact must export (defined, global or weak, "
-                                          "STT_FUNC): in a shared object's dynamic symbols or some member of "
-                                          "an archive. Repeat it, or separate names with commas."),
-    provenance: Path | None = typer.Option(None, "--provenance", metavar="FILE",
-                                           help="A build's provenance.json (in-toto SLSA v1): each artifact must "
-                                                "be one of its subjects, with the same sha256."),
-    json_out: Path | None = typer.Option(None, "--json", metavar="FILE", help="Write the report as JSON to FILE."),
-    junit_out: Path | None = typer.Option(None, "--junit", metavar="FILE",
-                                          help="Write JUnit XML to FILE (one case per artifact)."),
-    every_member: bool = typer.Option(False, "--all", help="Show a row for every ELF file, not only failures."),
+    profile: str | None = profile_option(
+        default=None, extra="[default: the provenance's profile with --provenance, else rvv256]"
+    ),
+    isa: str = typer.Option(
+        IsaLevel.RUNS_ON.value,
+        "--isa",
+        metavar="runs-on|carries",
+        help="runs-on: everything an artifact needs is within the profile (it runs on the "
+        "profile's CPUs); carries: it also carries every extension the profile promises "
+        "(catches a silent scalar fallback). Older names: baseline, profile.",
+    ),
+    export: list[str] = typer.Option(
+        [],
+        "--export",
+        metavar="NAME",
+        help="A function every artifact must export (defined, global or weak, "
+        "STT_FUNC): in a shared object's dynamic symbols or some member of "
+        "an archive. Repeat it, or separate names with commas.",
+    ),
+    provenance: Path | None = typer.Option(
+        None,
+        "--provenance",
+        metavar="FILE",
+        help="A build's provenance.json (in-toto SLSA v1): each artifact must "
+        "be one of its subjects, with the same sha256.",
+    ),
+    json_out: Path | None = typer.Option(
+        None, "--json", metavar="FILE", help="Write the report as JSON to FILE."
+    ),
+    junit_out: Path | None = typer.Option(
+        None, "--junit", metavar="FILE", help="Write JUnit XML to FILE (one case per artifact)."
+    ),
+    every_member: bool = typer.Option(
+        False, "--all", help="Show a row for every ELF file, not only failures."
+    ),
 ) -> None:
     """Verify artifacts against a target profile. Exit 0 if all pass, 1 if any fails, 2 on usage errors.
 
@@ -59,10 +80,11 @@ def artifacts(
         write_junit(report, junit_out)
     render_table(report, ui().console, every_member=every_member)
     if not report.ok:
-        raise VerifyFailed(f"{len(report.failed)} of {len(report.artifacts)} artifact(s) failed verification "
-                           f"for profile {prof.name} (isa {level})",
-                           hint="see the reasons above; --json FILE has every fact")
-
+        raise VerifyFailed(
+            f"{len(report.failed)} of {len(report.artifacts)} artifact(s) failed verification "
+            f"for profile {prof.name} (isa {level})",
+            hint="see the reasons above; --json FILE has every fact",
+        )
 
 
 def _names(values: list[str]) -> tuple[str, ...]:

@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from rvport.build.doctor import Check
-from rvport.plan.planner import Plan
 from rvport.catalogue.recipes import BUILTIN, Catalogue, Recipe, RuntimeCheck, Source
+from rvport.plan.planner import Plan
 
 
 def _whole(name_like: bool, header: str = "", min_width: int = 0) -> dict:
@@ -27,29 +27,41 @@ def pin_label(src: Source, *, short: bool = False) -> str:
     if src.sha256:
         return f"sha256 {cut(src.sha256)}"
     if src.tree:
-        commit = f"commit {(src.commit or '')[:12 if short else 40]}, " if src.commit else ""
+        commit = f"commit {(src.commit or '')[: 12 if short else 40]}, " if src.commit else ""
         return f"{commit}tree {cut(src.tree)}"
     return "to be recorded on first verified fetch"
 
 
 def check_words(c: RuntimeCheck) -> str:
     """A runtime check in a few words: its rounds and time allowed."""
-    return (f"runtime check: {c.rounds} round{'s' if c.rounds > 1 else ''}"
-            + (" (a restart between)" if c.restart else "") + f", {c.timeout} s each")
+    return (
+        f"runtime check: {c.rounds} round{'s' if c.rounds > 1 else ''}"
+        + (" (a restart between)" if c.restart else "")
+        + f", {c.timeout} s each"
+    )
 
 
 def plan_table(plan: Plan) -> Table:
     p = plan.request.profile
-    t = Table(title=Text(f"plan: profile {p.name} ({p.march}, {p.mabi}), tag {plan.request.tag}, "
-                         f"host {plan.host.arch}"), title_justify="left")
+    t = Table(
+        title=Text(
+            f"plan: profile {p.name} ({p.march}, {p.mabi}), tag {plan.request.tag}, host {plan.host.arch}"
+        ),
+        title_justify="left",
+    )
     modes = max((len(s.mode.value) for s in plan.stages), default=0)
     for col in ("#", "recipe, kind", "mode", "jobs", "sources", "depends"):
-        t.add_column(col, **_whole(col in ("#", "recipe, kind", "jobs", "depends"), col,
-                                   modes if col == "mode" else 0))
+        t.add_column(
+            col, **_whole(col in ("#", "recipe, kind", "jobs", "depends"), col, modes if col == "mode" else 0)
+        )
     for i, s in enumerate(plan.stages, 1):
-        srcs = "\n".join(f"{src.name}: {pin_label(src, short=True)} ({s.source_locations.get(src.name, '?')})"
-                         for src in s.recipe.sources)
-        srcs += "".join(f"\nlock {f.dest or f.path.name}: {f.sha256[:16]}… (recipe)" for f in s.recipe.lockfiles)
+        srcs = "\n".join(
+            f"{src.name}: {pin_label(src, short=True)} ({s.source_locations.get(src.name, '?')})"
+            for src in s.recipe.sources
+        )
+        srcs += "".join(
+            f"\nlock {f.dest or f.path.name}: {f.sha256[:16]}… (recipe)" for f in s.recipe.lockfiles
+        )
         srcs += "".join(f"\nfile {f.dest}: {f.sha256[:16]}… (recipe)" for f in s.recipe.files)
         if s.recipe.lock:
             srcs += f"\nlock {s.recipe.lock.path}: {s.recipe.lock.sha256[:16]}… (in the source)"
@@ -58,25 +70,41 @@ def plan_table(plan: Plan) -> Table:
             recipe.append(f"\nruntime image {s.runtime.tag}", "dim")
             if s.runtime.spec.check is not None:
                 recipe.append(f"\n{check_words(s.runtime.spec.check)}", "dim")
-        t.add_row(str(i), recipe,
-                  Text.assemble(s.mode.value, "\n", (s.mode_reason, "dim")),
-                  str(s.jobs), Text(srcs), Text("\n".join(s.depends) or "-"))
+        t.add_row(
+            str(i),
+            recipe,
+            Text.assemble(s.mode.value, "\n", (s.mode_reason, "dim")),
+            str(s.jobs),
+            Text(srcs),
+            Text("\n".join(s.depends) or "-"),
+        )
     return t
 
 
 def recipes_table(cat: Catalogue) -> Table:
     layers = ", ".join(str(d) for d in cat.user_dirs)
-    t = Table(title=Text("recipes" + (f" ({layers} over the built-in catalogue)" if layers else "")),
-              title_justify="left")
+    t = Table(
+        title=Text("recipes" + (f" ({layers} over the built-in catalogue)" if layers else "")),
+        title_justify="left",
+    )
     longest = max((len(r.version) + 1 for vs in cat.recipes.values() for r in vs), default=0)
     for col in ("name, kind", "versions", "depends", "from", "description"):
-        t.add_column(col, **_whole(col in ("name, kind", "depends"), col,
-                                   {"versions": longest, "from": len(BUILTIN)}.get(col, 0)))
+        t.add_column(
+            col,
+            **_whole(
+                col in ("name, kind", "depends"), col, {"versions": longest, "from": len(BUILTIN)}.get(col, 0)
+            ),
+        )
     for name in cat.names:
         d = cat.default(name)
         versions = Text(", ").join(Text(r.version, style="bold" if r is d else "") for r in cat.recipes[name])
-        t.add_row(Text.assemble(name, "\n", (d.kind.value, "dim")), versions, Text("\n".join(d.depends) or "-"),
-                  Text(cat.origin(name)), Text(d.description))
+        t.add_row(
+            Text.assemble(name, "\n", (d.kind.value, "dim")),
+            versions,
+            Text("\n".join(d.depends) or "-"),
+            Text(cat.origin(name)),
+            Text(d.description),
+        )
     return t
 
 
@@ -93,8 +121,10 @@ def recipe_detail(r: Recipe) -> Table:
     row("description", r.description)
     row("hermetic", "yes" if r.hermetic else f"no: {r.note or ''}")
     for s in r.sources:
-        row(f"source {s.name}", f"{s.origin}\n{pin_label(s)}"
-            + (f"\nleaves out {', '.join(s.exclude)}" if s.exclude else ""))
+        row(
+            f"source {s.name}",
+            f"{s.origin}\n{pin_label(s)}" + (f"\nleaves out {', '.join(s.exclude)}" if s.exclude else ""),
+        )
     for p in r.patches:
         row("patch", f"{p.rel} (sha256 {p.sha256})")
     for p in r.lockfiles:
@@ -107,21 +137,32 @@ def recipe_detail(r: Recipe) -> Table:
         row("lock", f"{r.lock.path} in the source tree (sha256 {r.lock.sha256})")
     row("depends", ", ".join(r.depends) or "-")
     tc = r.toolchain
-    row("toolchain", f"base {tc.base}; debian: {', '.join(tc.debian) or '-'}"
-                     + (f"; go {tc.go}" if tc.go else "") + (f"; rust {tc.rust}" if tc.rust else ""))
+    row(
+        "toolchain",
+        f"base {tc.base}; debian: {', '.join(tc.debian) or '-'}"
+        + (f"; go {tc.go}" if tc.go else "")
+        + (f"; rust {tc.rust}" if tc.rust else ""),
+    )
     row("env", "\n".join(f"{k}={v}" for k, v in sorted(r.env.items())) or "-")
     row("build", "\n".join(r.build))
     row("outputs", ", ".join(f"{o.glob} ({o.type}, isa {o.isa})" for o in r.outputs))
     if r.runtime:
         rt = r.runtime
-        files = "\n".join(f"{f.dest} ({f.mode}) <- " + (f"artifact {f.artifact}" if f.artifact else
-                                                        f"{f.pinned.rel} (sha256 {f.pinned.sha256})")
-                          for f in rt.files)
-        row("runtime", f"user {rt.user} ({rt.uid}); {'read-only root' if rt.read_only else 'writable root'}"
-                       + (f", tmpfs {', '.join(rt.tmpfs)}" if rt.tmpfs else "")
-                       + f"; debian: {', '.join(rt.debian) or '-'}; entrypoint {' '.join(rt.entrypoint)}"
-                       + (f"; ports {', '.join(str(x) for x in rt.ports)}" if rt.ports else "") + "\n" + files
-                       + (f"\n{check_words(rt.check)}" if rt.check else ""))
+        files = "\n".join(
+            f"{f.dest} ({f.mode}) <- "
+            + (f"artifact {f.artifact}" if f.artifact else f"{f.pinned.rel} (sha256 {f.pinned.sha256})")
+            for f in rt.files
+        )
+        row(
+            "runtime",
+            f"user {rt.user} ({rt.uid}); {'read-only root' if rt.read_only else 'writable root'}"
+            + (f", tmpfs {', '.join(rt.tmpfs)}" if rt.tmpfs else "")
+            + f"; debian: {', '.join(rt.debian) or '-'}; entrypoint {' '.join(rt.entrypoint)}"
+            + (f"; ports {', '.join(str(x) for x in rt.ports)}" if rt.ports else "")
+            + "\n"
+            + files
+            + (f"\n{check_words(rt.check)}" if rt.check else ""),
+        )
     row("modes", ", ".join(r.modes))
     return t
 
@@ -131,8 +172,11 @@ def checks_table(checks: list[Check]) -> Table:
     for col in ("check", "", "detail / remedy"):
         t.add_column(col, **_whole(col != "detail / remedy", col))
     for c in checks:
-        mark = Text("ok", style="green") if c.ok else Text("FAIL" if c.blocking else "warn",
-                                                         style="red" if c.blocking else "yellow")
+        mark = (
+            Text("ok", style="green")
+            if c.ok
+            else Text("FAIL" if c.blocking else "warn", style="red" if c.blocking else "yellow")
+        )
         detail = Text(c.detail)
         if c.remedy and not c.ok:
             detail.append("\n").append("fix:", style="bold").append(f" {c.remedy}")
@@ -141,15 +185,22 @@ def checks_table(checks: list[Check]) -> Table:
 
 
 def result_table(doc: dict) -> Table:
-    t = Table(title=Text(f"build {doc['status']}: profile {doc['profile']['name']}, tag {doc['tag']}"),
-              title_justify="left")
+    t = Table(
+        title=Text(f"build {doc['status']}: profile {doc['profile']['name']}, tag {doc['tag']}"),
+        title_justify="left",
+    )
     for col in ("recipe", "status", "time", "artifacts (sha256)"):
         t.add_column(col, **_whole(col != "artifacts (sha256)", "artifacts"))
     for s in doc["stages"]:
         total = sum(s["timings"].values())
         arts = "\n".join(f"{a['path']} {a['size']} B {a['sha256'][:16]}…" for a in s["artifacts"]) or "-"
         style = {"ok": "green", "cached": "green", "failed": "red"}.get(s["status"], "yellow")
-        t.add_row(Text(f"{s['recipe']}=={s['version']}"), Text(s["status"], style=style), f"{total:.1f}s", Text(arts))
+        t.add_row(
+            Text(f"{s['recipe']}=={s['version']}"),
+            Text(s["status"], style=style),
+            f"{total:.1f}s",
+            Text(arts),
+        )
     return t
 
 
@@ -159,7 +210,12 @@ def prepared_table(prepared: list) -> Table:
     for col in ("image", "for", "tag", "id", ""):
         t.add_column(col, overflow="fold")
     for i in prepared:
-        state = ("[yellow]made by rvport build[/]" if i.pending
-                 else "[green]made[/]" if i.made else "already there")
+        state = (
+            "[yellow]made by rvport build[/]"
+            if i.pending
+            else "[green]made[/]"
+            if i.made
+            else "already there"
+        )
         t.add_row(i.what, i.stage or "-", i.tag, (i.image_id or "")[7:19], state)
     return t

@@ -10,17 +10,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Callable, Mapping, Sequence
 
-from rvport.errors import UsageError
-from rvport.host import HostFacts
 from rvport.catalogue.kinds import KINDS, compiles_go, compiles_rust, kinds_with
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Runtime, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
-from rvport.target import BUILD_HOSTS, CARGO_HOME, PLATFORM as RISCV64, RUST_TARGET, TRIPLET as TRIPLE
+from rvport.errors import UsageError
+from rvport.host import HostFacts
+from rvport.target import BUILD_HOSTS, CARGO_HOME, RUST_TARGET
+from rvport.target import PLATFORM as RISCV64
+from rvport.target import TRIPLET as TRIPLE
 
 PLAN_SCHEMA = 1
 # Reproducible builds: the build directory (/src in every stage) never reaches an artifact. C and C++ get the
@@ -35,8 +37,10 @@ WHEEL_KINDS = frozenset(k for k, f in KINDS.items() if f.installs_wheels)
 # cargo runs ($RUSTC where a mode sets it, as accelerated stages do; else rustc on PATH), cargo, and the
 # platform rustc runs on. The runner takes the file out of the artifacts into result.json (stages[].rust).
 RUST_REPORT = ".rvport-rust"
-RUST_RECORD = ('{ echo "rustc=$(${RUSTC:-rustc} --version)"; echo "cargo=$(cargo --version)"; '
-               """echo "host=$(${RUSTC:-rustc} -vV | sed -n 's/^host: //p')"; } > "$RVPORT_OUT/""" + RUST_REPORT + '"')
+RUST_RECORD = (
+    '{ echo "rustc=$(${RUSTC:-rustc} --version)"; echo "cargo=$(cargo --version)"; '
+    """echo "host=$(${RUSTC:-rustc} -vV | sed -n 's/^host: //p')"; } > "$RVPORT_OUT/""" + RUST_REPORT + '"'
+)
 
 
 class Mode(StrEnum):
@@ -44,39 +48,46 @@ class Mode(StrEnum):
     NATIVE = "native"
     QEMU = "qemu"
     CROSS = "cross"
-    ACCELERATED = "accelerated"   # a riscv64 stage whose compilers run as native cross compilers
+    ACCELERATED = "accelerated"  # a riscv64 stage whose compilers run as native cross compilers
 
 
 @dataclass(frozen=True, kw_only=True)
 class Request:
-    refs: tuple[str, ...]           # recipe refs (name or name==version); empty with all=True
+    refs: tuple[str, ...]  # recipe refs (name or name==version); empty with all=True
     all: bool = False
     profile: Profile
     mode: Mode = Mode.AUTO
     tag: str = "local"
-    jobs: int | None = None         # None: bounded by cores and memory
+    jobs: int | None = None  # None: bounded by cores and memory
     builder: str | None = None
-    manylinux: str = "auto"         # wheel repair: auto, off, or a policy such as manylinux_2_31_riscv64
+    manylinux: str = "auto"  # wheel repair: auto, off, or a policy such as manylinux_2_31_riscv64
 
 
-RUNTIME_REPO = "rvport"             # runtime images are <RUNTIME_REPO>/<recipe>:<--tag>
+RUNTIME_REPO = "rvport"  # runtime images are <RUNTIME_REPO>/<recipe>:<--tag>
 _DOCKER_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
 
 @dataclass(frozen=True, kw_only=True)
 class RuntimeImage:
     """A stage's runtime image as planned: the recipe's `runtime:` on the riscv64 base, tagged by --tag."""
-    tag: str                        # rvport/<recipe>:<--tag>
-    base: str                       # the riscv64 base spec (the recipe's toolchain base)
-    key: str                        # content address: the stage's key and everything the image adds
+
+    tag: str  # rvport/<recipe>:<--tag>
+    base: str  # the riscv64 base spec (the recipe's toolchain base)
+    key: str  # content address: the stage's key and everything the image adds
     spec: Runtime
 
     @property
     def run_args(self) -> tuple[str, ...]:
         """How the image must be run (`docker run` options): its user, a read-only root with tmpfs for the
         writable paths, and no capabilities it does not need."""
-        args = ["--user", f"{self.spec.uid}:{self.spec.uid}", "--cap-drop", "ALL",
-                "--security-opt", "no-new-privileges"]
+        args = [
+            "--user",
+            f"{self.spec.uid}:{self.spec.uid}",
+            "--cap-drop",
+            "ALL",
+            "--security-opt",
+            "no-new-privileges",
+        ]
         if self.spec.read_only:
             args.append("--read-only")
         for path in self.spec.tmpfs:
@@ -95,9 +106,14 @@ class RuntimeImage:
 
     def to_json(self) -> dict:
         c = self.spec.check
-        return {"tag": self.tag, "base": self.base, "key": self.key, "run_args": list(self.run_args),
-                **self.spec.to_json(),
-                "check": dict(c.to_json(), rounds=c.rounds, key=self.check_key) if c else None}
+        return {
+            "tag": self.tag,
+            "base": self.base,
+            "key": self.key,
+            "run_args": list(self.run_args),
+            **self.spec.to_json(),
+            "check": dict(c.to_json(), rounds=c.rounds, key=self.check_key) if c else None,
+        }
 
 
 def runtime_image(recipe: Recipe, tag: str, stage_key_: str) -> RuntimeImage | None:
@@ -108,11 +124,15 @@ def runtime_image(recipe: Recipe, tag: str, stage_key_: str) -> RuntimeImage | N
     if rt is None:
         return None
     if not _DOCKER_TAG.fullmatch(tag):
-        raise UsageError(f"--tag {tag!r} cannot tag {recipe.name}'s runtime image",
-                         hint="a tag is letters, digits, '_', '.' and '-', up to 128, not starting with '.' or '-'")
+        raise UsageError(
+            f"--tag {tag!r} cannot tag {recipe.name}'s runtime image",
+            hint="a tag is letters, digits, '_', '.' and '-', up to 128, not starting with '.' or '-'",
+        )
     doc = {"stage": stage_key_, "base": recipe.toolchain.base, "runtime": rt.to_json()}
     key = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-    return RuntimeImage(tag=f"{RUNTIME_REPO}/{recipe.name}:{tag}", base=recipe.toolchain.base, key=key, spec=rt)
+    return RuntimeImage(
+        tag=f"{RUNTIME_REPO}/{recipe.name}:{tag}", base=recipe.toolchain.base, key=key, spec=rt
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,16 +140,16 @@ class Stage:
     recipe: Recipe
     mode: Mode
     mode_reason: str
-    platform: str                   # platform the stage's container runs as
-    emulated: bool                  # runs riscv64 code through QEMU user mode
+    platform: str  # platform the stage's container runs as
+    emulated: bool  # runs riscv64 code through QEMU user mode
     jobs: int
     env: Mapping[str, str]
     commands: tuple[str, ...]
-    depends: tuple[str, ...]        # recipe names, already earlier in the plan
+    depends: tuple[str, ...]  # recipe names, already earlier in the plan
     source_locations: Mapping[str, str]
-    key: str                        # content address of the stage's inputs (dependencies' keys included)
-    tools: tuple[Tool, ...] = ()    # rvport's own pinned tools the stage runs (in /rvport/tools)
-    runtime: RuntimeImage | None = None   # the image the artifacts run in, made after the stage (`runtime:`)
+    key: str  # content address of the stage's inputs (dependencies' keys included)
+    tools: tuple[Tool, ...] = ()  # rvport's own pinned tools the stage runs (in /rvport/tools)
+    runtime: RuntimeImage | None = None  # the image the artifacts run in, made after the stage (`runtime:`)
 
     @property
     def name(self) -> str:
@@ -138,12 +158,22 @@ class Stage:
     def to_json(self) -> dict:
         r = self.recipe
         return {
-            "recipe": r.name, "version": r.version, "kind": r.kind.value, "file": str(r.file),
-            "mode": self.mode.value, "mode_reason": self.mode_reason, "platform": self.platform,
-            "emulated": self.emulated, "jobs": self.jobs, "env": dict(sorted(self.env.items())),
-            "commands": list(self.commands), "depends": list(self.depends), "key": self.key,
-            "sources": [dict(s.to_json(), location=self.source_locations.get(s.name, "unknown"))
-                        for s in r.sources],
+            "recipe": r.name,
+            "version": r.version,
+            "kind": r.kind.value,
+            "file": str(r.file),
+            "mode": self.mode.value,
+            "mode_reason": self.mode_reason,
+            "platform": self.platform,
+            "emulated": self.emulated,
+            "jobs": self.jobs,
+            "env": dict(sorted(self.env.items())),
+            "commands": list(self.commands),
+            "depends": list(self.depends),
+            "key": self.key,
+            "sources": [
+                dict(s.to_json(), location=self.source_locations.get(s.name, "unknown")) for s in r.sources
+            ],
             "patches": [p.to_json() for p in r.patches],
             "lockfiles": [p.to_json() for p in r.lockfiles],
             "files": [p.file_json() for p in r.files],
@@ -173,10 +203,15 @@ class Plan:
 
     def to_json(self) -> dict:
         return {
-            "schema": PLAN_SCHEMA, "kind": "rvport-plan", "tag": self.request.tag,
-            "profile": self.request.profile.to_json(), "mode": self.request.mode.value,
-            "builder": self.request.builder, "host": self.host.to_json(),
-            "order": [s.name for s in self.stages], "stages": [s.to_json() for s in self.stages],
+            "schema": PLAN_SCHEMA,
+            "kind": "rvport-plan",
+            "tag": self.request.tag,
+            "profile": self.request.profile.to_json(),
+            "mode": self.request.mode.value,
+            "builder": self.request.builder,
+            "host": self.host.to_json(),
+            "order": [s.name for s in self.stages],
+            "stages": [s.to_json() for s in self.stages],
             "warnings": list(self.warnings),
         }
 
@@ -203,42 +238,63 @@ def decide_mode(recipe: Recipe, requested: Mode, host: HostFacts) -> tuple[Mode,
         if requested is Mode.QEMU:
             return Mode.NATIVE, "host is riscv64: no emulation needed, running natively"
     if requested is Mode.NATIVE:
-        raise UsageError(f"--mode native needs a riscv64 host; this host is {host.arch}",
-                         hint="use --mode qemu (emulation) or --mode auto, or --builder with a riscv64 node")
+        raise UsageError(
+            f"--mode native needs a riscv64 host; this host is {host.arch}",
+            hint="use --mode qemu (emulation) or --mode auto, or --builder with a riscv64 node",
+        )
     # the kinds table (rvport/catalogue/kinds.py) says what a kind can do; the recipe's `modes` what it may do
     can_cross = "cross" in KINDS[recipe.kind].modes and "cross" in recipe.modes
     if requested is Mode.CROSS:
         if not can_cross:
             kinds = " and ".join(k.value for k in kinds_with("cross"))
-            raise UsageError(f"{recipe.ref} ({recipe.kind.value}) cannot be cross-compiled",
-                             hint=f"cross mode is for {kinds} recipes that list it in "
-                                  "`modes`; use --mode auto to let rvport choose per recipe")
+            raise UsageError(
+                f"{recipe.ref} ({recipe.kind.value}) cannot be cross-compiled",
+                hint=f"cross mode is for {kinds} recipes that list it in "
+                "`modes`; use --mode auto to let rvport choose per recipe",
+            )
         return Mode.CROSS, f"requested: compiled on {host.platform} with a riscv64 cross toolchain"
     if requested is Mode.AUTO and can_cross:
-        return Mode.CROSS, (f"auto: {recipe.kind.value} cross-compiles on {host.platform}, many times faster "
-                            "than emulation")
-    can_accelerate = ("accelerated" in KINDS[recipe.kind].modes and "accelerated" in recipe.modes
-                      and host.arch in BUILD_HOSTS)
+        return Mode.CROSS, (
+            f"auto: {recipe.kind.value} cross-compiles on {host.platform}, many times faster than emulation"
+        )
+    can_accelerate = (
+        "accelerated" in KINDS[recipe.kind].modes
+        and "accelerated" in recipe.modes
+        and host.arch in BUILD_HOSTS
+    )
     if requested is Mode.ACCELERATED:
         if not can_accelerate:
-            raise UsageError(f"{recipe.ref} cannot run accelerated on {host.arch}",
-                             hint="accelerated stages need an x86_64 or aarch64 host and a recipe that lists "
-                                  "`accelerated` in `modes`; use --mode qemu or --mode auto")
-        return Mode.ACCELERATED, ("requested: riscv64 stage under QEMU with its compilers running as native "
-                                  f"{host.arch} cross compilers")
+            raise UsageError(
+                f"{recipe.ref} cannot run accelerated on {host.arch}",
+                hint="accelerated stages need an x86_64 or aarch64 host and a recipe that lists "
+                "`accelerated` in `modes`; use --mode qemu or --mode auto",
+            )
+        return Mode.ACCELERATED, (
+            "requested: riscv64 stage under QEMU with its compilers running as native "
+            f"{host.arch} cross compilers"
+        )
     if requested is Mode.AUTO and can_accelerate:
-        return Mode.ACCELERATED, ("auto: riscv64 stage under QEMU with its compilers running as native "
-                                  f"{host.arch} cross compilers (proven for this recipe)")
+        return Mode.ACCELERATED, (
+            "auto: riscv64 stage under QEMU with its compilers running as native "
+            f"{host.arch} cross compilers (proven for this recipe)"
+        )
     why = "requested" if requested is Mode.QEMU else f"auto: {recipe.kind.value} builds in a riscv64 stage"
     return Mode.QEMU, f"{why} under QEMU user emulation on {host.arch}"
 
 
 def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[str, str]:
     ctx = {
-        "RVPORT_PROFILE": profile.name, "RVPORT_MARCH": profile.march, "RVPORT_MABI": profile.mabi,
-        "RVPORT_CFLAGS": " ".join(profile.cflags + PREFIX_MAP_CFLAGS), "RVPORT_VLEN": str(profile.vlen),
-        "RVPORT_JOBS": str(jobs), "RVPORT_VERSION": recipe.version, "RVPORT_OUT": "/out",
-        "RVPORT_TRIPLE": TRIPLE, "RVPORT_RUST_TARGET": RUST_TARGET, "RVPORT_MODE": mode.value,
+        "RVPORT_PROFILE": profile.name,
+        "RVPORT_MARCH": profile.march,
+        "RVPORT_MABI": profile.mabi,
+        "RVPORT_CFLAGS": " ".join(profile.cflags + PREFIX_MAP_CFLAGS),
+        "RVPORT_VLEN": str(profile.vlen),
+        "RVPORT_JOBS": str(jobs),
+        "RVPORT_VERSION": recipe.version,
+        "RVPORT_OUT": "/out",
+        "RVPORT_TRIPLE": TRIPLE,
+        "RVPORT_RUST_TARGET": RUST_TARGET,
+        "RVPORT_MODE": mode.value,
         **profile.knobs,
     }
     env = dict(ctx)
@@ -280,15 +336,31 @@ def _resolve_order(cat: Catalogue, roots: Sequence[Recipe]) -> list[Recipe]:
     return order
 
 
-def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, str], commands: Sequence[str],
-              dep_keys: Sequence[str], tools: Sequence[Tool] = ()) -> str:
+def stage_key(
+    recipe: Recipe,
+    profile: Profile,
+    mode: Mode,
+    env: Mapping[str, str],
+    commands: Sequence[str],
+    dep_keys: Sequence[str],
+    tools: Sequence[Tool] = (),
+) -> str:
     doc = {
-        "recipe": recipe.ref, "kind": recipe.kind.value, "mode": mode.value, "profile": profile.to_json(),
-        "sources": [s.to_json() for s in recipe.sources], "patches": [p.sha256 for p in recipe.patches],
-        "lockfiles": [p.sha256 for p in recipe.lockfiles], "vendor": recipe.vendor,
-        "toolchain": recipe.toolchain.to_json(), "env": dict(sorted(env.items())), "commands": list(commands),
-        "outputs": [(o.glob, o.type, o.isa) for o in recipe.outputs], "smoke": recipe.smoke,
-        "smoke_debian": list(recipe.smoke_debian), "deps": list(dep_keys),
+        "recipe": recipe.ref,
+        "kind": recipe.kind.value,
+        "mode": mode.value,
+        "profile": profile.to_json(),
+        "sources": [s.to_json() for s in recipe.sources],
+        "patches": [p.sha256 for p in recipe.patches],
+        "lockfiles": [p.sha256 for p in recipe.lockfiles],
+        "vendor": recipe.vendor,
+        "toolchain": recipe.toolchain.to_json(),
+        "env": dict(sorted(env.items())),
+        "commands": list(commands),
+        "outputs": [(o.glob, o.type, o.isa) for o in recipe.outputs],
+        "smoke": recipe.smoke,
+        "smoke_debian": list(recipe.smoke_debian),
+        "deps": list(dep_keys),
     }
     if recipe.files:
         doc["files"] = [[p.sha256, p.dest] for p in recipe.files]
@@ -299,8 +371,9 @@ def stage_key(recipe: Recipe, profile: Profile, mode: Mode, env: Mapping[str, st
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def make_plan(cat: Catalogue, req: Request, host: HostFacts,
-              locate: Callable[[Source], str] = lambda s: "unknown") -> Plan:
+def make_plan(
+    cat: Catalogue, req: Request, host: HostFacts, locate: Callable[[Source], str] = lambda s: "unknown"
+) -> Plan:
     if req.all:
         roots = [cat.default(n) for n in cat.selected_by_all]
     else:
@@ -323,28 +396,50 @@ def make_plan(cat: Catalogue, req: Request, host: HostFacts,
         locations = {s.name: locate(s) for s in r.sources}
         unpinned = [s.name for s in r.sources if not s.pinned]
         if unpinned:
-            warnings.append(f"{r.ref}: {', '.join(unpinned)} to be recorded on first verified fetch "
-                            f"(`rvport pin {r.ref}`)")
+            warnings.append(
+                f"{r.ref}: {', '.join(unpinned)} to be recorded on first verified fetch "
+                f"(`rvport pin {r.ref}`)"
+            )
         remote = [s for s in r.sources if locations[s.name] == "network" and s.kind is not SourceKind.PYPI]
         if remote:
-            hosts = sorted({(s.fetch_url or s.origin).split("/")[2] for s in remote if "://" in (s.fetch_url or "")})
-            warnings.append(f"{r.ref}: {', '.join(s.name for s in remote)} will be downloaded at build time"
-                            + (f" from {', '.join(hosts)}" if hosts else "") + "; where that cannot be reached, "
-                            "fill a mirror on a connected host (`rvport fetch --all --to DIR`) and use --mirror DIR")
+            hosts = sorted(
+                {(s.fetch_url or s.origin).split("/")[2] for s in remote if "://" in (s.fetch_url or "")}
+            )
+            warnings.append(
+                f"{r.ref}: {', '.join(s.name for s in remote)} will be downloaded at build time"
+                + (f" from {', '.join(hosts)}" if hosts else "")
+                + "; where that cannot be reached, "
+                "fill a mirror on a connected host (`rvport fetch --all --to DIR`) and use --mirror DIR"
+            )
         missing = [n for n, loc in locations.items() if loc == "missing"]
         if missing:
-            warnings.append(f"{r.ref}: {', '.join(missing)} not in the cache or mirror and the network is off; "
-                            "use --mirror DIR with a filled mirror")
+            warnings.append(
+                f"{r.ref}: {', '.join(missing)} not in the cache or mirror and the network is off; "
+                "use --mirror DIR with a filled mirror"
+            )
         if mode in (Mode.QEMU, Mode.ACCELERATED) and compiles_go(r):
-            warnings.append(f"{r.ref}: Go compiles under QEMU in {mode.value} mode, where Go >= 1.23 can hang at "
-                            "random (golang/go#70329); "
-                            + ("--mode cross avoids it" if "cross" in r.modes else "a riscv64 build host avoids it"))
-        stages.append(Stage(
-            recipe=r, mode=mode, mode_reason=reason,
-            platform=host.platform if mode is Mode.CROSS else RISCV64,
-            emulated=mode in (Mode.QEMU, Mode.ACCELERATED), jobs=jobs, env=env, commands=commands, depends=deps,
-            source_locations=locations, key=key, tools=tools, runtime=runtime_image(r, req.tag, key),
-        ))
+            warnings.append(
+                f"{r.ref}: Go compiles under QEMU in {mode.value} mode, where Go >= 1.23 can hang at "
+                "random (golang/go#70329); "
+                + ("--mode cross avoids it" if "cross" in r.modes else "a riscv64 build host avoids it")
+            )
+        stages.append(
+            Stage(
+                recipe=r,
+                mode=mode,
+                mode_reason=reason,
+                platform=host.platform if mode is Mode.CROSS else RISCV64,
+                emulated=mode in (Mode.QEMU, Mode.ACCELERATED),
+                jobs=jobs,
+                env=env,
+                commands=commands,
+                depends=deps,
+                source_locations=locations,
+                key=key,
+                tools=tools,
+                runtime=runtime_image(r, req.tag, key),
+            )
+        )
     return Plan(request=req, host=host, stages=tuple(stages), warnings=tuple(warnings))
 
 
@@ -357,13 +452,16 @@ def manylinux_platform(choice: str) -> str | None:
         return "auto"
     m = re.fullmatch(r"(?:manylinux_)?(2_\d+)(?:_riscv64)?", c)
     if not m:
-        raise UsageError(f"--manylinux {choice!r} is not auto, off or a policy such as 2_31",
-                         hint="riscv64 policies: 2_31, 2_34 ... 2_41 (manylinux_2_X_riscv64)")
+        raise UsageError(
+            f"--manylinux {choice!r} is not auto, off or a policy such as 2_31",
+            hint="riscv64 policies: 2_31, 2_34 ... 2_41 (manylinux_2_X_riscv64)",
+        )
     return f"manylinux_{m.group(1)}_riscv64"
 
 
-def with_repair(recipe: Recipe, env: dict[str, str], commands: tuple[str, ...],
-                platform: str | None) -> tuple[Recipe, tuple[str, ...], tuple[Tool, ...]]:
+def with_repair(
+    recipe: Recipe, env: dict[str, str], commands: tuple[str, ...], platform: str | None
+) -> tuple[Recipe, tuple[str, ...], tuple[Tool, ...]]:
     """A wheel stage that repairs its wheels: its script runs after the build commands, and the pinned tool is
     handed to the stage (what auditwheel needs from Debian is in the riscv64 base, debian-trixie.yaml)."""
     if recipe.kind not in WHEEL_KINDS or platform is None:

@@ -32,14 +32,56 @@ from rvport.sources.fetch import (
     mirror_candidates,
 )
 from rvport.sources.pin import Pinned, insert_pin, pin_recipe
-from rvport.sources.pypi import IndexConfig, find_sdist, index_config, parse_pip_config_list, parse_simple_page
-from rvport.sources.tree import PreparedTree, apply_patch, prepare_tree, tree_key, unpack, vendor_crates, verify_pinned
+from rvport.sources.pypi import (
+    IndexConfig,
+    find_sdist,
+    index_config,
+    parse_pip_config_list,
+    parse_simple_page,
+)
+from rvport.sources.tree import (
+    PreparedTree,
+    apply_patch,
+    prepare_tree,
+    tree_key,
+    unpack,
+    vendor_crates,
+    verify_pinned,
+)
 from rvport.sources.treehash import tree_digest
 
 __all__ = [
-    "Cache", "CorruptEntry", "FetchOptions", "Fetched", "Fetcher", "IndexConfig", "Pinned", "PreparedTree", "apply_patch",
-    "archive_tree", "ca_bundle", "ca_bundle_env", "default_cache_dir", "fetch_options", "fetch_source", "fetch_sources",
-    "fill_mirror", "find_sdist", "index_config", "insert_pin", "locate", "mirror_candidates",
-    "open_blob", "parse_pip_config_list", "parse_simple_page", "pin_recipe", "prepare_tree", "sha256_file", "tree_digest", "tree_key",
-    "unpack", "vendor_crates", "verify_pinned",
+    "Cache",
+    "CorruptEntry",
+    "FetchOptions",
+    "Fetched",
+    "Fetcher",
+    "IndexConfig",
+    "Pinned",
+    "PreparedTree",
+    "apply_patch",
+    "archive_tree",
+    "ca_bundle",
+    "ca_bundle_env",
+    "default_cache_dir",
+    "fetch_options",
+    "fetch_source",
+    "fetch_sources",
+    "fill_mirror",
+    "find_sdist",
+    "index_config",
+    "insert_pin",
+    "locate",
+    "mirror_candidates",
+    "open_blob",
+    "parse_pip_config_list",
+    "parse_simple_page",
+    "pin_recipe",
+    "prepare_tree",
+    "sha256_file",
+    "tree_digest",
+    "tree_key",
+    "unpack",
+    "vendor_crates",
+    "verify_pinned",
 ]

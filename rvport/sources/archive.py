@@ -13,8 +13,8 @@ import shutil
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from rvport.catalogue.recipes import Source
 from rvport.errors import IntegrityError
@@ -43,7 +43,8 @@ def tree_mismatch(source: Source, actual: str, where: str) -> IntegrityError:
         f"  expected tree {source.tree}\n  actual   tree {actual}  (from {where})"
         + (f"\n  excluded: {', '.join(source.exclude)}" if source.exclude else ""),
         hint="the files are not the pinned commit's: suspect the mirror, the clone or the forge archive; if the "
-             "pin itself is wrong, compute it again from a trusted clone (docs/sources.md, \"Tree digests\")")
+        'pin itself is wrong, compute it again from a trusted clone (docs/sources.md, "Tree digests")',
+    )
 
 
 def archive_tree(path: Path, *, name: str, exclude: tuple[str, ...] = (), blob: bool = False) -> str:
@@ -60,8 +61,16 @@ def archive_tree(path: Path, *, name: str, exclude: tuple[str, ...] = (), blob: 
         return digest(tar_entries(f, name=name), exclude)
 
 
-def unpack(archive: Path, dest: Path, *, name: str, scratch: Path, blob: bool = False,
-           source: Source | None = None, where: str | None = None) -> None:
+def unpack(
+    archive: Path,
+    dest: Path,
+    *,
+    name: str,
+    scratch: Path,
+    blob: bool = False,
+    source: Source | None = None,
+    where: str | None = None,
+) -> None:
     """Unpack a .tar.* or .zip archive into `dest`, stripping its single top directory if it has one.
 
     blob=True: the archive is a cache entry, checked against its name while it is read (CorruptEntry).
@@ -73,24 +82,30 @@ def unpack(archive: Path, dest: Path, *, name: str, scratch: Path, blob: bool = 
         with _reading(archive, blob) as f:
             if is_zip(name, archive):
                 if blob:
-                    f.drain()              # a zip is read at random: check it whole first
+                    f.drain()  # a zip is read at random: check it whole first
                 with zipfile.ZipFile(archive) as z:
                     for member in z.namelist():
                         if not (stage / member).resolve().is_relative_to(stage.resolve()):
-                            raise IntegrityError(f"{name}: archive member {member!r} escapes the tree",
-                                                 hint="the archive is malformed or malicious; do not use it")
+                            raise IntegrityError(
+                                f"{name}: archive member {member!r} escapes the tree",
+                                hint="the archive is malformed or malicious; do not use it",
+                            )
                     z.extractall(stage)
             else:
                 try:
                     with tarfile.open(fileobj=f, mode="r|*") as t:
                         t.extractall(stage, filter="data")
                 except (tarfile.TarError, EOFError, OSError) as e:
-                    raise IntegrityError(f"{name}: cannot unpack: {e}",
-                                         hint="the archive is damaged or not a tar/zip file; check the recipe's "
-                                              "source") from e
+                    raise IntegrityError(
+                        f"{name}: cannot unpack: {e}",
+                        hint="the archive is damaged or not a tar/zip file; check the recipe's source",
+                    ) from e
             entries = list(stage.iterdir())
-            root = entries[0] if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink() \
+            root = (
+                entries[0]
+                if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink()
                 else stage
+            )
             if source is not None and source.tree:
                 exclude = check_excludes(source.exclude)
                 actual = tree_digest(root, exclude)

@@ -20,13 +20,14 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
+from rvport.catalogue.recipes import Source
 from rvport.errors import HostNotReady, IntegrityError
 from rvport.fileio import atomic_file, atomic_write_text
-from rvport.catalogue.recipes import Source
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 CHUNK = 1 << 16
@@ -46,7 +47,7 @@ def default_cache_dir(env: dict[str, str] | None = None) -> Path:
 def hash_file(path: Path, copy_to: Path | None = None) -> tuple[str, int]:
     """The sha256 and size of a file, read once; copied to `copy_to` on the way when given."""
     h, size = hashlib.sha256(), 0
-    with open(path, "rb") as f, (open(copy_to, "wb") if copy_to else contextlib.nullcontext()) as out:
+    with open(path, "rb") as f, open(copy_to, "wb") if copy_to else contextlib.nullcontext() as out:
         for chunk in iter(lambda: f.read(CHUNK), b""):
             if out is not None:
                 out.write(chunk)
@@ -67,8 +68,10 @@ class CorruptEntry(IntegrityError):
     """
 
     def __init__(self, path: Path, actual: str, *, inode: int | None = None):
-        super().__init__(f"cache entry {path} is corrupt: its sha256 is {actual}, not the {path.name} its name "
-                         "says", hint="it is removed and fetched again; if this repeats, check the disk")
+        super().__init__(
+            f"cache entry {path} is corrupt: its sha256 is {actual}, not the {path.name} its name says",
+            hint="it is removed and fetched again; if this repeats, check the disk",
+        )
         self.path = path
         self.actual = actual
         self.inode = inode
@@ -201,8 +204,10 @@ class Cache:
             d.mkdir(parents=True, exist_ok=True)
             fd = os.open(d / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
-            raise HostNotReady(f"cannot use the cache at {self.root}: {e.strerror}",
-                               hint="choose a writable directory with --cache-dir or RVPORT_CACHE_DIR") from e
+            raise HostNotReady(
+                f"cannot use the cache at {self.root}: {e.strerror}",
+                hint="choose a writable directory with --cache-dir or RVPORT_CACHE_DIR",
+            ) from e
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

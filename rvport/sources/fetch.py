@@ -20,20 +20,30 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Literal
 
 import requests
 from packaging.utils import canonicalize_name
 
 from rvport import __version__
-from rvport.errors import IntegrityError, RvportError, SourceUnavailable, UsageError
 from rvport.catalogue.recipes import Source, SourceKind
+from rvport.errors import IntegrityError, RvportError, SourceUnavailable, UsageError
 from rvport.sources import gitsrc
 from rvport.sources.archive import archive_tree, tree_mismatch
-from rvport.sources.cache import (CHUNK, HEX64, Cache, CorruptEntry, default_cache_dir, hash_file, open_blob,
-                                  origin_key, sha256_file)
+from rvport.sources.cache import (
+    CHUNK,
+    HEX64,
+    Cache,
+    CorruptEntry,
+    default_cache_dir,
+    hash_file,
+    open_blob,
+    origin_key,
+    sha256_file,
+)
 from rvport.sources.pypi import IndexConfig, find_sdist, index_config
 
 log = logging.getLogger("rvport.sources")
@@ -46,8 +56,13 @@ CA_ENV_VARS = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "PIP_CERT", "CURL_CA_BUNDL
 
 # --------------------------------------------------------------------------------------------- CA bundle
 
-def ca_bundle(explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None, *,
-              pip_cert: Callable[[], str | None] | None = None) -> Path:
+
+def ca_bundle(
+    explicit: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    pip_cert: Callable[[], str | None] | None = None,
+) -> Path:
     """The CA bundle rvport verifies TLS with (and hands to build stages that download).
 
     Order: the explicit --ca-bundle; REQUESTS_CA_BUNDLE, SSL_CERT_FILE, PIP_CERT, CURL_CA_BUNDLE (the first
@@ -58,8 +73,10 @@ def ca_bundle(explicit: str | os.PathLike[str] | None = None, env: Mapping[str, 
     if explicit:
         p = Path(explicit).expanduser()
         if not p.is_file():
-            raise UsageError(f"--ca-bundle {p}: no such file",
-                             hint="pass a PEM file holding the CA certificates to trust (e.g. your proxy's CA)")
+            raise UsageError(
+                f"--ca-bundle {p}: no such file",
+                hint="pass a PEM file holding the CA certificates to trust (e.g. your proxy's CA)",
+            )
         return p
     for var in CA_ENV_VARS:
         value = env.get(var)
@@ -79,25 +96,28 @@ def ca_bundle(explicit: str | os.PathLike[str] | None = None, env: Mapping[str, 
 
 def ca_bundle_env(path_in_stage: str) -> dict[str, str]:
     """Environment variables that make common download tools in a build stage trust `path_in_stage`."""
-    return {var: path_in_stage for var in (*CA_ENV_VARS, "CARGO_HTTP_CAINFO", "GIT_SSL_CAINFO",
-                                             "NODE_EXTRA_CA_CERTS")}
+    return {
+        var: path_in_stage
+        for var in (*CA_ENV_VARS, "CARGO_HTTP_CAINFO", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS")
+    }
 
 
 # --------------------------------------------------------------------------------------------- options
 
+
 @dataclass(frozen=True, kw_only=True)
 class FetchOptions:
     cache: Cache
-    mirror: Path | None = None          # consulted before the network
-    offline: bool = False               # never touch the network
-    ca_bundle: Path | None = None       # None: chosen by ca_bundle() when first needed
-    fill_mirror: Path | None = None     # `fetch --to DIR`: also copy every file into this mirror
-    git_clones: tuple[Path, ...] = ()   # `fetch --from-git`: git sources come from these clones or bundles
-    index: IndexConfig | None = None    # None: read from pip's configuration when first needed
+    mirror: Path | None = None  # consulted before the network
+    offline: bool = False  # never touch the network
+    ca_bundle: Path | None = None  # None: chosen by ca_bundle() when first needed
+    fill_mirror: Path | None = None  # `fetch --to DIR`: also copy every file into this mirror
+    git_clones: tuple[Path, ...] = ()  # `fetch --from-git`: git sources come from these clones or bundles
+    index: IndexConfig | None = None  # None: read from pip's configuration when first needed
     connect_timeout: float = 20.0
     read_timeout: float = 60.0
     retries: int = 4
-    backoff: float = 1.0                # seconds before the first retry; doubles each time
+    backoff: float = 1.0  # seconds before the first retry; doubles each time
 
 
 def stage_ca_bundle(opts: FetchOptions) -> Path | None:
@@ -109,44 +129,63 @@ def stage_ca_bundle(opts: FetchOptions) -> Path | None:
         return None
 
 
-def fetch_options(*, cache_dir: str | os.PathLike[str] | None = None, mirror: str | os.PathLike[str] | None = None,
-                  offline: bool = False, ca: str | os.PathLike[str] | None = None,
-                  to: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
-                  from_git: Sequence[str | os.PathLike[str]] = ()) -> FetchOptions:
+def fetch_options(
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    mirror: str | os.PathLike[str] | None = None,
+    offline: bool = False,
+    ca: str | os.PathLike[str] | None = None,
+    to: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    from_git: Sequence[str | os.PathLike[str]] = (),
+) -> FetchOptions:
     """Options from CLI values, falling back to RVPORT_CACHE_DIR / RVPORT_MIRROR / RVPORT_OFFLINE."""
     env = dict(os.environ) if env is None else dict(env)
     root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir(env)
     mirror = mirror or env.get("RVPORT_MIRROR") or None
     mirror_path = Path(mirror).expanduser() if mirror else None
     if mirror_path is not None and not mirror_path.is_dir():
-        raise UsageError(f"mirror {mirror_path} is not a directory",
-                         hint="create it with `rvport fetch --all --to DIR` on a connected host")
+        raise UsageError(
+            f"mirror {mirror_path} is not a directory",
+            hint="create it with `rvport fetch --all --to DIR` on a connected host",
+        )
     offline = offline or env.get("RVPORT_OFFLINE", "").lower() in ("1", "true", "yes")
-    return FetchOptions(cache=Cache(root=root), mirror=mirror_path, offline=offline,
-                        ca_bundle=ca_bundle(ca, env) if ca else None,
-                        fill_mirror=Path(to).expanduser() if to else None,
-                        git_clones=tuple(gitsrc.check_clone(Path(g)) for g in from_git))
+    return FetchOptions(
+        cache=Cache(root=root),
+        mirror=mirror_path,
+        offline=offline,
+        ca_bundle=ca_bundle(ca, env) if ca else None,
+        fill_mirror=Path(to).expanduser() if to else None,
+        git_clones=tuple(gitsrc.check_clone(Path(g)) for g in from_git),
+    )
 
 
 # --------------------------------------------------------------------------------------------- results
 
+
 @dataclass(frozen=True, kw_only=True)
 class Fetched:
     source: Source
-    path: Path                                  # the verified blob in the cache
+    path: Path  # the verified blob in the cache
     sha256: str
     size: int
-    origin: Origin                              # "clone": `fetch --from-git`
-    filename: str                               # the archive's name (upstream's, when known)
-    url: str | None = None                      # what was downloaded, when it came from the network
-    recorded: bool = False                      # True: the source had no pin; this digest was just recorded
-    tree: str | None = None                     # the tree digest checked on the way into the cache, if any
-    verified: bool = True                       # False: a cache hit whose bytes are still to be checked
-    note: str | None = None                     # something the user should hear (a corrupt entry replaced)
+    origin: Origin  # "clone": `fetch --from-git`
+    filename: str  # the archive's name (upstream's, when known)
+    url: str | None = None  # what was downloaded, when it came from the network
+    recorded: bool = False  # True: the source had no pin; this digest was just recorded
+    tree: str | None = None  # the tree digest checked on the way into the cache, if any
+    verified: bool = True  # False: a cache hit whose bytes are still to be checked
+    note: str | None = None  # something the user should hear (a corrupt entry replaced)
 
     def to_json(self) -> dict:
-        d = {"name": self.source.name, "origin": self.source.origin, "from": self.origin, "sha256": self.sha256,
-             "size": self.size, "filename": self.filename}
+        d = {
+            "name": self.source.name,
+            "origin": self.source.origin,
+            "from": self.origin,
+            "sha256": self.sha256,
+            "size": self.size,
+            "filename": self.filename,
+        }
         if self.url:
             d["url"] = self.url
         if self.recorded:
@@ -157,6 +196,7 @@ class Fetched:
 
 
 # --------------------------------------------------------------------------------------------- locate
+
 
 def mirror_candidates(source: Source, mirror: Path, sha256: str | None = None) -> list[Path]:
     """Files in a mirror that may hold the source: by digest first, then by archive name."""
@@ -200,6 +240,7 @@ def locate(source: Source, cache: Cache | Path, mirror: Path | None, *, offline:
 
 # --------------------------------------------------------------------------------------------- network
 
+
 class _Session(requests.Session):
     """A requests session that always verifies against one CA bundle (environment cannot override it)."""
 
@@ -234,7 +275,7 @@ class Fetcher:
     def _pip_cert(self) -> str | None:
         try:
             return self.index.cert
-        except RvportError as e:       # no pip configuration: not needed to pick a bundle
+        except RvportError as e:  # no pip configuration: not needed to pick a bundle
             log.debug("pip configuration unavailable: %s", e.message)
             return None
 
@@ -297,13 +338,21 @@ class Fetcher:
         with self.options.cache.lock(lockname):
             return self._fetch_locked(source, lockname, check=check)
 
-    def _fetch_locked(self, source: Source, lockname: str, *, check: bool,
-                      corrupt: CorruptEntry | None = None) -> Fetched:
+    def _fetch_locked(
+        self, source: Source, lockname: str, *, check: bool, corrupt: CorruptEntry | None = None
+    ) -> Fetched:
         cache = self.options.cache
         hit = cache.lookup(source)
         if hit is not None:
-            result = Fetched(source=source, path=hit, sha256=hit.name, size=hit.stat().st_size, origin="cache",
-                             filename=source.archive_name, verified=False)
+            result = Fetched(
+                source=source,
+                path=hit,
+                sha256=hit.name,
+                size=hit.stat().st_size,
+                origin="cache",
+                filename=source.archive_name,
+                verified=False,
+            )
             if not check:
                 return result
             try:
@@ -317,15 +366,20 @@ class Fetcher:
             log.info("%s", corrupt.message)
         fetched = self._get_into_cache(source, lockname, corrupt=corrupt)
         if corrupt is not None:
-            fetched = replace(fetched, note=f"source {source.name!r}: the cache entry {corrupt.path} was corrupt "
-                                            f"(sha256 {corrupt.actual}); it was removed and fetched again from "
-                                            f"{fetched.origin}")
+            fetched = replace(
+                fetched,
+                note=f"source {source.name!r}: the cache entry {corrupt.path} was corrupt "
+                f"(sha256 {corrupt.actual}); it was removed and fetched again from "
+                f"{fetched.origin}",
+            )
         return fetched
 
-    def _get_into_cache(self, source: Source, lockname: str, *, corrupt: CorruptEntry | None = None) -> Fetched:
+    def _get_into_cache(
+        self, source: Source, lockname: str, *, corrupt: CorruptEntry | None = None
+    ) -> Fetched:
         opts, cache = self.options, self.options.cache
         part = cache.part_path(lockname)
-        part.unlink(missing_ok=True)    # left by a killed run; we hold the lock, so nobody is writing it
+        part.unlink(missing_ok=True)  # left by a killed run; we hold the lock, so nobody is writing it
         try:
             try:
                 got = self._obtain(source, part)
@@ -336,19 +390,23 @@ class Fetcher:
                         f"sha256 is {corrupt.actual}); it was removed, and --offline cannot fetch it again: "
                         f"{e.message}",
                         hint=f"fetch it again on a connected host, or pass --mirror DIR holding "
-                             f"{source.archive_name}") from e
+                        f"{source.archive_name}",
+                    ) from e
                 raise
             origin, where, url, filename, digest, size, found = got
             if source.sha256 and digest != source.sha256:
                 part.unlink(missing_ok=True)
                 raise IntegrityError(
-                    (f"mirror file {found} is not the source {source.name!r} ({source.origin}) pins; it was not used"
-                     if found is not None else
-                     f"source {source.name!r} ({source.origin}) failed its digest check; the file was deleted")
+                    (
+                        f"mirror file {found} is not the source {source.name!r} ({source.origin}) pins; it was not used"
+                        if found is not None
+                        else f"source {source.name!r} ({source.origin}) failed its digest check; the file was deleted"
+                    )
                     + f"\n  expected sha256 {source.sha256}\n  actual   sha256 {digest}  ({size} bytes, from {where})",
                     hint=(f"replace or remove {found}; " if found is not None else "")
                     + "if upstream really changed the file, verify it and update the pin in the recipe; "
-                      "otherwise suspect the mirror, a proxy or the network")
+                    "otherwise suspect the mirror, a proxy or the network",
+                )
             tree = None
             if source.tree:
                 tree = archive_tree(part, name=filename, exclude=source.exclude)
@@ -358,13 +416,24 @@ class Fetcher:
             blob = cache.commit_blob(part, digest)
             if not source.sha256:
                 cache.write_ref(source, digest, date=dt.date.today().isoformat(), tree=tree)
-            return Fetched(source=source, path=blob, sha256=digest, size=size, origin=origin, filename=filename,
-                           url=url, recorded=not source.pinned, tree=tree)
+            return Fetched(
+                source=source,
+                path=blob,
+                sha256=digest,
+                size=size,
+                origin=origin,
+                filename=filename,
+                url=url,
+                recorded=not source.pinned,
+                tree=tree,
+            )
         except BaseException:
             part.unlink(missing_ok=True)
             raise
 
-    def _obtain(self, source: Source, part: Path) -> tuple[Origin, str, str | None, str, str, int, Path | None]:
+    def _obtain(
+        self, source: Source, part: Path
+    ) -> tuple[Origin, str, str | None, str, str, int, Path | None]:
         """Bring the source's bytes into `part`: from a git clone, the mirror, or the network.
 
         Returns (origin, where, url, filename, sha256, size, the mirror file used)."""
@@ -373,30 +442,53 @@ class Fetcher:
         if source.kind is SourceKind.GIT and opts.git_clones:
             repo = self._from_clones(source, part)
             digest, size = hash_file(part)
-            return "clone", f"git {'bundle' if repo.is_file() else 'clone'} {repo}", None, filename, digest, size, \
-                None
+            return (
+                "clone",
+                f"git {'bundle' if repo.is_file() else 'clone'} {repo}",
+                None,
+                filename,
+                digest,
+                size,
+                None,
+            )
         found = _in_mirror(source, opts.mirror)
         if found is not None and gitsrc.is_bundle(found):
             if gitsrc.archive_from_bundle(found, source, part, scratch=self.options.cache.tmpdir()):
                 digest, size = hash_file(part)
                 return "mirror", f"git bundle {found}", None, filename, digest, size, None
-            found = next((p for p in mirror_candidates(source, opts.mirror) if p.is_file() and p != found
-                          and not gitsrc.is_bundle(p)), None) if opts.mirror else None
+            found = (
+                next(
+                    (
+                        p
+                        for p in mirror_candidates(source, opts.mirror)
+                        if p.is_file() and p != found and not gitsrc.is_bundle(p)
+                    ),
+                    None,
+                )
+                if opts.mirror
+                else None
+            )
         if found is not None:
             digest, size = hash_file(found, copy_to=part)
             return "mirror", f"mirror file {found}", None, filename, digest, size, found
         if opts.offline:
             raise SourceUnavailable(
                 f"source {source.name!r} ({source.origin}) is not in the cache"
-                + (f" nor in the mirror {opts.mirror}" if opts.mirror else "") + ", and --offline forbids the network",
+                + (f" nor in the mirror {opts.mirror}" if opts.mirror else "")
+                + ", and --offline forbids the network",
                 hint=f"put {source.archive_name} into a mirror directory and pass --mirror DIR (or RVPORT_MIRROR); "
-                     "fill one on a connected host with `rvport fetch --all --to DIR`"
-                     + (" (or, for a git source, from a local clone with `rvport fetch --from-git CLONE --to DIR`)"
-                        if source.kind is SourceKind.GIT else ""))
+                "fill one on a connected host with `rvport fetch --all --to DIR`"
+                + (
+                    " (or, for a git source, from a local clone with `rvport fetch --from-git CLONE --to DIR`)"
+                    if source.kind is SourceKind.GIT
+                    else ""
+                ),
+            )
         if not _can_download(source):
             raise SourceUnavailable(
                 f"source {source.name!r}: no archive URL is known for {source.origin}",
-                hint="use a url: source with the forge's archive URL, or provide the file with --mirror DIR")
+                hint="use a url: source with the forge's archive URL, or provide the file with --mirror DIR",
+            )
         url, filename = self._resolve(source)
         digest, size = self._download(url, part, label=f"source {source.name!r}")
         return "network", url, url, filename, digest, size, None
@@ -413,7 +505,8 @@ class Fetcher:
         raise SourceUnavailable(
             f"source {source.name!r}: commit {source.commit} ({source.repo}) is in none of the git repositories "
             f"given with --from-git ({', '.join(map(str, self.options.git_clones))})",
-            hint=f"fetch the commit into the clone (git fetch origin {source.commit}), or pass the clone that has it")
+            hint=f"fetch the commit into the clone (git fetch origin {source.commit}), or pass the clone that has it",
+        )
 
     def _resolve(self, source: Source) -> tuple[str, str]:
         if source.kind is SourceKind.PYPI:
@@ -431,11 +524,12 @@ class Fetcher:
             while True:
                 headers = {"Range": f"bytes={have}-"} if have else {}
                 try:
-                    with self.session.get(url, stream=True, headers=headers,
-                                          timeout=(opts.connect_timeout, opts.read_timeout)) as r:
+                    with self.session.get(
+                        url, stream=True, headers=headers, timeout=(opts.connect_timeout, opts.read_timeout)
+                    ) as r:
                         if r.status_code in (429, 500, 502, 503, 504):
                             raise _Retry(f"HTTP {r.status_code}")
-                        if r.status_code == 416 and have:       # cannot resume: start over
+                        if r.status_code == 416 and have:  # cannot resume: start over
                             f.seek(0), f.truncate()
                             h, have = hashlib.sha256(), 0
                             raise _Retry("HTTP 416 on resume")
@@ -447,8 +541,10 @@ class Fetcher:
                                 f.seek(0), f.truncate()
                                 h, have = hashlib.sha256(), 0
                         else:
-                            raise SourceUnavailable(f"{label}: HTTP {r.status_code} {r.reason} from {url}",
-                                                    hint=_hint_for_status(r.status_code))
+                            raise SourceUnavailable(
+                                f"{label}: HTTP {r.status_code} {r.reason} from {url}",
+                                hint=_hint_for_status(r.status_code),
+                            )
                         for chunk in r.iter_content(CHUNK):
                             f.write(chunk)
                             h.update(chunk)
@@ -457,27 +553,35 @@ class Fetcher:
                         os.fsync(f.fileno())
                         return h.hexdigest(), have
                 except requests.exceptions.SSLError as e:
-                    raise SourceUnavailable(f"{label}: TLS verification failed for {url}: {e}",
-                                            hint="behind a TLS-intercepting proxy pass its CA with --ca-bundle FILE "
-                                                 f"(now {self.session.bundle})") from e
-                except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
-                        _Retry) as e:
+                    raise SourceUnavailable(
+                        f"{label}: TLS verification failed for {url}: {e}",
+                        hint="behind a TLS-intercepting proxy pass its CA with --ca-bundle FILE "
+                        f"(now {self.session.bundle})",
+                    ) from e
+                except (
+                    requests.ConnectionError,
+                    requests.Timeout,
+                    requests.exceptions.ChunkedEncodingError,
+                    _Retry,
+                ) as e:
                     attempt += 1
                     if attempt > opts.retries:
                         raise SourceUnavailable(
                             f"{label}: download of {url} failed after {attempt} attempts; nothing was "
                             f"kept: {_short(e)}",
-                            hint="check the network or proxy and run again, or use --mirror DIR") from e
+                            hint="check the network or proxy and run again, or use --mirror DIR",
+                        ) from e
                     delay = opts.backoff * 2 ** (attempt - 1)
                     log.info("%s: %s; retry %d/%d in %.1fs", label, _short(e), attempt, opts.retries, delay)
                     time.sleep(delay)
                 except requests.RequestException as e:
-                    raise SourceUnavailable(f"{label}: download of {url} failed: {_short(e)}",
-                                            hint="check the URL in the recipe") from e
+                    raise SourceUnavailable(
+                        f"{label}: download of {url} failed: {_short(e)}", hint="check the URL in the recipe"
+                    ) from e
 
 
 def _range_start(r: requests.Response) -> int | None:
-    cr = r.headers.get("Content-Range", "")          # "bytes 100-999/1000"
+    cr = r.headers.get("Content-Range", "")  # "bytes 100-999/1000"
     try:
         return int(cr.split()[1].split("-")[0])
     except (IndexError, ValueError):
@@ -545,6 +649,7 @@ def fill_mirror(result: Fetched, mirror: Path) -> list[Path]:
 
 # --------------------------------------------------------------------------------------------- API
 
+
 def fetch_source(source: Source, options: FetchOptions) -> Fetched:
     with Fetcher(options=options) as f:
         return f.fetch(source)
@@ -559,5 +664,18 @@ def with_offline(options: FetchOptions, offline: bool = True) -> FetchOptions:
     return replace(options, offline=offline)
 
 
-__all__ = ["CA_ENV_VARS", "Fetched", "FetchOptions", "Fetcher", "HEX64", "ca_bundle", "ca_bundle_env",
-           "fetch_options", "fetch_source", "fetch_sources", "fill_mirror", "locate", "mirror_candidates"]
+__all__ = [
+    "CA_ENV_VARS",
+    "Fetched",
+    "FetchOptions",
+    "Fetcher",
+    "HEX64",
+    "ca_bundle",
+    "ca_bundle_env",
+    "fetch_options",
+    "fetch_source",
+    "fetch_sources",
+    "fill_mirror",
+    "locate",
+    "mirror_candidates",
+]

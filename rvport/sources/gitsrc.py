@@ -41,15 +41,21 @@ def check_clone(path: Path) -> Path:
     path = path.expanduser()
     if path.is_file():
         if not is_bundle(path):
-            raise UsageError(f"--from-git {path}: not a git bundle", hint="pass a git clone's directory or a file "
-                             "made by `git bundle create`")
+            raise UsageError(
+                f"--from-git {path}: not a git bundle",
+                hint="pass a git clone's directory or a file made by `git bundle create`",
+            )
         return path
     if not path.is_dir():
-        raise UsageError(f"--from-git {path}: no such directory", hint="pass the directory of a local git clone")
+        raise UsageError(
+            f"--from-git {path}: no such directory", hint="pass the directory of a local git clone"
+        )
     cp = _git(["-C", str(path), "rev-parse", "--git-dir"], check=False, timeout=60)
     if cp.returncode != 0:
-        raise UsageError(f"--from-git {path}: not a git repository ({(cp.stderr or '').strip()})",
-                         hint="pass the directory of a local git clone (or a git bundle file)")
+        raise UsageError(
+            f"--from-git {path}: not a git repository ({(cp.stderr or '').strip()})",
+            hint="pass the directory of a local git clone (or a git bundle file)",
+        )
     return path
 
 
@@ -72,17 +78,35 @@ def archive(repo: Path, source: Source, out: Path, *, scratch: Path) -> None:
     prefix = source.archive_name.removesuffix(".tar.gz") + "/"
     with tempfile.TemporaryDirectory(dir=scratch, prefix="git.") as tmp:
         attrs = Path(tmp) / "attributes"
-        attrs.write_text("".join(f"{_attr_pattern(e)} export-ignore\n{_attr_pattern(e, '/**')} export-ignore\n"
-                                 for e in check_excludes(source.exclude)))
+        attrs.write_text(
+            "".join(
+                f"{_attr_pattern(e)} export-ignore\n{_attr_pattern(e, '/**')} export-ignore\n"
+                for e in check_excludes(source.exclude)
+            )
+        )
         try:
-            _git(["-C", str(repo), *_FIXED, "-c", f"core.attributesFile={attrs}", "archive", "--format=tar.gz",
-                  f"--prefix={prefix}", "-o", str(out.resolve()), source.commit or ""])
+            _git(
+                [
+                    "-C",
+                    str(repo),
+                    *_FIXED,
+                    "-c",
+                    f"core.attributesFile={attrs}",
+                    "archive",
+                    "--format=tar.gz",
+                    f"--prefix={prefix}",
+                    "-o",
+                    str(out.resolve()),
+                    source.commit or "",
+                ]
+            )
         except proc.CommandFailed as e:
             tail = "\n  ".join((e.stderr or "").strip().splitlines()[-6:])
             raise SourceUnavailable(
                 f"source {source.name!r}: `git archive {source.commit}` in {repo} failed ({e.reason}):\n  {tail}",
                 hint="the clone lacks objects of this commit (a shallow or partial clone?): fetch the commit "
-                     "fully, or exclude the paths it lacks in the recipe (exclude:)") from e
+                "fully, or exclude the paths it lacks in the recipe (exclude:)",
+            ) from e
 
 
 def archive_from_bundle(bundle: Path, source: Source, out: Path, *, scratch: Path) -> bool:
@@ -92,10 +116,11 @@ def archive_from_bundle(bundle: Path, source: Source, out: Path, *, scratch: Pat
         try:
             _git(["clone", "-q", "--mirror", str(bundle), str(tmp / "repo.git")])
         except proc.CommandFailed as e:
-            raise SourceUnavailable(f"git bundle {bundle}: cannot read it ({e.reason}): "
-                                    f"{(e.stderr or '').strip().splitlines()[-1:] or ''}",
-                                    hint="check the file (`git bundle verify FILE`), or remove it from the mirror") \
-                from e
+            raise SourceUnavailable(
+                f"git bundle {bundle}: cannot read it ({e.reason}): "
+                f"{(e.stderr or '').strip().splitlines()[-1:] or ''}",
+                hint="check the file (`git bundle verify FILE`), or remove it from the mirror",
+            ) from e
         if not has_commit(tmp / "repo.git", source.commit or ""):
             return False
         archive(tmp / "repo.git", source, out, scratch=scratch)

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport.errors import IntegrityError, Problem, RecipeError, UsageError
 from rvport.catalogue.recipes import BUILTIN, Recipe, Source, SourceKind, load_recipe_file
+from rvport.errors import IntegrityError, Problem, RecipeError, UsageError
 from rvport.sources.archive import archive_tree
 from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions
@@ -32,11 +32,11 @@ _LEAD = re.compile(r"^(\s*(?:-\s+)*)(\S)")
 @dataclass(frozen=True, kw_only=True)
 class Pinned:
     source: str
-    sha256: str                # the value written: an archive's sha256 hex, or a git source's "sha256:<hex>" tree
+    sha256: str  # the value written: an archive's sha256 hex, or a git source's "sha256:<hex>" tree
     file: Path
-    line: int                  # where the pin line was written (1-based)
+    line: int  # where the pin line was written (1-based)
     fetched: Fetched
-    key: str = "sha256"        # "tree" for git sources
+    key: str = "sha256"  # "tree" for git sources
 
     def to_json(self) -> dict:
         return {"source": self.source, self.key: self.sha256, "file": str(self.file), "line": self.line}
@@ -64,13 +64,17 @@ def insert_pin(text: str, source: Source, sha256: str, date: str, *, key: str = 
     start = source.line - 1
     m = _LEAD.match(lines[start]) if start < len(lines) else None
     if m is None or m.group(2) == "{":
-        raise UsageError(f"source {source.name!r}: cannot edit its mapping at line {source.line}",
-                         hint="write the source as a block mapping (one key per line), then run `rvport pin` again")
+        raise UsageError(
+            f"source {source.name!r}: cannot edit its mapping at line {source.line}",
+            hint="write the source as a block mapping (one key per line), then run `rvport pin` again",
+        )
     indent = len(m.group(1))
     end = _block_end(lines, start, indent)
-    block = lines[start:end + 1]
+    block = lines[start : end + 1]
     if any(re.match(rf"^\s{{{indent}}}{key}\s*:", ln) for ln in block[1:]) or f"{key}:" in lines[start]:
-        raise UsageError(f"source {source.name!r} already has a {key} line", hint="edit it by hand if it is wrong")
+        raise UsageError(
+            f"source {source.name!r} already has a {key} line", hint="edit it by hand if it is wrong"
+        )
     eol = "\r\n" if lines[end].endswith("\r\n") else "\n"
     if not lines[end].endswith(("\n", "\r")):
         lines[end] += eol
@@ -78,7 +82,7 @@ def insert_pin(text: str, source: Source, sha256: str, date: str, *, key: str = 
     if not any(re.match(rf"^\s{{{indent}}}recorded\s*:", ln) for ln in block[1:]):
         # quoted: unquoted, YAML reads a date, and the recipe schema wants a string
         new.append(f"{' ' * indent}recorded: {{by: rvport, date: '{date}'}}{eol}")
-    lines[end + 1:end + 1] = new
+    lines[end + 1 : end + 1] = new
     return "".join(lines), end + 2
 
 
@@ -103,10 +107,12 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
     their bytes; any other source the archive's sha256.
     """
     if recipe.origin == BUILTIN:
-        raise UsageError(f"{recipe.ref} is a built-in recipe: its pins come with rvport, and `rvport pin` edits "
-                         "only your own recipes",
-                         hint=f"copy {recipe.file.name} into a directory of your own and pass --recipes DIR "
-                              "(or RVPORT_RECIPE_PATH)")
+        raise UsageError(
+            f"{recipe.ref} is a built-in recipe: its pins come with rvport, and `rvport pin` edits "
+            "only your own recipes",
+            hint=f"copy {recipe.file.name} into a directory of your own and pass --recipes DIR "
+            "(or RVPORT_RECIPE_PATH)",
+        )
     todo = [s for s in recipe.sources if not s.pinned]
     if not todo:
         return []
@@ -123,7 +129,7 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
             fetched.append(f)
     path = recipe.file
     original = path.read_text(encoding="utf-8")
-    mode = stat.S_IMODE(path.stat().st_mode)   # the rewritten file keeps the permissions it had
+    mode = stat.S_IMODE(path.stat().st_mode)  # the rewritten file keeps the permissions it had
     text = original
     lines_written: dict[str, int] = {}
     # bottom-up, so earlier line numbers stay valid
@@ -131,19 +137,33 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
         text, line = insert_pin(text, f.source, values[f.source.name], date, key=_pin_key(f.source))
         lines_written[f.source.name] = line
     # lines below an insertion moved down by the lines inserted above them
-    shift = {f.source.name: 2 * sum(1 for g in fetched if (g.source.line or 0) < (f.source.line or 0))
-             for f in fetched}
+    shift = {
+        f.source.name: 2 * sum(1 for g in fetched if (g.source.line or 0) < (f.source.line or 0))
+        for f in fetched
+    }
     atomic_write_text(path, text, mode=mode)
     recipes, problems = load_recipe_file(path, _recipes_root(recipe))
     again = next((r for r in recipes if r.version == recipe.version), None)
     got = {s.name: getattr(s, _pin_key(s)) for s in again.sources} if again else {}
     if problems or any(got.get(f.source.name) != values[f.source.name] for f in fetched):
         atomic_write_text(path, original, mode=mode)
-        raise RecipeError(f"could not write the pins into {path} without breaking it; the file was restored",
-                          problems=problems, hint="add the pin lines by hand: " + ", ".join(
-                              f"{f.source.name}: {_pin_key(f.source)}: {values[f.source.name]}" for f in fetched))
-    return [Pinned(source=f.source.name, sha256=values[f.source.name], file=path, key=_pin_key(f.source),
-                   line=lines_written[f.source.name] + shift[f.source.name], fetched=f) for f in fetched]
+        raise RecipeError(
+            f"could not write the pins into {path} without breaking it; the file was restored",
+            problems=problems,
+            hint="add the pin lines by hand: "
+            + ", ".join(f"{f.source.name}: {_pin_key(f.source)}: {values[f.source.name]}" for f in fetched),
+        )
+    return [
+        Pinned(
+            source=f.source.name,
+            sha256=values[f.source.name],
+            file=path,
+            key=_pin_key(f.source),
+            line=lines_written[f.source.name] + shift[f.source.name],
+            fetched=f,
+        )
+        for f in fetched
+    ]
 
 
 def check_pinned_files(recipes: Iterable[Recipe]) -> None:
@@ -154,8 +174,12 @@ def check_pinned_files(recipes: Iterable[Recipe]) -> None:
     seen: set[tuple[str, Path]] = set()
     for r in recipes:
         runtime_files = tuple(f.pinned for f in r.runtime.files if f.pinned) if r.runtime else ()
-        for what, files in (("patch", r.patches), ("lock file", r.lockfiles), ("file", r.files),
-                            ("runtime file", runtime_files)):
+        for what, files in (
+            ("patch", r.patches),
+            ("lock file", r.lockfiles),
+            ("file", r.files),
+            ("runtime file", runtime_files),
+        ):
             for pf in files:
                 if (r.ref, pf.path) in seen:
                     continue
@@ -163,22 +187,35 @@ def check_pinned_files(recipes: Iterable[Recipe]) -> None:
                 try:
                     actual = sha256_file(pf.path)
                 except OSError as e:
-                    problems.append(Problem(message=f"{r.ref}: {what} {pf.path} cannot be read: {e.strerror}",
-                                            file=str(r.file), line=pf.line))
+                    problems.append(
+                        Problem(
+                            message=f"{r.ref}: {what} {pf.path} cannot be read: {e.strerror}",
+                            file=str(r.file),
+                            line=pf.line,
+                        )
+                    )
                     continue
                 if actual != pf.sha256:
-                    problems.append(Problem(message=f"{r.ref}: {what} {pf.path} does not match its pin: "
-                                                    f"the recipe pins sha256 {pf.sha256}, the file has {actual}",
-                                            file=str(r.file), line=pf.line))
+                    problems.append(
+                        Problem(
+                            message=f"{r.ref}: {what} {pf.path} does not match its pin: "
+                            f"the recipe pins sha256 {pf.sha256}, the file has {actual}",
+                            file=str(r.file),
+                            line=pf.line,
+                        )
+                    )
     if problems:
         n = len(problems)
         what = f"{n} pinned files changed since they were" if n > 1 else "1 pinned file changed since it was"
-        raise IntegrityError(f"{what} pinned", problems=problems,
-                             hint="restore the file; if the change is intended, put its new sha256 in the recipe")
+        raise IntegrityError(
+            f"{what} pinned",
+            problems=problems,
+            hint="restore the file; if the change is intended, put its new sha256 in the recipe",
+        )
 
 
 def _recipes_root(recipe: Recipe) -> Path:
     for pf in (*recipe.patches, *recipe.lockfiles, *recipe.files):
         rel_parts = Path(pf.rel).parts
-        return Path(*pf.path.parts[:len(pf.path.parts) - len(rel_parts)])
+        return Path(*pf.path.parts[: len(pf.path.parts) - len(rel_parts)])
     return recipe.file.parent

@@ -12,9 +12,9 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Mapping
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import requests
@@ -22,8 +22,8 @@ from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist
 from packaging.version import InvalidVersion, Version
 
 from rvport import proc
-from rvport.errors import IntegrityError, SourceUnavailable
 from rvport.catalogue.recipes import Source
+from rvport.errors import IntegrityError, SourceUnavailable
 
 log = logging.getLogger("rvport.sources")
 
@@ -36,7 +36,7 @@ class IndexConfig:
     index_url: str
     extra_index_urls: tuple[str, ...] = ()
     cert: str | None = None
-    origin: str = "pip default"        # where the index URL came from, for messages
+    origin: str = "pip default"  # where the index URL came from, for messages
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -87,8 +87,10 @@ def pip_default_index() -> str:
         url = (cp.stdout or "").strip()
         if cp.returncode == 0 and url.startswith(("http://", "https://")):
             return url
-    raise SourceUnavailable("no package index is configured and pip's default could not be read",
-                            hint="set PIP_INDEX_URL (or index-url in pip.conf), or use --mirror DIR")
+    raise SourceUnavailable(
+        "no package index is configured and pip's default could not be read",
+        hint="set PIP_INDEX_URL (or index-url in pip.conf), or use --mirror DIR",
+    )
 
 
 def index_config(env: Mapping[str, str] | None = None, *, pip_config_text: str | None = None) -> IndexConfig:
@@ -121,7 +123,7 @@ def _pip_config_list() -> str:
 class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.links: list[tuple[str, str]] = []   # (href, text)
+        self.links: list[tuple[str, str]] = []  # (href, text)
         self._href: str | None = None
         self._text: list[str] = []
 
@@ -168,8 +170,9 @@ def _matches(filename: str, project: str, version: str) -> bool:
         return False
 
 
-def find_sdist(session: requests.Session, source: Source, config: IndexConfig, *,
-               timeout: float = 30) -> IndexFile:
+def find_sdist(
+    session: requests.Session, source: Source, config: IndexConfig, *, timeout: float = 30
+) -> IndexFile:
     """Ask each configured index for the source's project page and pick its sdist."""
     assert source.project and source.version
     misses: list[str] = []
@@ -178,8 +181,10 @@ def find_sdist(session: requests.Session, source: Source, config: IndexConfig, *
         try:
             r = session.get(page, headers={"Accept": ACCEPT}, timeout=timeout)
         except requests.exceptions.SSLError as e:
-            raise SourceUnavailable(f"TLS verification failed for the index {index}: {e}",
-                                    hint="pass the proxy's CA with --ca-bundle FILE (or REQUESTS_CA_BUNDLE)") from e
+            raise SourceUnavailable(
+                f"TLS verification failed for the index {index}: {e}",
+                hint="pass the proxy's CA with --ca-bundle FILE (or REQUESTS_CA_BUNDLE)",
+            ) from e
         except requests.RequestException as e:
             misses.append(f"{index}: {type(e).__name__}")
             continue
@@ -188,16 +193,21 @@ def find_sdist(session: requests.Session, source: Source, config: IndexConfig, *
             continue
         files = parse_simple_page(r.content, r.headers.get("Content-Type", ""), r.url)
         for filename, url, digest in files:
-            wanted = filename == source.filename if source.filename else (
-                _matches(filename, source.project, source.version))
+            wanted = (
+                filename == source.filename
+                if source.filename
+                else (_matches(filename, source.project, source.version))
+            )
             if wanted:
                 if source.sha256 and digest and digest != source.sha256:
                     raise IntegrityError(
                         f"source {source.name!r} ({source.origin}): the index {index} lists sha256 {digest} "
                         f"for {filename}, the recipe pins {source.sha256}",
-                        hint="the file on the index changed or the pin is wrong; check upstream before re-pinning")
+                        hint="the file on the index changed or the pin is wrong; check upstream before re-pinning",
+                    )
                 return IndexFile(filename=filename, url=url, sha256=digest, index=index)
         misses.append(f"{index}: no sdist for {source.version} among {len(files)} files")
     raise SourceUnavailable(
         f"source {source.name!r}: no sdist {source.project}=={source.version} found ({'; '.join(misses)})",
-        hint=f"indexes from {config.origin}; set PIP_INDEX_URL, or provide the file with --mirror DIR")
+        hint=f"indexes from {config.origin}; set PIP_INDEX_URL, or provide the file with --mirror DIR",
+    )

@@ -21,49 +21,60 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport import proc
-from rvport.errors import IntegrityError, RecipeError, SourceUnavailable
 from rvport.catalogue.recipes import LOCK_NAMES, PinnedFile, Recipe
+from rvport.errors import IntegrityError, RecipeError, SourceUnavailable
 from rvport.sources.archive import unpack
 from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
 from rvport.target import CARGO_HOME, RVPORT_DIR
 
-TREE_FORMAT = 4     # bump when the way trees are made changes, so old trees are not reused
+TREE_FORMAT = 4  # bump when the way trees are made changes, so old trees are not reused
 
 
 @dataclass(frozen=True, kw_only=True)
 class PreparedTree:
-    recipe: str                          # name==version
+    recipe: str  # name==version
     key: str
-    path: Path                           # the tree: hand it to docker buildx as the build context
-    fetched: tuple[Fetched, ...]         # per source: digest and where it came from in this run
-    reused: bool                         # True: the tree was already in the cache
+    path: Path  # the tree: hand it to docker buildx as the build context
+    fetched: tuple[Fetched, ...]  # per source: digest and where it came from in this run
+    reused: bool  # True: the tree was already in the cache
 
     def to_json(self) -> dict:
-        return {"recipe": self.recipe, "key": self.key, "path": str(self.path), "reused": self.reused,
-                "sources": [f.to_json() for f in self.fetched]}
+        return {
+            "recipe": self.recipe,
+            "key": self.key,
+            "path": str(self.path),
+            "reused": self.reused,
+            "sources": [f.to_json() for f in self.fetched],
+        }
 
 
 def verify_pinned(pf: PinnedFile, what: str) -> None:
     if not pf.path.is_file():
-        raise IntegrityError(f"{what} {pf.rel} is missing ({pf.path})", hint="restore it from the recipe repository")
+        raise IntegrityError(
+            f"{what} {pf.rel} is missing ({pf.path})", hint="restore it from the recipe repository"
+        )
     actual = sha256_file(pf.path)
     if actual != pf.sha256:
-        raise IntegrityError(f"{what} {pf.rel} does not match its pin\n  expected sha256 {pf.sha256}\n"
-                             f"  actual   sha256 {actual}",
-                             hint="restore the file, or if the change is intended, update its sha256 in the recipe")
+        raise IntegrityError(
+            f"{what} {pf.rel} does not match its pin\n  expected sha256 {pf.sha256}\n"
+            f"  actual   sha256 {actual}",
+            hint="restore the file, or if the change is intended, update its sha256 in the recipe",
+        )
 
 
 def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
     """Key of the prepared tree: digests of sources (by name), patches, lock files and files, plus vendoring."""
     doc = {
         "format": TREE_FORMAT,
-        "sources": [[s.name, digests[s.name], s.dest or "", s.tree or "", list(s.exclude)] for s in recipe.sources],
+        "sources": [
+            [s.name, digests[s.name], s.dest or "", s.tree or "", list(s.exclude)] for s in recipe.sources
+        ],
         "patches": [[p.rel, p.sha256, p.strip] for p in recipe.patches],
         "lockfiles": [[p.rel, p.sha256, p.dest or ""] for p in recipe.lockfiles],
         "vendor": recipe.vendor or "",
     }
-    if recipe.files:        # only when there are any: the keys of every other tree stay what they were
+    if recipe.files:  # only when there are any: the keys of every other tree stay what they were
         doc["files"] = [[p.rel, p.sha256, p.dest] for p in recipe.files]
     if recipe.lock:
         doc["lock"] = [recipe.lock.path, recipe.lock.sha256]
@@ -94,8 +105,10 @@ def prepare_tree(recipe: Recipe, options: FetchOptions, *, fetcher: Fetcher | No
                 if i is None:
                     raise
                 fetched[i] = fetcher.refetch(fetched[i], e)
-        raise IntegrityError(f"{recipe.ref}: cache entries keep turning out corrupt while the tree is made",
-                             hint="check the disk holding the cache (--cache-dir)")
+        raise IntegrityError(
+            f"{recipe.ref}: cache entries keep turning out corrupt while the tree is made",
+            hint="check the disk holding the cache (--cache-dir)",
+        )
     finally:
         if own:
             fetcher.close()
@@ -109,7 +122,7 @@ def _prepare(recipe: Recipe, fetched: tuple[Fetched, ...], options: FetchOptions
         if final.is_dir():
             return PreparedTree(recipe=recipe.ref, key=key, path=final, fetched=fetched, reused=True)
         final.parent.mkdir(parents=True, exist_ok=True)
-        for stale in final.parent.glob(f".{key}.*"):      # left by a killed run; we hold the lock
+        for stale in final.parent.glob(f".{key}.*"):  # left by a killed run; we hold the lock
             shutil.rmtree(stale, ignore_errors=True)
         work = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}."))
         try:
@@ -119,25 +132,42 @@ def _prepare(recipe: Recipe, fetched: tuple[Fetched, ...], options: FetchOptions
         finally:
             shutil.rmtree(work, ignore_errors=True)
         fetched = tuple(dataclasses.replace(f, verified=True) for f in fetched)
-        meta = {"recipe": recipe.ref, "key": key, "format": TREE_FORMAT,
-                "sources": [f.to_json() for f in fetched],
-                "patches": [p.to_json() for p in recipe.patches],
-                "lockfiles": [p.to_json() for p in recipe.lockfiles],
-                "files": [p.file_json() for p in recipe.files], "vendor": recipe.vendor,
-                "lock": recipe.lock.to_json() if recipe.lock else None}
+        meta = {
+            "recipe": recipe.ref,
+            "key": key,
+            "format": TREE_FORMAT,
+            "sources": [f.to_json() for f in fetched],
+            "patches": [p.to_json() for p in recipe.patches],
+            "lockfiles": [p.to_json() for p in recipe.lockfiles],
+            "files": [p.file_json() for p in recipe.files],
+            "vendor": recipe.vendor,
+            "lock": recipe.lock.to_json() if recipe.lock else None,
+        }
         atomic_write_text(final.parent / f"{key}.json", json.dumps(meta, sort_keys=True, indent=2) + "\n")
     return PreparedTree(recipe=recipe.ref, key=key, path=final, fetched=fetched, reused=False)
 
 
-def _assemble(recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Path, options: FetchOptions) -> None:
+def _assemble(
+    recipe: Recipe, fetched: tuple[Fetched, ...], tree: Path, work: Path, options: FetchOptions
+) -> None:
     main = next((f for f in fetched if f.source.dest is None), None)
     if main is None:
         tree.mkdir()
     for f in fetched:
-        dest = tree if f is main else _inside(tree, f.source.dest or f"_deps/{f.source.name}", recipe,
-                                              f.source.line)
-        unpack(f.path, dest, name=f.filename, scratch=work, blob=True, source=f.source,
-               where=f"cache entry {f.path}, from {f.origin}")
+        dest = (
+            tree
+            if f is main
+            else _inside(tree, f.source.dest or f"_deps/{f.source.name}", recipe, f.source.line)
+        )
+        unpack(
+            f.path,
+            dest,
+            name=f.filename,
+            scratch=work,
+            blob=True,
+            source=f.source,
+            where=f"cache entry {f.path}, from {f.origin}",
+        )
     epoch = source_epoch(tree)
     for pf in recipe.lockfiles:
         target = _inside(tree, pf.dest or pf.path.name, recipe, pf.line)
@@ -186,9 +216,11 @@ def copy_recipe_file(recipe: Recipe, pf: PinnedFile, tree: Path) -> None:
     # the path as written first: a symlink there (dangling or not) is the source's, and resolving it would write
     # through it; then the resolved one (a symlinked directory on the way)
     if os.path.lexists(tree / rel) or target.exists():
-        raise RecipeError(f"{recipe.ref}: file {pf.rel} would replace {pf.dest}, which the source already has "
-                          f"(in {_at(recipe, pf.line)})", hint="choose a dest the source does not have, or change the "
-                                                      "source's file with a patch")
+        raise RecipeError(
+            f"{recipe.ref}: file {pf.rel} would replace {pf.dest}, which the source already has "
+            f"(in {_at(recipe, pf.line)})",
+            hint="choose a dest the source does not have, or change the source's file with a patch",
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pf.path, target)
     os.chmod(target, 0o644)
@@ -202,8 +234,10 @@ def _at(recipe: Recipe, line: int | None) -> str:
 def _inside(tree: Path, rel: str, recipe: Recipe, line: int | None = None) -> Path:
     target = (tree / rel).resolve()
     if not target.is_relative_to(tree.resolve()):
-        raise RecipeError(f"{recipe.ref}: destination {rel!r} leaves the source tree (in {_at(recipe, line)})",
-                          hint="use a relative path inside the tree")
+        raise RecipeError(
+            f"{recipe.ref}: destination {rel!r} leaves the source tree (in {_at(recipe, line)})",
+            hint="use a relative path inside the tree",
+        )
     return target
 
 
@@ -213,37 +247,55 @@ def check_tree_lock(recipe: Recipe, tree: Path) -> None:
     target = _inside(tree, lock.path, recipe, lock.line)
     where = f"{lock.path} in the source tree of {recipe.ref}"
     if not target.is_file():
-        raise IntegrityError(f"{where} is missing (the recipe's lock: names it, in {_at(recipe, lock.line)})",
-                             hint="check the source pin and the lock's path")
+        raise IntegrityError(
+            f"{where} is missing (the recipe's lock: names it, in {_at(recipe, lock.line)})",
+            hint="check the source pin and the lock's path",
+        )
     actual = sha256_file(target)
     if actual != lock.sha256:
-        raise IntegrityError(f"{where} does not match its pin\n  expected sha256 {lock.sha256}\n"
-                             f"  actual   sha256 {actual}",
-                             hint="the sources or a patch changed the lock file: check them, or if the change is "
-                                  "intended, update the lock's sha256 in the recipe")
+        raise IntegrityError(
+            f"{where} does not match its pin\n  expected sha256 {lock.sha256}\n  actual   sha256 {actual}",
+            hint="the sources or a patch changed the lock file: check them, or if the change is "
+            "intended, update the lock's sha256 in the recipe",
+        )
 
 
-_REJECT = re.compile(r"(Hunk #\d+ FAILED.*|.*can't find file to patch.*|.*malformed patch.*|"
-                     r".*Reversed \(or previously applied\) patch detected.*|.*saving rejects to file.*)")
+_REJECT = re.compile(
+    r"(Hunk #\d+ FAILED.*|.*can't find file to patch.*|.*malformed patch.*|"
+    r".*Reversed \(or previously applied\) patch detected.*|.*saving rejects to file.*)"
+)
 
 
 def apply_patch(pf: PinnedFile, tree: Path) -> None:
     """Apply one pinned patch with `patch -p<strip>`; a rejected hunk is an IntegrityError naming the patch."""
-    cmd = ["patch", f"-p{pf.strip}", "--batch", "--forward", "--no-backup-if-mismatch", "-r", "-",
-           "-i", str(pf.path)]
+    cmd = [
+        "patch",
+        f"-p{pf.strip}",
+        "--batch",
+        "--forward",
+        "--no-backup-if-mismatch",
+        "-r",
+        "-",
+        "-i",
+        str(pf.path),
+    ]
     cp = proc.run(cmd, cwd=tree, capture=True, check=False, timeout=300)
     if cp.returncode != 0:
         out = (cp.stdout or "") + (cp.stderr or "")
-        lines = [ln.strip() for ln in out.splitlines() if _REJECT.match(ln.strip())] or out.strip().splitlines()[-8:]
-        raise IntegrityError(f"patch {pf.rel} does not apply (patch -p{pf.strip}):\n  " + "\n  ".join(lines),
-                             hint="the patch does not fit this source: fix or regenerate the patch, check its "
-                                  "strip level, and update its sha256 in the recipe")
+        lines = [
+            ln.strip() for ln in out.splitlines() if _REJECT.match(ln.strip())
+        ] or out.strip().splitlines()[-8:]
+        raise IntegrityError(
+            f"patch {pf.rel} does not apply (patch -p{pf.strip}):\n  " + "\n  ".join(lines),
+            hint="the patch does not fit this source: fix or regenerate the patch, check its "
+            "strip level, and update its sha256 in the recipe",
+        )
 
 
 # What rvport adds to a tree, in a directory of its own (RVPORT_DIR, CARGO_HOME: rvport.target): the source's
 # files (its own .cargo/config.toml included) are never overwritten. Paths relative to the tree's top
 # directory; /src/<path> in a stage.
-CARGO_VENDOR = f"{RVPORT_DIR}/vendor"       # the vendored crates
+CARGO_VENDOR = f"{RVPORT_DIR}/vendor"  # the vendored crates
 # Cargo resolves a relative path in a config file against the parent of the directory holding that file: in
 # <tree>/.rvport/cargo-home/config.toml, "vendor" is <tree>/.rvport/vendor, wherever the tree is.
 CARGO_CONFIG = """\
@@ -275,15 +327,21 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
         lock_rel = (locks[0].dest or locks[0].path.name) if locks else name
     manifest = tree / Path(lock_rel).parent / "Cargo.toml"
     if not manifest.is_file():
-        raise RecipeError(f"{recipe.ref}: vendor: cargo needs {manifest.relative_to(tree)} in the source tree",
-                          hint="set the lock file's dest beside the Cargo.toml to vendor for")
+        raise RecipeError(
+            f"{recipe.ref}: vendor: cargo needs {manifest.relative_to(tree)} in the source tree",
+            hint="set the lock file's dest beside the Cargo.toml to vendor for",
+        )
     own = tree / RVPORT_DIR
     if own.exists():
-        raise RecipeError(f"{recipe.ref}: the source tree already has {RVPORT_DIR}/, where rvport puts its cargo "
-                          "home and vendored crates", hint="remove it from the source (a patch, or `exclude:`)")
+        raise RecipeError(
+            f"{recipe.ref}: the source tree already has {RVPORT_DIR}/, where rvport puts its cargo "
+            "home and vendored crates",
+            hint="remove it from the source (a patch, or `exclude:`)",
+        )
     own.mkdir()
-    cargo = proc.which("cargo") or (str(Path.home() / ".cargo/bin/cargo")
-                                    if (Path.home() / ".cargo/bin/cargo").is_file() else "cargo")
+    cargo = proc.which("cargo") or (
+        str(Path.home() / ".cargo/bin/cargo") if (Path.home() / ".cargo/bin/cargo").is_file() else "cargo"
+    )
     env = dict(os.environ)
     env["CARGO_HTTP_CAINFO"] = str(options.ca_bundle or ca_bundle())
     # cwd = <tree>/.rvport and a relative "vendor": the snippet cargo prints then names the directory as the
@@ -296,11 +354,15 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
     except proc.CommandFailed as e:
         tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
         if "needs to be updated" in tail or "--locked was passed" in tail:
-            raise IntegrityError(f"{recipe.ref}: the pinned {name} does not fit the sources:\n  {tail}",
-                                 hint="regenerate the lock file for this version and update its pin") from e
-        raise SourceUnavailable(f"{recipe.ref}: cargo vendor failed ({e.reason}):\n  {tail}",
-                                hint="crates are downloaded on the host: check network/proxy (--ca-bundle); "
-                                     "offline, reuse a tree prepared earlier") from e
+            raise IntegrityError(
+                f"{recipe.ref}: the pinned {name} does not fit the sources:\n  {tail}",
+                hint="regenerate the lock file for this version and update its pin",
+            ) from e
+        raise SourceUnavailable(
+            f"{recipe.ref}: cargo vendor failed ({e.reason}):\n  {tail}",
+            hint="crates are downloaded on the host: check network/proxy (--ca-bundle); "
+            "offline, reuse a tree prepared earlier",
+        ) from e
     (tree / CARGO_VENDOR).mkdir(exist_ok=True)  # a crate without dependencies gets none, cargo still wants it
     cfg = tree / CARGO_HOME / "config.toml"
     cfg.parent.mkdir(parents=True)
@@ -308,9 +370,17 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
     if "[source.vendored-sources]" in printed and 'directory = "vendor"' in printed:
         # cargo's own snippet also covers git dependencies, which CARGO_CONFIG alone would not; it names
         # crates-io only when some crate comes from there, but replacing it always keeps the stage offline
-        crates_io = "" if "[source.crates-io]" in printed else '[source.crates-io]\nreplace-with = "vendored-sources"\n\n'
-        cfg.write_text(f"# written by rvport from `cargo vendor`: crates come from {CARGO_VENDOR}, never the network\n"
-                       + crates_io + printed + "\n\n[net]\noffline = true\n")
+        crates_io = (
+            ""
+            if "[source.crates-io]" in printed
+            else '[source.crates-io]\nreplace-with = "vendored-sources"\n\n'
+        )
+        cfg.write_text(
+            f"# written by rvport from `cargo vendor`: crates come from {CARGO_VENDOR}, never the network\n"
+            + crates_io
+            + printed
+            + "\n\n[net]\noffline = true\n"
+        )
     else:
         cfg.write_text(CARGO_CONFIG)
 
@@ -318,14 +388,25 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
 # ------------------------------------------------------------------------------------------ vendor: go
 _GO_VERSION = re.compile(r"\bgo(\d+)\.(\d+)")
 _GO_DIRECTIVE = re.compile(r"^go\s+(\d+)\.(\d+)", re.M)
-_NO_NETWORK = ("dial tcp", "no such host", "lookup ", "connection refused", "i/o timeout", "network is unreachable",
-               "GOPROXY=off", "module lookup disabled")
+_NO_NETWORK = (
+    "dial tcp",
+    "no such host",
+    "lookup ",
+    "connection refused",
+    "i/o timeout",
+    "network is unreachable",
+    "GOPROXY=off",
+    "module lookup disabled",
+)
 
 
 def go_modules(tree: Path) -> list[Path]:
     """Directories of every go.mod in the tree (outside vendor/ and testdata/), shallowest first."""
-    mods = [p.parent for p in tree.rglob("go.mod")
-            if not {"vendor", "testdata"} & set(p.relative_to(tree).parts[:-1])]
+    mods = [
+        p.parent
+        for p in tree.rglob("go.mod")
+        if not {"vendor", "testdata"} & set(p.relative_to(tree).parts[:-1])
+    ]
     return sorted(mods, key=lambda d: (len(d.relative_to(tree).parts), str(d)))
 
 
@@ -336,14 +417,18 @@ def vendored_go_modules(recipe: Recipe, tree: Path) -> list[Path]:
     if recipe.lock:
         mod = _inside(tree, recipe.lock.dir or ".", recipe, recipe.lock.line)
         if not (mod / "go.mod").is_file():
-            raise RecipeError(f"{recipe.ref}: lock {recipe.lock.path} has no go.mod beside it "
-                              f"(in {_at(recipe, recipe.lock.line)})",
-                              hint="name the go.sum of the module the build compiles")
+            raise RecipeError(
+                f"{recipe.ref}: lock {recipe.lock.path} has no go.mod beside it "
+                f"(in {_at(recipe, recipe.lock.line)})",
+                hint="name the go.sum of the module the build compiles",
+            )
         return [mod]
     mods = go_modules(tree)
     if not mods:
-        raise RecipeError(f"{recipe.ref}: vendor: go but the source tree has no go.mod",
-                          hint="drop `vendor: go`, or check the source and its dest")
+        raise RecipeError(
+            f"{recipe.ref}: vendor: go but the source tree has no go.mod",
+            hint="drop `vendor: go`, or check the source and its dest",
+        )
     return mods
 
 
@@ -359,16 +444,20 @@ def vendor_go_modules(recipe: Recipe, tree: Path, options: FetchOptions) -> None
     mods = vendored_go_modules(recipe, tree)
     go = proc.which("go")
     if go is None:
-        raise SourceUnavailable(f"{recipe.ref}: vendor: go needs a Go toolchain on the host to run `go mod vendor`",
-                                hint="install Go >= 1.21 on the host (Debian: golang-go), or prepare the tree on "
-                                     "a host that has one")
+        raise SourceUnavailable(
+            f"{recipe.ref}: vendor: go needs a Go toolchain on the host to run `go mod vendor`",
+            hint="install Go >= 1.21 on the host (Debian: golang-go), or prepare the tree on "
+            "a host that has one",
+        )
     have = _GO_VERSION.search(proc.run([go, "version"], capture=True, timeout=60).stdout or "")
     host_go = (int(have.group(1)), int(have.group(2))) if have else (0, 0)
-    env = dict(os.environ, GOFLAGS="-mod=mod", GOWORK="off", SSL_CERT_FILE=str(options.ca_bundle or ca_bundle()))
+    env = dict(
+        os.environ, GOFLAGS="-mod=mod", GOWORK="off", SSL_CERT_FILE=str(options.ca_bundle or ca_bundle())
+    )
     pinned = _pinned_go(recipe)
     env["GOTOOLCHAIN"] = f"go{pinned}" if pinned else "local"
     if options.offline:
-        env["GOPROXY"] = "off"          # only modules already in the host's module cache, or local replaces
+        env["GOPROXY"] = "off"  # only modules already in the host's module cache, or local replaces
     for mod in mods:
         rel = mod.relative_to(tree)
         need = _GO_DIRECTIVE.search((mod / "go.mod").read_text(errors="replace"))
@@ -377,22 +466,30 @@ def vendor_go_modules(recipe: Recipe, tree: Path, options: FetchOptions) -> None
             raise SourceUnavailable(
                 f"{recipe.ref}: {rel}/go.mod needs go {wants[0]}.{wants[1]} but the host has "
                 f"go{host_go[0]}.{host_go[1]}, which cannot switch toolchains (GOTOOLCHAIN needs Go >= 1.21)",
-                hint="install Go >= 1.21 on the host (Debian trixie: golang-go), or prepare the tree elsewhere")
+                hint="install Go >= 1.21 on the host (Debian trixie: golang-go), or prepare the tree elsewhere",
+            )
         try:
             proc.run([go, "mod", "vendor"], cwd=mod, env=env, capture=True, timeout=1800)
         except proc.CommandFailed as e:
             tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
             if "verifying" in tail and "checksum mismatch" in tail:
-                raise IntegrityError(f"{recipe.ref}: go.sum does not match a module in {rel}:\n  {tail}",
-                                     hint="the module proxy served other bytes than go.sum pins; do not build") from e
+                raise IntegrityError(
+                    f"{recipe.ref}: go.sum does not match a module in {rel}:\n  {tail}",
+                    hint="the module proxy served other bytes than go.sum pins; do not build",
+                ) from e
             unreachable = any(m in tail for m in _NO_NETWORK)
             raise SourceUnavailable(
                 f"{recipe.ref}: `go mod vendor` in {rel or '.'} failed ({e.reason})"
-                + (": the Go module proxy cannot be reached" if unreachable else "") + f":\n  {tail}",
-                hint=("Go modules are downloaded on the host through GOPROXY (passed through from the environment; "
-                      "--offline allows only the host's module cache): run where a Go module proxy is reachable, "
-                      "then reuse the prepared tree") if unreachable else
-                     "check the module's go.mod/go.sum at this source pin") from e
+                + (": the Go module proxy cannot be reached" if unreachable else "")
+                + f":\n  {tail}",
+                hint=(
+                    "Go modules are downloaded on the host through GOPROXY (passed through from the environment; "
+                    "--offline allows only the host's module cache): run where a Go module proxy is reachable, "
+                    "then reuse the prepared tree"
+                )
+                if unreachable
+                else "check the module's go.mod/go.sum at this source pin",
+            ) from e
 
 
 def _pinned_go(recipe: Recipe) -> str | None:
@@ -403,6 +500,8 @@ def _pinned_go(recipe: Recipe) -> str | None:
 
     spec = load_toolchains().get(recipe.toolchain.go)
     if spec is None:
-        raise RecipeError(f"{recipe.ref}: toolchain go: {recipe.toolchain.go} is not in toolchains/",
-                          hint="name a file of toolchains/ (e.g. go-1.25.14)")
+        raise RecipeError(
+            f"{recipe.ref}: toolchain go: {recipe.toolchain.go} is not in toolchains/",
+            hint="name a file of toolchains/ (e.g. go-1.25.14)",
+        )
     return spec.version

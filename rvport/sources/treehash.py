@@ -22,9 +22,10 @@ import hashlib
 import os
 import stat
 import tarfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Iterable, Iterator, Literal
+from typing import IO, Literal
 
 from rvport.errors import IntegrityError, RecipeError
 
@@ -34,10 +35,10 @@ CHUNK = 1 << 16
 
 @dataclass(frozen=True, kw_only=True)
 class Entry:
-    path: str                          # relative, '/'-separated
+    path: str  # relative, '/'-separated
     kind: Literal["f", "l"]
     executable: bool = False
-    value: str                         # sha256 hex of the contents (file) or of the target (link)
+    value: str  # sha256 hex of the contents (file) or of the target (link)
 
     def line(self) -> bytes:
         mode = "777" if self.kind == "l" else ("755" if self.executable else "644")
@@ -50,8 +51,10 @@ def check_excludes(exclude: Iterable[str]) -> tuple[str, ...]:
     for raw in exclude:
         p = PurePosixPath(raw)
         if not raw.strip() or p.is_absolute() or ".." in p.parts or str(p) in (".", ""):
-            raise RecipeError(f"exclude: {raw!r} is not a relative path inside the tree",
-                              hint="write a path relative to the source's top directory, e.g. go/rustbin/")
+            raise RecipeError(
+                f"exclude: {raw!r} is not a relative path inside the tree",
+                hint="write a path relative to the source's top directory, e.g. go/rustbin/",
+            )
         out.append(str(p))
     return tuple(dict.fromkeys(out))
 
@@ -87,6 +90,7 @@ def _text_digest(text: str) -> str:
 
 # ------------------------------------------------------------------------------------------ a directory
 
+
 def dir_entries(root: Path) -> Iterator[Entry]:
     """The entries of an unpacked tree (symbolic links are never followed)."""
     root = Path(root)
@@ -102,11 +106,17 @@ def dir_entries(root: Path) -> Iterator[Entry]:
                 yield Entry(path=rel, kind="l", value=_text_digest(os.readlink(p)))
             elif stat.S_ISREG(st.st_mode):
                 with open(p, "rb") as f:
-                    yield Entry(path=rel, kind="f", executable=bool(st.st_mode & stat.S_IXUSR),
-                                value=_sha256_stream(f))
+                    yield Entry(
+                        path=rel,
+                        kind="f",
+                        executable=bool(st.st_mode & stat.S_IXUSR),
+                        value=_sha256_stream(f),
+                    )
             else:
-                raise IntegrityError(f"{rel}: not a regular file, directory or symbolic link",
-                                     hint="a source tree holds only files, directories and links")
+                raise IntegrityError(
+                    f"{rel}: not a regular file, directory or symbolic link",
+                    hint="a source tree holds only files, directories and links",
+                )
 
 
 def tree_digest(root: Path, exclude: Iterable[str] = ()) -> str:
@@ -116,12 +126,15 @@ def tree_digest(root: Path, exclude: Iterable[str] = ()) -> str:
 
 # ------------------------------------------------------------------------------------------ a tar stream
 
+
 def _member_path(name: str) -> str:
     p = PurePosixPath(name)
     parts = [x for x in p.parts if x not in (".", "")]
     if p.is_absolute() or ".." in parts:
-        raise IntegrityError(f"archive member {name!r} escapes the tree",
-                             hint="the archive is malformed or malicious; do not use it")
+        raise IntegrityError(
+            f"archive member {name!r} escapes the tree",
+            hint="the archive is malformed or malicious; do not use it",
+        )
     return "/".join(parts)
 
 
@@ -143,30 +156,49 @@ def tar_entries(fileobj: IO[bytes], *, name: str = "archive") -> list[Entry]:
                 elif m.islnk():
                     target = raw.get(_member_path(m.linkname))
                     if target is None or target.kind != "f":
-                        raise IntegrityError(f"{name}: hard link {m.name!r} points to {m.linkname!r}, which is not "
-                                             "an earlier file of the archive",
-                                             hint="the archive is malformed; do not use it")
-                    raw[path] = Entry(path=path, kind="f", executable=bool(m.mode & stat.S_IXUSR),
-                                      value=target.value)
+                        raise IntegrityError(
+                            f"{name}: hard link {m.name!r} points to {m.linkname!r}, which is not "
+                            "an earlier file of the archive",
+                            hint="the archive is malformed; do not use it",
+                        )
+                    raw[path] = Entry(
+                        path=path, kind="f", executable=bool(m.mode & stat.S_IXUSR), value=target.value
+                    )
                 elif m.isreg():
                     f = t.extractfile(m)
                     assert f is not None
-                    raw[path] = Entry(path=path, kind="f", executable=bool(m.mode & stat.S_IXUSR),
-                                      value=_sha256_stream(f))
+                    raw[path] = Entry(
+                        path=path, kind="f", executable=bool(m.mode & stat.S_IXUSR), value=_sha256_stream(f)
+                    )
                 else:
-                    raise IntegrityError(f"{name}: member {m.name!r} is not a file, directory or link",
-                                         hint="a source archive holds only files, directories and links")
+                    raise IntegrityError(
+                        f"{name}: member {m.name!r} is not a file, directory or link",
+                        hint="a source archive holds only files, directories and links",
+                    )
     except (tarfile.TarError, EOFError, OSError) as e:
-        raise IntegrityError(f"{name}: cannot read the archive: {e}",
-                             hint="the archive is damaged or not a tar file") from e
+        raise IntegrityError(
+            f"{name}: cannot read the archive: {e}", hint="the archive is damaged or not a tar file"
+        ) from e
     tops = {p.split("/", 1)[0] for p in (*raw, *dirs)}
     if len(tops) == 1:
         top = next(iter(tops))
-        if top in dirs or any("/" in p for p in raw):     # a single top directory: strip it
-            return [Entry(path=e.path[len(top) + 1:], kind=e.kind, executable=e.executable, value=e.value)
-                    for e in raw.values() if e.path != top]
+        if top in dirs or any("/" in p for p in raw):  # a single top directory: strip it
+            return [
+                Entry(path=e.path[len(top) + 1 :], kind=e.kind, executable=e.executable, value=e.value)
+                for e in raw.values()
+                if e.path != top
+            ]
     return list(raw.values())
 
 
-__all__ = ["Entry", "PREFIX", "check_excludes", "digest", "dir_entries", "is_excluded", "listing", "tar_entries",
-           "tree_digest"]
+__all__ = [
+    "Entry",
+    "PREFIX",
+    "check_excludes",
+    "digest",
+    "dir_entries",
+    "is_excluded",
+    "listing",
+    "tar_entries",
+    "tree_digest",
+]

@@ -1,8 +1,8 @@
 """rvport verify: prove every artifact's architecture, ABI and RISC-V extensions from its ELF files.
 
-    from rvport.verify import verify_paths
-    report = verify_paths([Path("dist")], get_profile("rvv256"), isa="carries")
-    report.ok, report.to_json()
+from rvport.verify import verify_paths
+report = verify_paths([Path("dist")], get_profile("rvv256"), isa="carries")
+report.ok, report.to_json()
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rvport.errors import UsageError
 from rvport.catalogue.profiles import Profile
+from rvport.errors import UsageError
 from rvport.verify.artifacts import verify_path
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport, WheelInfo
 from rvport.verify.policy import IsaLevel, Verdict
@@ -33,8 +33,14 @@ __all__ = [
 ]
 
 
-def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_ON, *,
-                 exports: Sequence[str] = (), provenance: Provenance | None = None) -> VerifyReport:
+def verify_paths(
+    paths: list[Path],
+    profile: Profile,
+    isa: str = IsaLevel.RUNS_ON,
+    *,
+    exports: Sequence[str] = (),
+    provenance: Provenance | None = None,
+) -> VerifyReport:
     """Verify wheels, ar archives, ELF files and directories of them against a profile.
 
     `isa` is "runs-on" (everything an object needs is within the profile: it runs on the profile's CPUs) or
@@ -45,7 +51,9 @@ def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_O
     path; a bad artifact is never an exception but a failed verdict in the report."""
     level = isa_level(isa)
     if not paths:
-        raise UsageError("no artifacts to verify", hint="pass at least one wheel, archive, ELF file or directory")
+        raise UsageError(
+            "no artifacts to verify", hint="pass at least one wheel, archive, ELF file or directory"
+        )
     missing = [str(p) for p in paths if not _exists(Path(p))]
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
@@ -54,8 +62,9 @@ def verify_paths(paths: list[Path], profile: Profile, isa: str = IsaLevel.RUNS_O
         results += verify_path(Path(p), profile, level, exports)
     if provenance is not None:
         results = [_against(provenance, a) for a in results]
-    return VerifyReport(profile=profile.name, march=profile.march, mabi=profile.mabi, isa=level,
-                        artifacts=tuple(results))
+    return VerifyReport(
+        profile=profile.name, march=profile.march, mabi=profile.mabi, isa=level, artifacts=tuple(results)
+    )
 
 
 def isa_level(value: str) -> IsaLevel:
@@ -64,16 +73,22 @@ def isa_level(value: str) -> IsaLevel:
         return IsaLevel(value)
     except ValueError:
         names = ", ".join(level.value for level in IsaLevel)
-        raise UsageError(f"unknown isa level {value!r}",
-                         hint=f"choose one of: {names} (older names: profile = carries, baseline = runs-on)") from None
+        raise UsageError(
+            f"unknown isa level {value!r}",
+            hint=f"choose one of: {names} (older names: profile = carries, baseline = runs-on)",
+        ) from None
 
 
 def _against(prov: Provenance, a: ArtifactResult) -> ArtifactResult:
     if a.kind is ArtifactKind.DIRECTORY:
         return a
     reasons, notes = check_provenance(prov, a.path, a.sha256)
-    return replace(a, verdict=Verdict.FAIL if reasons or not a.ok else Verdict.PASS,
-                   reasons=a.reasons + tuple(reasons), notes=a.notes + tuple(notes))
+    return replace(
+        a,
+        verdict=Verdict.FAIL if reasons or not a.ok else Verdict.PASS,
+        reasons=a.reasons + tuple(reasons),
+        notes=a.notes + tuple(notes),
+    )
 
 
 def _exists(path: Path) -> bool:

@@ -28,24 +28,25 @@ def iter_ar_members(data: bytes) -> Iterator[tuple[str, bytes]]:
     longnames = b""
     view = memoryview(data)
     while pos < len(data):
-        if data[pos:pos + 1] == b"\n":   # tolerate extra padding
+        if data[pos : pos + 1] == b"\n":  # tolerate extra padding
             pos += 1
             continue
-        hdr = data[pos:pos + AR_HEADER]
+        hdr = data[pos : pos + AR_HEADER]
         if len(hdr) < AR_HEADER:
             raise ArchiveError(f"truncated member header at offset {pos}")
         if hdr[58:60] != b"`\n":
             raise ArchiveError(f"bad member header at offset {pos}")
         raw_name = hdr[0:16].decode("ascii", "replace").rstrip(" ")
         size_field = hdr[48:58].strip() or b"0"
-        if not size_field.isdigit():   # a negative size would walk backwards, forever
+        if not size_field.isdigit():  # a negative size would walk backwards, forever
             raise ArchiveError(f"bad member size at offset {pos}")
         size = int(size_field)
         start = pos + AR_HEADER
         end = start + size
         if end > len(data):
-            raise ArchiveError(f"member {raw_name!r} at offset {pos} is truncated "
-                               f"({len(data) - start} of {size} bytes)")
+            raise ArchiveError(
+                f"member {raw_name!r} at offset {pos} is truncated ({len(data) - start} of {size} bytes)"
+            )
         body = view[start:end]
         pos = end + (size & 1)
         if raw_name in ("/", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED"):
@@ -53,19 +54,19 @@ def iter_ar_members(data: bytes) -> Iterator[tuple[str, bytes]]:
         if raw_name == "//":
             longnames = bytes(body)
             continue
-        if raw_name.startswith("#1/"):          # BSD: name stored at the start of the body
+        if raw_name.startswith("#1/"):  # BSD: name stored at the start of the body
             if not raw_name[3:].isdigit() or int(raw_name[3:]) > size:
                 raise ArchiveError(f"bad BSD member name {raw_name!r} at offset {start - AR_HEADER}")
             n = int(raw_name[3:])
             name = bytes(body[:n]).rstrip(b"\0").decode("utf-8", "replace")
             yield name, bytes(body[n:])
             continue
-        if raw_name.startswith("/") and raw_name[1:].isdigit():   # GNU: offset into the // table
+        if raw_name.startswith("/") and raw_name[1:].isdigit():  # GNU: offset into the // table
             off = int(raw_name[1:])
             if off >= len(longnames):
                 raise ArchiveError(f"long name offset {off} beyond the name table")
             stop = longnames.find(b"/\n", off)
-            name = longnames[off:stop if stop >= 0 else None].decode("utf-8", "replace")
+            name = longnames[off : stop if stop >= 0 else None].decode("utf-8", "replace")
         else:
             name = raw_name.removesuffix("/")
         yield name, bytes(body)

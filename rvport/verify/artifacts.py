@@ -19,14 +19,27 @@ from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult
 from rvport.verify.policy import IsaLevel, Verdict
 from rvport.verify.wheel import verify_wheel
 
-__all__ = ["ArchiveError", "NotRegularFile", "classify", "iter_ar_members", "verify_file", "verify_path",
-           "verify_wheel", "walk"]
+__all__ = [
+    "ArchiveError",
+    "NotRegularFile",
+    "classify",
+    "iter_ar_members",
+    "verify_file",
+    "verify_path",
+    "verify_wheel",
+    "walk",
+]
 
 
 # ---- files and directories ----------------------------------------------------------------------------
 
-_NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+_NOT_REGULAR = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
 
 
 class NotRegularFile(OSError):
@@ -91,8 +104,12 @@ def verify_file(path: Path, profile: Profile, isa: IsaLevel, exports: Sequence[s
     if not exports or not result.ok and not result.members:
         return result
     j = check_exports(path, result.kind, exports)
-    return replace(result, verdict=Verdict.FAIL if j.reasons or not result.ok else Verdict.PASS,
-                   reasons=result.reasons + j.reasons, notes=result.notes + j.notes)
+    return replace(
+        result,
+        verdict=Verdict.FAIL if j.reasons or not result.ok else Verdict.PASS,
+        reasons=result.reasons + j.reasons,
+        notes=result.notes + j.notes,
+    )
 
 
 def _verify_file(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
@@ -118,14 +135,27 @@ def _verify_file(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
             return _unreadable(path, kind, e)
         members = judge_blob(None, data, profile, isa)
         if not members:
-            return ArtifactResult(path=str(path), kind=kind, verdict=Verdict.FAIL,
-                                  reasons=("archive has no members",), size=size, sha256=sha)
+            return ArtifactResult(
+                path=str(path),
+                kind=kind,
+                verdict=Verdict.FAIL,
+                reasons=("archive has no members",),
+                size=size,
+                sha256=sha,
+            )
     else:
-        return ArtifactResult(path=str(path), kind=kind, verdict=Verdict.FAIL,
-                              reasons=("not an ELF file, ar archive or wheel",), size=size, sha256=sha)
+        return ArtifactResult(
+            path=str(path),
+            kind=kind,
+            verdict=Verdict.FAIL,
+            reasons=("not an ELF file, ar archive or wheel",),
+            size=size,
+            sha256=sha,
+        )
     verdict = Verdict.PASS if all(m.ok for m in members) else Verdict.FAIL
-    return ArtifactResult(path=str(path), kind=kind, verdict=verdict, members=tuple(members),
-                          size=size, sha256=sha)
+    return ArtifactResult(
+        path=str(path), kind=kind, verdict=verdict, members=tuple(members), size=size, sha256=sha
+    )
 
 
 def walk(directory: Path) -> tuple[list[Path], list[ArtifactResult]]:
@@ -145,12 +175,14 @@ def walk(directory: Path) -> tuple[list[Path], list[ArtifactResult]]:
                 if not_regular(st.st_mode) or _kind(p, _head(p)) is not ArtifactKind.OTHER:
                     found.append(p)
             except OSError:
-                found.append(p)     # verify_file says why it cannot be read
+                found.append(p)  # verify_file says why it cannot be read
     failed = [_unreadable(Path(e.filename or directory), ArtifactKind.DIRECTORY, e) for e in errors]
     return found, failed
 
 
-def verify_path(path: Path, profile: Profile, isa: IsaLevel, exports: Sequence[str] = ()) -> list[ArtifactResult]:
+def verify_path(
+    path: Path, profile: Profile, isa: IsaLevel, exports: Sequence[str] = ()
+) -> list[ArtifactResult]:
     try:
         is_dir = stat.S_ISDIR(os.stat(path).st_mode)
     except OSError as e:
@@ -158,7 +190,13 @@ def verify_path(path: Path, profile: Profile, isa: IsaLevel, exports: Sequence[s
     if is_dir:
         files, failed = walk(path)
         if not files and not failed:
-            return [ArtifactResult(path=str(path), kind=ArtifactKind.DIRECTORY, verdict=Verdict.FAIL,
-                                   reasons=("no wheel, ELF file or ar archive found under it",))]
+            return [
+                ArtifactResult(
+                    path=str(path),
+                    kind=ArtifactKind.DIRECTORY,
+                    verdict=Verdict.FAIL,
+                    reasons=("no wheel, ELF file or ar archive found under it",),
+                )
+            ]
         return failed + [verify_file(p, profile, isa, exports) for p in files]
     return [verify_file(path, profile, isa, exports)]

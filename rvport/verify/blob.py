@@ -22,8 +22,11 @@ def judge_blob(name: str | None, data: bytes, profile: Profile, isa: IsaLevel) -
             for mname, mdata in iter_ar_members(data):
                 full = f"{name}({mname})" if name else mname
                 if mdata[:4] != ELF_MAGIC:
-                    out.append(MemberResult(name=full, verdict=Verdict.FAIL,
-                                            reasons=("archive member is not an ELF object",)))
+                    out.append(
+                        MemberResult(
+                            name=full, verdict=Verdict.FAIL, reasons=("archive member is not an ELF object",)
+                        )
+                    )
                     continue
                 out += judge_blob(full, mdata, profile, isa)
         except ArchiveError as e:
@@ -32,12 +35,14 @@ def judge_blob(name: str | None, data: bytes, profile: Profile, isa: IsaLevel) -
     return _judge_elf(name, io.BytesIO(data), profile, isa)
 
 
-def judge_content(name: str | None, content: BufferFile, profile: Profile, isa: IsaLevel) -> list[MemberResult]:
+def judge_content(
+    name: str | None, content: BufferFile, profile: Profile, isa: IsaLevel
+) -> list[MemberResult]:
     """judge_blob for a buffer: an ELF file is read where it lies, an archive is copied to bytes first."""
     content.seek(0)
     if is_ar(content.read(8)):
         return judge_blob(name, content.getvalue(), profile, isa)
-    return _judge_elf(name, cast(BinaryIO, content), profile, isa)   # a seekable binary stream
+    return _judge_elf(name, cast(BinaryIO, content), profile, isa)  # a seekable binary stream
 
 
 def _judge_elf(name: str | None, stream: BinaryIO, profile: Profile, isa: IsaLevel) -> list[MemberResult]:

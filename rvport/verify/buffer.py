@@ -13,8 +13,13 @@ class NotKept(LookupError):
 
 
 class BufferFile(io.RawIOBase):
-    def __init__(self, buffer: bytes | bytearray, *, pieces: list[tuple[int, bytes | bytearray]] | None = None,
-                 size: int | None = None) -> None:
+    def __init__(
+        self,
+        buffer: bytes | bytearray,
+        *,
+        pieces: list[tuple[int, bytes | bytearray]] | None = None,
+        size: int | None = None,
+    ) -> None:
         """buffer: the member's first bytes (all of them when size is None); pieces: (offset, bytes) further on,
         sorted and not overlapping; size: the member's size when only those were kept."""
         super().__init__()
@@ -54,7 +59,7 @@ class BufferFile(io.RawIOBase):
         view = self._views[i]
         if at + n > len(view):
             raise NotKept(f"bytes {self._pos}..{self._pos + n} of {self._size} were not kept")
-        out[:n] = view[at:at + n]
+        out[:n] = view[at : at + n]
         self._pos += n
         return n
 

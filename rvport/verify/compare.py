@@ -20,23 +20,28 @@ from elftools.elf.elffile import ELFFile
 from rvport.verify.ar import ArchiveError, is_ar, iter_ar_members
 from rvport.verify.elf import ELF_MAGIC
 
-MAX_DETAILS = 20     # differences listed per artifact; the count says how many there were in all
+MAX_DETAILS = 20  # differences listed per artifact; the count says how many there were in all
 
 
 @dataclass(frozen=True, kw_only=True)
 class Difference:
-    artifact: str                        # path relative to the artifact directory
-    first: str | None                    # sha256 in the first build (None: missing there)
+    artifact: str  # path relative to the artifact directory
+    first: str | None  # sha256 in the first build (None: missing there)
     second: str | None
-    details: tuple[str, ...] = ()        # where inside: members, sections, zip metadata
+    details: tuple[str, ...] = ()  # where inside: members, sections, zip metadata
 
     def to_json(self) -> dict:
-        return {"artifact": self.artifact, "first": self.first, "second": self.second, "details": list(self.details)}
+        return {
+            "artifact": self.artifact,
+            "first": self.first,
+            "second": self.second,
+            "details": list(self.details),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
 class Comparison:
-    identical: tuple[tuple[str, str], ...] = ()     # (artifact, sha256)
+    identical: tuple[tuple[str, str], ...] = ()  # (artifact, sha256)
     differences: tuple[Difference, ...] = field(default_factory=tuple)
 
     @property
@@ -44,8 +49,11 @@ class Comparison:
         return not self.differences and bool(self.identical)
 
     def to_json(self) -> dict:
-        return {"identical": [{"artifact": a, "sha256": s} for a, s in self.identical],
-                "differences": [d.to_json() for d in self.differences], "ok": self.ok}
+        return {
+            "identical": [{"artifact": a, "sha256": s} for a, s in self.identical],
+            "differences": [d.to_json() for d in self.differences],
+            "ok": self.ok,
+        }
 
 
 def _sha(data: bytes) -> str:
@@ -53,7 +61,9 @@ def _sha(data: bytes) -> str:
 
 
 def _files(root: Path) -> dict[str, Path]:
-    return {str(p.relative_to(root)): p for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(root)): p for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()
+    }
 
 
 def compare_dirs(first: Path, second: Path) -> Comparison:
@@ -62,9 +72,14 @@ def compare_dirs(first: Path, second: Path) -> Comparison:
     diffs: list[Difference] = []
     for rel in sorted(set(a) | set(b)):
         if rel not in a or rel not in b:
-            diffs.append(Difference(artifact=rel, first=_sha(a[rel].read_bytes()) if rel in a else None,
-                                    second=_sha(b[rel].read_bytes()) if rel in b else None,
-                                    details=("only in the " + ("first" if rel in a else "second") + " build",)))
+            diffs.append(
+                Difference(
+                    artifact=rel,
+                    first=_sha(a[rel].read_bytes()) if rel in a else None,
+                    second=_sha(b[rel].read_bytes()) if rel in b else None,
+                    details=("only in the " + ("first" if rel in a else "second") + " build",),
+                )
+            )
             continue
         da, db = a[rel].read_bytes(), b[rel].read_bytes()
         sa, sb = _sha(da), _sha(db)
@@ -150,7 +165,10 @@ def _elf_diff(a: bytes, b: bytes) -> list[str]:
         sa, sb = _sections(a), _sections(b)
     except (ELFError, ValueError, OSError) as e:
         return [f"cannot read the ELF sections: {e}"]
-    out = [f"section {n}: only in the {'first' if n in sa else 'second'} build" for n in sorted(set(sa) ^ set(sb))]
+    out = [
+        f"section {n}: only in the {'first' if n in sa else 'second'} build"
+        for n in sorted(set(sa) ^ set(sb))
+    ]
     out += [f"section {n} differs" for n in sa if n in sb and sa[n] != sb[n]]
     if not out:
         out.append("ELF headers or section layout differ (every section's contents are equal)")

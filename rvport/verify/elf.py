@@ -50,24 +50,30 @@ class GoBuildInfo:
     settings: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"go_version": self.go_version, "main_module": self.main_module, "path": self.path,
-                "goos": self.goos, "goarch": self.goarch, "settings": dict(sorted(self.settings.items()))}
+        return {
+            "go_version": self.go_version,
+            "main_module": self.main_module,
+            "path": self.path,
+            "goos": self.goos,
+            "goarch": self.goarch,
+            "settings": dict(sorted(self.settings.items())),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
 class ElfFacts:
-    elf_class: int                      # 32 or 64
+    elf_class: int  # 32 or 64
     little_endian: bool
-    machine: str                        # pyelftools name, e.g. EM_RISCV, EM_X86_64
-    elf_type: str                       # ET_REL, ET_DYN, ET_EXEC, ...
+    machine: str  # pyelftools name, e.g. EM_RISCV, EM_X86_64
+    elf_type: str  # ET_REL, ET_DYN, ET_EXEC, ...
     e_flags: int
-    arch: str | None                    # Tag_RISCV_arch string, None when there is no attribute
-    extensions: Mapping[str, str]       # parsed arch string: {"v": "1p0", ...}
+    arch: str | None  # Tag_RISCV_arch string, None when there is no attribute
+    extensions: Mapping[str, str]  # parsed arch string: {"v": "1p0", ...}
     glibc: tuple[tuple[int, int], ...]  # every GLIBC_x.y version needed, sorted
-    needed: tuple[str, ...]             # DT_NEEDED
+    needed: tuple[str, ...]  # DT_NEEDED
     go: GoBuildInfo | None
     notes: tuple[str, ...] = ()
-    versions: tuple[str, ...] = ()      # every symbol version needed (GLIBC_2.34, GLIBCXX_3.4.30, ...), sorted
+    versions: tuple[str, ...] = ()  # every symbol version needed (GLIBC_2.34, GLIBCXX_3.4.30, ...), sorted
 
     @property
     def is_riscv(self) -> bool:
@@ -88,11 +94,17 @@ class ElfFacts:
     def to_json(self) -> dict:
         mg = self.max_glibc
         return {
-            "class": self.elf_class, "endian": "little" if self.little_endian else "big",
-            "machine": self.machine, "type": self.elf_type, "e_flags": f"0x{self.e_flags:x}",
-            "float_abi": self.float_abi, "rvc": self.rvc, "arch": self.arch,
+            "class": self.elf_class,
+            "endian": "little" if self.little_endian else "big",
+            "machine": self.machine,
+            "type": self.elf_type,
+            "e_flags": f"0x{self.e_flags:x}",
+            "float_abi": self.float_abi,
+            "rvc": self.rvc,
+            "arch": self.arch,
             "extensions": dict(sorted(self.extensions.items())),
-            "glibc": f"{mg[0]}.{mg[1]}" if mg else None, "needed": list(self.needed),
+            "glibc": f"{mg[0]}.{mg[1]}" if mg else None,
+            "needed": list(self.needed),
             "go": self.go.to_json() if self.go else None,
         }
 
@@ -111,14 +123,14 @@ def parse_arch_string(arch: str) -> dict[str, str]:
     if not m:
         raise ValueError(f"not a RISC-V arch string: {arch!r}")
     out: dict[str, str] = {}
-    tokens = s[m.end():].split("_")
+    tokens = s[m.end() :].split("_")
     head = tokens[0]
     pos = 0
     while pos < len(head):
         sm = _SINGLE.match(head, pos)
         if not sm or sm.end() == pos:
             raise ValueError(f"cannot parse {head[pos:]!r} in arch string {arch!r}")
-        if sm.group(1) in "zsx":   # a multi-letter extension glued to the single letters
+        if sm.group(1) in "zsx":  # a multi-letter extension glued to the single letters
             raise ValueError(f"cannot parse {head[pos:]!r} in arch string {arch!r}")
         out[sm.group(1)] = sm.group(2) or ""
         pos = sm.end()
@@ -137,7 +149,7 @@ def parse_arch_string(arch: str) -> dict[str, str]:
                 raise ValueError(f"cannot parse {tok!r} in arch string {arch!r}")
             out[sm.group(1)] = sm.group(2) or ""
             pos = sm.end()
-    if "g" in out:   # never emitted by toolchains, but accept it like -march does
+    if "g" in out:  # never emitted by toolchains, but accept it like -march does
         ver = out.pop("g")
         for e in ("i", "m", "a", "f", "d", "zicsr", "zifencei"):
             out.setdefault(e, ver)
@@ -167,12 +179,12 @@ def parse_riscv_attributes(data: bytes, *, little_endian: bool = True) -> dict[i
     while pos < len(data):
         if pos + 4 > len(data):
             raise ValueError("truncated attribute subsection")
-        length = int.from_bytes(data[pos:pos + 4], order)
+        length = int.from_bytes(data[pos : pos + 4], order)
         end = pos + length
         if length < 5 or end > len(data):
             raise ValueError("bad attribute subsection length")
         nul = data.index(b"\0", pos + 4, end)
-        vendor = data[pos + 4:nul]
+        vendor = data[pos + 4 : nul]
         p = nul + 1
         if vendor == b"riscv":
             while p < end:
@@ -180,7 +192,7 @@ def parse_riscv_attributes(data: bytes, *, little_endian: bool = True) -> dict[i
                 tag, p = _uleb(data, p)
                 if p + 4 > end:
                     raise ValueError("truncated attribute sub-subsection")
-                size = int.from_bytes(data[p:p + 4], order)  # counts the tag and this size field
+                size = int.from_bytes(data[p : p + 4], order)  # counts the tag and this size field
                 sub_end = start_of_sub + size
                 if size < 5 or sub_end > end:
                     raise ValueError("bad attribute sub-subsection length")
@@ -212,14 +224,15 @@ def parse_go_buildinfo(blob: bytes) -> GoBuildInfo | None:
     flags = blob[at + 15]
     if not flags & 0x2:
         # Go < 1.18 stored pointers to the strings; say what we found, not more.
-        return GoBuildInfo(go_version="unknown (pre-1.18 build info)", main_module=None, path=None,
-                           goos=None, goarch=None)
+        return GoBuildInfo(
+            go_version="unknown (pre-1.18 build info)", main_module=None, path=None, goos=None, goarch=None
+        )
     pos = at + 32
     n, pos = _read_uvarint(blob, pos)
-    version = blob[pos:pos + n].decode("utf-8", "replace")
+    version = blob[pos : pos + n].decode("utf-8", "replace")
     pos += n
     n, pos = _read_uvarint(blob, pos)
-    mod = blob[pos:pos + n]
+    mod = blob[pos : pos + n]
     if len(mod) >= 33 and mod[-17:-16] == b"\n":
         mod = mod[16:-16]
     settings: dict[str, str] = {}
@@ -233,8 +246,14 @@ def parse_go_buildinfo(blob: bytes) -> GoBuildInfo | None:
         elif parts[0] == "build" and len(parts) > 1 and "=" in parts[1]:
             k, _, v = parts[1].partition("=")
             settings[k] = v
-    return GoBuildInfo(go_version=version, main_module=main_module, path=path,
-                       goos=settings.get("GOOS"), goarch=settings.get("GOARCH"), settings=settings)
+    return GoBuildInfo(
+        go_version=version,
+        main_module=main_module,
+        path=path,
+        goos=settings.get("GOOS"),
+        goarch=settings.get("GOARCH"),
+        settings=settings,
+    )
 
 
 SHT_DYNAMIC = 6
@@ -242,7 +261,7 @@ SHT_STRTAB = 3
 SHT_GNU_VERNEED = 0x6FFFFFFE
 SHT_RISCV_ATTRIBUTES = 0x70000003
 DT_NEEDED = 1
-MAX_TABLE = 64 << 20   # no section, string or dynamic table we read is larger than this
+MAX_TABLE = 64 << 20  # no section, string or dynamic table we read is larger than this
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,12 +313,35 @@ def _header(stream: BinaryIO) -> _Header:
     raw = stream.read(struct.calcsize(fmt))
     if len(raw) < struct.calcsize(fmt):
         raise ElfReadError("truncated ELF header")
-    e_type, e_machine, _v, _entry, phoff, shoff, e_flags, _eh, phentsize, phnum, shentsize, shnum, shstrndx = \
-        struct.unpack(fmt, raw)
-    return _Header(elf_class=64 if ident[4] == 2 else 32, little=ident[5] == 1,
-                   machine=_MACHINES.get(e_machine, str(e_machine)), elf_type=_TYPES.get(e_type, str(e_type)),
-                   e_flags=e_flags, phoff=phoff, phentsize=phentsize, phnum=phnum, shoff=shoff,
-                   shentsize=shentsize, shnum=shnum, shstrndx=shstrndx)
+    (
+        e_type,
+        e_machine,
+        _v,
+        _entry,
+        phoff,
+        shoff,
+        e_flags,
+        _eh,
+        phentsize,
+        phnum,
+        shentsize,
+        shnum,
+        shstrndx,
+    ) = struct.unpack(fmt, raw)
+    return _Header(
+        elf_class=64 if ident[4] == 2 else 32,
+        little=ident[5] == 1,
+        machine=_MACHINES.get(e_machine, str(e_machine)),
+        elf_type=_TYPES.get(e_type, str(e_type)),
+        e_flags=e_flags,
+        phoff=phoff,
+        phentsize=phentsize,
+        phnum=phnum,
+        shoff=shoff,
+        shentsize=shentsize,
+        shnum=shnum,
+        shstrndx=shstrndx,
+    )
 
 
 def _first_writable_load(stream: BinaryIO, hdr: _Header, limit: int) -> bytes | None:
@@ -310,8 +352,9 @@ def _first_writable_load(stream: BinaryIO, hdr: _Header, limit: int) -> bytes | 
     width = struct.calcsize(fmt)
     for i in range(hdr.phnum):
         row = struct.unpack(fmt, _read_at(stream, hdr.phoff + i * hdr.phentsize, width))
-        p_type, p_flags, p_offset, p_filesz = ((row[0], row[1], row[2], row[5]) if hdr.elf_class == 64
-                                               else (row[0], row[6], row[1], row[4]))
+        p_type, p_flags, p_offset, p_filesz = (
+            (row[0], row[1], row[2], row[5]) if hdr.elf_class == 64 else (row[0], row[6], row[1], row[4])
+        )
         if p_type == PT_LOAD and p_flags & PF_W:
             stream.seek(p_offset)
             return stream.read(min(p_filesz, limit))
@@ -337,7 +380,7 @@ def _section_table(stream: BinaryIO, hdr: _Header) -> list[_Section]:
     width = struct.calcsize(fmt)
     if shentsize < width:
         raise ElfReadError(f"e_shentsize {shentsize} is smaller than a section header")
-    if shnum == 0 or shstrndx == 0xFFFF:   # extended numbering: the real values live in section 0
+    if shnum == 0 or shstrndx == 0xFFFF:  # extended numbering: the real values live in section 0
         first = struct.unpack(fmt, _read_at(stream, shoff, width))
         shnum = shnum or first[5]
         shstrndx = first[6] if shstrndx == 0xFFFF else shstrndx
@@ -346,13 +389,14 @@ def _section_table(stream: BinaryIO, hdr: _Header) -> list[_Section]:
     names = b""
     if 0 < shstrndx < shnum:
         r = rows[shstrndx]
-        names = _read_at(stream, r[4], r[5]) if r[1] != 8 else b""   # 8: SHT_NOBITS
+        names = _read_at(stream, r[4], r[5]) if r[1] != 8 else b""  # 8: SHT_NOBITS
     out = []
     for r in rows:
         nend = names.find(b"\0", r[0])
-        name = names[r[0]:nend].decode("ascii", "replace") if 0 <= r[0] < len(names) and nend >= 0 else ""
-        out.append(_Section(name=name, type=r[1], offset=r[4], size=r[5] if r[1] != 8 else 0,
-                            link=r[6], info=r[7]))
+        name = names[r[0] : nend].decode("ascii", "replace") if 0 <= r[0] < len(names) and nend >= 0 else ""
+        out.append(
+            _Section(name=name, type=r[1], offset=r[4], size=r[5] if r[1] != 8 else 0, link=r[6], info=r[7])
+        )
     return out
 
 
@@ -411,7 +455,7 @@ def read_elf(stream: BinaryIO) -> ElfFacts:
     cannot be read: the data is untrusted, so every parser failure becomes a reason, never a crash."""
     try:
         return _read_elf(stream)
-    except NotKept:   # not the file's fault: the caller kept only parts of it, and reads it again
+    except NotKept:  # not the file's fault: the caller kept only parts of it, and reads it again
         raise
     except ElfReadError as e:
         if str(e) == NOT_ELF:
@@ -470,7 +514,16 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
         data = _first_writable_load(stream, hdr, 1 << 16)
         go = parse_go_buildinfo(data) if data is not None else None
     return ElfFacts(
-        elf_class=hdr.elf_class, little_endian=little, machine=machine, elf_type=hdr.elf_type,
-        e_flags=hdr.e_flags, arch=arch, extensions=exts, glibc=tuple(sorted(glibc)),
-        needed=tuple(needed), go=go, notes=tuple(notes), versions=tuple(sorted(versions)),
+        elf_class=hdr.elf_class,
+        little_endian=little,
+        machine=machine,
+        elf_type=hdr.elf_type,
+        e_flags=hdr.e_flags,
+        arch=arch,
+        extensions=exts,
+        glibc=tuple(sorted(glibc)),
+        needed=tuple(needed),
+        go=go,
+        notes=tuple(notes),
+        versions=tuple(sorted(versions)),
     )

@@ -40,6 +40,7 @@ def _exported(s: Symbol, table: SymbolTable) -> bool:
 
 def _why_not(name: str, hits: list[tuple[Found, Symbol]], found: Sequence[Found], archive: bool) -> str:
     """Why nothing exports `name`, from the symbols of that name that were found."""
+
     def at(f: Found) -> str:
         return f" in {f.where}" if f.where else ""
 
@@ -47,17 +48,21 @@ def _why_not(name: str, hits: list[tuple[Found, Symbol]], found: Sequence[Found]
         if s.linkable and not s.is_function:
             return f"{name} is {s.bind} {s.type} (STT_{s.type}){at(f)}, not a function (STT_FUNC)"
     for f, s in hits:
-        if s.linkable and s.is_function:   # only in .dynsym with hidden or internal visibility
+        if s.linkable and s.is_function:  # only in .dynsym with hidden or internal visibility
             return f"{name} is a {s.visibility} function{at(f)}: not visible outside its object"
     for f, s in hits:
         if s.defined:
             return f"{name} is defined only as a {s.bind} symbol{at(f)} (static): not visible to a linker"
     if hits:
-        return f"{name} is referenced{at(hits[0][0])} but defined {'in no member' if archive else 'elsewhere'}"
+        return (
+            f"{name} is referenced{at(hits[0][0])} but defined {'in no member' if archive else 'elsewhere'}"
+        )
     if archive:
         return f"no member defines or references {name}"
     tables = sorted({f.table.table for f in found if f.table.table})
-    return f"{name} is not in its {' or '.join(tables)}" if tables else f"{name}: the file has no symbol table"
+    return (
+        f"{name} is not in its {' or '.join(tables)}" if tables else f"{name}: the file has no symbol table"
+    )
 
 
 def judge_exports(names: Sequence[str], found: Sequence[Found], *, archive: bool) -> ExportsJudgement:
@@ -79,8 +84,12 @@ def check_exports(path: Path, kind: ArtifactKind, names: Sequence[str]) -> Expor
     if not names:
         return ExportsJudgement()
     if kind not in (ArtifactKind.ELF, ArtifactKind.ARCHIVE):
-        return ExportsJudgement(reasons=(f"exports ({', '.join(names)}) are checked in ELF files and ar archives, "
-                                         f"not in a {kind} file",))
+        return ExportsJudgement(
+            reasons=(
+                f"exports ({', '.join(names)}) are checked in ELF files and ar archives, "
+                f"not in a {kind} file",
+            )
+        )
     found: list[Found] = []
     unreadable: list[str] = []
     data = path.read_bytes()
@@ -98,6 +107,7 @@ def check_exports(path: Path, kind: ArtifactKind, names: Sequence[str]) -> Expor
             unreadable.append(f"{where or path.name}: {e}")
     j = judge_exports(names, found, archive=kind is ArtifactKind.ARCHIVE)
     if unreadable and j.reasons:
-        return ExportsJudgement(reasons=j.reasons + tuple(f"symbol table unreadable: {u}" for u in unreadable),
-                                notes=j.notes)
+        return ExportsJudgement(
+            reasons=j.reasons + tuple(f"symbol table unreadable: {u}" for u in unreadable), notes=j.notes
+        )
     return j

@@ -8,9 +8,9 @@ from __future__ import annotations
 import struct
 from enum import Enum
 
-HEAD = 64 << 20    # always kept: header, program headers, .dynsym, .dynstr, .gnu.version_r, ...
-NEAR = 1 << 20     # kept after the start of a writable segment (.go.buildinfo), after the last loaded byte
-                   # (.comment, .riscv.attributes) and before the section headers (.shstrtab)
+HEAD = 64 << 20  # always kept: header, program headers, .dynsym, .dynstr, .gnu.version_r, ...
+NEAR = 1 << 20  # kept after the start of a writable segment (.go.buildinfo), after the last loaded byte
+# (.comment, .riscv.attributes) and before the section headers (.shstrtab)
 PT_LOAD = 1
 PT_DYNAMIC = 2
 PT_RISCV_ATTRIBUTES = 0x70000003
@@ -20,7 +20,7 @@ PF_W = 0x2
 class Keep(Enum):
     NOTHING = "nothing"
     WHOLE = "whole"
-    ELF_RANGES = "elf ranges"   # for an ELF file bigger than 2 * HEAD; else whole
+    ELF_RANGES = "elf ranges"  # for an ELF file bigger than 2 * HEAD; else whole
 
 
 def ranges_beyond_head(head: bytes | bytearray, size: int) -> list[tuple[int, int]]:
@@ -62,7 +62,9 @@ def _wanted(head: bytes | bytearray) -> list[tuple[int, int]]:
         if is64:
             p_type, p_flags, p_offset, _va, _pa, p_filesz = struct.unpack_from(order + "IIQQQQ", head, at)
         else:
-            p_type, p_offset, _va, _pa, p_filesz, _memsz, p_flags = struct.unpack_from(order + "IIIIIII", head, at)
+            p_type, p_offset, _va, _pa, p_filesz, _memsz, p_flags = struct.unpack_from(
+                order + "IIIIIII", head, at
+            )
         end = p_offset + p_filesz
         if p_type in (PT_DYNAMIC, PT_RISCV_ATTRIBUTES):
             want.append((p_offset, end))

@@ -23,13 +23,13 @@ class Policies:
     arch: str
     system_libraries: frozenset[str]
     loaders: frozenset[str]
-    policies: tuple[tuple[str, dict[str, tuple[int, ...]]], ...]   # most compatible first
+    policies: tuple[tuple[str, dict[str, tuple[int, ...]]], ...]  # most compatible first
 
 
 @dataclass(frozen=True, kw_only=True)
 class TagAnswer:
-    tag: str | None            # manylinux_2_X_<arch>, or None: no manylinux policy allows the wheel
-    why: str                   # what decides it (the newest version needed, or what no policy allows)
+    tag: str | None  # manylinux_2_X_<arch>, or None: no manylinux policy allows the wheel
+    why: str  # what decides it (the newest version needed, or what no policy allows)
 
 
 def _num(v: str) -> tuple[int, ...]:
@@ -41,10 +41,14 @@ def policies(arch: str = "riscv64") -> Policies | None:
     doc = yaml.safe_load(resources.text("manylinux.yaml")).get(arch)
     if not doc:
         return None
-    return Policies(arch=arch, system_libraries=frozenset(doc["system_libraries"]),
-                    loaders=frozenset(doc.get("loaders", [])),
-                    policies=tuple((name, {ns: _num(str(v)) for ns, v in limits.items()})
-                                   for name, limits in doc["policies"].items()))
+    return Policies(
+        arch=arch,
+        system_libraries=frozenset(doc["system_libraries"]),
+        loaders=frozenset(doc.get("loaders", [])),
+        policies=tuple(
+            (name, {ns: _num(str(v)) for ns, v in limits.items()}) for name, limits in doc["policies"].items()
+        ),
+    )
 
 
 def needed_versions(facts: Iterable[ElfFacts]) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -54,7 +58,7 @@ def needed_versions(facts: Iterable[ElfFacts]) -> dict[str, tuple[tuple[int, ...
         for name in f.versions:
             m = _VERSION.match(name)
             if not m:
-                continue                       # CXXABI_TM_1 and the like: not limited
+                continue  # CXXABI_TM_1 and the like: not limited
             ns, v = m.group(1), _num(m.group(2))
             if ns not in out or v > out[ns][0]:
                 out[ns] = (v, name)
@@ -68,17 +72,30 @@ def best_tag(elfs: Iterable[tuple[str, ElfFacts]], arch: str = "riscv64") -> Tag
         return TagAnswer(tag=None, why=f"no manylinux policies are known for {arch}")
     elfs = list(elfs)
     shipped = {name.rsplit("/", 1)[-1] for name, _ in elfs}
-    external = sorted({lib for _, f in elfs for lib in f.needed
-                       if lib not in shipped and lib not in pol.system_libraries and lib not in pol.loaders})
+    external = sorted(
+        {
+            lib
+            for _, f in elfs
+            for lib in f.needed
+            if lib not in shipped and lib not in pol.system_libraries and lib not in pol.loaders
+        }
+    )
     if external:
-        return TagAnswer(tag=None, why=f"needs {', '.join(external)} from the system, which no manylinux policy "
-                                       "allows: graft it into the wheel (auditwheel repair)")
+        return TagAnswer(
+            tag=None,
+            why=f"needs {', '.join(external)} from the system, which no manylinux policy "
+            "allows: graft it into the wheel (auditwheel repair)",
+        )
     need = needed_versions(f for _, f in elfs)
     for name, limits in pol.policies:
         if all(ns not in limits or v <= limits[ns] for ns, (v, _) in need.items()):
             decisive = [vname for ns, (v, vname) in sorted(need.items()) if ns in limits]
-            return TagAnswer(tag=f"{name}_{arch}",
-                             why="newest versions needed: " + (", ".join(decisive) or "none"))
-    too_new = [vname for ns, (v, vname) in sorted(need.items())
-               if ns in pol.policies[-1][1] and v > pol.policies[-1][1][ns]]
+            return TagAnswer(
+                tag=f"{name}_{arch}", why="newest versions needed: " + (", ".join(decisive) or "none")
+            )
+    too_new = [
+        vname
+        for ns, (v, vname) in sorted(need.items())
+        if ns in pol.policies[-1][1] and v > pol.policies[-1][1][ns]
+    ]
     return TagAnswer(tag=None, why=f"needs {', '.join(too_new)}, newer than any manylinux policy allows")

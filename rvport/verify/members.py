@@ -22,20 +22,33 @@ from rvport.verify.keep import Keep
 from rvport.verify.pool import read_ahead, thread_count
 from rvport.verify.record import record_digest
 
-READ_SIZE = 1 << 20        # compressed bytes read at a time
-INFLATE_SIZE = 8 << 20     # most bytes inflated per call: bounds memory on very compressible data
-MAGIC = 8                  # first bytes that decide what is kept of a member (ELF or ar magic)
-AHEAD_MIN = 8 << 20        # members this big (compressed) are inflated on a helper thread, hashed on this one
+READ_SIZE = 1 << 20  # compressed bytes read at a time
+INFLATE_SIZE = 8 << 20  # most bytes inflated per call: bounds memory on very compressible data
+MAGIC = 8  # first bytes that decide what is kept of a member (ELF or ar magic)
+AHEAD_MIN = 8 << 20  # members this big (compressed) are inflated on a helper thread, hashed on this one
 
 # What zipfile (and the decompressors under it) raise on a corrupt, truncated, encrypted or unsupported zip.
-ZIP_ERRORS: tuple[type[Exception], ...] = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError,
-                                           OSError, NotImplementedError, RuntimeError, ValueError)
+ZIP_ERRORS: tuple[type[Exception], ...] = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    OSError,
+    NotImplementedError,
+    RuntimeError,
+    ValueError,
+)
 
-_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")   # PK\3\4, versions, flags, method, time, date, crc, sizes, lengths
+_LOCAL_HEADER = struct.Struct(
+    "<4sHHHHHIIIHH"
+)  # PK\3\4, versions, flags, method, time, date, crc, sizes, lengths
 _LOCAL_MAGIC = b"PK\x03\x04"
 _UTF8_NAME = 0x800
-_UNREADABLE_FLAGS = {0x1: "encrypted, password required", 0x20: "compressed patched data (flag bit 5)",
-                     0x40: "strong encryption (flag bit 6)"}
+_UNREADABLE_FLAGS = {
+    0x1: "encrypted, password required",
+    0x20: "compressed patched data (flag bit 5)",
+    0x40: "strong encryption (flag bit 6)",
+}
 
 
 class MemberError(Exception):
@@ -44,13 +57,14 @@ class MemberError(Exception):
 
 @dataclass(frozen=True, kw_only=True)
 class Member:
-    size: int                     # bytes inflated
-    digest: str | None            # RECORD-style digest with the algorithm asked for, None when none was
-    content: BufferFile | None    # the bytes kept, as keep() said
+    size: int  # bytes inflated
+    digest: str | None  # RECORD-style digest with the algorithm asked for, None when none was
+    content: BufferFile | None  # the bytes kept, as keep() said
 
 
-def read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None,
-                keep: Callable[[bytes], Keep]) -> Member:
+def read_member(
+    path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Callable[[bytes], Keep]
+) -> Member:
     """Inflate info's member of the zip open as fd (path: for compression methods zipfile reads itself).
     algo: hashlib name of the digest to compute; keep(first MAGIC bytes): which of its bytes to keep."""
     try:
@@ -61,7 +75,9 @@ def read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None,
         raise MemberError(str(e) or type(e).__name__) from e
 
 
-def _read(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Callable[[bytes], Keep]) -> Member:
+def _read(
+    path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Callable[[bytes], Keep]
+) -> Member:
     for bit, why in _UNREADABLE_FLAGS.items():
         if info.flag_bits & bit:
             raise MemberError(why)
@@ -69,11 +85,13 @@ def _read(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Ca
     crc = size = 0
     kept = _Kept(keep, info.file_size)
     chunks = _inflated(path, fd, info)
-    if info.compress_size >= AHEAD_MIN and thread_count() > 1:   # inflate on a helper thread, hash on this one
+    if info.compress_size >= AHEAD_MIN and thread_count() > 1:  # inflate on a helper thread, hash on this one
         chunks = read_ahead(chunks)
     for out in chunks:
-        if size + len(out) > info.file_size:   # as zipfile: never more than the directory's size (the CRC tells)
-            out = out[:info.file_size - size]
+        if (
+            size + len(out) > info.file_size
+        ):  # as zipfile: never more than the directory's size (the CRC tells)
+            out = out[: info.file_size - size]
         crc = zlib.crc32(out, crc)
         size += len(out)
         if hasher is not None:
@@ -91,9 +109,9 @@ class _Kept:
 
     def __init__(self, keep: Callable[[bytes], Keep], size: int) -> None:
         self._keep = keep
-        self._size = size             # the zip directory's: no more is ever inflated
-        self._mode: Keep | None = None   # until the first MAGIC bytes tell
-        self._head = bytearray()      # everything, or the first keeping.HEAD bytes
+        self._size = size  # the zip directory's: no more is ever inflated
+        self._mode: Keep | None = None  # until the first MAGIC bytes tell
+        self._head = bytearray()  # everything, or the first keeping.HEAD bytes
         self._ranges: list[tuple[int, int]] | None = None
         self._pieces: list[tuple[int, bytearray]] = []
         self._pos = 0
@@ -109,14 +127,14 @@ class _Kept:
             self._head += out
         elif self._mode is Keep.ELF_RANGES:
             if start < keeping.HEAD:
-                self._head += out[:keeping.HEAD - start]
+                self._head += out[: keeping.HEAD - start]
                 if self._ranges is None and len(self._head) >= keeping.HEAD:
                     self._ranges = keeping.ranges_beyond_head(self._head, self._size)
             for a, b in self._ranges or ():
                 lo, hi = max(a, start), min(b, self._pos)
                 if lo >= hi:
                     continue
-                piece = out[lo - start:hi - start]
+                piece = out[lo - start : hi - start]
                 if self._pieces and self._pieces[-1][0] + len(self._pieces[-1][1]) == lo:
                     self._pieces[-1][1].extend(piece)
                 else:
@@ -125,10 +143,12 @@ class _Kept:
     def _decide(self) -> None:
         self._mode = self._keep(bytes(self._head[:MAGIC]))
         if self._mode is Keep.ELF_RANGES and self._size <= 2 * keeping.HEAD:
-            self._mode = Keep.WHOLE   # small enough to keep whole
+            self._mode = Keep.WHOLE  # small enough to keep whole
         if self._mode is Keep.NOTHING:
             self._head = bytearray()
-        elif self._mode is Keep.ELF_RANGES and len(self._head) > keeping.HEAD:   # a first chunk past keeping.HEAD
+        elif (
+            self._mode is Keep.ELF_RANGES and len(self._head) > keeping.HEAD
+        ):  # a first chunk past keeping.HEAD
             head, self._head, self._pos = self._head, bytearray(), 0
             self.add(bytes(head))
 
@@ -148,7 +168,7 @@ def _inflated(path: Path, fd: int, info: zipfile.ZipInfo) -> Iterator[bytes]:
         yield from _raw(fd, start, info.compress_size)
     elif info.compress_type == zipfile.ZIP_DEFLATED:
         yield from _inflate(_raw(fd, start, info.compress_size))
-    else:   # bzip2, lzma, ...: rare in wheels; zipfile knows them (and raises on the ones it does not)
+    else:  # bzip2, lzma, ...: rare in wheels; zipfile knows them (and raises on the ones it does not)
         with zipfile.ZipFile(path) as zf, zf.open(info) as f:
             yield from iter(lambda: f.read(INFLATE_SIZE), b"")
 
@@ -176,7 +196,9 @@ def _raw(fd: int, start: int, length: int) -> Iterator[bytes]:
     while pos < end:
         chunk = os.pread(fd, min(READ_SIZE, end - pos), pos)
         if not chunk:
-            raise MemberError(f"truncated: the file ends inside the member's data ({pos - start} of {length} bytes)")
+            raise MemberError(
+                f"truncated: the file ends inside the member's data ({pos - start} of {length} bytes)"
+            )
         pos += len(chunk)
         yield chunk
 

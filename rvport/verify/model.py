@@ -35,8 +35,13 @@ class MemberResult:
         return self.verdict is Verdict.PASS
 
     def to_json(self) -> dict:
-        return {"name": self.name, "verdict": str(self.verdict), "reasons": list(self.reasons),
-                "notes": list(self.notes), "elf": self.facts.to_json() if self.facts else None}
+        return {
+            "name": self.name,
+            "verdict": str(self.verdict),
+            "reasons": list(self.reasons),
+            "notes": list(self.notes),
+            "elf": self.facts.to_json() if self.facts else None,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,12 +50,18 @@ class WheelInfo:
     version: str
     tags: tuple[str, ...]
     max_glibc: str | None
-    manylinux: str | None   # the most compatible manylinux tag its ELF files allow
-    record_checked: int     # files whose RECORD hash and size were checked
+    manylinux: str | None  # the most compatible manylinux tag its ELF files allow
+    record_checked: int  # files whose RECORD hash and size were checked
 
     def to_json(self) -> dict:
-        return {"name": self.name, "version": self.version, "tags": list(self.tags), "glibc": self.max_glibc,
-                "manylinux": self.manylinux, "record_checked": self.record_checked}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "tags": list(self.tags),
+            "glibc": self.max_glibc,
+            "manylinux": self.manylinux,
+            "record_checked": self.record_checked,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,7 +69,7 @@ class ArtifactResult:
     path: str
     kind: ArtifactKind
     verdict: Verdict
-    reasons: tuple[str, ...] = ()     # about the artifact as a whole (tags, RECORD, unreadable file)
+    reasons: tuple[str, ...] = ()  # about the artifact as a whole (tags, RECORD, unreadable file)
     notes: tuple[str, ...] = ()
     members: tuple[MemberResult, ...] = ()
     size: int | None = None
@@ -81,10 +92,17 @@ class ArtifactResult:
         return out
 
     def to_json(self) -> dict:
-        return {"path": self.path, "kind": str(self.kind), "verdict": str(self.verdict),
-                "reasons": list(self.reasons), "notes": list(self.notes), "size": self.size,
-                "sha256": self.sha256, "wheel": self.wheel.to_json() if self.wheel else None,
-                "members": [m.to_json() for m in self.members]}
+        return {
+            "path": self.path,
+            "kind": str(self.kind),
+            "verdict": str(self.verdict),
+            "reasons": list(self.reasons),
+            "notes": list(self.notes),
+            "size": self.size,
+            "sha256": self.sha256,
+            "wheel": self.wheel.to_json() if self.wheel else None,
+            "members": [m.to_json() for m in self.members],
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,8 +129,12 @@ class VerifyReport:
             "profile": {"name": self.profile, "march": self.march, "mabi": self.mabi},
             "isa": str(self.isa),
             "ok": self.ok,
-            "summary": {"artifacts": len(self.artifacts), "passed": len(self.artifacts) - len(self.failed),
-                        "failed": len(self.failed), "elf_files": members},
+            "summary": {
+                "artifacts": len(self.artifacts),
+                "passed": len(self.artifacts) - len(self.failed),
+                "failed": len(self.failed),
+                "elf_files": members,
+            },
             "artifacts": [a.to_json() for a in self.artifacts],
         }
 

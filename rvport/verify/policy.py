@@ -36,9 +36,9 @@ class Verdict(StrEnum):
 class IsaLevel(StrEnum):
     """Which question a verdict answers about the RISC-V extensions of an ELF file."""
 
-    RUNS_ON = "runs-on"   # does it run on every CPU of the profile: all it needs is within Profile.allowed
-    CARRIES = "carries"   # runs on, and carries every extension the profile promises (Profile.requires): no
-                          # silent scalar fallback, no ISA sniffed from the build host
+    RUNS_ON = "runs-on"  # does it run on every CPU of the profile: all it needs is within Profile.allowed
+    CARRIES = "carries"  # runs on, and carries every extension the profile promises (Profile.requires): no
+    # silent scalar fallback, no ISA sniffed from the build host
 
     @classmethod
     def _missing_(cls, value: object) -> IsaLevel | None:
@@ -79,9 +79,9 @@ class RuleContext:
 class Needs:
     """The extensions an ELF file may execute, and what says so."""
 
-    extensions: frozenset[str] | None   # None: nothing in the file says (no arch attribute, no Go build info)
-    source: str                         # "arch string", "Go build info (GORISCV64=rva20u64)", ...
-    reason: str | None = None           # why they are unknown, when that is itself a failure
+    extensions: frozenset[str] | None  # None: nothing in the file says (no arch attribute, no Go build info)
+    source: str  # "arch string", "Go build info (GORISCV64=rva20u64)", ...
+    reason: str | None = None  # why they are unknown, when that is itself a failure
 
 
 def needs(f: ElfFacts) -> Needs:
@@ -93,16 +93,19 @@ def needs(f: ElfFacts) -> Needs:
         setting = g.settings.get("GORISCV64")
         level = go_level(setting)
         if level is None:
-            return Needs(extensions=None, source=f"Go build info (GORISCV64={setting})",
-                         reason=f"Go build info says GORISCV64={setting}, a level rvport does not know "
-                                "(isa.yaml: go_riscv64)")
+            return Needs(
+                extensions=None,
+                source=f"Go build info (GORISCV64={setting})",
+                reason=f"Go build info says GORISCV64={setting}, a level rvport does not know "
+                "(isa.yaml: go_riscv64)",
+            )
         how = f"GORISCV64={level.name}" if not level.default else f"no GORISCV64: {level.name}, the default"
         return Needs(extensions=level.extensions, source=f"Go build info ({how})")
     what = "a Go binary without riscv64 build info" if g is not None else "no .riscv.attributes arch string"
     return Needs(extensions=None, source=what)
 
 
-RuleResult = tuple[list[str], list[str]]   # (reasons it fails for, notes)
+RuleResult = tuple[list[str], list[str]]  # (reasons it fails for, notes)
 Rule = Callable[[ElfFacts, RuleContext], RuleResult]
 
 
@@ -143,6 +146,7 @@ def maximal(exts: frozenset[str]) -> frozenset[str]:
 
 # ---- rules for one ELF file ---------------------------------------------------------------------------
 
+
 def rule_class(f: ElfFacts, c: RuleContext) -> RuleResult:
     return ([] if f.elf_class == 64 else [f"ELFCLASS{f.elf_class}: not a 64-bit object"]), []
 
@@ -164,8 +168,10 @@ def rule_float_abi(f: ElfFacts, c: RuleContext) -> RuleResult:
     want = c.profile.float_abi
     reasons = []
     if f.float_abi != want:
-        reasons.append(f"float ABI is {f.float_abi} (e_flags 0x{f.e_flags:x}) but profile {c.profile.name} "
-                       f"needs {want} ({c.profile.mabi})")
+        reasons.append(
+            f"float ABI is {f.float_abi} (e_flags 0x{f.e_flags:x}) but profile {c.profile.name} "
+            f"needs {want} ({c.profile.mabi})"
+        )
     if f.e_flags & EF_RISCV_RVE:
         reasons.append("RVE (embedded, 16 registers) ABI flag set: not an RV64G object")
     return reasons, []
@@ -177,7 +183,7 @@ def rule_rvc(f: ElfFacts, c: RuleContext) -> RuleResult:
     if f.rvc and "c" not in c.profile.allowed:
         return [f"e_flags has RVC (compressed instructions) but profile {c.profile.name} has no c"], []
     if not f.rvc and "c" in c.profile.requires:
-        if c.carries and f.go is None:   # Go is judged by its build info (rule_extensions): it emits no RVC
+        if c.carries and f.go is None:  # Go is judged by its build info (rule_extensions): it emits no RVC
             return [f"e_flags lacks RVC (compressed instructions) that profile {c.profile.name} promises"], []
         return [], ["e_flags has no RVC: uses no compressed instructions"]
     return [], []
@@ -185,7 +191,9 @@ def rule_rvc(f: ElfFacts, c: RuleContext) -> RuleResult:
 
 def rule_tso(f: ElfFacts, c: RuleContext) -> RuleResult:
     if f.is_riscv and f.e_flags & EF_RISCV_TSO and "ztso" not in c.profile.allowed:
-        return [f"e_flags has TSO (built for the Ztso memory model) but profile {c.profile.name} has no ztso"], []
+        return [
+            f"e_flags has TSO (built for the Ztso memory model) but profile {c.profile.name} has no ztso"
+        ], []
     return [], []
 
 
@@ -198,8 +206,12 @@ def rule_extensions(f: ElfFacts, c: RuleContext) -> RuleResult:
         if n.reason:
             return [n.reason], []
         if c.carries:
-            return [(f"{n.source}: cannot prove the extensions profile {p.name} promises "
-                     f"({_fmt(p.requires)}); `--isa runs-on` asks only whether it runs on the profile")], []
+            return [
+                (
+                    f"{n.source}: cannot prove the extensions profile {p.name} promises "
+                    f"({_fmt(p.requires)}); `--isa runs-on` asks only whether it runs on the profile"
+                )
+            ], []
         return [], [f"{n.source}: extensions unproven, passed on header checks alone"]
     reasons: list[str] = []
     exts = n.extensions
@@ -207,13 +219,17 @@ def rule_extensions(f: ElfFacts, c: RuleContext) -> RuleResult:
         reasons.append(f"arch {f.arch.split('_')[0][:6]} is not rv64")
     beyond = exts - p.allowed
     if beyond:
-        reasons.append(f"needs {_fmt(maximal(beyond))}, beyond profile {p.name} ({p.march}): "
-                       f"it does not run on every CPU the profile describes ({n.source})")
+        reasons.append(
+            f"needs {_fmt(maximal(beyond))}, beyond profile {p.name} ({p.march}): "
+            f"it does not run on every CPU the profile describes ({n.source})"
+        )
     if c.carries:
         missing = p.requires - expand(exts)
         if missing:
-            reasons.append(f"{n.source} lacks {_fmt(missing)} that profile {p.name} promises "
-                           "(a scalar fallback, or built for another target?)")
+            reasons.append(
+                f"{n.source} lacks {_fmt(missing)} that profile {p.name} promises "
+                "(a scalar fallback, or built for another target?)"
+            )
     for ext, (maj, mnr) in MIN_VERSIONS.items():
         if ext in f.extensions and _ver(f.extensions[ext]) < (maj, mnr):
             reasons.append(f"{ext} version {f.extensions[ext]} is older than {maj}p{mnr}")
@@ -242,8 +258,17 @@ def rule_glibc(f: ElfFacts, c: RuleContext) -> RuleResult:
     return [], [f"needs GLIBC_{glibc_str(f.max_glibc)}: can carry {manylinux_for(f.max_glibc)} or later"]
 
 
-ELF_RULES: tuple[Rule, ...] = (rule_class, rule_endian, rule_machine, rule_float_abi, rule_rvc, rule_tso,
-                               rule_extensions, rule_go, rule_glibc)
+ELF_RULES: tuple[Rule, ...] = (
+    rule_class,
+    rule_endian,
+    rule_machine,
+    rule_float_abi,
+    rule_rvc,
+    rule_tso,
+    rule_extensions,
+    rule_go,
+    rule_glibc,
+)
 
 
 def judge_elf(facts: ElfFacts, profile: Profile, isa: IsaLevel | str = IsaLevel.RUNS_ON) -> Judgement:
@@ -254,19 +279,21 @@ def judge_elf(facts: ElfFacts, profile: Profile, isa: IsaLevel | str = IsaLevel.
         r, n = rule(facts, ctx)
         reasons += r
         notes += n
-    return Judgement(verdict=Verdict.FAIL if reasons else Verdict.PASS, reasons=tuple(reasons),
-                     notes=tuple(notes))
+    return Judgement(
+        verdict=Verdict.FAIL if reasons else Verdict.PASS, reasons=tuple(reasons), notes=tuple(notes)
+    )
 
 
 # ---- rules for a wheel's tags ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class PlatformClaim:
     """What one platform tag promises: the architecture and the libc floor."""
 
     tag: str
-    arch: str | None            # None for "any"
-    libc: str | None            # "glibc", "musl" or None (linux_*: no promise)
+    arch: str | None  # None for "any"
+    libc: str | None  # "glibc", "musl" or None (linux_*: no promise)
     version: tuple[int, int] | None
 
 
@@ -275,17 +302,19 @@ def parse_platform(platform: str) -> PlatformClaim:
         return PlatformClaim(tag=platform, arch=None, libc=None, version=None)
     m = _MANYLINUX.match(platform)
     if m:
-        return PlatformClaim(tag=platform, arch=m.group(3), libc="glibc",
-                             version=(int(m.group(1)), int(m.group(2))))
+        return PlatformClaim(
+            tag=platform, arch=m.group(3), libc="glibc", version=(int(m.group(1)), int(m.group(2)))
+        )
     for alias, ver in MANYLINUX_ALIASES.items():
         if platform.startswith(alias + "_"):
-            return PlatformClaim(tag=platform, arch=platform[len(alias) + 1:], libc="glibc", version=ver)
+            return PlatformClaim(tag=platform, arch=platform[len(alias) + 1 :], libc="glibc", version=ver)
     m = _MUSLLINUX.match(platform)
     if m:
-        return PlatformClaim(tag=platform, arch=m.group(3), libc="musl",
-                             version=(int(m.group(1)), int(m.group(2))))
+        return PlatformClaim(
+            tag=platform, arch=m.group(3), libc="musl", version=(int(m.group(1)), int(m.group(2)))
+        )
     if platform.startswith("linux_"):
-        return PlatformClaim(tag=platform, arch=platform[len("linux_"):], libc=None, version=None)
+        return PlatformClaim(tag=platform, arch=platform[len("linux_") :], libc=None, version=None)
     return PlatformClaim(tag=platform, arch=platform, libc=None, version=None)
 
 
@@ -311,16 +340,21 @@ def judge_wheel_tags(tags: Iterable[Tag], elfs: list[tuple[str, ElfFacts]]) -> J
     needing = [(name, f.max_glibc) for name, f in elfs if f.max_glibc]
     best = best_tag(elfs)
     if needing or best.tag is None:
-        notes.append(f"can carry {best.tag} ({best.why})" if best.tag else f"can carry no manylinux tag: {best.why}")
+        notes.append(
+            f"can carry {best.tag} ({best.why})" if best.tag else f"can carry no manylinux tag: {best.why}"
+        )
     floor = _claim_version(best.tag) if best.tag else None
     for c in claims:
         if c.libc == "glibc" and c.version is not None and c.arch == "riscv64":
             if best.tag is None:
                 reasons.append(f"tagged {c.tag} but it {best.why}")
             elif floor is not None and c.version < floor:
-                reasons.append(f"tagged {c.tag} but its ELF files allow no tag lower than {best.tag} ({best.why})")
+                reasons.append(
+                    f"tagged {c.tag} but its ELF files allow no tag lower than {best.tag} ({best.why})"
+                )
         elif c.libc == "musl" and needing:
             worst_name, worst = max(needing, key=lambda x: x[1])
             reasons.append(f"tagged {c.tag} (musl) but {worst_name} needs glibc (GLIBC_{glibc_str(worst)})")
-    return Judgement(verdict=Verdict.FAIL if reasons else Verdict.PASS, reasons=tuple(reasons),
-                     notes=tuple(notes))
+    return Judgement(
+        verdict=Verdict.FAIL if reasons else Verdict.PASS, reasons=tuple(reasons), notes=tuple(notes)
+    )

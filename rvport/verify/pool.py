@@ -17,8 +17,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 THREADS_ENV = "RVPORT_VERIFY_THREADS"
-PARALLEL_MIN_COST = 16 << 20   # below this much work (bytes), threads cost more than they save
-BATCH_COST = 4 << 20           # small items go to a thread in batches of about this much work
+PARALLEL_MIN_COST = 16 << 20  # below this much work (bytes), threads cost more than they save
+BATCH_COST = 4 << 20  # small items go to a thread in batches of about this much work
 BATCH_ITEMS = 256
 
 
@@ -29,12 +29,13 @@ def thread_count() -> int:
         return int(env)
     try:
         return len(os.sched_getaffinity(0))
-    except AttributeError:   # not on Linux
+    except AttributeError:  # not on Linux
         return os.cpu_count() or 1
 
 
-def map_ordered(fn: Callable[[T], R], items: Sequence[T], cost: Callable[[T], int],
-                threads: int | None = None) -> list[R]:
+def map_ordered(
+    fn: Callable[[T], R], items: Sequence[T], cost: Callable[[T], int], threads: int | None = None
+) -> list[R]:
     """[fn(x) for x in items], run on threads when there is enough work. The costliest batches start first, so
     that the longest item (a wheel's biggest library) does not start last and finish alone."""
     n = threads or thread_count()

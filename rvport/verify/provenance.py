@@ -16,20 +16,20 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from rvport import __version__
-from rvport.errors import UsageError
 from rvport.catalogue.recipes import LOCK_NAMES
+from rvport.errors import UsageError
 from rvport.fileio import atomic_write_text
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
-BUILD_TYPE = "https://rvport.dev/provenance/build/v1"     # what the parameters below mean: docs/verify.md
-BUILDER_ID = "https://rvport.dev/builder/buildx"          # + "/<buildx driver>" when it is known
-FILENAME = "provenance.json"                              # beside result.json
+BUILD_TYPE = "https://rvport.dev/provenance/build/v1"  # what the parameters below mean: docs/verify.md
+BUILDER_ID = "https://rvport.dev/builder/buildx"  # + "/<buildx driver>" when it is known
+FILENAME = "provenance.json"  # beside result.json
 
 _SHA256 = re.compile(r"^(?:sha256:)?([0-9a-f]{64})$")
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
@@ -37,8 +37,14 @@ _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 # ---- the statement: pure ----------------------------------------------------------------------------------------
 
-def statement(result: Mapping[str, Any], plan: Mapping[str, Any] | None = None, *,
-              builder: Mapping[str, Any] | None = None, version: str = __version__) -> dict:
+
+def statement(
+    result: Mapping[str, Any],
+    plan: Mapping[str, Any] | None = None,
+    *,
+    builder: Mapping[str, Any] | None = None,
+    version: str = __version__,
+) -> dict:
     """The in-toto Statement v1 with a SLSA provenance v1 predicate for a build's result.json document.
 
     plan: plan.json's document of the same run (patches, lock files, vendoring, requested mode, outputs);
@@ -47,9 +53,14 @@ def statement(result: Mapping[str, Any], plan: Mapping[str, Any] | None = None, 
     stages = list(result.get("stages", []))
     return {
         "_type": STATEMENT_TYPE,
-        "subject": [{"name": a["path"], "digest": {"sha256": a["sha256"]},
-                     "annotations": {"recipe": a.get("recipe"), "size": a.get("size")}}
-                    for a in sorted(result.get("artifacts", []), key=lambda a: a["path"])],
+        "subject": [
+            {
+                "name": a["path"],
+                "digest": {"sha256": a["sha256"]},
+                "annotations": {"recipe": a.get("recipe"), "size": a.get("size")},
+            }
+            for a in sorted(result.get("artifacts", []), key=lambda a: a["path"])
+        ],
         "predicateType": PREDICATE_TYPE,
         "predicate": {
             "buildDefinition": {
@@ -76,8 +87,22 @@ def statement(result: Mapping[str, Any], plan: Mapping[str, Any] | None = None, 
 
 
 def _stage_parameters(s: Mapping[str, Any], p: Mapping[str, Any]) -> dict:
-    out = {k: s.get(k) for k in ("recipe", "version", "kind", "mode", "platform", "status", "key", "plan_key",
-                                 "commands", "env", "build_command")}
+    out = {
+        k: s.get(k)
+        for k in (
+            "recipe",
+            "version",
+            "kind",
+            "mode",
+            "platform",
+            "status",
+            "key",
+            "plan_key",
+            "commands",
+            "env",
+            "build_command",
+        )
+    }
     out["outputs"] = p.get("outputs")
     return out
 
@@ -107,24 +132,41 @@ def _source_uri(fetched: Mapping[str, Any], planned: Mapping[str, Any]) -> str |
     return planned.get("url") or fetched.get("url")
 
 
-def _dependencies(result: Mapping[str, Any], stages: Sequence[Mapping[str, Any]],
-                  plan_stages: Mapping[str, Mapping[str, Any]]) -> list[dict]:
+def _dependencies(
+    result: Mapping[str, Any],
+    stages: Sequence[Mapping[str, Any]],
+    plan_stages: Mapping[str, Mapping[str, Any]],
+) -> list[dict]:
     deps: list[dict | None] = []
     base_ids = set()
     for key, b in sorted((result.get("base_images") or {}).items()):
         base_ids.add(b.get("image_id"))
-        deps.append(_descriptor(f"base/{key}", b.get("image_id"), spec=b.get("spec"), tag=b.get("tag"),
-                                platform=b.get("platform"), source=b.get("source"),
-                                release_sha256=b.get("release_sha256")))
+        deps.append(
+            _descriptor(
+                f"base/{key}",
+                b.get("image_id"),
+                spec=b.get("spec"),
+                tag=b.get("tag"),
+                platform=b.get("platform"),
+                source=b.get("source"),
+                release_sha256=b.get("release_sha256"),
+            )
+        )
     artifacts = {s["recipe"]: s.get("artifacts") or [] for s in stages}
     for s in stages:
         r = s["recipe"]
         p = plan_stages.get(r, {})
         planned_sources = {x["name"]: x for x in p.get("sources", [])}
         for src in s.get("sources") or []:
-            deps.append(_descriptor(f"{r}/source/{src['name']}", src.get("sha256"),
-                                    uri=_source_uri(src, planned_sources.get(src["name"], {})),
-                                    filename=src.get("filename"), origin=src.get("origin")))
+            deps.append(
+                _descriptor(
+                    f"{r}/source/{src['name']}",
+                    src.get("sha256"),
+                    uri=_source_uri(src, planned_sources.get(src["name"], {})),
+                    filename=src.get("filename"),
+                    origin=src.get("origin"),
+                )
+            )
         for pf in p.get("patches", []):
             deps.append(_descriptor(f"{r}/patch/{pf['file']}", pf.get("sha256"), strip=pf.get("strip")))
         for pf in p.get("lockfiles", []):
@@ -137,9 +179,15 @@ def _dependencies(result: Mapping[str, Any], stages: Sequence[Mapping[str, Any]]
             if image_id in base_ids:
                 continue
             tc = role == "toolchain"
-            deps.append(_descriptor(f"{r}/image/{role}", image_id, pins=p.get("toolchain") if tc else None,
-                                    packages=s.get("toolchain_packages") if tc else None,
-                                    cross=s.get("toolchain") if tc else None))
+            deps.append(
+                _descriptor(
+                    f"{r}/image/{role}",
+                    image_id,
+                    pins=p.get("toolchain") if tc else None,
+                    packages=s.get("toolchain_packages") if tc else None,
+                    cross=s.get("toolchain") if tc else None,
+                )
+            )
         for dep in p.get("depends", []):
             for a in artifacts.get(dep, []):
                 deps.append(_descriptor(f"{r}/depends/{a['path']}", a.get("sha256"), recipe=dep))
@@ -156,15 +204,19 @@ def _vendored(recipe: str, p: Mapping[str, Any], s: Mapping[str, Any]) -> dict |
     if pinned:
         return _descriptor(f"{recipe}/vendor/{tool}", pinned[0].get("sha256"), lock=pinned[0]["file"])
     if p.get("lock"):
-        return _descriptor(f"{recipe}/vendor/{tool}", p["lock"]["sha256"],
-                           lock=f"{p['lock']['path']} inside the source tree")
+        return _descriptor(
+            f"{recipe}/vendor/{tool}", p["lock"]["sha256"], lock=f"{p['lock']['path']} inside the source tree"
+        )
     main = next((x for x in p.get("sources", []) if not x.get("dest")), None)
     fetched = {x["name"]: x for x in s.get("sources") or []}
     src = fetched.get(main["name"]) if main else None
     if src is None:
         return None
-    return _descriptor(f"{recipe}/vendor/{tool}", src.get("sha256"),
-                       lock=f"{lock_name} inside source {src['name']} (the digest is the source archive's)")
+    return _descriptor(
+        f"{recipe}/vendor/{tool}",
+        src.get("sha256"),
+        lock=f"{lock_name} inside source {src['name']} (the digest is the source archive's)",
+    )
 
 
 def _builder(name: str | None, info: Mapping[str, Any] | None, version: str) -> dict:
@@ -182,7 +234,7 @@ def _metadata(result: Mapping[str, Any]) -> dict:
         return {}
     out = {"startedOn": started}
     try:
-        t0 = datetime.strptime(started, _TIME).replace(tzinfo=timezone.utc)
+        t0 = datetime.strptime(started, _TIME).replace(tzinfo=UTC)
     except ValueError:
         return out
     t1 = t0 + timedelta(seconds=round(float(result.get("duration_s") or 0)))
@@ -192,8 +244,13 @@ def _metadata(result: Mapping[str, Any]) -> dict:
 
 # ---- writing it beside result.json -----------------------------------------------------------------------------
 
-def write_beside(output: Path, result: Mapping[str, Any], plan: Mapping[str, Any] | None = None,
-                 builder: Mapping[str, Any] | None = None) -> Path | None:
+
+def write_beside(
+    output: Path,
+    result: Mapping[str, Any],
+    plan: Mapping[str, Any] | None = None,
+    builder: Mapping[str, Any] | None = None,
+) -> Path | None:
     """OUTPUT/provenance.json for a run that finished with artifacts; written whole or not at all. For a failed
     or interrupted run, none: a statement left from an earlier run is removed, so it never sits beside a
     result.json it does not describe."""
@@ -201,11 +258,14 @@ def write_beside(output: Path, result: Mapping[str, Any], plan: Mapping[str, Any
     if result.get("status") != "ok" or not result.get("artifacts"):
         path.unlink(missing_ok=True)
         return None
-    atomic_write_text(path, json.dumps(statement(result, plan, builder=builder), indent=2, sort_keys=True) + "\n")
+    atomic_write_text(
+        path, json.dumps(statement(result, plan, builder=builder), indent=2, sort_keys=True) + "\n"
+    )
     return path
 
 
 # ---- checking artifacts against a statement --------------------------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class Subject:
@@ -217,7 +277,7 @@ class Subject:
 class Provenance:
     path: str
     subjects: tuple[Subject, ...]
-    profile: str | None      # externalParameters.profile, when the statement is rvport's
+    profile: str | None  # externalParameters.profile, when the statement is rvport's
 
 
 def load(path: Path) -> Provenance:
@@ -226,17 +286,22 @@ def load(path: Path) -> Provenance:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"cannot read provenance {path}: {e}", hint="pass the provenance.json a build wrote") from None
+        raise UsageError(
+            f"cannot read provenance {path}: {e}", hint="pass the provenance.json a build wrote"
+        ) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise UsageError(f"{path}:{e.lineno}: not JSON: {e.msg}",
-                         hint="pass the provenance.json a build wrote (an in-toto Statement v1)") from None
+        raise UsageError(
+            f"{path}:{e.lineno}: not JSON: {e.msg}",
+            hint="pass the provenance.json a build wrote (an in-toto Statement v1)",
+        ) from None
     hint = "rvport writes one beside result.json (OUTPUT/provenance.json)"
     if not isinstance(doc, dict) or doc.get("_type") != STATEMENT_TYPE:
         got = doc.get("_type") if isinstance(doc, dict) else type(doc).__name__
-        raise UsageError(f"{path}: not an in-toto Statement v1 (_type is {got!r}, not {STATEMENT_TYPE!r})",
-                         hint=hint)
+        raise UsageError(
+            f"{path}: not an in-toto Statement v1 (_type is {got!r}, not {STATEMENT_TYPE!r})", hint=hint
+        )
     subjects: list[Subject] = []
     for i, s in enumerate(doc.get("subject") or []):
         sha = (s.get("digest") or {}).get("sha256") if isinstance(s, dict) else None
@@ -247,14 +312,16 @@ def load(path: Path) -> Provenance:
         raise UsageError(f"{path}: the statement has no subject", hint=hint)
     params = ((doc.get("predicate") or {}).get("buildDefinition") or {}).get("externalParameters") or {}
     profile = params.get("profile") if doc.get("predicateType") == PREDICATE_TYPE else None
-    return Provenance(path=str(path), subjects=tuple(subjects), profile=profile if isinstance(profile, str) else None)
+    return Provenance(
+        path=str(path), subjects=tuple(subjects), profile=profile if isinstance(profile, str) else None
+    )
 
 
 def _same_name(subject: str, path: str) -> bool:
     """The subject names the file: its path ends with the subject's path (artifacts/<recipe>/<file>)."""
     want = [p for p in subject.split("/") if p not in ("", ".")]
     have = Path(path).parts
-    return bool(want) and list(have[-len(want):]) == want
+    return bool(want) and list(have[-len(want) :]) == want
 
 
 def check(prov: Provenance, path: str, sha256: str | None) -> tuple[list[str], list[str]]:
@@ -267,8 +334,10 @@ def check(prov: Provenance, path: str, sha256: str | None) -> tuple[list[str], l
             return [], [f"provenance: subject {s.name}, sha256 matches"]
     if named:
         s = named[0]
-        return [f"sha256 {sha256} differs from provenance subject {s.name} ({s.sha256}): "
-                "the file changed after the build"], []
+        return [
+            f"sha256 {sha256} differs from provenance subject {s.name} ({s.sha256}): "
+            "the file changed after the build"
+        ], []
     same = next((s for s in prov.subjects if s.sha256 == sha256), None)
     if same is not None:
         return [], [f"provenance: sha256 matches subject {same.name}"]

@@ -12,7 +12,7 @@ RECORD = re.compile(r"^[^/]+\.dist-info/RECORD$")
 RECORD_SIGNATURES = re.compile(r"^[^/]+\.dist-info/RECORD\.(jws|p7s)$")
 STRONG_HASHES = {"sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b", "blake2s"}
 
-Record = dict[str, tuple[str, str]]   # path -> (hash field, size field)
+Record = dict[str, tuple[str, str]]  # path -> (hash field, size field)
 
 
 def parse_record(text: str) -> Record:

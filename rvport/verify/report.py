@@ -42,8 +42,7 @@ def _rows(a: ArtifactResult, every_member: bool) -> list[tuple[str, str, Verdict
 
 
 def render_table(report: VerifyReport, console: Console, *, every_member: bool = False) -> None:
-    title = (f"rvport verify: profile {report.profile} ({report.march}, {report.mabi}), "
-             f"isa {report.isa}")
+    title = f"rvport verify: profile {report.profile} ({report.march}, {report.mabi}), isa {report.isa}"
     table = Table(title=Text(title), show_lines=False, expand=False)
     # paths and member names fold only when longer than their column; reasons wrap at spaces
     table.add_column("file", overflow="fold", min_width=len("file"))
@@ -58,19 +57,37 @@ def render_table(report: VerifyReport, console: Console, *, every_member: bool =
     if report.ok:
         console.print(Text(f"{n} artifact(s) verified for {report.profile}", style="green"))
     else:
-        console.print(Text(f"{bad} of {n} artifact(s) failed verification for {report.profile}", style="bold red"))
+        console.print(
+            Text(f"{bad} of {n} artifact(s) failed verification for {report.profile}", style="bold red")
+        )
 
 
 def to_junit(report: VerifyReport) -> str:
     """JUnit XML: one test suite, one test case per artifact; failures carry every reason."""
     failures = len(report.failed)
-    suites = ET.Element("testsuites", name="rvport verify", tests=str(len(report.artifacts)),
-                        failures=str(failures), errors="0")
-    suite = ET.SubElement(suites, "testsuite", name=f"rvport.verify.{report.profile}",
-                          tests=str(len(report.artifacts)), failures=str(failures), errors="0", skipped="0")
+    suites = ET.Element(
+        "testsuites",
+        name="rvport verify",
+        tests=str(len(report.artifacts)),
+        failures=str(failures),
+        errors="0",
+    )
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"rvport.verify.{report.profile}",
+        tests=str(len(report.artifacts)),
+        failures=str(failures),
+        errors="0",
+        skipped="0",
+    )
     props = ET.SubElement(suite, "properties")
-    for k, v in (("profile", report.profile), ("march", report.march), ("mabi", report.mabi),
-                 ("isa", str(report.isa))):
+    for k, v in (
+        ("profile", report.profile),
+        ("march", report.march),
+        ("mabi", report.mabi),
+        ("isa", str(report.isa)),
+    ):
         ET.SubElement(props, "property", name=k, value=v)
     for a in report.artifacts:
         case = ET.SubElement(suite, "testcase", classname=f"rvport.verify.{report.profile}", name=a.path)

@@ -24,10 +24,10 @@ VISIBILITIES = {0: "DEFAULT", 1: "INTERNAL", 2: "HIDDEN", 3: "PROTECTED"}
 @dataclass(frozen=True, kw_only=True)
 class Symbol:
     name: str
-    bind: str          # LOCAL, GLOBAL, WEAK, UNIQUE (or the number)
-    type: str          # FUNC, OBJECT, NOTYPE, IFUNC, ... (or the number)
-    visibility: str    # DEFAULT, HIDDEN, PROTECTED, INTERNAL
-    defined: bool      # st_shndx is not SHN_UNDEF
+    bind: str  # LOCAL, GLOBAL, WEAK, UNIQUE (or the number)
+    type: str  # FUNC, OBJECT, NOTYPE, IFUNC, ... (or the number)
+    visibility: str  # DEFAULT, HIDDEN, PROTECTED, INTERNAL
+    defined: bool  # st_shndx is not SHN_UNDEF
 
     @property
     def linkable(self) -> bool:
@@ -36,13 +36,13 @@ class Symbol:
 
     @property
     def is_function(self) -> bool:
-        return self.type in ("FUNC", "IFUNC")   # IFUNC: a function whose address a resolver picks at load time
+        return self.type in ("FUNC", "IFUNC")  # IFUNC: a function whose address a resolver picks at load time
 
 
 @dataclass(frozen=True, kw_only=True)
 class SymbolTable:
-    table: str                       # ".symtab", ".dynsym", or "" when the file has neither
-    elf_type: str                    # ET_REL, ET_DYN, ET_EXEC
+    table: str  # ".symtab", ".dynsym", or "" when the file has neither
+    elf_type: str  # ET_REL, ET_DYN, ET_EXEC
     symbols: tuple[Symbol, ...]
 
 
@@ -80,12 +80,21 @@ def _read_symbols(stream: BinaryIO) -> SymbolTable:
         else:
             name_off, info, other, shndx = row[0], row[3], row[4], row[5]
         if name_off == 0:
-            continue   # the null symbol, and section symbols
+            continue  # the null symbol, and section symbols
         end = strtab.find(b"\0", name_off)
         if name_off >= len(strtab) or end < 0:
             raise ElfReadError("symbol name outside the string table")
-        out.append(Symbol(name=strtab[name_off:end].decode("utf-8", "replace"),
-                          bind=BINDS.get(info >> 4, str(info >> 4)), type=TYPES.get(info & 0xF, str(info & 0xF)),
-                          visibility=VISIBILITIES[other & 0x3], defined=shndx != SHN_UNDEF))
-    return SymbolTable(table=sec.name or (".symtab" if want == SHT_SYMTAB else ".dynsym"), elf_type=hdr.elf_type,
-                       symbols=tuple(out))
+        out.append(
+            Symbol(
+                name=strtab[name_off:end].decode("utf-8", "replace"),
+                bind=BINDS.get(info >> 4, str(info >> 4)),
+                type=TYPES.get(info & 0xF, str(info & 0xF)),
+                visibility=VISIBILITIES[other & 0x3],
+                defined=shndx != SHN_UNDEF,
+            )
+        )
+    return SymbolTable(
+        table=sec.name or (".symtab" if want == SHT_SYMTAB else ".dynsym"),
+        elf_type=hdr.elf_type,
+        symbols=tuple(out),
+    )

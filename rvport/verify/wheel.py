@@ -20,9 +20,9 @@ from rvport.verify.buffer import NotKept
 from rvport.verify.elf import ELF_MAGIC, ElfFacts
 from rvport.verify.filehash import size_sha
 from rvport.verify.keep import Keep
+from rvport.verify.manylinux import best_tag
 from rvport.verify.members import ZIP_ERRORS, MemberError, read_member
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, WheelInfo
-from rvport.verify.manylinux import best_tag
 from rvport.verify.policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags
 from rvport.verify.pool import map_ordered
 from rvport.verify.record import (
@@ -53,8 +53,14 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
         name, version, _build, tags = parse_wheel_filename(path.name)
     except InvalidWheelFilename as e:
         size, sha = size_sha(path)
-        return ArtifactResult(path=str(path), kind=ArtifactKind.WHEEL, verdict=Verdict.FAIL,
-                              reasons=(f"invalid wheel file name: {e}",), size=size, sha256=sha)
+        return ArtifactResult(
+            path=str(path),
+            kind=ArtifactKind.WHEEL,
+            verdict=Verdict.FAIL,
+            reasons=(f"invalid wheel file name: {e}",),
+            size=size,
+            sha256=sha,
+        )
     elfs: list[tuple[str, ElfFacts]] = []
     checked = 0
     readable = True
@@ -65,8 +71,11 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
             record_names = [i.filename for i in infos if RECORD.match(i.filename)]
             record: Record | None = None
             if len(record_names) != 1:
-                reasons.append("no .dist-info/RECORD" if not record_names
-                               else f"several RECORD files: {', '.join(record_names)}")
+                reasons.append(
+                    "no .dist-info/RECORD"
+                    if not record_names
+                    else f"several RECORD files: {', '.join(record_names)}"
+                )
             else:
                 record = parse_record(zf.read(record_names[0]).decode("utf-8", "replace"))
                 reasons += _check_wheel_tags_file(zf, record_names[0].rsplit("/", 1)[0], tags)
@@ -75,11 +84,26 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                 return record is not None and fname not in record_names and not RECORD_SIGNATURES.match(fname)
 
             # One pass over the bytes, on every core: the wheel file's own sha256, and each member read once.
-            jobs: list[tuple[int, Callable[[], Any]]] = [(os.fstat(f.fileno()).st_size, partial(size_sha, path))]
-            jobs += [(i.compress_size, partial(_read_member, path, f.fileno(), i,
-                                               entry_algorithm(i.filename, record) if record is not None and listed(i.filename)
-                                               else None, profile, isa))
-                     for i in infos]
+            jobs: list[tuple[int, Callable[[], Any]]] = [
+                (os.fstat(f.fileno()).st_size, partial(size_sha, path))
+            ]
+            jobs += [
+                (
+                    i.compress_size,
+                    partial(
+                        _read_member,
+                        path,
+                        f.fileno(),
+                        i,
+                        entry_algorithm(i.filename, record)
+                        if record is not None and listed(i.filename)
+                        else None,
+                        profile,
+                        isa,
+                    ),
+                )
+                for i in infos
+            ]
             done = map_ordered(lambda job: job[1](), jobs, cost=lambda job: job[0])
             whole = done[0]
             seen: set[str] = set()
@@ -98,27 +122,44 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
             if record is not None:
                 missing = sorted(p for p in record if p not in seen)
                 if missing:
-                    reasons.append(f"RECORD lists {len(missing)} file(s) missing from the wheel: "
-                                   + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
+                    reasons.append(
+                        f"RECORD lists {len(missing)} file(s) missing from the wheel: "
+                        + ", ".join(missing[:5])
+                        + (" ..." if len(missing) > 5 else "")
+                    )
     except ZIP_ERRORS as e:
         reasons.append(f"not a readable zip file: {e or type(e).__name__}")
         readable = False
     size, sha = whole if whole is not None else size_sha(path)
-    if readable:   # an unreadable zip has no ELF files to judge its tags by: that is not a second reason
+    if readable:  # an unreadable zip has no ELF files to judge its tags by: that is not a second reason
         tj = judge_wheel_tags(tags, elfs)
         reasons += tj.reasons
         notes += tj.notes
     glibcs = [f.max_glibc for _, f in elfs if f.max_glibc]
     worst = max(glibcs) if glibcs else None
     best = best_tag(elfs) if elfs else None
-    info_ = WheelInfo(name=str(name), version=str(version), tags=tuple(sorted(str(t) for t in tags)),
-                      max_glibc=glibc_str(worst), manylinux=best.tag if best else None,
-                      record_checked=checked)
+    info_ = WheelInfo(
+        name=str(name),
+        version=str(version),
+        tags=tuple(sorted(str(t) for t in tags)),
+        max_glibc=glibc_str(worst),
+        manylinux=best.tag if best else None,
+        record_checked=checked,
+    )
     if not members and not reasons:
         notes.append("no ELF files")
     verdict = Verdict.FAIL if reasons or any(not m.ok for m in members) else Verdict.PASS
-    return ArtifactResult(path=str(path), kind=ArtifactKind.WHEEL, verdict=verdict, reasons=tuple(reasons),
-                          notes=tuple(notes), members=tuple(members), size=size, sha256=sha, wheel=info_)
+    return ArtifactResult(
+        path=str(path),
+        kind=ArtifactKind.WHEEL,
+        verdict=verdict,
+        reasons=tuple(reasons),
+        notes=tuple(notes),
+        members=tuple(members),
+        size=size,
+        sha256=sha,
+        wheel=info_,
+    )
 
 
 def _keep(head: bytes) -> Keep:
@@ -127,8 +168,9 @@ def _keep(head: bytes) -> Keep:
     return Keep.WHOLE if is_ar(head) else Keep.NOTHING
 
 
-def _read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, profile: Profile,
-                 isa: IsaLevel) -> _Read:
+def _read_member(
+    path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, profile: Profile, isa: IsaLevel
+) -> _Read:
     """Read a member once (inflate, CRC, RECORD digest) and judge it when it is an ELF file or ar archive; its
     bytes are dropped when this returns. Runs on a worker thread."""
     try:
@@ -137,7 +179,7 @@ def _read_member(path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, p
             return _Read(size=m.size, digest=m.digest)
         try:
             results = judge_content(info.filename, m.content, profile, isa)
-        except NotKept:   # an unusual layout: judge it on all its bytes
+        except NotKept:  # an unusual layout: judge it on all its bytes
             whole = read_member(path, fd, info, None, keep=lambda head: Keep.WHOLE)
             assert whole.content is not None
             results = judge_content(info.filename, whole.content, profile, isa)
@@ -155,6 +197,10 @@ def _check_wheel_tags_file(zf: zipfile.ZipFile, distinfo: str, tags: frozenset) 
     listed = {line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("tag:")}
     named = {str(t) for t in tags}
     if listed and listed != named:
-        return [(f"{distinfo}/WHEEL lists tags {', '.join(sorted(listed))} but the file name says "
-                 f"{', '.join(sorted(named))}")]
+        return [
+            (
+                f"{distinfo}/WHEEL lists tags {', '.join(sorted(listed))} but the file name says "
+                f"{', '.join(sorted(named))}"
+            )
+        ]
     return []

@@ -103,5 +103,11 @@ def offline_mirror(mirror: Path) -> Path:
 def rvport(*args: str, env: dict | None = None, timeout: float = 3000, **kw) -> subprocess.CompletedProcess:
     """Run the real CLI as a user would; output is captured and echoed on failure by the caller."""
     full_env = dict(os.environ, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "rvport", "--ci", *args], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "rvport", "--ci", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        **kw,
+    )

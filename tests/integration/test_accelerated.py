@@ -26,7 +26,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.network]
 
 
 def _build(out: Path, mode: str) -> dict:
-    cp = rvport("build", "msgspec", "--profile", "rvv256", "--tag", "local", "--mode", mode, "--output", str(out))
+    cp = rvport(
+        "build", "msgspec", "--profile", "rvv256", "--tag", "local", "--mode", mode, "--output", str(out)
+    )
     assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
     doc = json.loads((out / "result.json").read_text())
     jsonschema.validate(doc, manifest.schema("result"))
@@ -56,7 +58,7 @@ def _so(out: Path) -> bytes:
 def _exec_sections(blob: bytes) -> dict[str, bytes]:
     elf = ELFFile(io.BytesIO(blob))
     assert elf["e_machine"] == "EM_RISCV"
-    return {s.name: s.data() for s in elf.iter_sections() if s["sh_flags"] & 0x4}   # SHF_EXECINSTR
+    return {s.name: s.data() for s in elf.iter_sections() if s["sh_flags"] & 0x4}  # SHF_EXECINSTR
 
 
 def _verdicts(st: dict) -> list:
@@ -64,8 +66,13 @@ def _verdicts(st: dict) -> list:
     out = []
     for rep in st["verify"]["reports"]:
         for a in rep["artifacts"]:
-            out.append((a["verdict"], a["reasons"], [(m["name"], m["verdict"], m["reasons"], m["elf"])
-                                                     for m in a.get("members", [])]))
+            out.append(
+                (
+                    a["verdict"],
+                    a["reasons"],
+                    [(m["name"], m["verdict"], m["reasons"], m["elf"]) for m in a.get("members", [])],
+                )
+            )
     return out
 
 
@@ -81,7 +88,7 @@ def test_accelerated_build_is_verified_smoke_tested_and_records_its_cross_toolch
     assert gcc.startswith("14.") and "cross" in gcc
     xtc_bases = [b for k, b in acc["base_images"].items() if b["spec"] == "debian-trixie-xtc"]
     assert xtc_bases and xtc_bases[0]["packages"]["gcc-14-riscv64-linux-gnu"] == gcc
-    if st["status"] == "ok":   # freshly built: the log shows the prefix copied in, linked and offline
+    if st["status"] == "ok":  # freshly built: the log shows the prefix copied in, linked and offline
         log = (root / "accelerated" / "logs" / "msgspec.log").read_text()
         assert f"COPY --from={st['images']['xtc_tag']} /opt/xtc/ /opt/xtc/" in log
         # the prefix's setup step prints its GCC, unless BuildKit reused that step from an earlier build
@@ -106,7 +113,8 @@ def test_same_object_code_as_plain_emulation(builds):
         assert acc_text[name] == qemu_text[name], f"{name} differs between the accelerated and the qemu build"
 
 
-LATE_HEADER = """\
+LATE_HEADER = (
+    """\
 schema: 1
 name: lateheader
 kind: python-wheel
@@ -116,7 +124,9 @@ build:
   - echo '#define LATE 1' > /usr/local/include/late_header_{nonce}.h
 outputs:
   - {{glob: "*.whl", type: wheel}}
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 
 
 def test_a_build_that_adds_headers_to_usr_local_include_is_refused(engine, tmp_path):
@@ -129,11 +139,26 @@ def test_a_build_that_adds_headers_to_usr_local_include_is_refused(engine, tmp_p
     offline_mirror(mirror)
     recipes.mkdir()
     f, sha = tarball("lateheader-1.0.0", {"README": "adds a header late\n"}, mirror)
-    nonce = uuid.uuid4().hex[:12]   # BuildKit must run the step
+    nonce = uuid.uuid4().hex[:12]  # BuildKit must run the step
     (recipes / "lateheader.yaml").write_text(LATE_HEADER.format(fname=f, sha=sha, nonce=nonce))
     out = tmp_path / "out"
-    cp = rvport("build", "lateheader", "--recipes", str(recipes), "--mirror", str(mirror), "--offline",
-                "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", "accelerated")
+    cp = rvport(
+        "build",
+        "lateheader",
+        "--recipes",
+        str(recipes),
+        "--mirror",
+        str(mirror),
+        "--offline",
+        "--output",
+        str(out),
+        "--profile",
+        "rvv256",
+        "--tag",
+        "test",
+        "--mode",
+        "accelerated",
+    )
     assert cp.returncode == 7, cp.stdout[-4000:] + cp.stderr[-4000:]
     log = (out / "logs" / "lateheader.log").read_text()
     assert f"the build added late_header_{nonce}.h to /usr/local/include" in log
@@ -141,7 +166,8 @@ def test_a_build_that_adds_headers_to_usr_local_include_is_refused(engine, tmp_p
     assert not (out / "artifacts" / "lateheader").exists()
 
 
-LTO_RECIPE = """\
+LTO_RECIPE = (
+    """\
 schema: 1
 name: ltoext
 kind: python-wheel
@@ -161,13 +187,15 @@ smoke:
     import ltoext
     assert ltoext.mix(7) == 7 * 7 + 3 * 7 + {nonce_int}, ltoext.mix(7)
     print("ltoext ok", ltoext.mix(7))
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 LTO_FILES = {
     "setup.py": "from setuptools import Extension, setup\n"
-                "setup(name='ltoext', version='1.0.0', ext_modules=[Extension('ltoext', ['mod.c', 'poly.c'])])\n",
+    "setup(name='ltoext', version='1.0.0', ext_modules=[Extension('ltoext', ['mod.c', 'poly.c'])])\n",
     # poly() is hidden and defined in another translation unit: only LTO can inline it into mix() and drop it
     "poly.c": '__attribute__((visibility("hidden"))) long poly(long x) '
-              "{{ return x * x + 3 * x + {nonce_int}; }}\n",
+    "{{ return x * x + 3 * x + {nonce_int}; }}\n",
     "mod.c": """#define PY_SSIZE_T_CLEAN
 #include <Python.h>
 __attribute__((visibility("hidden"))) long poly(long x);
@@ -189,7 +217,9 @@ def test_lto_builds_link_through_the_native_lto_plugin_and_match_plain_emulation
     smoke-tested like any other, and its code equals the plain-QEMU build's, where all of that is emulated."""
     import uuid
 
-    nonce_int = int(uuid.uuid4().hex[:6], 16)   # new sources each run: BuildKit and the artifact cache must build
+    nonce_int = int(
+        uuid.uuid4().hex[:6], 16
+    )  # new sources each run: BuildKit and the artifact cache must build
     mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
     offline_mirror(mirror)
     recipes.mkdir()
@@ -199,8 +229,23 @@ def test_lto_builds_link_through_the_native_lto_plugin_and_match_plain_emulation
     code = {}
     for mode in ("accelerated", "qemu"):
         out = tmp_path / mode
-        cp = rvport("build", "ltoext", "--recipes", str(recipes), "--mirror", str(mirror), "--offline",
-                    "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", mode)
+        cp = rvport(
+            "build",
+            "ltoext",
+            "--recipes",
+            str(recipes),
+            "--mirror",
+            str(mirror),
+            "--offline",
+            "--output",
+            str(out),
+            "--profile",
+            "rvv256",
+            "--tag",
+            "test",
+            "--mode",
+            mode,
+        )
         assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
         (st,) = json.loads((out / "result.json").read_text())["stages"]
         assert st["mode"] == mode and st["status"] == "ok"

@@ -25,8 +25,12 @@ ARGS = ("msgspec", "--profile", "rvv256", "--tag", "local")
 
 
 def _bake(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["docker", "buildx", "bake", "--progress", "plain", *args], capture_output=True,
-                          text=True, timeout=3000)
+    return subprocess.run(
+        ["docker", "buildx", "bake", "--progress", "plain", *args],
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
 
 
 @pytest.mark.parametrize("mode", ["qemu", "accelerated"])
@@ -37,7 +41,9 @@ def test_bake_file_builds_the_same_wheel(engine, tmp_path, mode):
     built = tmp_path / "build"
     cp = rvport("build", *args, "--output", str(built))
     assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
-    (art,) = [a for a in json.loads((built / "result.json").read_text())["artifacts"] if a["path"].endswith(".whl")]
+    (art,) = [
+        a for a in json.loads((built / "result.json").read_text())["artifacts"] if a["path"].endswith(".whl")
+    ]
 
     out = tmp_path / "bake"
     cp = rvport("plan", *args, "--output", str(out), "--format", "bake")

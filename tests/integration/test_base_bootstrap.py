@@ -16,7 +16,8 @@ from .conftest import ONE_TARBALL, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
-RECIPE = """\
+RECIPE = (
+    """\
 schema: 1
 name: tinyprep
 kind: python-wheel
@@ -25,7 +26,9 @@ build:
   - python3 -m pip wheel --no-deps --no-build-isolation --wheel-dir "$RVPORT_OUT" .
 outputs:
   - {{glob: "*.whl", type: wheel}}
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 
 # inside the base: every check prints its name when it fails
 CHECKS = r"""
@@ -58,23 +61,48 @@ def tiny(tmp_path: Path) -> dict:
     mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
     mirror.mkdir()
     recipes.mkdir()
-    fname, sha = tarball("tinyprep-1.0.0", {"setup.py": "from setuptools import setup\nsetup(name='tinyprep', "
-                                                         "version='1.0.0', py_modules=['tinyprep'])\n",
-                                            "tinyprep.py": "X = 1\n"}, mirror)
+    fname, sha = tarball(
+        "tinyprep-1.0.0",
+        {
+            "setup.py": "from setuptools import setup\nsetup(name='tinyprep', "
+            "version='1.0.0', py_modules=['tinyprep'])\n",
+            "tinyprep.py": "X = 1\n",
+        },
+        mirror,
+    )
     (recipes / "tinyprep.yaml").write_text(RECIPE.format(fname=fname, sha=sha))
-    return {"args": ["--recipes", str(recipes), "--mirror", str(mirror), "--offline",
-                     "--cache-dir", str(tmp_path / "cache")]}
+    return {
+        "args": [
+            "--recipes",
+            str(recipes),
+            "--mirror",
+            str(mirror),
+            "--offline",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
+    }
 
 
 def test_prepare_makes_a_base_that_is_fully_configured_and_lists_the_images(engine, tiny, tmp_path):
     tags = tmp_path / "tags.txt"
-    cp = rvport("prepare", "tinyprep", "--mode", "qemu", "--no-smoke", "--output", str(tmp_path / "out"),
-                "--tags", str(tags), *tiny["args"])
+    cp = rvport(
+        "prepare",
+        "tinyprep",
+        "--mode",
+        "qemu",
+        "--no-smoke",
+        "--output",
+        str(tmp_path / "out"),
+        "--tags",
+        str(tags),
+        *tiny["args"],
+    )
     assert cp.returncode == 0, cp.stdout + cp.stderr
     listed = tags.read_text().split()
     base = next(t for t in listed if t.startswith("rvport/base:debian-trixie-riscv64-"))
     assert any(t.startswith("rvport/toolchain:tinyprep-build-") for t in listed)
-    assert "msgspec" not in " ".join(listed)                     # only what this build needs
+    assert "msgspec" not in " ".join(listed)  # only what this build needs
     # plain CI output: each step is printed when it starts
     assert "tinyprep: base image debian-trixie (linux/riscv64)" in cp.stderr
     assert "tinyprep: build image rvport/toolchain:tinyprep-build-" in cp.stderr
@@ -82,13 +110,28 @@ def test_prepare_makes_a_base_that_is_fully_configured_and_lists_the_images(engi
     label = _docker("image", "inspect", "-f", '{{index .Config.Labels "org.rvport.bootstrap"}}', base)
     if gather().arch != "riscv64":
         assert label.stdout.strip() == "split", label.stdout + label.stderr
-    config = _docker("image", "inspect", "-f", "{{.Os}}/{{.Architecture}} {{json .Config.Env}} {{json .Config.Cmd}}", base)
-    assert config.stdout.split() == ["linux/riscv64", '["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",'
-                                     '"LANG=C.UTF-8"]', '["/bin/bash"]'], config.stdout + config.stderr
-    inside = _docker("run", "--rm", "--network", "none", "--platform", "linux/riscv64", base, "sh", "-c", CHECKS)
+    config = _docker(
+        "image", "inspect", "-f", "{{.Os}}/{{.Architecture}} {{json .Config.Env}} {{json .Config.Cmd}}", base
+    )
+    assert config.stdout.split() == [
+        "linux/riscv64",
+        '["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","LANG=C.UTF-8"]',
+        '["/bin/bash"]',
+    ], config.stdout + config.stderr
+    inside = _docker(
+        "run", "--rm", "--network", "none", "--platform", "linux/riscv64", base, "sh", "-c", CHECKS
+    )
     assert inside.returncode == 0, inside.stdout + inside.stderr
 
-    again = rvport("prepare", "tinyprep", "--mode", "qemu", "--no-smoke", "--output", str(tmp_path / "out"),
-                   *tiny["args"])
+    again = rvport(
+        "prepare",
+        "tinyprep",
+        "--mode",
+        "qemu",
+        "--no-smoke",
+        "--output",
+        str(tmp_path / "out"),
+        *tiny["args"],
+    )
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "made" not in again.stdout.replace("already there", "")   # every image found, none made
+    assert "made" not in again.stdout.replace("already there", "")  # every image found, none made

@@ -16,25 +16,27 @@ import pytest
 
 from rvport import manifest
 
-from .conftest import TRUE_EXECUTABLE, ONE_TARBALL, offline_mirror, rvport, tarball
+from .conftest import ONE_TARBALL, TRUE_EXECUTABLE, offline_mirror, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
 RUST = {
     "Cargo.toml": '[package]\nname = "tinyffi"\nversion = "1.0.0"\nedition = "2021"\n\n'
-                  '[lib]\ncrate-type = ["staticlib"]\n\n[profile.release]\nopt-level = 2\n',
-    "Cargo.lock": "version = 3\n\n[[package]]\nname = \"tinyffi\"\nversion = \"1.0.0\"\n",
-    "src/lib.rs": "#[no_mangle]\npub extern \"C\" fn tiny_mul_add(a: i64, b: i64, c: i64) -> i64 { a * b + c }\n",
+    '[lib]\ncrate-type = ["staticlib"]\n\n[profile.release]\nopt-level = 2\n',
+    "Cargo.lock": 'version = 3\n\n[[package]]\nname = "tinyffi"\nversion = "1.0.0"\n',
+    "src/lib.rs": '#[no_mangle]\npub extern "C" fn tiny_mul_add(a: i64, b: i64, c: i64) -> i64 { a * b + c }\n',
 }
 GO = {
     "go.mod": "module example.org/tinygo\n\ngo 1.22\n",
     "main.go": (
         "package main\n\n/*\n#cgo LDFLAGS: /deps/tinyrust/libtinyffi.a -ldl -lpthread -lm\n#include <stdint.h>\n"
-        "int64_t tiny_mul_add(int64_t a, int64_t b, int64_t c);\n*/\nimport \"C\"\nimport \"fmt\"\n\n"
-        "func main() { fmt.Println(\"ffi says\", int64(C.tiny_mul_add(6, 7, 0))) }\n"),
+        'int64_t tiny_mul_add(int64_t a, int64_t b, int64_t c);\n*/\nimport "C"\nimport "fmt"\n\n'
+        'func main() { fmt.Println("ffi says", int64(C.tiny_mul_add(6, 7, 0))) }\n'
+    ),
 }
 
-RUST_RECIPE = """\
+RUST_RECIPE = (
+    """\
 schema: 1
 name: tinyrust
 kind: cargo-staticlib
@@ -46,7 +48,9 @@ build:
   - cp target/release/libtinyffi.a "$RVPORT_OUT/"
 outputs:
   - {{glob: "*.a", type: staticlib, isa: baseline}}
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 GO_RECIPE = """\
 schema: 1
 name: tinygo
@@ -75,7 +79,8 @@ versions:
         url: https://example.invalid/{fname}
         sha256: {sha}
 """
-FAIL_RECIPE = """\
+FAIL_RECIPE = (
+    """\
 schema: 1
 name: {name}
 kind: python-wheel
@@ -84,17 +89,23 @@ build:
   - {cmd}
 outputs:
   - {{glob: "*.whl", type: wheel}}
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 
 # A stage that compiles nothing (the riscv64 base's own /bin/true is its executable) and a smoke test that
 # prints a marker and exits with {rc}
-SMOKE_RECIPE = TRUE_EXECUTABLE + """\
+SMOKE_RECIPE = (
+    TRUE_EXECUTABLE
+    + """\
 smoke:
   script: |
     #!/bin/sh
     /artifacts/{name} && echo "the smoke marker of {name}"
     exit {rc}
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 
 
 @pytest.fixture(scope="module")
@@ -114,14 +125,28 @@ def tiny(tmp_path_factory):
         (recipes / f"{name}.yaml").write_text(SMOKE_RECIPE.format(name=name, rc=rc, fname=f, sha=s))
     f, s = tarball("slow-1.0.0", {"README": "slow\n"}, mirror)
     # a nonce per run: BuildKit must never find this step in its cache
-    (recipes / "slow.yaml").write_text(FAIL_RECIPE.format(name="slow", fname=f, sha=s,
-                                                          cmd=f"echo {uuid.uuid4().hex}; sleep 631"))
+    (recipes / "slow.yaml").write_text(
+        FAIL_RECIPE.format(name="slow", fname=f, sha=s, cmd=f"echo {uuid.uuid4().hex}; sleep 631")
+    )
     return root
 
 
 def common(tiny: Path, out: Path) -> list[str]:
-    return ["--recipes", str(tiny / "recipes"), "--mirror", str(tiny / "mirror"), "--offline",
-            "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", "qemu"]
+    return [
+        "--recipes",
+        str(tiny / "recipes"),
+        "--mirror",
+        str(tiny / "mirror"),
+        "--offline",
+        "--output",
+        str(out),
+        "--profile",
+        "rvv256",
+        "--tag",
+        "test",
+        "--mode",
+        "qemu",
+    ]
 
 
 def test_rust_staticlib_under_qemu(engine, tiny, tmp_path):
@@ -170,7 +195,7 @@ def test_a_failing_smoke_test_shows_and_records_what_it_printed_and_exits_7(engi
     jsonschema.validate(doc, manifest.schema("result"))
     assert doc["status"] == "failed" and doc["failing_stage"] == "smokefail"
     (st,) = doc["stages"]
-    assert st["status"] == "failed" and st["verify"]["ok"]          # built and verified; the smoke test failed
+    assert st["status"] == "failed" and st["verify"]["ok"]  # built and verified; the smoke test failed
     assert st["smoke"]["status"] == "failed" and st["smoke"]["exit_status"] == 3
     assert "the smoke marker of smokefail" in st["smoke"]["output"]
     assert "the smoke marker of smokefail" in st["log_tail"] and "exit status 3" in st["error"]
@@ -187,9 +212,13 @@ def test_a_failing_smoke_test_shows_and_records_what_it_printed_and_exits_7(engi
 def test_ctrl_c_stops_the_build_and_leaves_no_artifact(engine, tiny, tmp_path):
     out = tmp_path / "out"
     # started with SIGINT ignored, as a shell without job control starts background jobs: rvport must still stop
-    proc = subprocess.Popen([sys.executable, "-m", "rvport", "--ci", "build", "slow", *common(tiny, out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rvport", "--ci", "build", "slow", *common(tiny, out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     deadline = time.monotonic() + 900
     seen = []
     assert proc.stdout is not None
@@ -216,9 +245,11 @@ def test_no_cache_compiles_afresh(engine, tiny, tmp_path):
     assert cp.returncode == 0, cp.stdout + cp.stderr
     (st,) = json.loads((out / "result.json").read_text())["stages"]
     assert st["status"] == "ok" and "--no-cache" in st["build_command"]
-    assert "Compiling tinyffi" in cp.stdout + cp.stderr      # cargo really ran in this build
+    assert "Compiling tinyffi" in cp.stdout + cp.stderr  # cargo really ran in this build
     # the Rust that ran is recorded: Debian's riscv64 rustc and cargo, under QEMU
     assert st["rust"]["rustc"].startswith("rustc ") and st["rust"]["cargo"].startswith("cargo ")
     assert st["rust"]["host"] == "riscv64gc-unknown-linux-gnu"
     assert st["toolchain_packages"]["rustc"].split("+")[0] in st["rust"]["rustc"]
-    assert [a["path"] for a in json.loads((out / "result.json").read_text())["artifacts"]] == ["tinyrust/libtinyffi.a"]
+    assert [a["path"] for a in json.loads((out / "result.json").read_text())["artifacts"]] == [
+        "tinyrust/libtinyffi.a"
+    ]

@@ -21,16 +21,29 @@ pytestmark = [pytest.mark.integration, pytest.mark.network]
 WHEELS = ("msgspec", "sentencepiece", "tiktoken")
 # what auditwheel makes of them: msgspec needs only old glibc symbols; sentencepiece needs GCC 14's libstdc++
 # (CXXABI_1.3.15); tiktoken needs GLIBC_2.34 (Rust's standard library)
-TAGS = {"msgspec": "manylinux_2_31_riscv64", "sentencepiece": "manylinux_2_39_riscv64",
-        "tiktoken": "manylinux_2_34_riscv64"}
+TAGS = {
+    "msgspec": "manylinux_2_31_riscv64",
+    "sentencepiece": "manylinux_2_39_riscv64",
+    "tiktoken": "manylinux_2_34_riscv64",
+}
 
 
 def build(out, cache):
     """The README's main job with an artifact cache of its own, so every stage runs its buildx build, verify and
     smoke test in this run. Base and toolchain images are reused from the engine by content, and so is
     BuildKit's layer cache: on a machine that built these exact inputs before, the compile step is a cache hit."""
-    return rvport("build", *WHEELS, "--profile", "rvv256", "--tag", "local", "--output", str(out),
-                  "--cache-dir", str(cache))
+    return rvport(
+        "build",
+        *WHEELS,
+        "--profile",
+        "rvv256",
+        "--tag",
+        "local",
+        "--output",
+        str(out),
+        "--cache-dir",
+        str(cache),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +62,7 @@ def test_result_lists_verified_smoke_tested_wheels(built):
     stages = {s["recipe"]: s for s in doc["stages"]}
     assert set(stages) == set(WHEELS)
     for name, st in stages.items():
-        assert st["status"] == "ok", name        # not served from rvport's artifact cache
+        assert st["status"] == "ok", name  # not served from rvport's artifact cache
         assert st["verify"]["ok"], st["verify"]
         assert st["smoke"]["status"] == "passed", st["smoke"]
         (art,) = [a for a in st["artifacts"] if a["path"].endswith(".whl")]
@@ -91,8 +104,14 @@ def test_auto_mode_accelerates_every_wheel_on_this_host_and_records_the_compiler
 
 def test_wheels_carry_the_profile_isa(built):
     out, _ = built
-    cp = rvport("verify", "artifacts", str(out / "artifacts" / "msgspec"), str(out / "artifacts" / "sentencepiece"),
-                "--profile", "rvv256")
+    cp = rvport(
+        "verify",
+        "artifacts",
+        str(out / "artifacts" / "msgspec"),
+        str(out / "artifacts" / "sentencepiece"),
+        "--profile",
+        "rvv256",
+    )
     assert cp.returncode == 0, cp.stdout + cp.stderr
     # and the same wheel is refused for a smaller vector profile: it needs zvl256b
     cp = rvport("verify", "artifacts", str(out / "artifacts" / "msgspec"), "--profile", "rvv128")

@@ -17,12 +17,22 @@ pytestmark = pytest.mark.integration
 GH = {"GITHUB_ACTIONS": "true", "GITLAB_CI": ""}
 
 
-
 @pytest.mark.network
 def test_github_step_summary_groups_and_junit_from_a_cached_build(engine, tmp_path):
     out = tmp_path / "out"
-    args = ("build", "msgspec", "--profile", "rvv256", "--tag", "local", "--mode", "qemu", "--output", str(out))
-    cp = rvport(*args)       # cached when an earlier test built it; otherwise this builds it
+    args = (
+        "build",
+        "msgspec",
+        "--profile",
+        "rvv256",
+        "--tag",
+        "local",
+        "--mode",
+        "qemu",
+        "--output",
+        str(out),
+    )
+    cp = rvport(*args)  # cached when an earlier test built it; otherwise this builds it
     assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
     summary = tmp_path / "step-summary.md"
     summary.write_text("previous step\n")
@@ -31,7 +41,7 @@ def test_github_step_summary_groups_and_junit_from_a_cached_build(engine, tmp_pa
     err = cp.stderr.splitlines()
     assert "::group::msgspec: msgspec==0.23.0 [qemu]" in err and "::endgroup::" in err
     assert err.index("::group::msgspec: msgspec==0.23.0 [qemu]") < err.index("::endgroup::")
-    assert "\x1b[" not in cp.stderr                     # no spinners, no colour codes in the CI log
+    assert "\x1b[" not in cp.stderr  # no spinners, no colour codes in the CI log
 
     doc = json.loads((out / "result.json").read_text())
     (art,) = doc["artifacts"]
@@ -52,11 +62,26 @@ def test_a_failing_stage_in_junit_and_summary(engine, tmp_path):
     offline_mirror(mirror)
     recipes.mkdir()
     fname, sha = tarball("broken-1.0.0", {"README": "nothing to build\n"}, mirror)
-    (recipes / "broken.yaml").write_text(FAIL_RECIPE.format(name="broken", cmd="exit 3", fname=fname, sha=sha))
+    (recipes / "broken.yaml").write_text(
+        FAIL_RECIPE.format(name="broken", cmd="exit 3", fname=fname, sha=sha)
+    )
     summary = tmp_path / "summary.md"
-    cp = rvport("build", "broken", "--recipes", str(recipes), "--mirror", str(mirror), "--offline",
-                "--output", str(out), "--mode", "qemu", "--junit", str(tmp_path / "junit.xml"),
-                env=dict(GH, GITHUB_STEP_SUMMARY=str(summary)))
+    cp = rvport(
+        "build",
+        "broken",
+        "--recipes",
+        str(recipes),
+        "--mirror",
+        str(mirror),
+        "--offline",
+        "--output",
+        str(out),
+        "--mode",
+        "qemu",
+        "--junit",
+        str(tmp_path / "junit.xml"),
+        env=dict(GH, GITHUB_STEP_SUMMARY=str(summary)),
+    )
     assert cp.returncode == 7, cp.stdout + cp.stderr
     assert "::group::broken: broken==1.0.0 [qemu]" in cp.stderr.splitlines()
     failure = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/failure")
@@ -67,8 +92,16 @@ def test_a_failing_stage_in_junit_and_summary(engine, tmp_path):
 
 
 def test_cache_export_on_the_docker_driver_is_a_usage_error(engine, tmp_path):
-    cp = rvport("build", "msgspec", "--cache-to", str(tmp_path / "c"), "--cache-from", str(tmp_path / "c"),
-                "--output", str(tmp_path / "out"))
+    cp = rvport(
+        "build",
+        "msgspec",
+        "--cache-to",
+        str(tmp_path / "c"),
+        "--cache-from",
+        str(tmp_path / "c"),
+        "--output",
+        str(tmp_path / "out"),
+    )
     info = rvport("doctor").stdout
     if "docker-container" in info:
         pytest.skip("the default builder is not the docker driver here")

@@ -35,8 +35,9 @@ def _clean_env(**extra: str) -> dict[str, str]:
     """The environment a CI runner gives a job: no virtual environment of ours on PATH."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     venv_bin = os.path.dirname(os.path.realpath(sys.executable))
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if os.path.realpath(p) != venv_bin)
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if os.path.realpath(p) != venv_bin
+    )
     env.update(extra)
     return env
 
@@ -44,7 +45,7 @@ def _clean_env(**extra: str) -> dict[str, str]:
 def _check_result(out: Path) -> None:
     doc = json.loads((out / "result.json").read_text())
     assert doc["status"] == "ok", doc
-    assert [s["recipe"] for s in doc["stages"]] == ["tinyrust"]      # --all: the user's recipes, not the built-in
+    assert [s["recipe"] for s in doc["stages"]] == ["tinyrust"]  # --all: the user's recipes, not the built-in
     assert [a["path"] for a in doc["artifacts"]] == ["tinyrust/libtinyffi.a"]
 
 
@@ -68,21 +69,38 @@ def test_github_action_in_a_repository_with_only_its_own_recipe(engine, tmp_path
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     repo, mirror = _user_repo(tmp_path)
     inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
-    inputs.update({"recipes": "--all", "recipe-dirs": "rvport-recipes", "mode": "qemu", "tag": "useraction",
-                   "args": f"--mirror {mirror} --offline"})
+    inputs.update(
+        {
+            "recipes": "--all",
+            "recipe-dirs": "rvport-recipes",
+            "mode": "qemu",
+            "tag": "useraction",
+            "args": f"--mirror {mirror} --offline",
+        }
+    )
     files = {n: tmp_path / n for n in ("GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")}
     for f in files.values():
         f.write_text("")
-    base = _clean_env(GITHUB_ACTION_PATH=str(ROOT), GITHUB_ACTIONS="true", RUNNER_TEMP=str(tmp_path),
-                      **{k: str(v) for k, v in files.items()})
+    base = _clean_env(
+        GITHUB_ACTION_PATH=str(ROOT),
+        GITHUB_ACTIONS="true",
+        RUNNER_TEMP=str(tmp_path),
+        **{k: str(v) for k, v in files.items()},
+    )
     for step in action["runs"]["steps"]:
         if not _step_runs(step, inputs):
             continue
         env = dict(base, **{k: _expand(v, inputs) for k, v in (step.get("env") or {}).items()})
         added = [l for l in files["GITHUB_PATH"].read_text().splitlines() if l]
         env["PATH"] = os.pathsep.join([*reversed(added), env["PATH"]])
-        cp = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=repo,
-                            env=env, capture_output=True, text=True, timeout=3000)
+        cp = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=3000,
+        )
         assert cp.returncode == 0, f"step {step['name']!r}:\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}"
     outputs = dict(l.split("=", 1) for l in files["GITHUB_OUTPUT"].read_text().splitlines())
     assert outputs["result"] == "rvport-out/result.json"
@@ -95,16 +113,24 @@ def test_gitlab_template_in_a_project_with_only_its_own_recipe(engine, tmp_path)
     repo, mirror = _user_repo(tmp_path)
     variables = {k: str(v) for k, v in job["variables"].items()}
     # rvport is cloned from its own repository: here, this checkout's committed state
-    variables.update({"RVPORT_RECIPES": "--all", "RVPORT_RECIPE_PATH": "rvport-recipes", "RVPORT_MODE": "qemu",
-                      "RVPORT_TAG": "usergitlab", "RVPORT_ARGS": f"--mirror {mirror} --offline",
-                      "RVPORT_SOURCE": str(ROOT)})
+    variables.update(
+        {
+            "RVPORT_RECIPES": "--all",
+            "RVPORT_RECIPE_PATH": "rvport-recipes",
+            "RVPORT_MODE": "qemu",
+            "RVPORT_TAG": "usergitlab",
+            "RVPORT_ARGS": f"--mirror {mirror} --offline",
+            "RVPORT_SOURCE": str(ROOT),
+        }
+    )
     env = _clean_env(CI_PROJECT_DIR=str(repo), GITLAB_CI="true", **variables)
     env.pop("GITHUB_ACTIONS", None)
     script = "\n".join(job["before_script"] + job["script"])
-    cp = subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=env, capture_output=True, text=True,
-                        timeout=3000)
+    cp = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=3000
+    )
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
-    assert "section_start:" in cp.stderr          # GitLab's collapsed sections
+    assert "section_start:" in cp.stderr  # GitLab's collapsed sections
     _check_result(repo / variables["RVPORT_OUTPUT"])
     assert (repo / variables["RVPORT_OUTPUT"] / "junit.xml").is_file()
 
@@ -114,7 +140,12 @@ def test_gitlab_template_outside_rvport_needs_its_source(tmp_path):
     repo, _ = _user_repo(tmp_path)
     variables = {k: str(v) for k, v in job["variables"].items()}
     variables["RVPORT_RECIPES"] = "--all"
-    cp = subprocess.run(["bash", "-e", "-c", "\n".join(job["before_script"])], cwd=repo,
-                        env=_clean_env(CI_PROJECT_DIR=str(repo), **variables), capture_output=True, text=True,
-                        timeout=60)
+    cp = subprocess.run(
+        ["bash", "-e", "-c", "\n".join(job["before_script"])],
+        cwd=repo,
+        env=_clean_env(CI_PROJECT_DIR=str(repo), **variables),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert cp.returncode == 2 and "set RVPORT_SOURCE" in cp.stderr

@@ -45,7 +45,8 @@ PROFILES = ("rv64gc", "rvv128", "rvv256", "rvv256-bf16")
 # the extensions a build system reads from /proc/cpuinfo to choose its vector flags
 SNIFFED = ("zvfhmin", "zvfbfmin")
 
-RECIPE = """\
+RECIPE = (
+    """\
 schema: 1
 name: {name}
 kind: python-wheel
@@ -63,13 +64,20 @@ smoke:
     import cpusniff
     assert cpusniff.scale(1.5, 10) == 15.0, cpusniff.scale(1.5, 10)
     print("cpusniff march", cpusniff.MARCH, "vlmax_e32", cpusniff.vlmax_e32(), "scale", cpusniff.scale(1.001, 3))
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 # the seeded fault: the build (pip, CMake and everything they start) runs under QEMU's default CPU
 UNPINNED = "env -u QEMU_CPU "
 
 # what scale(1.001, 3) gives through each narrow format: bfloat16 rounds 1.001 to 1, half precision to
 # 1.0009765625, the scalar build keeps single precision
-SCALE = {"rv64gc": "3.0030001401901245", "rvv128": "3.0029296875", "rvv256": "3.0029296875", "rvv256-bf16": "3.0"}
+SCALE = {
+    "rv64gc": "3.0030001401901245",
+    "rvv128": "3.0029296875",
+    "rvv256": "3.0029296875",
+    "rvv256-bf16": "3.0",
+}
 
 
 class Project:
@@ -77,15 +85,32 @@ class Project:
         self.root, self.mirror, self.recipes = root, root / "mirror", root / "recipes"
         offline_mirror(self.mirror)
         self.recipes.mkdir()
-        files = {str(p.relative_to(FIXTURE)): p.read_text() for p in sorted(FIXTURE.rglob("*"))
-                 if p.is_file() and "__pycache__" not in p.parts}
+        files = {
+            str(p.relative_to(FIXTURE)): p.read_text()
+            for p in sorted(FIXTURE.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts
+        }
         fname, sha = tarball("cpusniff-1.0.0", files, self.mirror)
         for name, prefix in (("cpusniff", ""), ("cpusniff-unpinned", UNPINNED)):
-            (self.recipes / f"{name}.yaml").write_text(RECIPE.format(name=name, prefix=prefix, fname=fname, sha=sha))
+            (self.recipes / f"{name}.yaml").write_text(
+                RECIPE.format(name=name, prefix=prefix, fname=fname, sha=sha)
+            )
 
     def args(self, recipe: str, profile: str, mode: str) -> tuple[str, ...]:
-        return (recipe, "--recipes", str(self.recipes), "--mirror", str(self.mirror), "--offline",
-                "--profile", profile, "--tag", "test", "--mode", mode)
+        return (
+            recipe,
+            "--recipes",
+            str(self.recipes),
+            "--mirror",
+            str(self.mirror),
+            "--offline",
+            "--profile",
+            profile,
+            "--tag",
+            "test",
+            "--mode",
+            mode,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -133,12 +158,12 @@ def test_the_build_sees_the_profiles_cpu_and_carries_exactly_its_isa(project, pr
     smoke = "\n".join(st["smoke"]["output"])
     assert f"cpusniff march {p.march} vlmax_e32 {p.vlen // 32} scale {SCALE[profile]}" in smoke, smoke
     log = (out / "logs" / "cpusniff.log").read_text()
-    if _ran(log):   # the stage's own check, and the configure step's words
+    if _ran(log):  # the stage's own check, and the configure step's words
         assert f"rvport: /proc/cpuinfo shows the ISA of profile {profile} (" in log
         assert f"cpusniff: -march={p.march}" in log
 
     (wheel,) = (out / "artifacts" / "cpusniff").glob("*.whl")
-    seen = _isa_seen(wheel)   # what the configure step read
+    seen = _isa_seen(wheel)  # what the configure step read
     assert {e for e in SNIFFED if e in seen} == {e for e in SNIFFED if e in p.allowed}, seen
     assert not any(e.startswith("zvl") for e in seen), "QEMU named a VLEN: the RVV_VLEN knob is not needed"
     facts = read_elf_bytes(_library(wheel))
@@ -148,7 +173,7 @@ def test_the_build_sees_the_profiles_cpu_and_carries_exactly_its_isa(project, pr
 
     ok = rvport("verify", "artifacts", str(wheel), "--isa", "carries", "--profile", profile)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    for other in PROFILES:   # exactly this profile: every other one refuses it, at one level or the other
+    for other in PROFILES:  # exactly this profile: every other one refuses it, at one level or the other
         if other != profile:
             assert not verify_paths([wheel], get_profile(other), isa="carries").ok, (profile, other)
 
@@ -165,11 +190,13 @@ def test_under_qemus_default_cpu_the_rvv256_build_takes_the_bf16_path_and_is_ref
     assert "needs zvfbfmin, beyond profile rvv256" in said, said[-4000:]
     doc = json.loads((out / "result.json").read_text())
     assert doc["status"] == "failed" and doc["failing_stage"] == "cpusniff-unpinned"
-    assert doc["stages"][0]["env"]["QEMU_CPU"] == get_profile("rvv256").qemu_cpu   # rvport pinned it; the build did not
+    assert (
+        doc["stages"][0]["env"]["QEMU_CPU"] == get_profile("rvv256").qemu_cpu
+    )  # rvport pinned it; the build did not
     assert not (out / "artifacts" / "cpusniff-unpinned").exists() and not (out / "provenance.json").exists()
     log = (out / "logs" / "cpusniff-unpinned.log").read_text()
     if _ran(log):
-        assert "rvport: /proc/cpuinfo shows the ISA of profile rvv256 (" in log   # the stage itself was pinned
+        assert "rvport: /proc/cpuinfo shows the ISA of profile rvv256 (" in log  # the stage itself was pinned
         assert "cpusniff: -march=rv64gcv_zvfh_zvfbfmin_zvl256b" in log
 
     # A whole stage run so (a builder whose riscv64 ignores QEMU_CPU) is refused before it builds: the stage's
@@ -178,15 +205,34 @@ def test_under_qemus_default_cpu_the_rvv256_build_takes_the_bf16_path_and_is_ref
 
     def stage_check(*env: str) -> subprocess.CompletedProcess:
         script = resources.builtin("scripts", "cpuinfo-check.sh")
-        return subprocess.run(["docker", "run", "--rm", "--platform", "linux/riscv64", "--network", "none", *env,
-                               "-v", f"{script}:/rvport/cpuinfo.sh:ro", base,
-                               "sh", "-c", render.cpuinfo_check("rvv256").removesuffix(" && ")],
-                              capture_output=True, text=True, timeout=600)
+        return subprocess.run(
+            [
+                "docker",
+                "run",
+                "--rm",
+                "--platform",
+                "linux/riscv64",
+                "--network",
+                "none",
+                *env,
+                "-v",
+                f"{script}:/rvport/cpuinfo.sh:ro",
+                base,
+                "sh",
+                "-c",
+                render.cpuinfo_check("rvv256").removesuffix(" && "),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
 
     cp = stage_check()
     assert cp.returncode == 3, cp.stdout + cp.stderr
-    assert ("rvport: /proc/cpuinfo in this stage is not the CPU of profile rvv256: shows zfh, shows zfbfmin, "
-            "shows zvfbfmin, shows zvfbfwma") in cp.stderr
+    assert (
+        "rvport: /proc/cpuinfo in this stage is not the CPU of profile rvv256: shows zfh, shows zfbfmin, "
+        "shows zvfbfmin, shows zvfbfwma"
+    ) in cp.stderr
     cp = stage_check("-e", f"QEMU_CPU={get_profile('rvv256').qemu_cpu}")
     assert cp.returncode == 0, cp.stdout + cp.stderr
 
@@ -195,11 +241,15 @@ def test_under_qemus_default_cpu_the_rvv256_build_takes_the_bf16_path_and_is_ref
     baked = project.root / "unpinned-bake"
     cp = rvport("plan", *args, "--format", "bake", "--output", str(baked))
     assert cp.returncode == 0, cp.stdout + cp.stderr
-    cp = subprocess.run(["docker", "buildx", "bake", "--progress", "plain", "-f", str(baked / "docker-bake.json"),
-                         "default"], capture_output=True, text=True, timeout=3000)
+    cp = subprocess.run(
+        ["docker", "buildx", "bake", "--progress", "plain", "-f", str(baked / "docker-bake.json"), "default"],
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
     assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
     (wheel,) = (baked / "bake" / "out" / "cpusniff-unpinned").glob("*.whl")
-    assert {"zfh", "zvfhmin", "zvfbfmin"} <= _isa_seen(wheel)    # QEMU's default CPU
+    assert {"zfh", "zvfhmin", "zvfbfmin"} <= _isa_seen(wheel)  # QEMU's default CPU
     assert "zvfbfmin" in read_elf_bytes(_library(wheel)).extensions
 
     refused = rvport("verify", "artifacts", str(wheel), "--isa", "carries", "--profile", "rvv256")

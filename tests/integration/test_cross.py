@@ -28,8 +28,10 @@ def cross_capable(recipe: str) -> str:
 
 def rust_for_any_mode(recipe: str) -> str:
     """The Rust recipe naming its target, so the archive's path is the same natively and in a cross stage."""
-    out = recipe.replace('cargo build --release --offline --locked',
-                         'cargo build --release --offline --locked --target "$RVPORT_RUST_TARGET"')
+    out = recipe.replace(
+        "cargo build --release --offline --locked",
+        'cargo build --release --offline --locked --target "$RVPORT_RUST_TARGET"',
+    )
     out = out.replace("cp target/release/", 'cp target/"$RVPORT_RUST_TARGET"/release/')
     assert out != recipe and "target/release" not in out
     return out
@@ -42,27 +44,45 @@ def tiny_cross(tmp_path_factory):
     mirror.mkdir()
     recipes.mkdir()
     f, s = tarball("tinyrust-1.0.0", RUST, mirror)
-    (recipes / "tinyrust.yaml").write_text(cross_capable(rust_for_any_mode(RUST_RECIPE)).format(fname=f, sha=s))
+    (recipes / "tinyrust.yaml").write_text(
+        cross_capable(rust_for_any_mode(RUST_RECIPE)).format(fname=f, sha=s)
+    )
     f, s = tarball("tinygo-1.0.0", GO, mirror)
     (recipes / "tinygo.yaml").write_text(cross_capable(GO_RECIPE).format(fname=f, sha=s))
     f, s = tarball("tinyrustweb-1.0.0", RUST, mirror)
-    (recipes / "tinyrustweb.yaml").write_text(with_rustc_web(cross_capable(rust_for_any_mode(RUST_RECIPE)))
-                                              .format(fname=f, sha=s))
+    (recipes / "tinyrustweb.yaml").write_text(
+        with_rustc_web(cross_capable(rust_for_any_mode(RUST_RECIPE))).format(fname=f, sha=s)
+    )
     return root
 
 
 def with_rustc_web(recipe: str) -> str:
     """The Rust recipe as `tinyrustweb`, naming Debian's rustc-web as its Rust (as tiktoken does)."""
     out = recipe.replace("name: tinyrust\n", "name: tinyrustweb\n")
-    out = out.replace("toolchain: {{debian: [cargo, rustc]}}",
-                      "toolchain: {{debian: [cargo-web, rustc-web], rust: debian-rustc-web}}")
+    out = out.replace(
+        "toolchain: {{debian: [cargo, rustc]}}",
+        "toolchain: {{debian: [cargo-web, rustc-web], rust: debian-rustc-web}}",
+    )
     assert out.count("tinyrustweb") == 1 and "rust: debian-rustc-web" in out
     return out
 
 
 def args(root: Path, out: Path, mode: str) -> list[str]:
-    return ["--recipes", str(root / "recipes"), "--mirror", str(root / "mirror"), "--offline",
-            "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", mode]
+    return [
+        "--recipes",
+        str(root / "recipes"),
+        "--mirror",
+        str(root / "mirror"),
+        "--offline",
+        "--output",
+        str(out),
+        "--profile",
+        "rvv256",
+        "--tag",
+        "test",
+        "--mode",
+        mode,
+    ]
 
 
 def test_auto_plans_cross_for_rust_and_go(tiny_cross, tmp_path):
@@ -83,7 +103,7 @@ def test_rust_staticlib_and_cgo_go_program_cross(engine, tiny_cross, tmp_path):
     rust, go = doc["stages"]
     assert (rust["recipe"], go["recipe"]) == ("tinyrust", "tinygo")
     for st in (rust, go):
-        assert st["status"] in ("ok", "cached"), st["error"]      # cached: an earlier run's verified artifacts
+        assert st["status"] in ("ok", "cached"), st["error"]  # cached: an earlier run's verified artifacts
         assert st["mode"] == "cross" and st["platform"] == "linux/amd64"
         assert st["verify"]["ok"], st["verify"]
         assert "QEMU_CPU" not in st["env"]
@@ -94,8 +114,13 @@ def test_rust_staticlib_and_cgo_go_program_cross(engine, tiny_cross, tmp_path):
     assert tc["packages"]["rustc"] and tc["packages"]["rustc"] == tc["packages"]["libstd-rust-dev:riscv64"]
     assert tc["compilers"]["rustc"].startswith("rustc ")
     assert tc["env"]["CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER"] == "riscv64-linux-gnu-gcc"
-    assert go["toolchain"]["env"] == {"GOOS": "linux", "GOARCH": "riscv64", "CGO_ENABLED": "1",
-                                      "CC": "riscv64-linux-gnu-gcc", "CXX": "riscv64-linux-gnu-g++"}
+    assert go["toolchain"]["env"] == {
+        "GOOS": "linux",
+        "GOARCH": "riscv64",
+        "CGO_ENABLED": "1",
+        "CC": "riscv64-linux-gnu-gcc",
+        "CXX": "riscv64-linux-gnu-g++",
+    }
     assert go["toolchain"]["compilers"]["go"].startswith("go version go")
     assert go["toolchain"]["packages"]["golang-go"]
     # compiled on the build platform, run on riscv64 (QEMU) through the FFI: 6 * 7 + 0
@@ -120,13 +145,19 @@ def test_rust_staticlib_cross_with_debian_rustc_web(engine, tiny_cross, tmp_path
     tc = st["toolchain"]
     assert tc["rust"] == "debian-rustc-web"
     assert set(tc["packages"]) >= {"rustc-web", "cargo-web", "libstd-rust-web-dev:riscv64"}
-    assert "rustc" not in st["toolchain_packages"] and "libstd-rust-dev:riscv64" not in st["toolchain_packages"]
+    assert (
+        "rustc" not in st["toolchain_packages"] and "libstd-rust-dev:riscv64" not in st["toolchain_packages"]
+    )
     binnmu = re.compile(r"(\+b\d+)+$")
-    assert binnmu.sub("", tc["packages"]["rustc-web"]) == binnmu.sub("", tc["packages"]["libstd-rust-web-dev:riscv64"])
+    assert binnmu.sub("", tc["packages"]["rustc-web"]) == binnmu.sub(
+        "", tc["packages"]["libstd-rust-web-dev:riscv64"]
+    )
     assert tc["unpacked"] == {"libstd-rust-web-dev:riscv64": "/usr/lib/rustlib/riscv64gc-unknown-linux-gnu"}
     # the Rust that ran, recorded by the stage itself: rustc-web's version, on the build platform
     upstream = tc["packages"]["rustc-web"].split("+")[0]
-    assert st["rust"]["rustc"].startswith(f"rustc {upstream}") and st["rust"]["cargo"].startswith(f"cargo {upstream}")
+    assert st["rust"]["rustc"].startswith(f"rustc {upstream}") and st["rust"]["cargo"].startswith(
+        f"cargo {upstream}"
+    )
     assert st["rust"]["host"] == "x86_64-unknown-linux-gnu"
     assert tc["compilers"]["rustc"] == st["rust"]["rustc"]
     assert [a["path"] for a in doc["artifacts"]] == ["tinyrustweb/libtinyffi.a"]

@@ -65,10 +65,11 @@ PyMODINIT_FUNC PyInit_rvvdot(void) { return PyModule_Create(&module); }
 PROJECT = {
     "pyproject.toml": '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
     "setup.py": 'from setuptools import Extension, setup\n\nsetup(name="rvvdot", version="1.0.0", '
-                'ext_modules=[Extension("rvvdot", ["rvvdot.cpp"], language="c++")])\n',
+    'ext_modules=[Extension("rvvdot", ["rvvdot.cpp"], language="c++")])\n',
     "rvvdot.cpp": CXX,
 }
-RECIPE = """\
+RECIPE = (
+    """\
 schema: 1
 name: rvvdot
 kind: python-wheel
@@ -85,7 +86,9 @@ smoke:
     assert rvvdot.dot(100) == 9900.0, rvvdot.dot(100)
     assert rvvdot.vlmax_e32() == 8, rvvdot.vlmax_e32()   # VLEN 256: QEMU runs the profile's CPU
     print("rvvdot ok: dot", rvvdot.dot(100), "vlmax_e32", rvvdot.vlmax_e32())
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 
 
 def test_cxx_rvv_extension_for_rvv256(engine, tmp_path):
@@ -94,8 +97,23 @@ def test_cxx_rvv_extension_for_rvv256(engine, tmp_path):
     recipes.mkdir()
     f, s = tarball("rvvdot-1.0.0", PROJECT, mirror)
     (recipes / "rvvdot.yaml").write_text(RECIPE.format(fname=f, sha=s))
-    cp = rvport("build", "rvvdot", "--recipes", str(recipes), "--mirror", str(mirror), "--offline",
-                "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", "qemu")
+    cp = rvport(
+        "build",
+        "rvvdot",
+        "--recipes",
+        str(recipes),
+        "--mirror",
+        str(mirror),
+        "--offline",
+        "--output",
+        str(out),
+        "--profile",
+        "rvv256",
+        "--tag",
+        "test",
+        "--mode",
+        "qemu",
+    )
     assert cp.returncode == 0, cp.stdout + cp.stderr
     doc = json.loads((out / "result.json").read_text())
     jsonschema.validate(doc, manifest.schema("result"))
@@ -106,7 +124,7 @@ def test_cxx_rvv_extension_for_rvv256(engine, tmp_path):
     assert st["smoke"]["status"] == "passed"
     assert "rvvdot ok: dot 9900.0 vlmax_e32 8" in "\n".join(st["smoke"]["output"])
 
-    (wheel,) = (out / "artifacts" / "rvvdot").glob("rvvdot-1.0.0-*riscv64.whl")   # repaired to a manylinux tag
+    (wheel,) = (out / "artifacts" / "rvvdot").glob("rvvdot-1.0.0-*riscv64.whl")  # repaired to a manylinux tag
     with zipfile.ZipFile(wheel) as z:
         (so,) = [n for n in z.namelist() if n.endswith(".so")]
         facts = read_elf_bytes(z.read(so))

@@ -24,14 +24,30 @@ def test_build_writes_provenance_and_verify_checks_it(engine, tmp_path):
     recipes.mkdir()
     f, s = tarball("tinyrust-1.0.0", RUST, mirror)
     (recipes / "tinyrust.yaml").write_text(RUST_RECIPE.format(fname=f, sha=s))
-    cp = rvport("build", "tinyrust", "--recipes", str(recipes), "--mirror", str(mirror), "--offline",
-                "--output", str(out), "--profile", "rvv256", "--tag", "prov", "--mode", "qemu")
+    cp = rvport(
+        "build",
+        "tinyrust",
+        "--recipes",
+        str(recipes),
+        "--mirror",
+        str(mirror),
+        "--offline",
+        "--output",
+        str(out),
+        "--profile",
+        "rvv256",
+        "--tag",
+        "prov",
+        "--mode",
+        "qemu",
+    )
     assert cp.returncode == 0, cp.stdout + cp.stderr
     result = json.loads((out / "result.json").read_text())
     st = json.loads((out / "provenance.json").read_text())
     jsonschema.validate(st, manifest.schema("provenance"))
     assert [(x["name"], x["digest"]["sha256"]) for x in st["subject"]] == [
-        (a["path"], a["sha256"]) for a in result["artifacts"]]
+        (a["path"], a["sha256"]) for a in result["artifacts"]
+    ]
     deps = {d["name"]: d for d in st["predicate"]["buildDefinition"]["resolvedDependencies"]}
     assert deps["tinyrust/source/src"]["digest"]["sha256"] == s
     (stage,) = result["stages"]
@@ -41,7 +57,8 @@ def test_build_writes_provenance_and_verify_checks_it(engine, tmp_path):
     assert ext == {"recipes": ["tinyrust==1.0.0"], "profile": "rvv256", "mode": "qemu", "tag": "prov"}
     run = st["predicate"]["runDetails"]
     assert run["builder"]["version"]["buildx.driver"] and run["builder"]["id"].endswith(
-        run["builder"]["version"]["buildx.driver"])
+        run["builder"]["version"]["buildx.driver"]
+    )
     assert run["metadata"]["startedOn"] == result["started"]
 
     arts = out / "artifacts"

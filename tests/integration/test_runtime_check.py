@@ -23,12 +23,14 @@ import pytest
 
 from rvport import manifest
 
-from .conftest import TRUE_EXECUTABLE, ONE_TARBALL, offline_mirror, rvport, tarball
+from .conftest import ONE_TARBALL, TRUE_EXECUTABLE, offline_mirror, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
 PORT = 8765
-RECIPE = TRUE_EXECUTABLE + """\
+RECIPE = (
+    TRUE_EXECUTABLE
+    + """\
 smoke:
   script: |
     #!/bin/sh
@@ -46,7 +48,9 @@ runtime:
     env: {{EXPECT: "{expect}"}}
     script: |
 {script}
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 
 # the service: one line to every connection, saying who answers and under which QEMU CPU
 SERVER = """\
@@ -89,29 +93,60 @@ GOOD = "hello"
 PROFILE = "rvv256"
 
 
-def write_recipe(recipes: Path, name: str, fname: str, sha: str, expect: str = GOOD, script: str = CHECK) -> None:
+def write_recipe(
+    recipes: Path, name: str, fname: str, sha: str, expect: str = GOOD, script: str = CHECK
+) -> None:
     (recipes / name).mkdir(parents=True, exist_ok=True)
     server = recipes / name / "server.py"
     server.write_text(SERVER.format(port=PORT))
     body = "\n".join("      " + line for line in script.format(name=name, port=PORT).splitlines())
-    (recipes / f"{name}.yaml").write_text(RECIPE.format(
-        name=name, fname=fname, sha=sha, port=PORT, expect=expect, script=body,
-        server_sha=hashlib.sha256(server.read_bytes()).hexdigest()))
+    (recipes / f"{name}.yaml").write_text(
+        RECIPE.format(
+            name=name,
+            fname=fname,
+            sha=sha,
+            port=PORT,
+            expect=expect,
+            script=body,
+            server_sha=hashlib.sha256(server.read_bytes()).hexdigest(),
+        )
+    )
 
 
 def leftovers(name: str) -> list[str]:
     """Every container and network a check of recipe `name` made that is still in the engine (labelled, named
     rvport-check-<recipe>-...)."""
-    ps = subprocess.run(["docker", "ps", "-a", "--filter", "label=org.rvport.check", "--format", "{{.Names}}"],
-                        capture_output=True, text=True, check=True).stdout.split()
-    nets = subprocess.run(["docker", "network", "ls", "--filter", "label=org.rvport.check", "--format",
-                           "{{.Name}}"], capture_output=True, text=True, check=True).stdout.split()
+    ps = subprocess.run(
+        ["docker", "ps", "-a", "--filter", "label=org.rvport.check", "--format", "{{.Names}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    nets = subprocess.run(
+        ["docker", "network", "ls", "--filter", "label=org.rvport.check", "--format", "{{.Name}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     return [n for n in ps + nets if n.startswith(f"rvport-check-{name}-")]
 
 
 def running() -> list[str]:
-    return subprocess.run(["docker", "ps", "--filter", "label=org.rvport.check", "--filter", "status=running",
-                           "--format", "{{.Names}}"], capture_output=True, text=True, check=True).stdout.split()
+    return subprocess.run(
+        [
+            "docker",
+            "ps",
+            "--filter",
+            "label=org.rvport.check",
+            "--filter",
+            "status=running",
+            "--format",
+            "{{.Names}}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
 
 
 def result(out: Path) -> dict:
@@ -127,8 +162,21 @@ def test_the_runtime_check_routes_before_and_after_a_restart_and_leaves_nothing(
     f, s = tarball(f"{name}-1.0.0", {"README": "nothing to compile\n"}, mirror)
     write_recipe(recipes, name, f, s)
     out = tmp_path / "out"
-    common = ["--recipes", str(recipes), "--mirror", str(mirror), "--offline", "--output", str(out),
-              "--profile", PROFILE, "--tag", "test", "--mode", "qemu"]
+    common = [
+        "--recipes",
+        str(recipes),
+        "--mirror",
+        str(mirror),
+        "--offline",
+        "--output",
+        str(out),
+        "--profile",
+        PROFILE,
+        "--tag",
+        "test",
+        "--mode",
+        "qemu",
+    ]
     from rvport.catalogue.profiles import get_profile
 
     qemu_cpu = get_profile(PROFILE).qemu_cpu
@@ -139,8 +187,12 @@ def test_the_runtime_check_routes_before_and_after_a_restart_and_leaves_nothing(
         assert cp.returncode == 0, cp.stdout + cp.stderr
         (st,) = result(out)["stages"]
         chk = st["runtime"]["check"]
-        assert st["status"] == "ok" and st["runtime"]["made"] and chk["status"] == "passed" and not chk["reused"]
-        assert [r["round"] for r in chk["rounds"]] == [1, 2] and all(r["exit_status"] == 0 for r in chk["rounds"])
+        assert (
+            st["status"] == "ok" and st["runtime"]["made"] and chk["status"] == "passed" and not chk["reused"]
+        )
+        assert [r["round"] for r in chk["rounds"]] == [1, 2] and all(
+            r["exit_status"] == 0 for r in chk["rounds"]
+        )
         for r in chk["rounds"]:
             assert f"round {r['round']}: service says 'hello {qemu_cpu}'" in r["output"], r["output"]
             assert any(line.startswith("no way out: ") for line in r["output"]), r["output"]
@@ -149,8 +201,14 @@ def test_the_runtime_check_routes_before_and_after_a_restart_and_leaves_nothing(
         assert leftovers(name) == []
         planned = rvport("plan", name, *common[:5], "--output", str(tmp_path / "plan"), *common[7:])
         assert planned.returncode == 0, planned.stdout + planned.stderr
-        plan_check = json.loads((tmp_path / "plan" / "plan.json").read_text())["stages"][0]["runtime"]["check"]
-        assert plan_check["rounds"] == 2 and plan_check["timeout"] == 120 and plan_check["env"] == {"EXPECT": GOOD}
+        plan_check = json.loads((tmp_path / "plan" / "plan.json").read_text())["stages"][0]["runtime"][
+            "check"
+        ]
+        assert (
+            plan_check["rounds"] == 2
+            and plan_check["timeout"] == 120
+            and plan_check["env"] == {"EXPECT": GOOD}
+        )
         print(f"first build with its check: {time.monotonic() - t0:.1f} s")
 
         # 2. nothing changed: the kept result is reused, no container is made
@@ -181,12 +239,19 @@ def test_the_runtime_check_routes_before_and_after_a_restart_and_leaves_nothing(
         # 4. Ctrl-C at a terminal while a round runs (SIGINT to rvport's whole process group): exit 8, nothing
         # left behind
         write_recipe(recipes, name, f, s, script="echo waiting; sleep 100")
-        proc = subprocess.Popen([sys.executable, "-m", "rvport", "--ci", "build", name, *common],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rvport", "--ci", "build", name, *common],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         try:
             deadline = time.monotonic() + 300
             while not any(n.endswith("-client-1") for n in running()):
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    proc.stdout.read() if proc.stdout else ""
+                )
                 time.sleep(0.5)
             time.sleep(1)
             os.killpg(proc.pid, signal.SIGINT)
@@ -199,10 +264,11 @@ def test_the_runtime_check_routes_before_and_after_a_restart_and_leaves_nothing(
         assert leftovers(name) == [], text
         print(f"with the interrupted check: {time.monotonic() - t0:.1f} s")
     finally:
-        for n in leftovers(name):      # none when the test passes
+        for n in leftovers(name):  # none when the test passes
             subprocess.run(["docker", "rm", "-f", n], capture_output=True)
             subprocess.run(["docker", "network", "rm", n], capture_output=True)
-        ids = subprocess.run(["docker", "image", "ls", "-q", "--no-trunc", f"rvport/{name}"], capture_output=True,
-                             text=True).stdout.split()
+        ids = subprocess.run(
+            ["docker", "image", "ls", "-q", "--no-trunc", f"rvport/{name}"], capture_output=True, text=True
+        ).stdout.split()
         for image in dict.fromkeys(ids):
             subprocess.run(["docker", "image", "rm", "-f", image], capture_output=True)

@@ -16,13 +16,15 @@ import pytest
 
 from rvport import manifest
 
-from .conftest import TRUE_EXECUTABLE, ONE_TARBALL, offline_mirror, rvport, tarball
+from .conftest import ONE_TARBALL, TRUE_EXECUTABLE, offline_mirror, rvport, tarball
 
 pytestmark = pytest.mark.integration
 
 UID = 10042
 # the stage compiles nothing: the riscv64 base's own /bin/true is its executable
-RECIPE = TRUE_EXECUTABLE + """\
+RECIPE = (
+    TRUE_EXECUTABLE
+    + """\
 smoke:
   script: |
     #!/bin/sh
@@ -37,7 +39,9 @@ runtime:
     - {{artifact: {name}, dest: /app/{name}}}
     - {{file: {name}/start.sh, sha256: {script_sha}, dest: /app/start.sh, mode: "0755"}}
   entrypoint: [/app/start.sh]
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 START = """#!/bin/sh
 set -eu
 /app/{name}
@@ -51,25 +55,49 @@ def write_recipe(recipes: Path, name: str, fname: str, sha: str, word: str) -> N
     (recipes / name).mkdir(parents=True, exist_ok=True)
     script = recipes / name / "start.sh"
     script.write_text(START.format(name=name, word=word))
-    (recipes / f"{name}.yaml").write_text(RECIPE.format(
-        name=name, uid=UID, fname=fname, sha=sha, script_sha=hashlib.sha256(script.read_bytes()).hexdigest()))
+    (recipes / f"{name}.yaml").write_text(
+        RECIPE.format(
+            name=name,
+            uid=UID,
+            fname=fname,
+            sha=sha,
+            script_sha=hashlib.sha256(script.read_bytes()).hexdigest(),
+        )
+    )
 
 
 def docker_run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["docker", "run", "--rm", "--platform", "linux/riscv64", "--network", "none", *args],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        ["docker", "run", "--rm", "--platform", "linux/riscv64", "--network", "none", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_the_runtime_image_runs_as_declared_and_is_found_again(engine, tmp_path):
-    name = f"tinyrt{uuid.uuid4().hex[:6]}"         # a repository of its own: rvport/<name>
+    name = f"tinyrt{uuid.uuid4().hex[:6]}"  # a repository of its own: rvport/<name>
     tag = f"rvport/{name}:test"
     mirror, recipes = offline_mirror(tmp_path / "mirror"), tmp_path / "recipes"
     recipes.mkdir()
     f, s = tarball(f"{name}-1.0.0", {"README": "nothing to compile\n"}, mirror)
     write_recipe(recipes, name, f, s, "first")
     out = tmp_path / "out"
-    common = ["--recipes", str(recipes), "--mirror", str(mirror), "--offline", "--output", str(out),
-              "--profile", "rvv256", "--tag", "test", "--mode", "qemu"]
+    common = [
+        "--recipes",
+        str(recipes),
+        "--mirror",
+        str(mirror),
+        "--offline",
+        "--output",
+        str(out),
+        "--profile",
+        "rvv256",
+        "--tag",
+        "test",
+        "--mode",
+        "qemu",
+    ]
     made: list[str] = []
     try:
         cp = rvport("build", name, *common)
@@ -92,10 +120,13 @@ def test_the_runtime_image_runs_as_declared_and_is_found_again(engine, tmp_path)
         assert run.stdout.strip() == f"hello from {name} as {UID} in /app, first"
         run = docker_run("--read-only", "--user", f"{UID}:{UID}", "--entrypoint", "id", tag, "-u")
         assert run.returncode == 0 and run.stdout.strip() == str(UID), run.stdout + run.stderr
-        run = docker_run("--entrypoint", "id", tag, "-u")             # its own USER, with no --user
+        run = docker_run("--entrypoint", "id", tag, "-u")  # its own USER, with no --user
         assert run.stdout.strip() == str(UID), run.stdout + run.stderr
-        inspect = json.loads(subprocess.run(["docker", "image", "inspect", tag], capture_output=True, text=True,
-                                            check=True).stdout)[0]
+        inspect = json.loads(
+            subprocess.run(
+                ["docker", "image", "inspect", tag], capture_output=True, text=True, check=True
+            ).stdout
+        )[0]
         assert inspect["Config"]["Labels"]["org.rvport.runtime.key"] == rt["key"]
         assert inspect["Architecture"] == "riscv64"
 
@@ -105,8 +136,12 @@ def test_the_runtime_image_runs_as_declared_and_is_found_again(engine, tmp_path)
         (again,) = json.loads((out / "result.json").read_text())["stages"]
         assert again["status"] == "cached"
         assert again["runtime"] == dict(rt, made=False)
-        names = subprocess.run(["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", f"rvport/{name}"],
-                               capture_output=True, text=True, check=True).stdout.split()
+        names = subprocess.run(
+            ["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", f"rvport/{name}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         assert names == [tag]
 
         # a new start script (its new pin) is a new image, not a new build of the artifacts
@@ -129,15 +164,23 @@ def test_the_runtime_image_runs_as_declared_and_is_found_again(engine, tmp_path)
         assert "docker buildx build failed" in cp.stderr and "Traceback" not in cp.stderr
         doc = json.loads((out / "result.json").read_text())
         assert doc["status"] == "failed" and doc["stages"][0]["runtime"] is None
-        names = subprocess.run(["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", f"rvport/{name}"],
-                               capture_output=True, text=True, check=True).stdout.split()
+        names = subprocess.run(
+            ["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", f"rvport/{name}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         assert names == [tag]
-        inspect = json.loads(subprocess.run(["docker", "image", "inspect", tag], capture_output=True, text=True,
-                                            check=True).stdout)[0]
+        inspect = json.loads(
+            subprocess.run(
+                ["docker", "image", "inspect", tag], capture_output=True, text=True, check=True
+            ).stdout
+        )[0]
         assert inspect["Id"] == third["runtime"]["image_id"]
     finally:
         # only what this test made: its own repository's images
-        ids = subprocess.run(["docker", "image", "ls", "-q", "--no-trunc", f"rvport/{name}"], capture_output=True,
-                             text=True).stdout.split()
+        ids = subprocess.run(
+            ["docker", "image", "ls", "-q", "--no-trunc", f"rvport/{name}"], capture_output=True, text=True
+        ).stdout.split()
         for image in dict.fromkeys(ids + made):
             subprocess.run(["docker", "image", "rm", "-f", image], capture_output=True)

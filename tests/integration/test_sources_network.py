@@ -57,6 +57,12 @@ def test_tiktoken_tree_vendors_its_crates(options):
     import os
 
     from rvport import proc
-    proc.run(["cargo", "metadata", "--offline", "--locked", "--format-version", "1"], cwd=pt.path,
-             env={**os.environ, "CARGO_HOME": str(pt.path / ".rvport" / "cargo-home")}, capture=True, timeout=300)
+
+    proc.run(
+        ["cargo", "metadata", "--offline", "--locked", "--format-version", "1"],
+        cwd=pt.path,
+        env={**os.environ, "CARGO_HOME": str(pt.path / ".rvport" / "cargo-home")},
+        capture=True,
+        timeout=300,
+    )
     assert Path(pt.path).is_dir() and prepare_tree(recipe, options).reused

@@ -21,8 +21,20 @@ PROJECTS = ["msgspec==0.23.0", "tokenizers", "safetensors"]
 def pip_download(req: str, platforms: list[str], dest: Path) -> list[Path]:
     dest.mkdir(parents=True, exist_ok=True)
     before = set(dest.glob("*.whl"))
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
-           "-d", str(dest), "--quiet", req]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.12",
+        "-d",
+        str(dest),
+        "--quiet",
+        req,
+    ]
     for p in platforms:
         cmd[5:5] = ["--platform", p]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
@@ -31,8 +43,14 @@ def pip_download(req: str, platforms: list[str], dest: Path) -> list[Path]:
     return sorted(set(dest.glob("*.whl")) - before) or sorted(dest.glob(req.split("=")[0] + "-*.whl"))
 
 
-RV_PLATFORMS = ["manylinux_2_39_riscv64", "manylinux_2_35_riscv64", "manylinux_2_31_riscv64",
-                "manylinux_2_28_riscv64", "manylinux_2_27_riscv64", "linux_riscv64"]
+RV_PLATFORMS = [
+    "manylinux_2_39_riscv64",
+    "manylinux_2_35_riscv64",
+    "manylinux_2_31_riscv64",
+    "manylinux_2_28_riscv64",
+    "manylinux_2_27_riscv64",
+    "linux_riscv64",
+]
 X86_PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
 
 

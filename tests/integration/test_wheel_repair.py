@@ -19,18 +19,21 @@ PROJECT = {
     "tinygraft/_core.c": (
         "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\nint tiny_add(int a, int b);\n"
         "static PyObject *add(PyObject *self, PyObject *args) {\n"
-        "  int a, b;\n  if (!PyArg_ParseTuple(args, \"ii\", &a, &b)) return NULL;\n"
+        '  int a, b;\n  if (!PyArg_ParseTuple(args, "ii", &a, &b)) return NULL;\n'
         "  return PyLong_FromLong(tiny_add(a, b));\n}\n"
-        "static PyMethodDef methods[] = {{\"add\", add, METH_VARARGS, NULL}, {NULL, NULL, 0, NULL}};\n"
-        "static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, \"_core\", NULL, -1, methods};\n"
-        "PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&mod); }\n"),
+        'static PyMethodDef methods[] = {{"add", add, METH_VARARGS, NULL}, {NULL, NULL, 0, NULL}};\n'
+        'static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_core", NULL, -1, methods};\n'
+        "PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&mod); }\n"
+    ),
     "setup.py": (
         "from setuptools import Extension, setup\n"
         "setup(name='tinygraft', version='1.0.0', packages=['tinygraft'],\n"
         "      ext_modules=[Extension('tinygraft._core', ['tinygraft/_core.c'], libraries=['tinyadd'],\n"
-        "                             library_dirs=['/usr/local/lib'])])\n"),
+        "                             library_dirs=['/usr/local/lib'])])\n"
+    ),
 }
-RECIPE = """\
+RECIPE = (
+    """\
 schema: 1
 name: tinygraft
 kind: python-wheel
@@ -50,7 +53,9 @@ smoke:
     assert not glob.glob("/usr/local/lib/libtinyadd*"), "the library must come from the wheel"
     assert tinygraft.add(2, 3) == 5
     print("tinygraft ok", tinygraft.add(40, 2))
-""" + ONE_TARBALL
+"""
+    + ONE_TARBALL
+)
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +69,24 @@ def project(tmp_path_factory):
 
 
 def _build(project, out, *extra):
-    return rvport("build", "tinygraft", "--recipes", str(project / "recipes"), "--mirror", str(project / "mirror"),
-                  "--offline", "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", "qemu",
-                  *extra)
+    return rvport(
+        "build",
+        "tinygraft",
+        "--recipes",
+        str(project / "recipes"),
+        "--mirror",
+        str(project / "mirror"),
+        "--offline",
+        "--output",
+        str(out),
+        "--profile",
+        "rvv256",
+        "--tag",
+        "test",
+        "--mode",
+        "qemu",
+        *extra,
+    )
 
 
 def test_a_library_of_the_projects_own_is_grafted_and_the_tags_agree(engine, project, tmp_path):
@@ -79,7 +99,9 @@ def test_a_library_of_the_projects_own_is_grafted_and_the_tags_agree(engine, pro
     assert [g.split("/")[0] for g in repair["grafted"]] == ["tinygraft.libs"], repair
     assert repair["grafted"][0].split("/")[1].startswith("libtinyadd-")
     (art,) = st["artifacts"]
-    assert art["path"] == f"tinygraft/{repair['wheel']}" and repair["wheel"].endswith("manylinux_2_31_riscv64.whl")
+    assert art["path"] == f"tinygraft/{repair['wheel']}" and repair["wheel"].endswith(
+        "manylinux_2_31_riscv64.whl"
+    )
     (report,) = st["verify"]["reports"]
     assert report["artifacts"][0]["wheel"]["manylinux"] == "manylinux_2_31_riscv64"
     assert st["smoke"]["status"] == "passed" and "tinygraft ok 42" in st["smoke"]["output"]

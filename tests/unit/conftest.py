@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 _ROOT = Path(__file__).resolve().parents[2]
-if str(_ROOT) not in sys.path:   # so `tests.fixtures` imports however pytest is started: appended, so that the
+if str(_ROOT) not in sys.path:  # so `tests.fixtures` imports however pytest is started: appended, so that the
     sys.path.append(str(_ROOT))  # installed rvport, not the checkout's, is the one imported
 
 from tests.fixtures.elfs import ElfFixtures, build_fixtures, docker_ready
@@ -21,7 +21,7 @@ def elf_fixtures(tmp_path_factory: pytest.TempPathFactory) -> ElfFixtures:
     """riscv64 (cross GCC 14 in docker), x86-64 (host gcc) and Go ELF files, built once per session."""
     why = docker_ready()
     if why:
-        if os.environ.get("CI"):   # CI prepares the host (scripts/setup-host): a missing engine is a failure
+        if os.environ.get("CI"):  # CI prepares the host (scripts/setup-host): a missing engine is a failure
             pytest.fail(why)
         pytest.skip(why)
     return build_fixtures(tmp_path_factory.mktemp("elfs"))

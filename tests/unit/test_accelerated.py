@@ -4,47 +4,87 @@ from __future__ import annotations
 
 import pytest
 
-from rvport.build.modes import accelerated as acc
 from rvport.build.images import BaseImage, parse_packages
+from rvport.build.modes import accelerated as acc
+from rvport.catalogue.kinds import compiles_rust
+from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import BuildFailed, HostNotReady
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
-from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.kinds import compiles_rust
-from rvport.catalogue.recipes import load_catalogue
 
-STAGE = {"gcc-14": "14.2.0-19", "g++-14": "14.2.0-19", "libgcc-14-dev": "14.2.0-19",
-         "libstdc++-14-dev": "14.2.0-19", "binutils-riscv64-linux-gnu": "2.44-3", "python3": "3.13.5-1"}
-CROSS = {"gcc-14-riscv64-linux-gnu": "14.2.0-19cross1", "g++-14-riscv64-linux-gnu": "14.2.0-19cross1",
-         "libgcc-14-dev-riscv64-cross": "14.2.0-19cross1", "libstdc++-14-dev-riscv64-cross": "14.2.0-19cross1",
-         "binutils-riscv64-linux-gnu": "2.44-3", "make": "4.4.1-2"}
+STAGE = {
+    "gcc-14": "14.2.0-19",
+    "g++-14": "14.2.0-19",
+    "libgcc-14-dev": "14.2.0-19",
+    "libstdc++-14-dev": "14.2.0-19",
+    "binutils-riscv64-linux-gnu": "2.44-3",
+    "python3": "3.13.5-1",
+}
+CROSS = {
+    "gcc-14-riscv64-linux-gnu": "14.2.0-19cross1",
+    "g++-14-riscv64-linux-gnu": "14.2.0-19cross1",
+    "libgcc-14-dev-riscv64-cross": "14.2.0-19cross1",
+    "libstdc++-14-dev-riscv64-cross": "14.2.0-19cross1",
+    "binutils-riscv64-linux-gnu": "2.44-3",
+    "make": "4.4.1-2",
+}
 
 
 def xtc(tag="rvport/xtc:debian-trixie-xtc-amd64-0123456789ab") -> acc.XtcImage:
-    return acc.XtcImage(tag=tag, image_id="sha256:" + "1" * 64, platform="linux/amd64", gcc_major="14",
-                        packages={k: v for k, v in CROSS.items() if k != "make"})
+    return acc.XtcImage(
+        tag=tag,
+        image_id="sha256:" + "1" * 64,
+        platform="linux/amd64",
+        gcc_major="14",
+        packages={k: v for k, v in CROSS.items() if k != "make"},
+    )
 
 
 def xtc_rust() -> acc.XtcImage:
-    return acc.XtcImage(tag="rvport/xtc:debian-trixie-xtc-rust-amd64-0123456789ab", image_id="sha256:" + "4" * 64,
-                        platform="linux/amd64", gcc_major="14", packages={}, rust=True)
+    return acc.XtcImage(
+        tag="rvport/xtc:debian-trixie-xtc-rust-amd64-0123456789ab",
+        image_id="sha256:" + "4" * 64,
+        platform="linux/amd64",
+        gcc_major="14",
+        packages={},
+        rust=True,
+    )
 
 
 def base(image_id="sha256:" + "2" * 64) -> BaseImage:
-    return BaseImage(spec="debian-trixie-xtc", tag="rvport/base:debian-trixie-xtc-amd64-abc", image_id=image_id,
-                     platform="linux/amd64", key="k", source="debootstrap", packages=CROSS)
+    return BaseImage(
+        spec="debian-trixie-xtc",
+        tag="rvport/base:debian-trixie-xtc-amd64-abc",
+        image_id=image_id,
+        platform="linux/amd64",
+        key="k",
+        source="debootstrap",
+        packages=CROSS,
+    )
 
 
 # ------------------------------------------------------------------------------------------- versions
 def test_same_source_versions_match_and_are_returned():
     assert acc.check_versions(STAGE, CROSS, "14") == {
-        "gcc-14": "14.2.0-19", "g++-14": "14.2.0-19", "libgcc-14-dev": "14.2.0-19",
-        "libstdc++-14-dev": "14.2.0-19", "binutils-riscv64-linux-gnu": "2.44-3"}
+        "gcc-14": "14.2.0-19",
+        "g++-14": "14.2.0-19",
+        "libgcc-14-dev": "14.2.0-19",
+        "libstdc++-14-dev": "14.2.0-19",
+        "binutils-riscv64-linux-gnu": "2.44-3",
+    }
 
 
-@pytest.mark.parametrize("version, expected", [
-    ("14.2.0-19cross1", "14.2.0-19"), ("14.2.0-19", "14.2.0-19"), ("2.44-3+b1", "2.44-3"),
-    ("14.2.0-19cross2+b1", "14.2.0-19"), ("1:2.41-11cross1", "1:2.41-11")])
+@pytest.mark.parametrize(
+    "version, expected",
+    [
+        ("14.2.0-19cross1", "14.2.0-19"),
+        ("14.2.0-19", "14.2.0-19"),
+        ("2.44-3+b1", "2.44-3"),
+        ("14.2.0-19cross2+b1", "14.2.0-19"),
+        ("1:2.41-11cross1", "1:2.41-11"),
+    ],
+)
 def test_source_version_drops_cross_and_binnmu_suffixes(version, expected):
     assert acc.source_version(version) == expected
 
@@ -73,19 +113,24 @@ def test_a_stage_without_the_cross_major_version_is_refused():
 
 def test_a_cross_toolchain_missing_a_package_is_refused():
     cross = {k: v for k, v in CROSS.items() if not k.startswith("g++")}
-    with pytest.raises(acc.ToolchainMismatch, match="the cross toolchain has no g\\+\\+-14-riscv64-linux-gnu"):
+    with pytest.raises(
+        acc.ToolchainMismatch, match="the cross toolchain has no g\\+\\+-14-riscv64-linux-gnu"
+    ):
         acc.check_versions(STAGE, cross, "14")
 
 
-RUST_STAGE = dict(STAGE, **{"rustc-web": "1.96.0+dfsg1-1~deb13u1", "libstd-rust-web-dev": "1.96.0+dfsg1-1~deb13u1"})
-RUST_CROSS = dict(CROSS, **{"rustc-web": "1.96.0+dfsg1-1~deb13u1+b1",
-                            "libstd-rust-web-dev": "1.96.0+dfsg1-1~deb13u1+b1"})
+RUST_STAGE = dict(
+    STAGE, **{"rustc-web": "1.96.0+dfsg1-1~deb13u1", "libstd-rust-web-dev": "1.96.0+dfsg1-1~deb13u1"}
+)
+RUST_CROSS = dict(
+    CROSS, **{"rustc-web": "1.96.0+dfsg1-1~deb13u1+b1", "libstd-rust-web-dev": "1.96.0+dfsg1-1~deb13u1+b1"}
+)
 
 
 def test_rust_stages_compare_rustc_and_its_standard_library_too():
     compared = acc.check_versions(RUST_STAGE, RUST_CROSS, "14", rust=True)
     assert compared["rustc-web"] == compared["libstd-rust-web-dev"] == "1.96.0+dfsg1-1~deb13u1"
-    assert "rustc-web" not in acc.check_versions(RUST_STAGE, RUST_CROSS, "14")      # C-only stages do not
+    assert "rustc-web" not in acc.check_versions(RUST_STAGE, RUST_CROSS, "14")  # C-only stages do not
     older = dict(RUST_STAGE, **{"libstd-rust-web-dev": "1.95.0+dfsg1-1"})
     with pytest.raises(acc.ToolchainMismatch, match="stage libstd-rust-web-dev 1.95.0"):
         acc.check_versions(older, RUST_CROSS, "14", rust=True)
@@ -120,31 +165,39 @@ def test_riscv64_hosts_have_nothing_to_accelerate():
 
 # ------------------------------------------------------------------------------------------- rendering
 def test_stage_dockerfile_copies_the_prefix_image_and_puts_its_compilers_first():
-    r = acc.render_stage(toolchain="rvport/toolchain:msgspec-build-abc", xtc=xtc(),
-                         env={"QEMU_CPU": "rv64,v=true", "CFLAGS": "-O2 -march=rv64gcv"}, profile="rvv256")
+    r = acc.render_stage(
+        toolchain="rvport/toolchain:msgspec-build-abc",
+        xtc=xtc(),
+        env={"QEMU_CPU": "rv64,v=true", "CFLAGS": "-O2 -march=rv64gcv"},
+        profile="rvv256",
+    )
     lines = r.text.splitlines()
     assert r.template == "accelerated.Dockerfile" and "@@" not in r.text
-    assert lines[next(i for i, l in enumerate(lines) if not l.startswith("#"))] == \
-        "FROM rvport/toolchain:msgspec-build-abc AS build"
+    assert (
+        lines[next(i for i, l in enumerate(lines) if not l.startswith("#"))]
+        == "FROM rvport/toolchain:msgspec-build-abc AS build"
+    )
     copy = "COPY --from=rvport/xtc:debian-trixie-xtc-amd64-0123456789ab /opt/xtc/ /opt/xtc/"
     setup = "RUN sh -eu /opt/xtc/setup.sh"
     assert copy in lines and setup in lines and lines.index(copy) < lines.index(setup)
     (path,) = [l for l in lines if l.startswith("ENV PATH=")]
     assert path.startswith("ENV PATH=/opt/xtc/bin:") and "ccache" not in path
-    assert lines.index(setup) < lines.index(path)          # setup.sh runs with the stage's own PATH
+    assert lines.index(setup) < lines.index(path)  # setup.sh runs with the stage's own PATH
     assert 'ENV QEMU_CPU="rv64,v=true"' in lines and 'ENV CFLAGS="-O2 -march=rv64gcv"' in lines
-    assert 'sh -eux /rvport/build.sh' in r.text and "FROM scratch AS export" in r.text
+    assert "sh -eux /rvport/build.sh" in r.text and "FROM scratch AS export" in r.text
 
 
 def test_rust_stages_target_riscv64_with_the_prefix_rustc_and_link_build_scripts_natively():
     env = {"QEMU_CPU": "rv64", "CARGO_BUILD_JOBS": "2", "CC_riscv64gc_unknown_linux_gnu": "my-cc"}
-    r = acc.render_stage(toolchain="rvport/toolchain:tiktoken-build-abc", xtc=xtc_rust(), env=env, profile="rvv256")
+    r = acc.render_stage(
+        toolchain="rvport/toolchain:tiktoken-build-abc", xtc=xtc_rust(), env=env, profile="rvv256"
+    )
     lines = r.text.splitlines()
     assert 'ENV RUSTC="/opt/xtc/rust/bin/rustc"' in lines
     assert 'ENV CARGO_BUILD_TARGET="riscv64gc-unknown-linux-gnu"' in lines
     assert 'ENV CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_LINKER="riscv64-linux-gnu-gcc"' in lines
     assert 'ENV CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER="/opt/xtc/native/bin/cc"' in lines
-    assert 'ENV CC_riscv64gc_unknown_linux_gnu="my-cc"' in lines          # the recipe's env wins
+    assert 'ENV CC_riscv64gc_unknown_linux_gnu="my-cc"' in lines  # the recipe's env wins
     assert 'ENV CARGO_BUILD_JOBS="2"' in lines
     # the stage's /proc/cpuinfo is checked first; its own environment file (PYO3_CROSS_LIB_DIR) is read right
     # before the build
@@ -152,13 +205,19 @@ def test_rust_stages_target_riscv64_with_the_prefix_rustc_and_link_build_scripts
     assert build.strip().startswith("sh -eu /rvport/cpuinfo.sh rvv256 ")
     assert " && . /opt/xtc/stage.env && mkdir -p " in build
     # C-only stages get none of it
-    c_only = [l for l in acc.render_stage(toolchain="t", xtc=xtc(), env=env, profile="rvv256").text.splitlines()
-              if not l.startswith("#")]
+    c_only = [
+        l
+        for l in acc.render_stage(toolchain="t", xtc=xtc(), env=env, profile="rvv256").text.splitlines()
+        if not l.startswith("#")
+    ]
     assert not [l for l in c_only if "RUSTC" in l or "CARGO_BUILD_TARGET" in l]
 
 
 def test_arm64_build_platforms_link_their_own_target_natively():
-    assert acc.rust_env("linux/arm64")["CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER"] == "/opt/xtc/native/bin/cc"
+    assert (
+        acc.rust_env("linux/arm64")["CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER"]
+        == "/opt/xtc/native/bin/cc"
+    )
     with pytest.raises(HostNotReady):
         acc.rust_env("linux/riscv64")
 
@@ -170,8 +229,16 @@ def test_the_rust_prefix_is_its_own_image():
     assert acc.prefix_key(base(), c) != acc.prefix_key(base(), plain)
 
 
-@pytest.mark.parametrize("name, rust", [("msgspec", False), ("sentencepiece", False), ("tiktoken", True),
-                                        ("glide-ffi", True), ("router-ml-binding", True)])
+@pytest.mark.parametrize(
+    "name, rust",
+    [
+        ("msgspec", False),
+        ("sentencepiece", False),
+        ("tiktoken", True),
+        ("glide-ffi", True),
+        ("router-ml-binding", True),
+    ],
+)
 def test_recipes_that_compile_rust_are_recognised(name, rust):
     assert compiles_rust(load_catalogue().resolve(name)) is rust
 
@@ -180,6 +247,7 @@ def test_a_cargo_kind_is_a_rust_stage_without_naming_rust():
     """One definition for the planner's Rust record and the accelerated prefix: a cargo-staticlib recipe whose
     toolchain names no Rust (its base brings it) still compiles Rust."""
     import dataclasses
+
     r = load_catalogue().resolve("glide-ffi")
     bare = dataclasses.replace(r, toolchain=dataclasses.replace(r.toolchain, rust=None, debian=("cmake",)))
     assert compiles_rust(bare)
@@ -188,8 +256,8 @@ def test_a_cargo_kind_is_a_rust_stage_without_naming_rust():
 
 def test_rust_scripts_check_the_standard_library_and_the_native_linker():
     a, s = acc.assemble_sh(), acc.setup_sh()
-    assert 'cp -a /usr/lib/rustlib/$H $P/rust/lib/rustlib/' in a          # the build platform's own std
-    assert "$N/$M/bin/ld" in a and "libc-dev-files" in a                 # collect2 finds ld in the tooldir
+    assert "cp -a /usr/lib/rustlib/$H $P/rust/lib/rustlib/" in a  # the build platform's own std
+    assert "$N/$M/bin/ld" in a and "libc-dev-files" in a  # collect2 finds ld in the tooldir
     assert "--target $R -o xtc-probe.rlib" in s and "cannot use the stage's riscv64 standard library" in s
     assert "-C linker=$P/native/bin/cc" in s and "./xtc-host" in s
     assert "PYO3_CROSS_LIB_DIR" in s and 'sysconfig.get_path("stdlib")' in s
@@ -237,7 +305,10 @@ def test_prefix_key_follows_its_inputs():
 
 def test_xtc_image_json_records_id_and_packages():
     doc = xtc().to_json()
-    assert doc["image_id"].startswith("sha256:") and doc["packages"]["gcc-14-riscv64-linux-gnu"] == "14.2.0-19cross1"
+    assert (
+        doc["image_id"].startswith("sha256:")
+        and doc["packages"]["gcc-14-riscv64-linux-gnu"] == "14.2.0-19cross1"
+    )
 
 
 # ------------------------------------------------------------------------------------------- planning

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from rvport.build.images import base_key, host_debian_mirror, keep_debootstrap_log, load_base_spec, parse_dpkg_status
+from rvport.build.images import (
+    base_key,
+    host_debian_mirror,
+    keep_debootstrap_log,
+    load_base_spec,
+    parse_dpkg_status,
+)
 from rvport.errors import RecipeError
 
 STATUS = """\
@@ -42,8 +48,9 @@ def test_shipped_specs_load_and_are_pinned_by_content():
 
 
 def test_bad_spec_is_located(tmp_path):
-    (tmp_path / "b.yaml").write_text("schema: 1\nname: b\nkind: debootstrap\nsuite: trixie\npackages: [ok]\n"
-                                     "image: debian:latest\n")
+    (tmp_path / "b.yaml").write_text(
+        "schema: 1\nname: b\nkind: debootstrap\nsuite: trixie\npackages: [ok]\nimage: debian:latest\n"
+    )
     with pytest.raises(RecipeError) as ei:
         load_base_spec("b", tmp_path)
     (p,) = ei.value.problems
@@ -57,7 +64,8 @@ def test_mirror_comes_from_the_hosts_own_sources(tmp_path):
     d.mkdir()
     (d / "debian.sources").write_text(
         "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n\n"
-        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n")
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n"
+    )
     assert host_debian_mirror(d, tmp_path / "none") == "http://mirror.example/debian"
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -70,7 +78,9 @@ def test_a_failed_debootstraps_own_log_is_kept_in_rvports_log(tmp_path):
     rootfs = tmp_path / "rootfs"
     (rootfs / "debootstrap").mkdir(parents=True)
     (rootfs / "debootstrap" / "debootstrap.log").write_text(
-        "".join(f"line {i}\n" for i in range(300)) + "dpkg: dependency problems prevent configuration of rustc-web\n")
+        "".join(f"line {i}\n" for i in range(300))
+        + "dpkg: dependency problems prevent configuration of rustc-web\n"
+    )
     log = tmp_path / "base.log"
     log.write_text("$ debootstrap ...\nW: Failure while configuring base packages.\n")
     keep_debootstrap_log(rootfs, log)
@@ -78,5 +88,5 @@ def test_a_failed_debootstraps_own_log_is_kept_in_rvports_log(tmp_path):
     assert text.startswith("$ debootstrap ...\n")
     assert "--- the last 200 lines of debootstrap/debootstrap.log ---" in text
     assert "dependency problems prevent configuration of rustc-web" in text and "line 100\n" not in text
-    keep_debootstrap_log(tmp_path / "no-rootfs", log)      # nothing to keep: nothing happens
+    keep_debootstrap_log(tmp_path / "no-rootfs", log)  # nothing to keep: nothing happens
     assert log.read_text() == text

@@ -30,7 +30,7 @@ def test_only_compiles_with_an_output_are_replayed_in_the_source_directory(tmp_p
         "cd /src && mkdir -p build/temp.x/src/m && riscv64-linux-gnu-gcc -O2 -march=rv64gc -fPIC "
         "-I/usr/include/python3.13 -c src/m/_core.c -o build/temp.x/src/m/_core.o -g0",
         "cd /src && mkdir -p build/t && x86_64-linux-gnu-g++ -std=c++17 -I./build/root/include "
-        "-c \"python/src/s w.cxx\" -o build/t/s_w.o",
+        '-c "python/src/s w.cxx" -o build/t/s_w.o',
     ]
 
 

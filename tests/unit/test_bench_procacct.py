@@ -19,8 +19,27 @@ spec.loader.exec_module(procacct)
 
 
 def record(pid, ppid, comm, etime_ticks, utime=0, stime=0, version=3):
-    return procacct.RECORD.pack(0, version, 0, 0, 0, 0, pid, ppid, 1_700_000_000, float(etime_ticks), utime, stime,
-                                0, 0, 0, 0, 0, 0, comm.encode().ljust(16, b"\0"))
+    return procacct.RECORD.pack(
+        0,
+        version,
+        0,
+        0,
+        0,
+        0,
+        pid,
+        ppid,
+        1_700_000_000,
+        float(etime_ticks),
+        utime,
+        stime,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        comm.encode().ljust(16, b"\0"),
+    )
 
 
 def test_comp_t_decodes_mantissa_and_base_8_exponent():
@@ -42,14 +61,21 @@ def test_parse_refuses_partial_records_and_other_versions():
 
 
 def test_compiler_work_counts_drivers_and_everything_under_them():
-    data = b"".join([
-        # a compile: gcc -> cc1, as
-        record(11, 10, "cc1", 300, utime=290), record(12, 10, "as", 10, utime=5), record(10, 2, "gcc", 320, utime=1),
-        # a link: g++ -> collect2 -> ld
-        record(22, 21, "ld", 50, utime=40), record(21, 20, "collect2", 55), record(20, 2, "g++", 60),
-        # not a compiler: make, and a driver asked for its version (runs nothing)
-        record(30, 2, "gcc", 1), record(2, 1, "make", 900, utime=100),
-    ])
+    data = b"".join(
+        [
+            # a compile: gcc -> cc1, as
+            record(11, 10, "cc1", 300, utime=290),
+            record(12, 10, "as", 10, utime=5),
+            record(10, 2, "gcc", 320, utime=1),
+            # a link: g++ -> collect2 -> ld
+            record(22, 21, "ld", 50, utime=40),
+            record(21, 20, "collect2", 55),
+            record(20, 2, "g++", 60),
+            # not a compiler: make, and a driver asked for its version (runs nothing)
+            record(30, 2, "gcc", 1),
+            record(2, 1, "make", 900, utime=100),
+        ]
+    )
     work = procacct.compiler_work(procacct.parse(data))
     assert (work.invocations, work.compiles, work.links) == (2, 1, 1)
     assert work.elapsed == pytest.approx(3.8)
@@ -58,7 +84,9 @@ def test_compiler_work_counts_drivers_and_everything_under_them():
     assert (only.invocations, only.compiles, only.links, only.elapsed) == (1, 1, 0, pytest.approx(3.2))
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("gcc"), reason="acct(2) needs root; needs a host gcc")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("gcc"), reason="acct(2) needs root; needs a host gcc"
+)
 def test_real_accounting_sees_a_real_compile(tmp_path):
     src = tmp_path / "t.c"
     src.write_text("int main(void) { return 0; }\n")

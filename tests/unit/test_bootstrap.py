@@ -11,16 +11,23 @@ from rvport.build import bootstrap
 from rvport.build.images import base_key, load_base_spec
 from rvport.errors import HostNotReady
 
-REQ = bootstrap.Request(arch="riscv64", suite="trixie", variant="minbase", components=("main",),
-                        packages=("python3", "cmake"), mirror="http://mirror.example/debian")
+REQ = bootstrap.Request(
+    arch="riscv64",
+    suite="trixie",
+    variant="minbase",
+    components=("main",),
+    packages=("python3", "cmake"),
+    mirror="http://mirror.example/debian",
+)
 
 
 def test_split_is_chosen_for_a_foreign_architecture_on_a_host_whose_dpkg_unpacks_everything():
     assert bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[])[0] == bootstrap.SPLIT
     assert bootstrap.choose_method(foreign=False, dpkg="/usr/bin/dpkg", filters=[])[0] == bootstrap.CLASSIC
     assert bootstrap.choose_method(foreign=True, dpkg=None, filters=[])[0] == bootstrap.CLASSIC
-    method, why = bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg",
-                                          filters=["/etc/dpkg/dpkg.cfg.d/excludes: path-exclude"])
+    method, why = bootstrap.choose_method(
+        foreign=True, dpkg="/usr/bin/dpkg", filters=["/etc/dpkg/dpkg.cfg.d/excludes: path-exclude"]
+    )
     assert method == bootstrap.CLASSIC and "path-exclude" in why
 
 
@@ -29,7 +36,9 @@ def test_host_dpkg_filters_are_found(tmp_path):
     d.mkdir()
     (d / "docker-apt-speedup").write_text("# speed\nforce-unsafe-io\n")
     assert bootstrap.host_dpkg_filters(d, tmp_path / "dpkg.cfg") == []
-    (d / "excludes").write_text("path-exclude /usr/share/doc/*\n# path-include not this\npath-include /usr/share/doc/*/copyright\n")
+    (d / "excludes").write_text(
+        "path-exclude /usr/share/doc/*\n# path-include not this\npath-include /usr/share/doc/*/copyright\n"
+    )
     found = bootstrap.host_dpkg_filters(d, tmp_path / "dpkg.cfg")
     assert [f.split(": ", 1)[1] for f in found] == ["path-exclude", "path-include"]
 
@@ -46,12 +55,21 @@ def test_the_method_changes_the_base_key_and_the_classic_key_stays_what_it_was()
 def test_commands():
     root = Path("/c/rootfs")
     assert bootstrap.debootstrap_argv(REQ, root) == [
-        "debootstrap", "--arch=riscv64", "--variant=minbase", "--components=main", "--include=python3,cmake",
-        "trixie", "/c/rootfs", "http://mirror.example/debian"]
+        "debootstrap",
+        "--arch=riscv64",
+        "--variant=minbase",
+        "--components=main",
+        "--include=python3,cmake",
+        "trixie",
+        "/c/rootfs",
+        "http://mirror.example/debian",
+    ]
     first = bootstrap.debootstrap_argv(REQ, root, foreign=True)
     assert "--foreign" in first and first.index("--foreign") < first.index("trixie")
     unpack = bootstrap.native_unpack_argv(root, [root / "var/cache/apt/archives/a.deb"])
-    assert unpack[:2] == ["dpkg", "--root=/c/rootfs"] and "--unpack" in unpack and "--force-unsafe-io" in unpack
+    assert (
+        unpack[:2] == ["dpkg", "--root=/c/rootfs"] and "--unpack" in unpack and "--force-unsafe-io" in unpack
+    )
     assert bootstrap.configure_argv(root)[:3] == ["chroot", "/c/rootfs", "dpkg"]
 
 
@@ -61,8 +79,11 @@ def _first_stage(tmp_path: Path, base: str = "cmake python3 libc6") -> Path:
     d.mkdir(parents=True)
     (d / "required").write_text("libc6 dpkg\n")
     (d / "base").write_text(base + "\n")
-    (d / "debpaths").write_text("".join(f"{p} /var/cache/apt/archives/{p}_1_riscv64.deb\n"
-                                        for p in ("libc6", "dpkg", "cmake", "python3")))
+    (d / "debpaths").write_text(
+        "".join(
+            f"{p} /var/cache/apt/archives/{p}_1_riscv64.deb\n" for p in ("libc6", "dpkg", "cmake", "python3")
+        )
+    )
     return rootfs
 
 
@@ -81,27 +102,38 @@ def test_a_package_the_first_stage_did_not_download_is_an_error(tmp_path):
 def test_dpkg_lines_become_counted_progress_lines():
     seen: list[str] = []
     count = bootstrap.Counter("configuring", bootstrap._SETTING_UP, 3, seen.append)
-    for line in ("Setting up libc6:riscv64 (2.41-12) ...", "update-alternatives: using /bin/more",
-                 "Setting up zlib1g:riscv64 (1:1.3) ..."):
+    for line in (
+        "Setting up libc6:riscv64 (2.41-12) ...",
+        "update-alternatives: using /bin/more",
+        "Setting up zlib1g:riscv64 (1:1.3) ...",
+    ):
         count(line)
-    assert seen == ["bootstrap: configuring 1/3 libc6:riscv64", "update-alternatives: using /bin/more",
-                    "bootstrap: configuring 2/3 zlib1g:riscv64"]
+    assert seen == [
+        "bootstrap: configuring 1/3 libc6:riscv64",
+        "update-alternatives: using /bin/more",
+        "bootstrap: configuring 2/3 zlib1g:riscv64",
+    ]
 
 
 def test_mounts_under_a_tree_are_found_deepest_first(tmp_path):
     work = tmp_path / "work"
     mounts = tmp_path / "mounts"
-    mounts.write_text(f"proc /proc proc rw 0 0\nproc {work}/rootfs/proc proc rw 0 0\n"
-                      f"sysfs {work}/rootfs/proc/sys/fs/binfmt_misc binfmt_misc rw 0 0\n"
-                      f"tmpfs {work}-other tmpfs rw 0 0\n")
-    assert bootstrap.mounts_under(work, mounts) == [f"{work}/rootfs/proc/sys/fs/binfmt_misc", f"{work}/rootfs/proc"]
+    mounts.write_text(
+        f"proc /proc proc rw 0 0\nproc {work}/rootfs/proc proc rw 0 0\n"
+        f"sysfs {work}/rootfs/proc/sys/fs/binfmt_misc binfmt_misc rw 0 0\n"
+        f"tmpfs {work}-other tmpfs rw 0 0\n"
+    )
+    assert bootstrap.mounts_under(work, mounts) == [
+        f"{work}/rootfs/proc/sys/fs/binfmt_misc",
+        f"{work}/rootfs/proc",
+    ]
 
 
 def test_a_tree_with_a_mount_that_will_not_go_is_not_removed(tmp_path, monkeypatch):
     work = tmp_path / "work"
     (work / "rootfs/proc").mkdir(parents=True)
     monkeypatch.setattr(bootstrap, "mounts_under", lambda p, mounts=None: [str(work / "rootfs/proc")])
-    monkeypatch.setattr(bootstrap.proc, "run", lambda *a, **k: None)      # umount "fails" silently
+    monkeypatch.setattr(bootstrap.proc, "run", lambda *a, **k: None)  # umount "fails" silently
     with pytest.raises(HostNotReady, match="cannot unmount"):
         bootstrap.remove_tree(work)
     assert work.is_dir()
@@ -117,24 +149,36 @@ def test_without_debootstrap_the_hint_says_how_to_get_it(tmp_path, monkeypatch):
 def test_a_failing_first_stage_is_a_typed_error(tmp_path, monkeypatch):
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "debootstrap").write_text("#!/bin/sh\necho 'E: Couldn'\"'\"'t download packages: python3'\nexit 1\n")
+    (fake / "debootstrap").write_text(
+        "#!/bin/sh\necho 'E: Couldn'\"'\"'t download packages: python3'\nexit 1\n"
+    )
     (fake / "debootstrap").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
     seen: list[str] = []
     with pytest.raises(HostNotReady, match=r"debootstrap's first stage for riscv64 failed \(exit 1\)"):
-        bootstrap.make_rootfs(REQ, tmp_path / "rootfs", method=bootstrap.SPLIT, log_path=tmp_path / "log",
-                              on_line=seen.append)
+        bootstrap.make_rootfs(
+            REQ, tmp_path / "rootfs", method=bootstrap.SPLIT, log_path=tmp_path / "log", on_line=seen.append
+        )
     assert "E: Couldn't download packages: python3" in seen
     assert "E: Couldn't download packages: python3" in (tmp_path / "log").read_text()
 
 
 def test_rvport_bootstrap_forces_a_method_and_a_wrong_value_is_a_usage_error():
-    assert bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[], forced="debootstrap") == \
-        (bootstrap.CLASSIC, "RVPORT_BOOTSTRAP=debootstrap")
-    assert bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[], forced="split")[0] == bootstrap.SPLIT
+    assert bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[], forced="debootstrap") == (
+        bootstrap.CLASSIC,
+        "RVPORT_BOOTSTRAP=debootstrap",
+    )
+    assert (
+        bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[], forced="split")[0]
+        == bootstrap.SPLIT
+    )
     # split where it cannot apply still falls back, with the reason
-    assert bootstrap.choose_method(foreign=False, dpkg="/usr/bin/dpkg", filters=[], forced="split")[0] == bootstrap.CLASSIC
+    assert (
+        bootstrap.choose_method(foreign=False, dpkg="/usr/bin/dpkg", filters=[], forced="split")[0]
+        == bootstrap.CLASSIC
+    )
     from rvport.errors import UsageError
+
     with pytest.raises(UsageError, match="RVPORT_BOOTSTRAP='mmdebstrap'"):
         bootstrap.choose_method(foreign=True, dpkg="/usr/bin/dpkg", filters=[], forced="mmdebstrap")
 
@@ -145,11 +189,16 @@ def _rootfs_with_python(tmp_path: Path) -> Path:
     info.mkdir(parents=True)
     (r / "usr/bin").mkdir(parents=True)
     (r / "usr/bin/python3.13").write_text("")
-    files = {"python3-pip:riscv64": [], "python3-pip": ["/usr/lib/python3/dist-packages/pip/__init__.py",
-                                                        "/usr/lib/python3/dist-packages/pip/py.typed",
-                                                        "/usr/share/doc/python3-pip/example.py",
-                                                        "/usr/lib/python3.12/dist-packages/old.py"],
-             "python3-minimal": ["/usr/share/python3/debpython/files.py", "/usr/lib/python3/dist-packages/x.py"]}
+    files = {
+        "python3-pip:riscv64": [],
+        "python3-pip": [
+            "/usr/lib/python3/dist-packages/pip/__init__.py",
+            "/usr/lib/python3/dist-packages/pip/py.typed",
+            "/usr/share/doc/python3-pip/example.py",
+            "/usr/lib/python3.12/dist-packages/old.py",
+        ],
+        "python3-minimal": ["/usr/share/python3/debpython/files.py", "/usr/lib/python3/dist-packages/x.py"],
+    }
     for pkg, paths in files.items():
         if not paths:
             continue
@@ -162,11 +211,22 @@ def _rootfs_with_python(tmp_path: Path) -> Path:
 
 def test_recorded_py3compile_calls_become_one_batch_of_the_files_py3compile_would_pick(tmp_path):
     r = _rootfs_with_python(tmp_path)
-    files, others = bootstrap.py3compile_batch(r, [["-p", "python3-pip"], ["-p", "python3-minimal", "/usr/share/python3/"],
-                                                   ["-p", "python3-pip"], ["-V", "3.13", "/opt/x"], ["-p", "gone"]])
+    files, others = bootstrap.py3compile_batch(
+        r,
+        [
+            ["-p", "python3-pip"],
+            ["-p", "python3-minimal", "/usr/share/python3/"],
+            ["-p", "python3-pip"],
+            ["-V", "3.13", "/opt/x"],
+            ["-p", "gone"],
+        ],
+    )
     # public modules of an installed Python only; a private directory's files when one is named; no repeats
-    assert files == ["/usr/lib/python3/dist-packages/pip/__init__.py", "/usr/share/python3/debpython/files.py"]
-    assert others == [["-V", "3.13", "/opt/x"], ["-p", "gone"]]      # anything else runs as it was called
+    assert files == [
+        "/usr/lib/python3/dist-packages/pip/__init__.py",
+        "/usr/share/python3/debpython/files.py",
+    ]
+    assert others == [["-V", "3.13", "/opt/x"], ["-p", "gone"]]  # anything else runs as it was called
 
 
 def test_a_deferred_program_is_a_recorder_only_while_dpkg_configures(tmp_path):
@@ -188,10 +248,10 @@ def test_a_deferred_program_is_a_recorder_only_while_dpkg_configures(tmp_path):
             subprocess.run(["sh", str(runnable), "--hooksdir", "", "--fresh"], check=True)
             subprocess.run(["sh", str(runnable)], check=True)
             raise RuntimeError("dpkg failed")
-    assert real.read_text() == "#!/bin/sh\nreal\n"                       # back in place, even on failure
+    assert real.read_text() == "#!/bin/sh\nreal\n"  # back in place, even on failure
     assert not real.with_name("update-ca-certificates.rvport-real").exists()
-    assert deferred.calls() == [["--hooksdir", "", "--fresh"], []]          # the empty argument survives
-    assert not deferred.record.exists()                                    # the record is not left behind
+    assert deferred.calls() == [["--hooksdir", "", "--fresh"], []]  # the empty argument survives
+    assert not deferred.record.exists()  # the record is not left behind
 
 
 def test_update_ca_certificates_runs_once_for_the_postinst_and_its_trigger():
@@ -212,8 +272,8 @@ def test_ctrl_c_while_bootstrapping_leaves_no_rootfs_no_record_and_no_image(tmp_
     monkeypatch.setattr(rootfs_image, "load_rootfs", lambda *a, **k: built.append(a))
     monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
 
-    def interrupted(cmd, *, on_line, log_path=None, cwd=None, env=None):   # Ctrl-C halfway through debootstrap
-        if "--print-debs" in cmd:          # the packages fetched side by side: not this test's subject
+    def interrupted(cmd, *, on_line, log_path=None, cwd=None, env=None):  # Ctrl-C halfway through debootstrap
+        if "--print-debs" in cmd:  # the packages fetched side by side: not this test's subject
             return 1
         rootfs = Path(cmd[-2] if cmd[-1].startswith("http") else cmd[-1])
         (rootfs / "var/lib/dpkg").mkdir(parents=True)
@@ -224,11 +284,15 @@ def test_ctrl_c_while_bootstrapping_leaves_no_rootfs_no_record_and_no_image(tmp_
     monkeypatch.setattr(bootstrap.proc, "stream", interrupted)
     cache = tmp_path / "cache"
     with pytest.raises(KeyboardInterrupt):
-        images.ensure_base(load_base_spec("debian-trixie"), platform="linux/riscv64", cache_dir=cache,
-                           log_path=tmp_path / "base.log")
-    assert list((cache / "tmp").iterdir()) == []          # the temp rootfs is gone
-    assert not (cache / "bases").exists()                 # no record of a base
-    assert built == []                                    # no image was built
+        images.ensure_base(
+            load_base_spec("debian-trixie"),
+            platform="linux/riscv64",
+            cache_dir=cache,
+            log_path=tmp_path / "base.log",
+        )
+    assert list((cache / "tmp").iterdir()) == []  # the temp rootfs is gone
+    assert not (cache / "bases").exists()  # no record of a base
+    assert built == []  # no image was built
 
 
 def test_proc_is_mounted_from_inside_the_rootfs_never_through_a_symlink_to_the_hosts(tmp_path, monkeypatch):
@@ -236,7 +300,7 @@ def test_proc_is_mounted_from_inside_the_rootfs_never_through_a_symlink_to_the_h
     rootfs.mkdir()
     host_proc = tmp_path / "host-proc"
     host_proc.mkdir()
-    (rootfs / "proc").symlink_to(host_proc)          # what debootstrap's first stage leaves in a container
+    (rootfs / "proc").symlink_to(host_proc)  # what debootstrap's first stage leaves in a container
     ran = []
     monkeypatch.setattr(bootstrap.proc, "run", lambda cmd, **k: ran.append(cmd))
     monkeypatch.setattr(bootstrap, "mounts_under", lambda p, mounts=None: [str(rootfs.resolve() / "proc")])
@@ -259,7 +323,9 @@ def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tm
 
     def make_rootfs(req, rootfs, *, method, log_path, on_line, fetch_ahead):
         (rootfs / "var/lib/dpkg").mkdir(parents=True)
-        (rootfs / "var/lib/dpkg/status").write_text("Package: libc6\nStatus: install ok installed\nVersion: 2.41\n")
+        (rootfs / "var/lib/dpkg/status").write_text(
+            "Package: libc6\nStatus: install ok installed\nVersion: 2.41\n"
+        )
 
     def load(rootfs, scratch, *, tag, **_):
         engine[tag] = {"id": "sha256:" + "1" * 64, "labels": {}}
@@ -277,43 +343,69 @@ def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tm
 
 
 def test_bytecode_is_split_so_that_no_directory_is_in_two_runs():
-    files = [f"/usr/lib/python3/dist-packages/{d}/{n}.py" for d, k in (("pip", 5), ("six", 1), ("wheel", 3), ("yaml", 2))
-             for n in range(k)]
+    files = [
+        f"/usr/lib/python3/dist-packages/{d}/{n}.py"
+        for d, k in (("pip", 5), ("six", 1), ("wheel", 3), ("yaml", 2))
+        for n in range(k)
+    ]
     parts = bootstrap.split_by_directory(files, 2)
-    assert sorted(f for p in parts for f in p) == sorted(files)             # every file once
+    assert sorted(f for p in parts for f in p) == sorted(files)  # every file once
     dirs = [{f.rpartition("/")[0] for f in p} for p in parts]
-    assert not dirs[0] & dirs[1]                                            # a directory in one run only
-    assert sorted(len(p) for p in parts) == [5, 6]                          # about the same length
-    assert all(p == [f for f in files if f in p] for p in parts)            # in the files' order
-    assert bootstrap.split_by_directory(files[:1], 2) == [files[:1]] and bootstrap.split_by_directory([], 2) == []
+    assert not dirs[0] & dirs[1]  # a directory in one run only
+    assert sorted(len(p) for p in parts) == [5, 6]  # about the same length
+    assert all(p == [f for f in files if f in p] for p in parts)  # in the files' order
+    assert (
+        bootstrap.split_by_directory(files[:1], 2) == [files[:1]]
+        and bootstrap.split_by_directory([], 2) == []
+    )
 
 
 def test_the_deferred_work_is_certificates_and_two_bytecode_runs_side_by_side_then_other_calls(tmp_path):
     r = _rootfs_with_python(tmp_path)
-    calls = {bootstrap.UPDATE_CA: [["--hooksdir", "", "--fresh"], []],
-             bootstrap.PY3COMPILE: [["-p", "python3-pip"], ["-p", "python3-minimal", "/usr/share/python3/"],
-                                    ["-V", "3.13", "/opt/x"]]}
+    calls = {
+        bootstrap.UPDATE_CA: [["--hooksdir", "", "--fresh"], []],
+        bootstrap.PY3COMPILE: [
+            ["-p", "python3-pip"],
+            ["-p", "python3-minimal", "/usr/share/python3/"],
+            ["-V", "3.13", "/opt/x"],
+        ],
+    }
     tasks, after = bootstrap.deferred_runs(r, calls)
-    assert tasks == [("certificates", [[bootstrap.UPDATE_CA, "--fresh"]]),
-                     ("python bytecode 1", [[bootstrap.PY3COMPILE, "/usr/lib/python3/dist-packages/pip/__init__.py"]]),
-                     ("python bytecode 2", [[bootstrap.PY3COMPILE, "/usr/share/python3/debpython/files.py"]])]
-    assert after == [[bootstrap.PY3COMPILE, "-V", "3.13", "/opt/x"]]      # after the batch: may touch its dirs
+    assert tasks == [
+        ("certificates", [[bootstrap.UPDATE_CA, "--fresh"]]),
+        ("python bytecode 1", [[bootstrap.PY3COMPILE, "/usr/lib/python3/dist-packages/pip/__init__.py"]]),
+        ("python bytecode 2", [[bootstrap.PY3COMPILE, "/usr/share/python3/debpython/files.py"]]),
+    ]
+    assert after == [[bootstrap.PY3COMPILE, "-V", "3.13", "/opt/x"]]  # after the batch: may touch its dirs
     assert bootstrap.deferred_runs(r, {}) == ([], [])
 
 
 def test_the_standard_librarys_compile_calls_are_batched_by_interpreter_and_options_and_others_kept():
     mod = "/usr/lib/python3.13/py_compile.py"
-    calls = [["/usr/bin/python3.13", "-E", "-S", mod, "/usr/lib/python3.13/os.py", "/usr/lib/python3.13/re/__init__.py"],
-             ["/usr/bin/python3.13", "-E", "-S", mod, "/usr/lib/python3.13/os.py", "/usr/lib/python3.13/ast.py"],
-             ["/usr/bin/python3.13", "-E", "-S", "-O", mod, "/usr/lib/python3.13/os.py"],
-             ["/usr/bin/python3.13", "-m", "py_compile", "/x.py"],                  # another form
-             ["/usr/bin/python3.13", "-X", "dev", mod, "/y.py"],                     # an option not known
-             ["/usr/bin/python3.13", "-E", mod, "relative.py"]]                      # a relative file
+    calls = [
+        [
+            "/usr/bin/python3.13",
+            "-E",
+            "-S",
+            mod,
+            "/usr/lib/python3.13/os.py",
+            "/usr/lib/python3.13/re/__init__.py",
+        ],
+        ["/usr/bin/python3.13", "-E", "-S", mod, "/usr/lib/python3.13/os.py", "/usr/lib/python3.13/ast.py"],
+        ["/usr/bin/python3.13", "-E", "-S", "-O", mod, "/usr/lib/python3.13/os.py"],
+        ["/usr/bin/python3.13", "-m", "py_compile", "/x.py"],  # another form
+        ["/usr/bin/python3.13", "-X", "dev", mod, "/y.py"],  # an option not known
+        ["/usr/bin/python3.13", "-E", mod, "relative.py"],
+    ]  # a relative file
     groups, others = bootstrap.py_compile_batch(mod, calls)
-    assert groups == {("/usr/bin/python3.13", "-E", "-S", mod): ["/usr/lib/python3.13/os.py",
-                                                                   "/usr/lib/python3.13/re/__init__.py",
-                                                                   "/usr/lib/python3.13/ast.py"],
-                      ("/usr/bin/python3.13", "-E", "-S", "-O", mod): ["/usr/lib/python3.13/os.py"]}
+    assert groups == {
+        ("/usr/bin/python3.13", "-E", "-S", mod): [
+            "/usr/lib/python3.13/os.py",
+            "/usr/lib/python3.13/re/__init__.py",
+            "/usr/lib/python3.13/ast.py",
+        ],
+        ("/usr/bin/python3.13", "-E", "-S", "-O", mod): ["/usr/lib/python3.13/os.py"],
+    }
     assert others == calls[3:]
 
 
@@ -321,17 +413,36 @@ def test_deferred_runs_split_both_kinds_of_bytecode_by_directory_and_leave_out_w
     r = _rootfs_with_python(tmp_path)
     mod = "/usr/lib/python3.13/py_compile.py"
     std = ("/usr/bin/python3.13", "-E", "-S", mod)
-    calls = {bootstrap.PY3COMPILE: [["-p", "python3-pip"]],
-             mod: [[*std, "/usr/lib/python3.13/os.py", "/usr/lib/python3.13/ast.py", "/usr/lib/python3.13/re/_parser.py"]]}
+    calls = {
+        bootstrap.PY3COMPILE: [["-p", "python3-pip"]],
+        mod: [
+            [
+                *std,
+                "/usr/lib/python3.13/os.py",
+                "/usr/lib/python3.13/ast.py",
+                "/usr/lib/python3.13/re/_parser.py",
+            ]
+        ],
+    }
     tasks, after = bootstrap.deferred_runs(r, calls)
     assert after == []
     runs = [argvs for _, argvs in tasks]
-    assert sorted(map(len, runs)) == [1, 2] and [w for w, _ in tasks] == ["python bytecode 1", "python bytecode 2"]
+    assert sorted(map(len, runs)) == [1, 2] and [w for w, _ in tasks] == [
+        "python bytecode 1",
+        "python bytecode 2",
+    ]
     everything = sorted(tuple(a) for argvs in runs for a in argvs)
-    assert everything == sorted([(bootstrap.PY3COMPILE, "/usr/lib/python3/dist-packages/pip/__init__.py"),
-                                 (*std, "/usr/lib/python3.13/os.py", "/usr/lib/python3.13/ast.py"),
-                                 (*std, "/usr/lib/python3.13/re/_parser.py")])
-    done = {(std, "/usr/lib/python3.13/os.py"), ((bootstrap.PY3COMPILE,), "/usr/lib/python3/dist-packages/pip/__init__.py")}
+    assert everything == sorted(
+        [
+            (bootstrap.PY3COMPILE, "/usr/lib/python3/dist-packages/pip/__init__.py"),
+            (*std, "/usr/lib/python3.13/os.py", "/usr/lib/python3.13/ast.py"),
+            (*std, "/usr/lib/python3.13/re/_parser.py"),
+        ]
+    )
+    done = {
+        (std, "/usr/lib/python3.13/os.py"),
+        ((bootstrap.PY3COMPILE,), "/usr/lib/python3/dist-packages/pip/__init__.py"),
+    }
     tasks, _ = bootstrap.deferred_runs(r, calls, done=done)
     left = sorted(tuple(a) for _, argvs in tasks for a in argvs)
     assert left == sorted([(*std, "/usr/lib/python3.13/ast.py"), (*std, "/usr/lib/python3.13/re/_parser.py")])
@@ -344,19 +455,24 @@ def _stdlib(tmp_path: Path) -> tuple[Path, str]:
     lib.mkdir(parents=True)
     (lib / "py_compile.py").write_text("def compile(f):\n    return 'real ' + f\n")
     (r / "usr/lib/python3.9").mkdir()
-    (r / "usr/lib/python3.9/py_compile.py").write_text("")        # before sys.orig_argv: not deferred
+    (r / "usr/lib/python3.9/py_compile.py").write_text("")  # before sys.orig_argv: not deferred
     return r, "/usr/lib/python3.13/py_compile.py"
 
 
 def test_the_py_compile_modules_of_python_3_10_and_later_are_deferred_each_with_a_record_of_its_own(tmp_path):
     r, mod = _stdlib(tmp_path)
     assert bootstrap.py_compile_modules(r) == [mod]
-    names = {bootstrap.DeferredModule(r, mod).record_name, bootstrap.Deferred(r, bootstrap.PY3COMPILE).record_name,
-             bootstrap.DeferredModule(r, "/usr/lib/python3.14/py_compile.py").record_name}
+    names = {
+        bootstrap.DeferredModule(r, mod).record_name,
+        bootstrap.Deferred(r, bootstrap.PY3COMPILE).record_name,
+        bootstrap.DeferredModule(r, "/usr/lib/python3.14/py_compile.py").record_name,
+    }
     assert len(names) == 3
 
 
-def test_the_py_compile_recorder_writes_down_a_script_call_and_is_the_real_module_when_imported(tmp_path, monkeypatch):
+def test_the_py_compile_recorder_writes_down_a_script_call_and_is_the_real_module_when_imported(
+    tmp_path, monkeypatch
+):
     import importlib.util
     import sys
 
@@ -367,7 +483,7 @@ def test_the_py_compile_recorder_writes_down_a_script_call_and_is_the_real_modul
         text = path.read_text()
         written = []
 
-        class Record:                       # the record file, as the recorder opens it in the rootfs
+        class Record:  # the record file, as the recorder opens it in the rootfs
             def __enter__(self):
                 return self
 
@@ -390,23 +506,30 @@ def test_the_py_compile_recorder_writes_down_a_script_call_and_is_the_real_modul
             return scope
 
         scope = run_as(["/usr/bin/python3.13", "-E", "-S", mod, "/a.py", ""])
-        assert written == [f"call\t/usr/bin/python3.13\t-E\t-S\t{mod}\t/a.py\t\t\n"] and "compile" not in scope
-        for other in (["/usr/bin/python3.13", "-m", "py_compile", "-"],      # as py3compile runs it: names on stdin
-                      ["/usr/bin/python3.13", mod, "-"], ["/usr/bin/python3.13", mod]):
+        assert (
+            written == [f"call\t/usr/bin/python3.13\t-E\t-S\t{mod}\t/a.py\t\t\n"] and "compile" not in scope
+        )
+        for other in (
+            ["/usr/bin/python3.13", "-m", "py_compile", "-"],  # as py3compile runs it: names on stdin
+            ["/usr/bin/python3.13", mod, "-"],
+            ["/usr/bin/python3.13", mod],
+        ):
             scope = run_as(other)
-            assert len(written) == 1 and scope["compile"]("y") == "real y", other      # the real module ran
+            assert len(written) == 1 and scope["compile"]("y") == "real y", other  # the real module ran
         spec = importlib.util.spec_from_file_location("py_compile_under_test", path)
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)                      # imported: the real module, compiled to a .pyc
+        spec.loader.exec_module(module)  # imported: the real module, compiled to a .pyc
         assert module.compile("x") == "real x"
         pycache = path.parent / "__pycache__"
         (pycache).mkdir(exist_ok=True)
         (pycache / "py_compile.cpython-313.pyc").write_bytes(b"the recorder's")
     assert path.read_text() == "def compile(f):\n    return 'real ' + f\n"
-    assert list(pycache.glob("py_compile.*.pyc")) == []     # no bytecode of the recorder is left
+    assert list(pycache.glob("py_compile.*.pyc")) == []  # no bytecode of the recorder is left
 
 
-def test_bytecode_is_compiled_on_the_way_with_the_real_programs_and_only_what_succeeded_counts_as_done(tmp_path):
+def test_bytecode_is_compiled_on_the_way_with_the_real_programs_and_only_what_succeeded_counts_as_done(
+    tmp_path,
+):
     import time
 
     r = _rootfs_with_python(tmp_path)
@@ -415,8 +538,10 @@ def test_bytecode_is_compiled_on_the_way_with_the_real_programs_and_only_what_su
     lib.mkdir(parents=True)
     (lib / "py_compile.py").write_text("")
     mod = "/usr/lib/python3.13/py_compile.py"
-    deferred = {bootstrap.PY3COMPILE: bootstrap.Deferred(r, bootstrap.PY3COMPILE),
-                mod: bootstrap.DeferredModule(r, mod)}
+    deferred = {
+        bootstrap.PY3COMPILE: bootstrap.Deferred(r, bootstrap.PY3COMPILE),
+        mod: bootstrap.DeferredModule(r, mod),
+    }
     ran, fail = [], []
 
     def run(argvs):
@@ -430,19 +555,31 @@ def test_bytecode_is_compiled_on_the_way_with_the_real_programs_and_only_what_su
             time.sleep(0.01)
         time.sleep(0.05)
 
-    with deferred[bootstrap.PY3COMPILE], deferred[mod], bootstrap.EarlyWork(r, deferred, run, poll=0.01) as early:
+    with (
+        deferred[bootstrap.PY3COMPILE],
+        deferred[mod],
+        bootstrap.EarlyWork(r, deferred, run, poll=0.01) as early,
+    ):
         pycalls = deferred[bootstrap.PY3COMPILE].record
-        pycalls.write_text("call\t-p\tpython3-pip\t\ncall\t-p\tpython3-mini")          # the second half-written
+        pycalls.write_text("call\t-p\tpython3-pip\t\ncall\t-p\tpython3-mini")  # the second half-written
         wait_for(1)
-        assert ran == [[["/usr/bin/py3compile.rvport-real", "/usr/lib/python3/dist-packages/pip/__init__.py"]]]
+        assert ran == [
+            [["/usr/bin/py3compile.rvport-real", "/usr/lib/python3/dist-packages/pip/__init__.py"]]
+        ]
         fail.append(True)
         std = ["/usr/bin/python3.13", "-E", "-S", mod]
-        deferred[mod].record.write_text("call\t" + "\t".join([*std, mod, "/usr/lib/python3.13/os.py"]) + "\t\n")
+        deferred[mod].record.write_text(
+            "call\t" + "\t".join([*std, mod, "/usr/lib/python3.13/os.py"]) + "\t\n"
+        )
         wait_for(2)
-        assert ran[1] == [["/usr/bin/python3.13", "-E", "-S", mod + ".rvport-real", "/usr/lib/python3.13/os.py"]]
+        assert ran[1] == [
+            ["/usr/bin/python3.13", "-E", "-S", mod + ".rvport-real", "/usr/lib/python3.13/os.py"]
+        ]
     assert early.done == {((bootstrap.PY3COMPILE,), "/usr/lib/python3/dist-packages/pip/__init__.py")}
-    assert len(early.failed) >= 1                                          # the failed batch is left for afterwards
-    assert all(mod not in argv[4:] for argvs in ran for argv in argvs)     # the module's own source (the recorder) too
+    assert len(early.failed) >= 1  # the failed batch is left for afterwards
+    assert all(
+        mod not in argv[4:] for argvs in ran for argv in argvs
+    )  # the module's own source (the recorder) too
 
 
 def _rootfs_with_certificates(tmp_path: Path) -> Path:
@@ -460,7 +597,7 @@ def _rootfs_with_certificates(tmp_path: Path) -> Path:
 def _early(r: Path, deferred: dict, record_lines: str, ran: list) -> bootstrap.EarlyWork:
     with deferred[bootstrap.UPDATE_CA], bootstrap.EarlyWork(r, deferred, ran.append, poll=0.01) as early:
         deferred[bootstrap.UPDATE_CA].record.write_text(record_lines)
-        early._threads[1].join(10)           # the certificates' thread: it ends once it has seen the call
+        early._threads[1].join(10)  # the certificates' thread: it ends once it has seen the call
     early.join()
     return early
 
@@ -470,14 +607,14 @@ def test_the_certificates_are_made_on_the_way_once_and_count_as_done_only_while_
     deferred = {bootstrap.UPDATE_CA: bootstrap.Deferred(r, bootstrap.UPDATE_CA)}
     ran: list = []
     early = _early(r, deferred, "call\t--hooksdir\t\t--fresh\t\n", ran)
-    assert ran == [[["/usr/sbin/update-ca-certificates.rvport-real", "--fresh"]]]       # once, the real program
+    assert ran == [[["/usr/sbin/update-ca-certificates.rvport-real", "--fresh"]]]  # once, the real program
     assert early.certificates_started
-    final = [["--hooksdir", "", "--fresh"], []]                                          # with the trigger's call
+    final = [["--hooksdir", "", "--fresh"], []]  # with the trigger's call
     assert early.certificates_done(final) == [["--fresh"]]
     tasks, _ = bootstrap.deferred_runs(r, {bootstrap.UPDATE_CA: final}, certificates=False)
     assert tasks == []
-    assert early.certificates_done([*final, ["--certsconf", "/x"]]) is None     # a call the batch does not cover
-    (r / "usr/share/ca-certificates/mozilla/B.crt").write_text("B")              # a certificate added since
+    assert early.certificates_done([*final, ["--certsconf", "/x"]]) is None  # a call the batch does not cover
+    (r / "usr/share/ca-certificates/mozilla/B.crt").write_text("B")  # a certificate added since
     assert early.certificates_done(final) is None
 
 
@@ -497,30 +634,47 @@ def test_certificates_made_early_that_do_not_stand_are_made_again_after_the_byte
     deferred = {bootstrap.UPDATE_CA: bootstrap.Deferred(r, bootstrap.UPDATE_CA)}
     ran: list = []
     early = _early(r, deferred, "call\t--hooksdir\t\t--fresh\t\n", ran)
-    (r / "etc/ca-certificates.conf").write_text("mozilla/A.crt\n!mozilla/B.crt\n")   # changed after they started
+    (r / "etc/ca-certificates.conf").write_text(
+        "mozilla/A.crt\n!mozilla/B.crt\n"
+    )  # changed after they started
     lines: list = []
-    bootstrap._run_deferred(r, {bootstrap.UPDATE_CA: [["--hooksdir", "", "--fresh"], []]}, early=early,
-                            run=ran.append, on_line=lines.append)
-    assert ran[1:] == [[[bootstrap.UPDATE_CA, "--fresh"]], []]          # made again, then the (empty) rest
+    bootstrap._run_deferred(
+        r,
+        {bootstrap.UPDATE_CA: [["--hooksdir", "", "--fresh"], []]},
+        early=early,
+        run=ran.append,
+        on_line=lines.append,
+    )
+    assert ran[1:] == [[[bootstrap.UPDATE_CA, "--fresh"]], []]  # made again, then the (empty) rest
     assert lines == ["bootstrap: the certificates made while dpkg configured do not stand: made again"]
 
 
 def test_the_inputs_of_update_ca_certificates_are_every_path_it_reads(tmp_path):
     r = _rootfs_with_certificates(tmp_path)
     before = bootstrap.ca_inputs(r)
-    assert ("usr/share/ca-certificates/mozilla/A.crt" in {e[0] for e in before}
-            and ("usr/local/share/ca-certificates", None) in before)
+    assert (
+        "usr/share/ca-certificates/mozilla/A.crt" in {e[0] for e in before}
+        and ("usr/local/share/ca-certificates", None) in before
+    )
     (r / "usr/local/share/ca-certificates").mkdir(parents=True)
     assert bootstrap.ca_inputs(r) != before
 
 
-@pytest.mark.parametrize("platform, method, ahead", [
-    ("linux/riscv64", bootstrap.SPLIT, True),
-    ("linux/amd64", bootstrap.CLASSIC, True),          # the host's own platform: debootstrap runs natively
-    ("linux/riscv64", bootstrap.CLASSIC, False),       # the reference way (RVPORT_BOOTSTRAP=debootstrap) as it was
-])
-def test_packages_are_fetched_ahead_but_for_a_foreign_base_made_the_classic_way(tmp_path, monkeypatch, platform,
-                                                                                method, ahead):
+@pytest.mark.parametrize(
+    "platform, method, ahead",
+    [
+        ("linux/riscv64", bootstrap.SPLIT, True),
+        ("linux/amd64", bootstrap.CLASSIC, True),  # the host's own platform: debootstrap runs natively
+        (
+            "linux/riscv64",
+            bootstrap.CLASSIC,
+            False,
+        ),  # the reference way (RVPORT_BOOTSTRAP=debootstrap) as it was
+    ],
+)
+def test_packages_are_fetched_ahead_but_for_a_foreign_base_made_the_classic_way(
+    tmp_path, monkeypatch, platform, method, ahead
+):
     from rvport.build import buildx, images, rootfs_image
 
     monkeypatch.setattr(images, "bootstrap_method", lambda p: (method, "test"))
@@ -537,8 +691,12 @@ def test_packages_are_fetched_ahead_but_for_a_foreign_base_made_the_classic_way(
 
     monkeypatch.setattr(bootstrap, "make_rootfs", make_rootfs)
     monkeypatch.setattr(rootfs_image, "load_rootfs", lambda *a, **k: "sha256:" + "1" * 64)
-    images.ensure_base(load_base_spec("debian-trixie"), platform=platform, cache_dir=tmp_path / "cache",
-                       log_path=tmp_path / "base.log")
+    images.ensure_base(
+        load_base_spec("debian-trixie"),
+        platform=platform,
+        cache_dir=tmp_path / "cache",
+        log_path=tmp_path / "base.log",
+    )
     assert seen == [ahead]
 
 
@@ -547,6 +705,10 @@ def test_work_in_the_rootfs_runs_chrooted_and_the_early_bytecode_at_a_lower_prio
     monkeypatch.setattr(bootstrap.proc, "stream", lambda cmd, **k: ran.append(cmd) or 0)
     r = tmp_path / "rootfs"
     bootstrap._run_in_rootfs(r, [["/usr/bin/py3compile", "/a.py"]], log_path=None, on_line=print, env={})
-    bootstrap._run_in_rootfs(r, [["/usr/bin/py3compile", "/b.py"]], log_path=None, on_line=print, env={}, nice=True)
-    assert ran == [["chroot", str(r), "/usr/bin/py3compile", "/a.py"],
-                   ["nice", "-n", "10", "chroot", str(r), "/usr/bin/py3compile", "/b.py"]]
+    bootstrap._run_in_rootfs(
+        r, [["/usr/bin/py3compile", "/b.py"]], log_path=None, on_line=print, env={}, nice=True
+    )
+    assert ran == [
+        ["chroot", str(r), "/usr/bin/py3compile", "/a.py"],
+        ["nice", "-n", "10", "chroot", str(r), "/usr/bin/py3compile", "/b.py"],
+    ]

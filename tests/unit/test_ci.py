@@ -3,55 +3,99 @@ options and the docker-driver refusal, and the CI progress lines (folded groups)
 
 from __future__ import annotations
 
-import re
-
 import io
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from rvport.cli import ci
 from rvport.build.buildx import BuildSpec, check_cache_export
-from rvport.errors import UsageError
+from rvport.cli import ci
 from rvport.cli.progress import Reporter
+from rvport.errors import UsageError
 
 SHA = "688d089cd175f1fa94d6524ebbfa96d479760fc46c4411983e852779c1d5d244"
 
 
 def stage(recipe: str, status: str, **kw) -> dict:
-    doc = {"recipe": recipe, "version": "1.0", "kind": "python-wheel", "mode": "qemu", "status": status,
-           "timings": {}, "commands": [], "images": {}, "artifacts": [], "verify": None, "smoke": None,
-           "error": None, "log_tail": []}
+    doc = {
+        "recipe": recipe,
+        "version": "1.0",
+        "kind": "python-wheel",
+        "mode": "qemu",
+        "status": status,
+        "timings": {},
+        "commands": [],
+        "images": {},
+        "artifacts": [],
+        "verify": None,
+        "smoke": None,
+        "error": None,
+        "log_tail": [],
+    }
     doc.update(kw)
     return doc
 
 
 OK_DOC = {
-    "schema": 1, "kind": "rvport-result", "status": "ok", "failing_stage": None, "tag": "local",
-    "profile": {"name": "rvv256"}, "started": "2026-01-01T00:00:00Z", "duration_s": 75.5,
+    "schema": 1,
+    "kind": "rvport-result",
+    "status": "ok",
+    "failing_stage": None,
+    "tag": "local",
+    "profile": {"name": "rvv256"},
+    "started": "2026-01-01T00:00:00Z",
+    "duration_s": 75.5,
     "stages": [
-        stage("msgspec", "cached", timings={"fetch": 0.01, "base": 0.1, "toolchain": 1.0},
-              artifacts=[{"path": "msgspec/msgspec-0.23.0-cp313-cp313-linux_riscv64.whl", "size": 240200,
-                          "sha256": SHA}],
-              verify={"ok": True, "reports": [{"artifacts": [{"path": "/tmp/x/msgspec.whl", "verdict": "pass",
-                                                               "reasons": []}]}]},
-              smoke={"status": "passed", "output": ["msgspec ok 0.23.0"]}),
-        stage("tiktoken", "ok", timings={"fetch": 2.0, "build": 60.25, "verify": 1.5, "smoke": 10.0},
-              artifacts=[{"path": "tiktoken/t.whl", "size": 3 * 2**20, "sha256": "ab" * 32}],
-              verify={"ok": True, "reports": []}, smoke={"status": "passed", "output": []}),
+        stage(
+            "msgspec",
+            "cached",
+            timings={"fetch": 0.01, "base": 0.1, "toolchain": 1.0},
+            artifacts=[
+                {
+                    "path": "msgspec/msgspec-0.23.0-cp313-cp313-linux_riscv64.whl",
+                    "size": 240200,
+                    "sha256": SHA,
+                }
+            ],
+            verify={
+                "ok": True,
+                "reports": [
+                    {"artifacts": [{"path": "/tmp/x/msgspec.whl", "verdict": "pass", "reasons": []}]}
+                ],
+            },
+            smoke={"status": "passed", "output": ["msgspec ok 0.23.0"]},
+        ),
+        stage(
+            "tiktoken",
+            "ok",
+            timings={"fetch": 2.0, "build": 60.25, "verify": 1.5, "smoke": 10.0},
+            artifacts=[{"path": "tiktoken/t.whl", "size": 3 * 2**20, "sha256": "ab" * 32}],
+            verify={"ok": True, "reports": []},
+            smoke={"status": "passed", "output": []},
+        ),
     ],
 }
 OK_DOC["artifacts"] = [dict(a, recipe=s["recipe"]) for s in OK_DOC["stages"] for a in s["artifacts"]]
 
-FAILED_DOC = dict(OK_DOC, status="failed", failing_stage="broken", stages=[
-    OK_DOC["stages"][0],
-    stage("broken", "failed", timings={"build": 3.0},
-          error="broken==1.0: docker buildx build failed (exit status 3) <&>\n    hint: full log: /o/logs/broken.log",
-          log_tail=["+ echo starting the build of broken", "+ exit 3"]),
-    stage("after", "not run"),
-])
+FAILED_DOC = dict(
+    OK_DOC,
+    status="failed",
+    failing_stage="broken",
+    stages=[
+        OK_DOC["stages"][0],
+        stage(
+            "broken",
+            "failed",
+            timings={"build": 3.0},
+            error="broken==1.0: docker buildx build failed (exit status 3) <&>\n    hint: full log: /o/logs/broken.log",
+            log_tail=["+ echo starting the build of broken", "+ exit 3"],
+        ),
+        stage("after", "not run"),
+    ],
+)
 
 
 def test_summary_lists_stages_verdicts_cache_hits_timings_and_artifacts():
@@ -61,7 +105,7 @@ def test_summary_lists_stages_verdicts_cache_hits_timings_and_artifacts():
     assert "Cache hits: 1 of 2 stage(s) reused verified artifacts (msgspec)" in md
     assert "| msgspec | 1.0 | qemu | cached | ok | passed | 1.1 s |" in md
     assert "| tiktoken | 1.0 | qemu | ok | ok | passed | 73.8 s |" in md
-    assert "| tiktoken | 2.0 | - | - | 60.2 | 1.5 | 10.0 |" in md          # fetch base toolchain build verify smoke
+    assert "| tiktoken | 2.0 | - | - | 60.2 | 1.5 | 10.0 |" in md  # fetch base toolchain build verify smoke
     assert f"| `msgspec/msgspec-0.23.0-cp313-cp313-linux_riscv64.whl` | 234.6 KiB | `{SHA}` |" in md
     assert "| `tiktoken/t.whl` | 3.0 MiB |" in md
     assert "<details>" not in md
@@ -73,7 +117,7 @@ def test_summary_of_a_failure_names_the_stage_and_carries_error_and_log_tail():
     assert "failing stage: **broken**" in md
     assert "| broken | 1.0 | qemu | failed | - | - | 3.0 s |" in md
     assert "| after | 1.0 | qemu | not run | - | - | 0.0 s |" in md
-    details = md[md.index("<details>"):]
+    details = md[md.index("<details>") :]
     assert "docker buildx build failed (exit status 3)" in details and "+ exit 3" in details
 
 
@@ -90,7 +134,12 @@ def test_junit_has_one_case_per_stage_with_verify_smoke_and_failure_details(tmp_
     path = ci.write_junit(tmp_path / "reports" / "rvport.xml", FAILED_DOC)
     root = ET.parse(path).getroot()
     assert root.tag == "testsuites"
-    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == ("3", "1", "0", "1")
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
+        "3",
+        "1",
+        "0",
+        "1",
+    )
     (suite,) = root.findall("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert list(cases) == ["msgspec==1.0", "broken==1.0", "after==1.0"]
@@ -103,7 +152,10 @@ def test_junit_has_one_case_per_stage_with_verify_smoke_and_failure_details(tmp_
     bad = cases["broken==1.0"]
     failure = bad.find("failure")
     assert failure.get("message") == "broken==1.0: docker buildx build failed (exit status 3) <&>"
-    assert "hint: full log" in failure.text and "--- log tail ---\n+ echo starting the build of broken\n+ exit 3" in failure.text
+    assert (
+        "hint: full log" in failure.text
+        and "--- log tail ---\n+ echo starting the build of broken\n+ exit 3" in failure.text
+    )
     assert bad.get("time") == "3.0"
     assert cases["after==1.0"].find("skipped") is not None
 
@@ -116,8 +168,13 @@ def test_junit_marks_an_interrupted_stage_as_an_error():
 
 
 def test_buildspec_cache_options():
-    spec = BuildSpec(context=Path("/c"), dockerfile=Path("/c/Dockerfile"), platform="linux/riscv64",
-                     cache_to=Path("/cache/new"), cache_from=Path("/cache/old"))
+    spec = BuildSpec(
+        context=Path("/c"),
+        dockerfile=Path("/c/Dockerfile"),
+        platform="linux/riscv64",
+        cache_to=Path("/cache/new"),
+        cache_from=Path("/cache/old"),
+    )
     argv = spec.argv()
     assert argv[argv.index("--cache-from") + 1] == "type=local,src=/cache/old"
     assert argv[argv.index("--cache-to") + 1] == "type=local,dest=/cache/new,mode=max"
@@ -131,7 +188,7 @@ def test_cache_export_is_refused_on_the_docker_driver_with_a_hint():
         check_cache_export(None, info={"name": "default", "driver": "docker", "platforms": []})
     assert "docker driver" in e.value.message
     assert "docker buildx create" in e.value.hint and "--driver docker-container" in e.value.hint
-    check_cache_export("rv", info={"name": "rv", "driver": "docker-container", "platforms": []})   # accepted
+    check_cache_export("rv", info={"name": "rv", "driver": "docker-container", "platforms": []})  # accepted
 
 
 def _lines(ci_name: str) -> list[str]:
@@ -147,9 +204,9 @@ def _lines(ci_name: str) -> list[str]:
 def test_github_groups_fold_each_stage():
     lines = _lines("github")
     assert lines[0] == "::group::msgspec: msgspec==0.23.0 [qemu]"
-    assert lines[1] == "#7 [build 3/5] RUN " + "x" * 100      # build output is never wrapped
+    assert lines[1] == "#7 [build 3/5] RUN " + "x" * 100  # build output is never wrapped
     assert lines[2] == "::endgroup::"
-    assert re.search(r"msgspec: ok \(\d+\.\ds\)$", lines[3]), lines[3]   # the time taken, whatever the load
+    assert re.search(r"msgspec: ok \(\d+\.\ds\)$", lines[3]), lines[3]  # the time taken, whatever the load
 
 
 def test_gitlab_sections_fold_each_stage():

@@ -31,8 +31,8 @@ def test_action_is_a_composite_that_sets_up_installs_and_builds_without_uploadin
     assert "$GITHUB_ACTION_PATH/scripts/setup-host" in runs and (ROOT / "scripts/setup-host").is_file()
     assert 'pip install -q "$GITHUB_ACTION_PATH"' in runs
     assert "rvport --ci build" in runs and "--cache-dir" in runs and "--junit" in runs
-    assert not any("uses" in s for s in a["runs"]["steps"])          # uploads and caches nothing itself
-    for s in a["runs"]["steps"]:                                      # inputs reach shells through env only
+    assert not any("uses" in s for s in a["runs"]["steps"])  # uploads and caches nothing itself
+    for s in a["runs"]["steps"]:  # inputs reach shells through env only
         assert "${{" not in s.get("run", ""), s["name"]
 
 
@@ -54,7 +54,7 @@ def test_ci_doc_examples_use_the_real_action_inputs_and_template_job():
     (rv,) = [s for s in steps if s.get("id") == "rvport"]
     assert set(rv["with"]) <= set(_action()["inputs"])
     cache = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache"))
-    assert cache["with"]["path"] == rv["with"]["cache"]              # the cache between runs is the action's
+    assert cache["with"]["path"] == rv["with"]["cache"]  # the cache between runs is the action's
     gitlab = next(b for b in blocks if "include" in b)
     assert gitlab["include"][0]["file"] == "ci/gitlab/rvport.gitlab-ci.yml"
     job = next(v for k, v in gitlab.items() if k != "include")
@@ -69,7 +69,7 @@ def test_commands_doc_names_every_command_and_option():
     def walk(cmd, path):
         heading = f"`{path}`"
         assert heading in text, f"{path} is not documented in docs/commands.md"
-        section = text[text.index(heading):]
+        section = text[text.index(heading) :]
         nxt = re.search(r"\n#{2,3} `", section[1:])
         section = section[: nxt.start() + 1] if nxt else section
         for p in cmd.params:
@@ -86,5 +86,5 @@ def test_readme_links_the_docs_and_keeps_two_setup_commands():
     for doc in ("getting-started", "commands", "ci", "troubleshooting", "exit-codes"):
         assert f"docs/{doc}.md" in readme, doc
         assert (ROOT / "docs" / f"{doc}.md").is_file()
-    quick = readme[readme.index("## Quick start"):readme.index("## What else")]
+    quick = readme[readme.index("## Quick start") : readme.index("## What else")]
     assert quick.count("```sh") == 2 and quick.count("scripts/setup-host &&") == 2

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import jsonschema
 
@@ -14,8 +13,13 @@ from rvport import manifest
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rvport", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "rvport", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_plan_all_writes_eight_recipes_in_dependency_order(tmp_path):
@@ -25,7 +29,9 @@ def test_plan_all_writes_eight_recipes_in_dependency_order(tmp_path):
     jsonschema.validate(doc, manifest.schema("plan"))
     order = doc["order"]
     assert len(order) == 8
-    assert order.index("torch") < order.index("vllm") and order.index("glide-ffi") < order.index("semantic-router")
+    assert order.index("torch") < order.index("vllm") and order.index("glide-ffi") < order.index(
+        "semantic-router"
+    )
     assert order.index("router-ml-binding") < order.index("semantic-router")
     assert "msgspec==0.23.0" in cp.stdout and "to be recorded on first verified fetch" in cp.stdout
 
@@ -34,7 +40,7 @@ def test_unknown_option_profile_and_mode_are_usage_errors(tmp_path):
     assert run("plan", "--bogus").returncode == 2
     cp = run("plan", "msgspec", "--profile", "rvv512", "-o", str(tmp_path))
     assert cp.returncode == 2 and "choose one of: rv64gc, rvv128, rvv256, rvv256-bf16" in cp.stderr
-    cp = run("plan", "msgspec", "--mode", "native", "-o", str(tmp_path))   # this host is not riscv64
+    cp = run("plan", "msgspec", "--mode", "native", "-o", str(tmp_path))  # this host is not riscv64
     if os.uname().machine != "riscv64":
         assert cp.returncode == 2 and "riscv64 host" in cp.stderr
     cp = run("plan", "nosuchrecipe", "-o", str(tmp_path))
@@ -42,9 +48,11 @@ def test_unknown_option_profile_and_mode_are_usage_errors(tmp_path):
 
 
 def test_bad_recipes_exit_3_with_every_problem_located_and_no_traceback(tmp_path):
-    (tmp_path / "a.yaml").write_text("schema: 1\nname: a\nkind: python-wheel\nversions:\n  - version: '1'\n"
-                                     "    sources:\n      - name: s\n        url: https://example.org/a.tgz\n"
-                                     "        sha256: nothex\n    colour: red\n")
+    (tmp_path / "a.yaml").write_text(
+        "schema: 1\nname: a\nkind: python-wheel\nversions:\n  - version: '1'\n"
+        "    sources:\n      - name: s\n        url: https://example.org/a.tgz\n"
+        "        sha256: nothex\n    colour: red\n"
+    )
     (tmp_path / "b.yaml").write_text("schema: 1\nname: b\nkind: [oops\n")
     cp = run("plan", "--all", "--recipes", str(tmp_path), "-o", str(tmp_path / "out"))
     assert cp.returncode == 3, cp.stderr
@@ -79,7 +87,9 @@ def test_the_plan_table_shows_an_in_tree_lock():
     from rvport.plan.planner import Request, make_plan
 
     host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
-    plan = make_plan(load_catalogue(), Request(refs=("router-ml-binding",), profile=get_profile("rv64gc")), host)
+    plan = make_plan(
+        load_catalogue(), Request(refs=("router-ml-binding",), profile=get_profile("rv64gc")), host
+    )
     lock = plan.stages[-1].recipe.lock
     console = Console(width=400, record=True)
     console.print(plan_table(plan))

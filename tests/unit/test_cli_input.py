@@ -13,8 +13,13 @@ import pytest
 
 
 def run(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rvport", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "rvport", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def no_traceback(cp: subprocess.CompletedProcess) -> bool:
@@ -37,13 +42,17 @@ sys.argv = ["rvport", "recipes", "list"]
 """
 
 
-@pytest.mark.parametrize("start", [
-    "from rvport.cli.entry import main\nmain()",                      # the console script's function
-    "import runpy\nrunpy.run_module('rvport', run_name='__main__')",    # python -m rvport
-])
+@pytest.mark.parametrize(
+    "start",
+    [
+        "from rvport.cli.entry import main\nmain()",  # the console script's function
+        "import runpy\nrunpy.run_module('rvport', run_name='__main__')",  # python -m rvport
+    ],
+)
 def test_ctrl_c_while_importing_prints_interrupted_and_exits_8(start):
-    cp = subprocess.run([sys.executable, "-c", _INTERRUPT_DURING_IMPORTS + start], capture_output=True,
-                        text=True, timeout=60)
+    cp = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_DURING_IMPORTS + start], capture_output=True, text=True, timeout=60
+    )
     assert cp.returncode == 8, cp.stderr
     assert cp.stderr.strip() == "interrupted" and no_traceback(cp)
 
@@ -54,6 +63,7 @@ def test_console_script_starts_at_the_entry_module():
 
 
 # ---- the command line itself -------------------------------------------------------------------------------
+
 
 def rvport_script(*args: str) -> subprocess.CompletedProcess:
     """The installed console script itself (beside this interpreter in the environment)."""
@@ -69,13 +79,16 @@ def test_the_installed_script_exits_2_on_command_line_mistakes(args):
     assert cp.stderr.rstrip().splitlines()[-1].startswith("Error: ") and len(cp.stderr.splitlines()) <= 5
 
 
-@pytest.mark.parametrize("args, says", [
-    ((), "Missing command"),
-    (("bogus",), "No such command 'bogus'"),
-    (("b[red]o[/]gus",), "No such command 'b[red]o[/]gus'"),
-    (("plan", "--jobs", "abc", "msgspec"), "Invalid value for '--jobs'"),
-    (("verify",), "Missing command"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ((), "Missing command"),
+        (("bogus",), "No such command 'bogus'"),
+        (("b[red]o[/]gus",), "No such command 'b[red]o[/]gus'"),
+        (("plan", "--jobs", "abc", "msgspec"), "Invalid value for '--jobs'"),
+        (("verify",), "Missing command"),
+    ],
+)
 def test_command_line_mistakes_exit_2_with_a_short_message(args, says):
     cp = run(*args)
     assert cp.returncode == 2, cp.stderr
@@ -158,6 +171,7 @@ def test_every_profile_option_defaults_to_rvv256():
     # verify artifacts: None means the provenance's profile with --provenance, else DEFAULT_PROFILE (rvv256)
     assert {v for k, v in found.items() if k != "artifacts"} == {"rvv256"} and found["artifacts"] is None
     from rvport.cli.options import DEFAULT_PROFILE
+
     assert DEFAULT_PROFILE == "rvv256"
 
 
@@ -167,10 +181,12 @@ MARKUP_NAMES = ["a[b]c", "x[/b]y", "[bold]z[/bold]"]
 
 
 def recipe_text(name: str = "demo", description: str = "a demo", extra: str = "") -> str:
-    return (f"schema: 1\nname: {name}\nkind: python-wheel\ndescription: {description!r}\nbuild: [make]\n"
-            "versions:\n  - version: '1.0'\n    sources:\n      - name: main\n"
-            "        url: https://example.org/demo-1.0.tar.gz\n"
-            f"        sha256: {'a' * 64}\n{extra}")
+    return (
+        f"schema: 1\nname: {name}\nkind: python-wheel\ndescription: {description!r}\nbuild: [make]\n"
+        "versions:\n  - version: '1.0'\n    sources:\n      - name: main\n"
+        "        url: https://example.org/demo-1.0.tar.gz\n"
+        f"        sha256: {'a' * 64}\n{extra}"
+    )
 
 
 def tiny_wheel(path: Path, member: str) -> Path:
@@ -186,7 +202,7 @@ def tiny_wheel(path: Path, member: str) -> Path:
 
 @pytest.mark.parametrize("name", MARKUP_NAMES)
 def test_verify_prints_file_and_member_names_literally(tmp_path, name):
-    odd = tmp_path / name.replace("/", "")   # a file name holds no '/': "x[b]y"; a wheel member may: "x[/b]y"
+    odd = tmp_path / name.replace("/", "")  # a file name holds no '/': "x[b]y"; a wheel member may: "x[/b]y"
     odd.write_bytes(b"not an artifact\n")
     whl = tiny_wheel(tmp_path / "demo-1.0-cp312-cp312-linux_riscv64.whl", f"demo/{name}.so")
     cp = run("verify", "artifacts", str(odd), str(whl), env={"COLUMNS": "300"})
@@ -216,9 +232,20 @@ def test_views_keep_markup_like_names_literal():
     from rvport.cli.progress import LiveReporter
     from rvport.cli.views import result_table
 
-    doc = {"status": "failed", "profile": {"name": "rvv256"}, "tag": "t[/]",
-           "stages": [{"recipe": "a[b]c", "version": "1", "status": "failed", "timings": {"build": 1.0},
-                       "artifacts": [{"path": "x[/b]y.whl", "size": 1, "sha256": "0" * 64}]}]}
+    doc = {
+        "status": "failed",
+        "profile": {"name": "rvv256"},
+        "tag": "t[/]",
+        "stages": [
+            {
+                "recipe": "a[b]c",
+                "version": "1",
+                "status": "failed",
+                "timings": {"build": 1.0},
+                "artifacts": [{"path": "x[/b]y.whl", "size": 1, "sha256": "0" * 64}],
+            }
+        ],
+    }
     con = Console(record=True, width=200)
     con.print(result_table(doc))
     rep = LiveReporter(con, None)
@@ -240,14 +267,15 @@ def test_tables_follow_columns_and_keep_names_whole():
     cells = {c.strip() for line in narrow.stdout.splitlines() for c in line.split("│")}
     for name in cat.names:
         r = cat.default(name)
-        assert name in cells and r.kind.value in cells      # whole, each on its own line of the cell
+        assert name in cells and r.kind.value in cells  # whole, each on its own line of the cell
     wide = run("recipes", "list", env={"COLUMNS": "250"})
-    assert max(len(line) for line in wide.stdout.splitlines()) > 140   # not held to 140 when COLUMNS says more
+    assert max(len(line) for line in wide.stdout.splitlines()) > 140  # not held to 140 when COLUMNS says more
     for name in cat.names:
-        assert cat.default(name).description in wide.stdout             # one line each
+        assert cat.default(name).description in wide.stdout  # one line each
 
 
 # ---- verify: what cannot or must not be read -------------------------------------------------------------
+
 
 def test_fifo_device_and_directory_holding_a_fifo_fail_at_once(tmp_path):
     import json
@@ -257,13 +285,24 @@ def test_fifo_device_and_directory_holding_a_fifo_fail_at_once(tmp_path):
     os.mkfifo(tmp_path / "dir" / "inner")
     (tmp_path / "dir" / "notes.txt").write_text("not an artifact\n")
     report = tmp_path / "report.json"
-    cp = run("verify", "artifacts", str(tmp_path / "pipe"), str(tmp_path / "dir"), "/dev/zero",
-             "--json", str(report), timeout=60, env={"COLUMNS": "200"})
+    cp = run(
+        "verify",
+        "artifacts",
+        str(tmp_path / "pipe"),
+        str(tmp_path / "dir"),
+        "/dev/zero",
+        "--json",
+        str(report),
+        timeout=60,
+        env={"COLUMNS": "200"},
+    )
     assert cp.returncode == 1 and no_traceback(cp), cp.stderr
     reasons = {a["path"]: a["reasons"] for a in json.loads(report.read_text())["artifacts"]}
-    assert reasons == {str(tmp_path / "pipe"): ["a FIFO, not a regular file: not read"],
-                       str(tmp_path / "dir" / "inner"): ["a FIFO, not a regular file: not read"],
-                       "/dev/zero": ["a character device, not a regular file: not read"]}
+    assert reasons == {
+        str(tmp_path / "pipe"): ["a FIFO, not a regular file: not read"],
+        str(tmp_path / "dir" / "inner"): ["a FIFO, not a regular file: not read"],
+        "/dev/zero": ["a character device, not a regular file: not read"],
+    }
 
 
 def _verify_without_privileges(paths: list[Path]) -> dict:
@@ -281,7 +320,9 @@ def test_unreadable_file_and_directory_fail_with_the_reason():
     import shutil
     import tempfile
 
-    root = Path(tempfile.mkdtemp(prefix="rvport-unreadable-"))   # not under pytest's 0700 tmp: nobody must enter
+    root = Path(
+        tempfile.mkdtemp(prefix="rvport-unreadable-")
+    )  # not under pytest's 0700 tmp: nobody must enter
     try:
         root.chmod(0o755)
         (root / "arts").mkdir()
@@ -294,9 +335,11 @@ def test_unreadable_file_and_directory_fail_with_the_reason():
         doc = _verify_without_privileges([root / "arts", root / "alone.so"])
         assert doc["ok"] is False
         reasons = {a["path"]: a["reasons"] for a in doc["artifacts"]}
-        assert reasons == {str(root / "arts" / "closed"): ["cannot read directory: Permission denied"],
-                           str(root / "arts" / "secret.so"): ["cannot read: Permission denied"],
-                           str(root / "alone.so"): ["cannot read: Permission denied"]}
+        assert reasons == {
+            str(root / "arts" / "closed"): ["cannot read directory: Permission denied"],
+            str(root / "arts" / "secret.so"): ["cannot read: Permission denied"],
+            str(root / "alone.so"): ["cannot read: Permission denied"],
+        }
     finally:
         for p in root.rglob("*"):
             p.chmod(0o700)
@@ -316,6 +359,7 @@ def test_corrupt_wheel_fails_for_its_zip_alone(tmp_path):
 
 # ---- recipe files ----------------------------------------------------------------------------------------
 
+
 def test_recipe_that_is_not_utf8_is_named_exit_3(tmp_path):
     (tmp_path / "demo.yaml").write_bytes(recipe_text(description="caf\u00e9").encode("latin-1"))
     for args in (("recipes", "list"), ("plan", "demo", "-o", str(tmp_path / "out"))):
@@ -330,42 +374,64 @@ def test_unquoted_all_digit_sha256_gets_a_hint_to_quote_it(tmp_path):
     (tmp_path / "demo.yaml").write_text(recipe_text().replace(f"sha256: {'a' * 64}", f"sha256: {digits}"))
     cp = run("plan", "demo", "--recipes", str(tmp_path), "-o", str(tmp_path / "out"))
     assert cp.returncode == 3 and no_traceback(cp), cp.stderr
-    assert f"{tmp_path / 'demo.yaml'}:11: versions[0].sources[0].sha256: must be a string, got int" in cp.stderr
+    assert (
+        f"{tmp_path / 'demo.yaml'}:11: versions[0].sources[0].sha256: must be a string, got int" in cp.stderr
+    )
     assert "hint: YAML reads an unquoted all-digit value as a number: quote it (sha256: '...')" in cp.stderr
 
 
 def test_recipe_setting_qemu_cpu_is_refused_exit_3(tmp_path):
-    (tmp_path / "demo.yaml").write_text(recipe_text().replace("build: [make]\n", "env: {QEMU_CPU: max}\nbuild: [make]\n"))
+    (tmp_path / "demo.yaml").write_text(
+        recipe_text().replace("build: [make]\n", "env: {QEMU_CPU: max}\nbuild: [make]\n")
+    )
     cp = run("plan", "demo", "--recipes", str(tmp_path), "-o", str(tmp_path / "out"))
     assert cp.returncode == 3 and no_traceback(cp), cp.stderr
-    assert f"{tmp_path / 'demo.yaml'}:5: env sets QEMU_CPU: the QEMU CPU model of every emulated stage" in cp.stderr
+    assert (
+        f"{tmp_path / 'demo.yaml'}:5: env sets QEMU_CPU: the QEMU CPU model of every emulated stage"
+        in cp.stderr
+    )
     assert "hint: remove QEMU_CPU; choose the target with --profile" in cp.stderr
     assert not (tmp_path / "out" / "plan.json").exists()
 
 
 # ---- where rvport writes ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("make_args, says", [
-    (lambda t: ("plan", "msgspec", "-o", str(t / "afile")), "it is a file, not a directory"),
-    (lambda t: ("plan", "msgspec", "-o", str(t / "afile" / "sub")), "a part of it is a file, not a directory"),
-    (lambda t: ("plan", "msgspec", "-o", "/proc/rvport-out"), "No such file or directory"),
-    (lambda t: ("build", "msgspec", "-o", str(t / "afile")), "it is a file, not a directory"),
-    (lambda t: ("build", "msgspec", "-o", str(t / "out"), "--junit", str(t)), "it is a directory"),
-    (lambda t: ("build", "msgspec", "-o", str(t / "out"), "--summary", "/proc/rvport-summary.md"),
-     "No such file or directory"),
-    (lambda t: ("verify", "artifacts", str(t / "afile"), "--json", "/proc/rvport.json"), "No such file or directory"),
-    (lambda t: ("verify", "artifacts", str(t / "afile"), "--junit", str(t)), "it is a directory"),
-    (lambda t: ("verify", "artifacts", str(t / "afile"), "--json", "/dev/null"), "not a regular file"),
-    (lambda t: ("fetch", "msgspec", "--to", str(t / "afile")), "it is a file, not a directory"),
-    (lambda t: ("prepare", "msgspec", "-o", str(t / "afile")), "it is a file, not a directory"),
-    (lambda t: ("prepare", "msgspec", "-o", str(t / "out"), "--tags", str(t)), "it is a directory"),
-])
+
+@pytest.mark.parametrize(
+    "make_args, says",
+    [
+        (lambda t: ("plan", "msgspec", "-o", str(t / "afile")), "it is a file, not a directory"),
+        (
+            lambda t: ("plan", "msgspec", "-o", str(t / "afile" / "sub")),
+            "a part of it is a file, not a directory",
+        ),
+        (lambda t: ("plan", "msgspec", "-o", "/proc/rvport-out"), "No such file or directory"),
+        (lambda t: ("build", "msgspec", "-o", str(t / "afile")), "it is a file, not a directory"),
+        (lambda t: ("build", "msgspec", "-o", str(t / "out"), "--junit", str(t)), "it is a directory"),
+        (
+            lambda t: ("build", "msgspec", "-o", str(t / "out"), "--summary", "/proc/rvport-summary.md"),
+            "No such file or directory",
+        ),
+        (
+            lambda t: ("verify", "artifacts", str(t / "afile"), "--json", "/proc/rvport.json"),
+            "No such file or directory",
+        ),
+        (lambda t: ("verify", "artifacts", str(t / "afile"), "--junit", str(t)), "it is a directory"),
+        (lambda t: ("verify", "artifacts", str(t / "afile"), "--json", "/dev/null"), "not a regular file"),
+        (lambda t: ("fetch", "msgspec", "--to", str(t / "afile")), "it is a file, not a directory"),
+        (lambda t: ("prepare", "msgspec", "-o", str(t / "afile")), "it is a file, not a directory"),
+        (lambda t: ("prepare", "msgspec", "-o", str(t / "out"), "--tags", str(t)), "it is a directory"),
+    ],
+)
 def test_output_paths_that_cannot_be_written_exit_2_before_any_work(tmp_path, make_args, says):
     (tmp_path / "afile").write_text("a file\n")
     args = make_args(tmp_path)
     # no docker, no network: a check that came after the work would fail differently (or hang)
-    cp = run(*args, env={"DOCKER_HOST": "unix:///nonexistent.sock", "RVPORT_CACHE_DIR": str(tmp_path / "c")},
-             timeout=60)
+    cp = run(
+        *args,
+        env={"DOCKER_HOST": "unix:///nonexistent.sock", "RVPORT_CACHE_DIR": str(tmp_path / "c")},
+        timeout=60,
+    )
     assert cp.returncode == 2 and no_traceback(cp), cp.stderr
     (line, hint) = cp.stderr.strip().splitlines()
     assert line.startswith("error: cannot write ") and line.endswith(says) and hint.startswith("hint: ")
@@ -380,21 +446,27 @@ def test_an_unwritable_directory_is_refused():
 
     root = Path(tempfile.mkdtemp(prefix="rvport-unwritable-"))
     try:
-        root.chmod(0o555)   # nobody (or any user but root) cannot create anything here
+        root.chmod(0o555)  # nobody (or any user but root) cannot create anything here
 
         def probe() -> str:
             out = []
-            for check, path in ((check_dir, root), (check_dir, root / "new" / "out"), (check_file, root / "r.json")):
+            for check, path in (
+                (check_dir, root),
+                (check_dir, root / "new" / "out"),
+                (check_file, root / "r.json"),
+            ):
                 try:
                     check(path)
                     out.append("ok")
-                except Exception as e:   # noqa: BLE001 - the message is what is compared
+                except Exception as e:  # noqa: BLE001 - the message is what is compared
                     out.append(f"{type(e).__name__}: {e}")
             return "\n".join(out)
 
         lines = _in_child_without_privileges(probe).splitlines()
-        assert lines == [f"UsageError: cannot write {p}: Permission denied"
-                         for p in (root, root / "new" / "out", root / "r.json")]
+        assert lines == [
+            f"UsageError: cannot write {p}: Permission denied"
+            for p in (root, root / "new" / "out", root / "r.json")
+        ]
     finally:
         shutil.rmtree(root)
 
@@ -423,7 +495,7 @@ def _in_child_without_privileges(fn) -> str:
                 os.setgid(gid)
                 os.setuid(uid)
             data = str(fn()).encode()
-        except BaseException as e:   # noqa: BLE001 - reported to the parent
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
             data, code = f"child failed: {e!r}".encode(), 1
         with os.fdopen(w, "wb") as f:
             f.write(data)
@@ -438,12 +510,18 @@ def _in_child_without_privileges(fn) -> str:
 
 # ---- file permissions ------------------------------------------------------------------------------------
 
+
 def test_written_files_keep_the_users_umask(tmp_path):
-    cp = subprocess.run([sys.executable, "-m", "rvport", "plan", "msgspec", "-o", str(tmp_path / "out")],
-                        capture_output=True, text=True, timeout=120, preexec_fn=lambda: os.umask(0o027))
+    cp = subprocess.run(
+        [sys.executable, "-m", "rvport", "plan", "msgspec", "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.umask(0o027),
+    )
     assert cp.returncode == 0, cp.stderr
     assert (tmp_path / "out" / "plan.json").stat().st_mode & 0o777 == 0o640
-    cp = run("plan", "msgspec", "-o", str(tmp_path / "out2"))   # the tests' own umask
+    cp = run("plan", "msgspec", "-o", str(tmp_path / "out2"))  # the tests' own umask
     old = os.umask(0)
     os.umask(old)
     assert (tmp_path / "out2" / "plan.json").stat().st_mode & 0o777 == 0o666 & ~old
@@ -462,8 +540,11 @@ def test_refs_and_verify_reports_follow_the_umask_and_pin_keeps_the_recipes_mode
     old = os.umask(0o002)
     try:
         cache = Cache(root=tmp_path / "cache")
-        cache.write_ref(Source(name="s", kind=SourceKind.URL, url="https://example.org/s.tgz", sha256=None),
-                        "0" * 64, date="2026-01-02")
+        cache.write_ref(
+            Source(name="s", kind=SourceKind.URL, url="https://example.org/s.tgz", sha256=None),
+            "0" * 64,
+            date="2026-01-02",
+        )
         (ref,) = (tmp_path / "cache" / "refs").iterdir()
         assert ref.stat().st_mode & 0o777 == 0o664
         (tmp_path / "x.txt").write_text("x\n")
@@ -474,11 +555,17 @@ def test_refs_and_verify_reports_follow_the_umask_and_pin_keeps_the_recipes_mode
         with serve({"/demo-1.0.tar.gz": Route(body=body)}) as srv:
             recipes = tmp_path / "recipes"
             recipes.mkdir()
-            text = recipe_text().replace("https://example.org", srv.base).replace(f"        sha256: {'a' * 64}\n", "")
+            text = (
+                recipe_text()
+                .replace("https://example.org", srv.base)
+                .replace(f"        sha256: {'a' * 64}\n", "")
+            )
             (recipes / "demo.yaml").write_text(text)
             (recipes / "demo.yaml").chmod(0o600)
-            pinned = pin_recipe(load_catalogue(recipes).resolve("demo"),
-                                FetchOptions(cache=Cache(root=tmp_path / "c2"), backoff=0.01))
+            pinned = pin_recipe(
+                load_catalogue(recipes).resolve("demo"),
+                FetchOptions(cache=Cache(root=tmp_path / "c2"), backoff=0.01),
+            )
         assert [p.sha256 for p in pinned] == [hashlib.sha256(body).hexdigest()]
         assert (recipes / "demo.yaml").stat().st_mode & 0o777 == 0o600
     finally:
@@ -488,11 +575,15 @@ def test_refs_and_verify_reports_follow_the_umask_and_pin_keeps_the_recipes_mode
 def test_verify_reports_need_an_existing_directory(tmp_path):
     cp = run("verify", "artifacts", str(tmp_path), "--json", str(tmp_path / "no" / "such" / "r.json"))
     assert cp.returncode == 2 and no_traceback(cp), cp.stderr
-    assert f"cannot write {tmp_path / 'no' / 'such' / 'r.json'}: no directory {tmp_path / 'no' / 'such'}" in cp.stderr
+    assert (
+        f"cannot write {tmp_path / 'no' / 'such' / 'r.json'}: no directory {tmp_path / 'no' / 'such'}"
+        in cp.stderr
+    )
     assert not (tmp_path / "no").exists()
 
 
 # ---- plan holds every pin --------------------------------------------------------------------------------
+
 
 def test_plan_checks_the_patches_and_lock_files_against_their_pins(tmp_path):
     import hashlib
@@ -501,9 +592,11 @@ def test_plan_checks_the_patches_and_lock_files_against_their_pins(tmp_path):
     (tmp_path / "demo").mkdir()
     (tmp_path / "demo" / "fix.patch").write_bytes(patch)
     (tmp_path / "demo" / "demo.lock").write_bytes(lock)
-    pins = (f"    patches:\n      - file: demo/fix.patch\n        sha256: {hashlib.sha256(patch).hexdigest()}\n"
-            f"    lockfiles:\n      - file: demo/demo.lock\n        sha256: {hashlib.sha256(lock).hexdigest()}\n"
-            "        dest: demo.lock\n")
+    pins = (
+        f"    patches:\n      - file: demo/fix.patch\n        sha256: {hashlib.sha256(patch).hexdigest()}\n"
+        f"    lockfiles:\n      - file: demo/demo.lock\n        sha256: {hashlib.sha256(lock).hexdigest()}\n"
+        "        dest: demo.lock\n"
+    )
     (tmp_path / "demo.yaml").write_text(recipe_text(extra=pins))
     out = tmp_path / "out"
     cp = run("plan", "demo", "--recipes", str(tmp_path), "-o", str(out))
@@ -513,13 +606,25 @@ def test_plan_checks_the_patches_and_lock_files_against_their_pins(tmp_path):
     (tmp_path / "demo" / "fix.patch").write_bytes(patch + b"+evil\n")
     (tmp_path / "demo" / "demo.lock").write_bytes(lock + b"# changed\n")
     for command in ("plan", "build"):
-        cp = run(command, "demo", "--recipes", str(tmp_path), "-o", str(out),
-                 env={"COLUMNS": "300", "DOCKER_HOST": "unix:///nonexistent.sock"})
+        cp = run(
+            command,
+            "demo",
+            "--recipes",
+            str(tmp_path),
+            "-o",
+            str(out),
+            env={"COLUMNS": "300", "DOCKER_HOST": "unix:///nonexistent.sock"},
+        )
         assert cp.returncode == 4 and no_traceback(cp), cp.stderr
         assert "2 pinned files changed since they were pinned" in cp.stderr
-        for name, old, new in (("fix.patch", patch, patch + b"+evil\n"), ("demo.lock", lock, lock + b"# changed\n")):
-            assert (f"{tmp_path / 'demo' / name} does not match its pin: the recipe pins sha256 "
-                    f"{hashlib.sha256(old).hexdigest()}, the file has {hashlib.sha256(new).hexdigest()}") in cp.stderr
+        for name, old, new in (
+            ("fix.patch", patch, patch + b"+evil\n"),
+            ("demo.lock", lock, lock + b"# changed\n"),
+        ):
+            assert (
+                f"{tmp_path / 'demo' / name} does not match its pin: the recipe pins sha256 "
+                f"{hashlib.sha256(old).hexdigest()}, the file has {hashlib.sha256(new).hexdigest()}"
+            ) in cp.stderr
         assert f"{tmp_path / 'demo.yaml'}:13:" in cp.stderr and f"{tmp_path / 'demo.yaml'}:16:" in cp.stderr
         assert not (out / "plan.json").exists()
 
@@ -532,7 +637,7 @@ def test_internal_error_handler_prints_the_message_literally(monkeypatch, capsys
         raise RuntimeError("boom [/] in a[b]c")
 
     monkeypatch.setattr(app_module, "app", broken)
-    monkeypatch.setattr(app_module, "install_handlers", lambda: None)   # keep pytest's own signal handlers
+    monkeypatch.setattr(app_module, "install_handlers", lambda: None)  # keep pytest's own signal handlers
     monkeypatch.setattr(console, "_ui", None)
     with pytest.raises(SystemExit) as exit_:
         app_module.main()
@@ -547,8 +652,17 @@ def test_an_unpinned_base_image_is_refused_before_planning(tmp_path, command):
     usage error, and no plan.json is written."""
     (tmp_path / "demo.yaml").write_text(recipe_text().replace("build: [make]\n", "build: [make]\nbogus: 1\n"))
     out = tmp_path / "out"
-    cp = run(command, "demo", "--recipes", str(tmp_path), "-o", str(out), "--base-image", "debian:trixie",
-             env={"DOCKER_HOST": "unix:///nonexistent.sock"})
+    cp = run(
+        command,
+        "demo",
+        "--recipes",
+        str(tmp_path),
+        "-o",
+        str(out),
+        "--base-image",
+        "debian:trixie",
+        env={"DOCKER_HOST": "unix:///nonexistent.sock"},
+    )
     assert cp.returncode == 2 and no_traceback(cp), cp.stderr
     assert "--base-image 'debian:trixie' is not pinned by digest" in cp.stderr
     assert not (out / "plan.json").exists()

@@ -26,7 +26,7 @@ def _obj(tmp: Path, name: str, body: str) -> bytes:
     if shutil.which("gcc") is None:
         pytest.skip("no host gcc")
     src = tmp / f"{name}.c"
-    src.write_text(f"int f(void) {{ {body} }}\nconst char *where = \"{name}\";\n")
+    src.write_text(f'int f(void) {{ {body} }}\nconst char *where = "{name}";\n')
     subprocess.run(["gcc", "-O2", "-c", str(src), "-o", str(tmp / f"{name}.o")], check=True)
     return (tmp / f"{name}.o").read_bytes()
 
@@ -47,8 +47,12 @@ def test_nothing_to_compare_is_not_ok(tmp_path):
 def test_zip_time_order_and_member_contents_are_named(tmp_path):
     members = {"m/__init__.py": b"x = 1\n", "m/data.txt": b"abc\n"}
     a = _wheel(tmp_path / "a" / "w.whl", members)
-    b = _wheel(tmp_path / "b" / "w.whl", {**members, "m/data.txt": b"abd\n"}, when=(2025, 1, 2, 3, 4, 6),
-               order=["m/data.txt", "m/__init__.py"])
+    b = _wheel(
+        tmp_path / "b" / "w.whl",
+        {**members, "m/data.txt": b"abd\n"},
+        when=(2025, 1, 2, 3, 4, 6),
+        order=["m/data.txt", "m/__init__.py"],
+    )
     (d,) = compare_dirs(tmp_path / "a", tmp_path / "b").differences
     assert d.artifact == "w.whl" and d.first != d.second
     text = "\n".join(d.details)
@@ -60,10 +64,13 @@ def test_zip_time_order_and_member_contents_are_named(tmp_path):
 
 def test_elf_members_of_a_wheel_are_compared_by_section(tmp_path):
     one, two = _obj(tmp_path, "same", "return 1;"), _obj(tmp_path, "same2", "return 2;")
-    lines = explain("x.whl", _zip_bytes(tmp_path / "1.whl", {"m/_core.so": one}),
-                    _zip_bytes(tmp_path / "2.whl", {"m/_core.so": two}))
+    lines = explain(
+        "x.whl",
+        _zip_bytes(tmp_path / "1.whl", {"m/_core.so": one}),
+        _zip_bytes(tmp_path / "2.whl", {"m/_core.so": two}),
+    )
     assert any(l.startswith("m/_core.so: section .text") for l in lines), lines
-    assert any(".rodata" in l for l in lines), lines       # the embedded string differs too
+    assert any(".rodata" in l for l in lines), lines  # the embedded string differs too
 
 
 def test_missing_artifacts_are_differences(tmp_path):

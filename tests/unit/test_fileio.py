@@ -28,7 +28,9 @@ def test_a_file_written_whole_follows_the_umask_and_a_failed_write_leaves_nothin
 def test_atomic_copy_is_a_file_written_whole(tmp_path):
     (tmp_path / "src").write_bytes(b"\0" * 300_000)
     atomic_copy(tmp_path / "src", tmp_path / "d" / "dest")
-    assert (tmp_path / "d" / "dest").read_bytes() == b"\0" * 300_000 and len(list((tmp_path / "d").iterdir())) == 1
+    assert (tmp_path / "d" / "dest").read_bytes() == b"\0" * 300_000 and len(
+        list((tmp_path / "d").iterdir())
+    ) == 1
     with pytest.raises(FileNotFoundError):
         atomic_copy(tmp_path / "missing", tmp_path / "d" / "other")
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["dest"]

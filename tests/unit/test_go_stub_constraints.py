@@ -21,7 +21,7 @@ from rvport.resources import builtin
 from rvport.sources.tree import apply_patch, verify_pinned
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "go-stub-constraints"
-ROUTER = Path("src/semantic-router")          # the router's module, inside the tree
+ROUTER = Path("src/semantic-router")  # the router's module, inside the tree
 VENDORED = "src/semantic-router/vendor/github.com/vllm-project/semantic-router"
 CANDLE = "github.com/vllm-project/semantic-router/candle-binding"
 NLP = "github.com/vllm-project/semantic-router/nlp-binding"
@@ -51,10 +51,21 @@ def edit_commands(recipe) -> str:
     return "\n".join(build[start:end]) + "\n"
 
 
-def go(cwd: Path, tmp_path: Path, arch: str, *args: str, cgo: str = "1", mod: str = "vendor", check: bool = False):
-    env = dict(os.environ, GOOS="linux", GOARCH=arch, CGO_ENABLED=cgo, GOFLAGS=f"-mod={mod}", GOPROXY="off",
-               GOWORK="off", GOTOOLCHAIN="local", GOCACHE=str(tmp_path / "gocache"),
-               GOPATH=str(tmp_path / "gopath"))
+def go(
+    cwd: Path, tmp_path: Path, arch: str, *args: str, cgo: str = "1", mod: str = "vendor", check: bool = False
+):
+    env = dict(
+        os.environ,
+        GOOS="linux",
+        GOARCH=arch,
+        CGO_ENABLED=cgo,
+        GOFLAGS=f"-mod={mod}",
+        GOPROXY="off",
+        GOWORK="off",
+        GOTOOLCHAIN="local",
+        GOCACHE=str(tmp_path / "gocache"),
+        GOPATH=str(tmp_path / "gopath"),
+    )
     return proc.run(["go", *args], cwd=cwd, env=env, capture=True, check=check, timeout=300)
 
 
@@ -74,8 +85,18 @@ def run_edit(tree: Path, script: str):
 
 def files(tree: Path, tmp_path: Path, arch: str, cgo: str = "1") -> dict[str, list[str]]:
     """Per binding package: the Go files the toolchain selects (plain and cgo) for linux/<arch>."""
-    cp = go(tree / ROUTER, tmp_path, arch, "list", "-f",
-            "{{.ImportPath}} {{join .GoFiles \",\"}} {{join .CgoFiles \",\"}}", CANDLE, NLP, cgo=cgo, check=True)
+    cp = go(
+        tree / ROUTER,
+        tmp_path,
+        arch,
+        "list",
+        "-f",
+        '{{.ImportPath}} {{join .GoFiles ","}} {{join .CgoFiles ","}}',
+        CANDLE,
+        NLP,
+        cgo=cgo,
+        check=True,
+    )
     out = {}
     for line in cp.stdout.splitlines():
         pkg, plain, cgo_files = (line.split(" ") + ["", ""])[:3]
@@ -89,8 +110,14 @@ def test_stub_edit_makes_riscv64_cgo_build(tmp_path, recipe, stub_patch):
     plain = prepared(tmp_path, "plain")
     before = go(plain / ROUTER, tmp_path, "riscv64", "build", "./route")
     assert before.returncode != 0, before.stdout + before.stderr
-    assert "undefined: candle_binding.Classify" in before.stderr and "undefined: nlp_binding.Score" in before.stderr
-    assert files(plain, tmp_path, "riscv64") == {"candle-binding": ["common.go"], "nlp-binding": ["common.go"]}
+    assert (
+        "undefined: candle_binding.Classify" in before.stderr
+        and "undefined: nlp_binding.Score" in before.stderr
+    )
+    assert files(plain, tmp_path, "riscv64") == {
+        "candle-binding": ["common.go"],
+        "nlp-binding": ["common.go"],
+    }
 
     # the constraint edit alone selects the stubs, but the candle stub lags its cgo API
     cp = run_edit(plain, edit_commands(recipe))
@@ -105,19 +132,25 @@ def test_stub_edit_makes_riscv64_cgo_build(tmp_path, recipe, stub_patch):
     assert cp.returncode == 0, cp.stderr
     assert files(tree, tmp_path, "riscv64") == {
         "candle-binding": ["common.go", OURS, "semantic-router_mock.go"],
-        "nlp-binding": ["common.go", "nlp_binding_mock.go"]}
+        "nlp-binding": ["common.go", "nlp_binding_mock.go"],
+    }
     after = go(tree / ROUTER, tmp_path, "riscv64", "build", "./route")
     assert after.returncode == 0, after.stdout + after.stderr
     # the edit touched only the vendored copies the build reads
-    assert (tree / "candle-binding" / "semantic-router_mock.go").read_text() == \
-        (FIXTURE / "candle-binding" / "semantic-router_mock.go").read_text()
+    assert (tree / "candle-binding" / "semantic-router_mock.go").read_text() == (
+        FIXTURE / "candle-binding" / "semantic-router_mock.go"
+    ).read_text()
 
     # what upstream builds elsewhere is unchanged: cgo sources on amd64/arm64, without our file
     for arch in ("amd64", "arm64"):
         assert files(tree, tmp_path, arch) == {
             "candle-binding": ["common.go", "semantic-router.go"],
-            "nlp-binding": ["common.go", "nlp_binding.go"]}, arch
-    assert files(tree, tmp_path, "amd64", cgo="0")["candle-binding"] == ["common.go", "semantic-router_mock.go"]
+            "nlp-binding": ["common.go", "nlp_binding.go"],
+        }, arch
+    assert files(tree, tmp_path, "amd64", cgo="0")["candle-binding"] == [
+        "common.go",
+        "semantic-router_mock.go",
+    ]
 
 
 @needs_go
@@ -140,14 +173,14 @@ def test_stub_patch_that_does_not_fit_is_exit_4(tmp_path, stub_patch):
     tree = tmp_path / "router"
     shutil.copytree(FIXTURE, tree)
     apply_patch(stub_patch, tree)
-    with pytest.raises(IntegrityError) as again:          # already there: refused, not applied twice
+    with pytest.raises(IntegrityError) as again:  # already there: refused, not applied twice
         apply_patch(stub_patch, tree)
     assert again.value.exit_code == ExitCode.INTEGRITY
     assert "0.3.0-riscv64-candle-stub.patch" in str(again.value)
 
     other = tmp_path / "other"
     shutil.copytree(FIXTURE, other)
-    theirs = other / "candle-binding" / OURS               # a file of that name upstream: never overwritten
+    theirs = other / "candle-binding" / OURS  # a file of that name upstream: never overwritten
     theirs.write_text("package candle_binding\n")
     with pytest.raises(IntegrityError) as exists:
         apply_patch(stub_patch, other)

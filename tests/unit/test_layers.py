@@ -68,7 +68,7 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
@@ -171,21 +171,24 @@ def test_the_checker_sees_cycles_and_upward_imports(tmp_path):
     """The same functions on a made-up package: a cycle and an upward import (lazy and TYPE_CHECKING ones too)
     are found, so the two tests above can fail."""
     pkg = tmp_path / "rvport"
-    _write(pkg, {
-        "__init__.py": "",
-        "errors.py": "from rvport import proc\n",
-        "proc.py": "import rvport.errors\n",
-        "catalogue/__init__.py": "",
-        "catalogue/recipes.py": "def f():\n    from rvport.build.runner import Runner\n",
-        "build/__init__.py": "",
-        "build/runner.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import rvport.cli\n",
-        "cli/__init__.py": "",
-        "cli/app.py": "from rvport.build import runner\nfrom . import views\n",
-        "cli/views.py": "from ..build.runner import x\n",
-        "sources/__init__.py": "from rvport.verify import report\n",
-        "verify/__init__.py": "",
-        "verify/report.py": "",
-    })
+    _write(
+        pkg,
+        {
+            "__init__.py": "",
+            "errors.py": "from rvport import proc\n",
+            "proc.py": "import rvport.errors\n",
+            "catalogue/__init__.py": "",
+            "catalogue/recipes.py": "def f():\n    from rvport.build.runner import Runner\n",
+            "build/__init__.py": "",
+            "build/runner.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import rvport.cli\n",
+            "cli/__init__.py": "",
+            "cli/app.py": "from rvport.build import runner\nfrom . import views\n",
+            "cli/views.py": "from ..build.runner import x\n",
+            "sources/__init__.py": "from rvport.verify import report\n",
+            "verify/__init__.py": "",
+            "verify/report.py": "",
+        },
+    )
     g = graph(pkg)
     assert g["rvport.cli.app"] == {"rvport.build.runner", "rvport.cli.views"}
     assert g["rvport.cli.views"] == {"rvport.build.runner"}
@@ -207,8 +210,13 @@ def test_importing_the_planner_brings_no_io_modules():
     """In a fresh interpreter: importing the planner loads no subprocess door, no fetcher, no HTTP client."""
     import subprocess
     import sys
+
     code = "import rvport.plan.planner, sys; print('\\n'.join(sorted(sys.modules)))"
-    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
     assert "rvport.plan.planner" in loaded
     bad = sorted(m for m in loaded if any(m == p or m.startswith(p + ".") for p in IMPURE))
     assert not bad, f"importing rvport.plan.planner loads {bad}"

@@ -8,11 +8,11 @@ import jsonschema
 import pytest
 
 from rvport import manifest
+from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.recipes import Kind, load_catalogue
 from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, bound_jobs, expand, make_plan
-from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.recipes import Kind, load_catalogue
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 RV = HostFacts(arch="riscv64", cpus=64, mem_bytes=128 * 2**30)
@@ -24,14 +24,24 @@ def cat():
 
 
 def plan(cat, *refs, profile="rvv256", mode=Mode.AUTO, host=X86, all_=False, jobs=None):
-    return make_plan(cat, Request(refs=refs, all=all_, profile=get_profile(profile), mode=mode, jobs=jobs), host)
+    return make_plan(
+        cat, Request(refs=refs, all=all_, profile=get_profile(profile), mode=mode, jobs=jobs), host
+    )
 
 
 def test_all_recipes_in_dependency_order(cat):
     p = plan(cat, all_=True)
     order = [s.name for s in p.stages]
-    assert set(order) == {"msgspec", "sentencepiece", "tiktoken", "torch", "vllm", "glide-ffi", "router-ml-binding",
-                          "semantic-router"}
+    assert set(order) == {
+        "msgspec",
+        "sentencepiece",
+        "tiktoken",
+        "torch",
+        "vllm",
+        "glide-ffi",
+        "router-ml-binding",
+        "semantic-router",
+    }
     assert order.index("torch") < order.index("vllm")
     assert order.index("glide-ffi") < order.index("semantic-router")
     assert order.index("router-ml-binding") < order.index("semantic-router")
@@ -42,14 +52,17 @@ def test_plan_json_validates_and_holds_every_pin(cat):
     jsonschema.validate(doc, manifest.schema("plan"))
     text = manifest.dumps(doc)
     assert json.loads(text) == doc
-    for digest in ("a0d57d3ca7734542eb6861e72d974ab051e6cf73ea6b01b263f77170593362be",
-                   "3d2b5e824b5622038dc7b490897efe05ebbbb9e7350fc142f3ecc8789ef9bdf6",
-                   "231dec90efcdccf1b565a1416107736f1e09b1a08fe736ef9d6363e626d03874",
-                   "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112",
-                   "180f3883f8c98bbf6647e3da4660edcbc091c5bc", "9afc5a421886f44085f9070a8fbd878b80724f64"):
+    for digest in (
+        "a0d57d3ca7734542eb6861e72d974ab051e6cf73ea6b01b263f77170593362be",
+        "3d2b5e824b5622038dc7b490897efe05ebbbb9e7350fc142f3ecc8789ef9bdf6",
+        "231dec90efcdccf1b565a1416107736f1e09b1a08fe736ef9d6363e626d03874",
+        "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112",
+        "180f3883f8c98bbf6647e3da4660edcbc091c5bc",
+        "9afc5a421886f44085f9070a8fbd878b80724f64",
+    ):
         assert digest in text
     assert "to be recorded on first verified fetch" in text
-    assert list(json.loads(text)) == sorted(doc)   # written with sorted keys
+    assert list(json.loads(text)) == sorted(doc)  # written with sorted keys
 
 
 def test_dependency_pulled_in_first(cat):
@@ -61,7 +74,9 @@ def test_dependency_pulled_in_first(cat):
 def test_modes_on_x86(cat):
     p = plan(cat, all_=True)
     assert p.stage("torch").mode is Mode.QEMU and "QEMU" in p.stage("torch").mode_reason
-    for s in p.stages:   # recipes proven accelerated use it under auto, unless they cross-compile (faster still)
+    for (
+        s
+    ) in p.stages:  # recipes proven accelerated use it under auto, unless they cross-compile (faster still)
         if "accelerated" in s.recipe.modes and "cross" not in s.recipe.modes:
             assert s.mode is Mode.ACCELERATED and s.emulated
     assert p.stage("glide-ffi").mode is Mode.CROSS and "cross" in p.stage("glide-ffi").mode_reason
@@ -119,7 +134,7 @@ def test_keys_change_with_inputs_and_propagate_to_dependents(cat):
     a = plan(cat, "vllm", profile="rvv256")
     b = plan(cat, "vllm", profile="rvv128")
     assert a.stage("vllm").key != b.stage("vllm").key
-    assert plan(cat, "vllm").stage("vllm").key == a.stage("vllm").key      # deterministic
+    assert plan(cat, "vllm").stage("vllm").key == a.stage("vllm").key  # deterministic
 
 
 def test_jobs_bounded_by_memory():
@@ -135,7 +150,9 @@ def test_expand_leaves_unknown_names_to_the_shell():
 
 
 def test_source_locations_come_from_the_locator(cat):
-    p = make_plan(cat, Request(refs=("msgspec",), profile=get_profile("rvv256")), X86, locate=lambda s: "missing")
+    p = make_plan(
+        cat, Request(refs=("msgspec",), profile=get_profile("rvv256")), X86, locate=lambda s: "missing"
+    )
     assert p.stage("msgspec").source_locations == {"sdist": "missing"}
     assert any("--mirror" in w for w in p.warnings)
 
@@ -161,5 +178,5 @@ def test_go_compiled_under_qemu_is_warned_about(cat):
     """Go >= 1.23 can hang under qemu-user (golang/go#70329): a plan that compiles Go emulated says so."""
     warned = [w for w in plan(cat, "glide-ffi", mode=Mode.ACCELERATED).warnings if "golang/go#70329" in w]
     assert warned and "--mode cross avoids it" in warned[0]
-    assert not [w for w in plan(cat, "glide-ffi").warnings if "70329" in w]          # auto: cross
+    assert not [w for w in plan(cat, "glide-ffi").warnings if "70329" in w]  # auto: cross
     assert not [w for w in plan(cat, "msgspec", mode=Mode.QEMU).warnings if "70329" in w]

@@ -10,16 +10,29 @@ import subprocess
 import pytest
 
 from rvport.build import buildx, modes, prepare, stage
-from rvport.build.modes import accelerated, cross
 from rvport.build import render as dockerfiles
+from rvport.build.modes import accelerated, cross
 from rvport.build.runner import BuildOptions
 from rvport.plan.planner import Mode
-from tests.unit.test_bake import (BASE, GCC, RECIPE, RUNTIME, STATICLIB, XBASE, XGCC, _plan, _tarball,  # noqa: F401
-                                  _with_runtime, setup)
+from tests.unit.test_bake import (  # noqa: F401
+    BASE,
+    GCC,
+    RECIPE,
+    RUNTIME,
+    STATICLIB,
+    XBASE,
+    XGCC,
+    _plan,
+    _tarball,
+    _with_runtime,
+    setup,
+)
 
 # the bases are in the engine already (`rvport prepare` lists them as found, not made)
-FOUND = {"debian-trixie@linux/riscv64": dataclasses.replace(BASE, reused=True),
-         "debian-trixie-xtc@linux/amd64": dataclasses.replace(XBASE, reused=True)}
+FOUND = {
+    "debian-trixie@linux/riscv64": dataclasses.replace(BASE, reused=True),
+    "debian-trixie-xtc@linux/amd64": dataclasses.replace(XBASE, reused=True),
+}
 
 
 class FakeEngine:
@@ -28,7 +41,7 @@ class FakeEngine:
 
     def __init__(self, present=()):
         self.images = {t: f"sha256:{i:064d}" for i, t in enumerate(present, 1)}
-        self.labels = {}            # by tag
+        self.labels = {}  # by tag
         self.builds = []
 
     def image_info(self, ref):
@@ -84,25 +97,29 @@ def test_prepare_makes_the_runners_toolchain_image_once(setup, engine):
     rep = Rec()
     made = _preparer(plan, setup, rep).run()
     st = plan.stage("tinylib")
-    rendered = dockerfiles.toolchain_dockerfile(BASE.tag, plan.request.profile.qemu_cpu, st.recipe.toolchain.debian)
+    rendered = dockerfiles.toolchain_dockerfile(
+        BASE.tag, plan.request.profile.qemu_cpu, st.recipe.toolchain.debian
+    )
     tag, key = stage.toolchain_tag("tinylib", "build", BASE.image_id, rendered)
-    assert [(i.what, i.stage, i.tag, i.made) for i in made] == [("base", None, BASE.tag, False),
-                                                                ("build", "tinylib", tag, True)]
+    assert [(i.what, i.stage, i.tag, i.made) for i in made] == [
+        ("base", None, BASE.tag, False),
+        ("build", "tinylib", tag, True),
+    ]
     (spec,) = engine.builds
     assert spec.tag == tag and spec.load and spec.platform == "linux/riscv64"
     assert ("org.rvport.key", key) in spec.labels
     assert ("tinylib", f"build image {tag}") in rep.steps and ("tinylib", "#1 [1/2] FROM base") in rep.lines
     assert rep.ends == [("tinylib", "ok")]
     assert (out / "logs" / "prepare-tinylib.log").parent.is_dir()
-    assert not list((fopts.cache.root / "tmp").iterdir())       # the build context is gone
-    again = _preparer(plan, setup, Rec()).run()                  # already in the engine: not made again
+    assert not list((fopts.cache.root / "tmp").iterdir())  # the build context is gone
+    again = _preparer(plan, setup, Rec()).run()  # already in the engine: not made again
     assert [i.made for i in again] == [False, False] and len(engine.builds) == 1
 
 
 def test_a_stage_without_packages_needs_the_base_alone(setup, engine):
     cat, _fopts, _out = setup
     made = _preparer(_plan(cat, "tinyapp"), setup, Rec()).run()
-    assert [(i.what, i.tag) for i in made] == [("base", BASE.tag), ("build", made[1].tag)]   # tinylib's
+    assert [(i.what, i.tag) for i in made] == [("base", BASE.tag), ("build", made[1].tag)]  # tinylib's
     assert [i.stage for i in made] == [None, "tinylib"]
 
 
@@ -113,27 +130,32 @@ def test_a_cross_stage_gets_the_cross_toolchain_on_the_build_platform_base(setup
     recipes_dir.mkdir()
     (recipes_dir / "tinystatic.yaml").write_text(STATICLIB.format(fname=fname, sha=sha))
     from rvport.catalogue.recipes import load_catalogue
+
     plan = _plan(load_catalogue([recipes_dir]), "tinystatic", mode=Mode.CROSS)
     made = _preparer(plan, setup, Rec()).run()
     st = plan.stage("tinystatic")
-    tag, _ = stage.toolchain_tag("tinystatic", "cross", XBASE.image_id,
-                                  cross.render_toolchain(st.recipe, XBASE.tag))
+    tag, _ = stage.toolchain_tag(
+        "tinystatic", "cross", XBASE.image_id, cross.render_toolchain(st.recipe, XBASE.tag)
+    )
     assert [(i.what, i.tag) for i in made] == [("base", BASE.tag), ("base", XBASE.tag), ("cross", tag)]
     assert [s.platform for s in engine.builds] == [XBASE.platform]
 
 
-SMOKED = RECIPE.replace("outputs:", "smoke:\n  debian: [python3-pip]\n  script: python3 -c 'import tinysmoke'\n"
-                                    "outputs:")
+SMOKED = RECIPE.replace(
+    "outputs:", "smoke:\n  debian: [python3-pip]\n  script: python3 -c 'import tinysmoke'\noutputs:"
+)
 
 
 def _smoked(setup, tmp_path):
     from rvport.catalogue.recipes import load_catalogue
+
     _cat, fopts, _out = setup
     fname, sha = _tarball("tinysmoke-1.0", {"setup.py": "print('hi')\n"}, fopts.mirror)
     recipes_dir = tmp_path / "smoked"
     recipes_dir.mkdir()
-    (recipes_dir / "tinysmoke.yaml").write_text(SMOKED.format(name="tinysmoke", pkgs="", depends="", fname=fname,
-                                                              sha=sha))
+    (recipes_dir / "tinysmoke.yaml").write_text(
+        SMOKED.format(name="tinysmoke", pkgs="", depends="", fname=fname, sha=sha)
+    )
     return _plan(load_catalogue([recipes_dir]), "tinysmoke")
 
 
@@ -150,13 +172,25 @@ def test_an_accelerated_stage_gets_the_prefix_image_checked_against_the_stage(se
     cat, _fopts, _out = setup
     plan = _plan(cat, "tinylib")
     plan = dataclasses.replace(plan, stages=(dataclasses.replace(plan.stages[0], mode=Mode.ACCELERATED),))
-    bases = dict(FOUND, **{"debian-trixie@linux/riscv64": dataclasses.replace(FOUND["debian-trixie@linux/riscv64"],
-                                                                               packages=GCC),
-                           "debian-trixie-xtc@linux/amd64": dataclasses.replace(FOUND["debian-trixie-xtc@linux/amd64"],
-                                                                                 packages=XGCC)})
+    bases = dict(
+        FOUND,
+        **{
+            "debian-trixie@linux/riscv64": dataclasses.replace(
+                FOUND["debian-trixie@linux/riscv64"], packages=GCC
+            ),
+            "debian-trixie-xtc@linux/amd64": dataclasses.replace(
+                FOUND["debian-trixie-xtc@linux/amd64"], packages=XGCC
+            ),
+        },
+    )
     rep = Rec()
     made = _preparer(plan, setup, rep, bases=bases).run()
-    assert [(i.what, i.made) for i in made] == [("base", False), ("build", True), ("base", False), ("xtc", True)]
+    assert [(i.what, i.made) for i in made] == [
+        ("base", False),
+        ("build", True),
+        ("base", False),
+        ("xtc", True),
+    ]
     xtc = made[3]
     assert xtc.tag.startswith("rvport/xtc:debian-trixie-xtc-amd64-") and xtc.image_id
     # the prefix needs only the build-platform base: made first (early), while the riscv64 base would be made
@@ -169,16 +203,27 @@ def test_an_accelerated_stage_with_another_gcc_fails_as_its_build_would(setup, e
     cat, _fopts, _out = setup
     plan = _plan(cat, "tinylib")
     plan = dataclasses.replace(plan, stages=(dataclasses.replace(plan.stages[0], mode=Mode.ACCELERATED),))
-    bases = dict(FOUND, **{"debian-trixie@linux/riscv64": dataclasses.replace(BASE, packages=dict(GCC, **{
-        "gcc-14": "14.2.0-20"})), "debian-trixie-xtc@linux/amd64": dataclasses.replace(XBASE, packages=XGCC)})
+    bases = dict(
+        FOUND,
+        **{
+            "debian-trixie@linux/riscv64": dataclasses.replace(
+                BASE, packages=dict(GCC, **{"gcc-14": "14.2.0-20"})
+            ),
+            "debian-trixie-xtc@linux/amd64": dataclasses.replace(XBASE, packages=XGCC),
+        },
+    )
     rep = Rec()
     with pytest.raises(accelerated.ToolchainMismatch, match="stage gcc-14 14.2.0-20"):
         _preparer(plan, setup, rep, bases=bases).run()
-    assert rep.ends == [("tinylib, early", "ok"), ("tinylib", "failed")]      # the prefix was made; the check fails
+    assert rep.ends == [
+        ("tinylib, early", "ok"),
+        ("tinylib", "failed"),
+    ]  # the prefix was made; the check fails
 
 
 def test_the_runtime_image_is_listed_when_the_engine_has_it_else_left_to_the_build(setup, engine, tmp_path):
     from rvport.build import runtime
+
     plan = _with_runtime(setup, tmp_path)
     rt = plan.stage("tinyrt").runtime
     rendered = dockerfiles.toolchain_dockerfile(BASE.tag, plan.request.profile.qemu_cpu, ("ca-certificates",))
@@ -187,7 +232,10 @@ def test_the_runtime_image_is_listed_when_the_engine_has_it_else_left_to_the_bui
     made = _preparer(plan, setup, rep).run()
     # the FROM image is made (as the runner makes it); the runtime image is not: it holds artifacts
     assert [(i.what, i.tag, i.made, i.pending) for i in made] == [
-        ("base", BASE.tag, False, False), ("runtime", from_tag, True, False), ("app", rt.tag, False, True)]
+        ("base", BASE.tag, False, False),
+        ("runtime", from_tag, True, False),
+        ("app", rt.tag, False, True),
+    ]
     assert made[2].image_id == "" and made[2].to_json()["pending"] is True
     assert [s.tag for s in engine.builds] == [from_tag]
     assert ("tinyrt", f"runtime image {rt.tag}: not in the engine, made by rvport build") in rep.steps
@@ -196,31 +244,67 @@ def test_the_runtime_image_is_listed_when_the_engine_has_it_else_left_to_the_bui
     engine.labels[rt.tag] = {runtime.KEY_LABEL: "other", runtime.FROM_LABEL: engine.images[from_tag]}
     assert _preparer(plan, setup, Rec()).run()[2].pending
     # with the plan's key and FROM image it is listed (whatever artifacts it holds: the build checks those)
-    engine.labels[rt.tag] = {runtime.KEY_LABEL: rt.key, runtime.FROM_LABEL: engine.images[from_tag],
-                             runtime.ARTIFACTS_LABEL: "any"}
+    engine.labels[rt.tag] = {
+        runtime.KEY_LABEL: rt.key,
+        runtime.FROM_LABEL: engine.images[from_tag],
+        runtime.ARTIFACTS_LABEL: "any",
+    }
     again = _preparer(plan, setup, Rec()).run()
     assert [(i.what, i.tag, i.image_id, i.made, i.pending) for i in again][2] == (
-        "app", rt.tag, "sha256:" + "9" * 64, False, False)
+        "app",
+        rt.tag,
+        "sha256:" + "9" * 64,
+        False,
+        False,
+    )
     assert len(engine.builds) == 1
 
 
-def test_prepare_tags_file_has_the_runtime_image_only_when_in_the_engine(setup, engine, tmp_path, monkeypatch):
+def test_prepare_tags_file_has_the_runtime_image_only_when_in_the_engine(
+    setup, engine, tmp_path, monkeypatch
+):
     from typer.testing import CliRunner
+
     from rvport.build import prepare as prep
     from rvport.cli.app import app
-    made = [prep.Prepared(what="base", stage=None, tag="rvport/base:x", image_id="sha256:" + "1" * 64, made=False),
-            prep.Prepared(what="app", stage="tinyrt", tag="rvport/tinyrt:local", image_id="", made=False,
-                          pending=True)]
+
+    made = [
+        prep.Prepared(
+            what="base", stage=None, tag="rvport/base:x", image_id="sha256:" + "1" * 64, made=False
+        ),
+        prep.Prepared(
+            what="app", stage="tinyrt", tag="rvport/tinyrt:local", image_id="", made=False, pending=True
+        ),
+    ]
     seen = []
     monkeypatch.setattr(prep.Preparer, "run", lambda self: seen.append(self.plan.request.tag) or made)
     _cat, _fopts, out = setup
     tags = tmp_path / "tags.txt"
-    res = CliRunner().invoke(app, ["prepare", "tinylib", "--recipes", str(tmp_path / "recipes"), "--output",
-                                   str(out), "--tags", str(tags), "--offline", "--mirror", str(tmp_path / "mirror"),
-                                   "--cache-dir", str(tmp_path / "cache"), "--mode", "qemu", "--tag", "v1"],
-                           env={"COLUMNS": "200"})
+    res = CliRunner().invoke(
+        app,
+        [
+            "prepare",
+            "tinylib",
+            "--recipes",
+            str(tmp_path / "recipes"),
+            "--output",
+            str(out),
+            "--tags",
+            str(tags),
+            "--offline",
+            "--mirror",
+            str(tmp_path / "mirror"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--mode",
+            "qemu",
+            "--tag",
+            "v1",
+        ],
+        env={"COLUMNS": "200"},
+    )
     assert res.exit_code == 0, res.output
-    assert tags.read_text() == "rvport/base:x\n" and seen == ["v1"]    # the runtime tag is the build's
+    assert tags.read_text() == "rvport/base:x\n" and seen == ["v1"]  # the runtime tag is the build's
     assert "rvport/tinyrt:local" in res.output and "made by rvport build" in res.output
 
 
@@ -229,20 +313,27 @@ def test_the_bases_a_stage_needs_are_the_ones_its_setup_asks_for(setup, engine):
     plan = _plan(cat, "tinylib")
     for mode in (Mode.QEMU, Mode.ACCELERATED):
         st = dataclasses.replace(plan.stages[0], mode=mode)
-        bases = dict(FOUND, **{"debian-trixie@linux/riscv64": dataclasses.replace(BASE, reused=True, packages=GCC),
-                               "debian-trixie-xtc@linux/amd64": dataclasses.replace(XBASE, reused=True,
-                                                                                     packages=XGCC)})
+        bases = dict(
+            FOUND,
+            **{
+                "debian-trixie@linux/riscv64": dataclasses.replace(BASE, reused=True, packages=GCC),
+                "debian-trixie-xtc@linux/amd64": dataclasses.replace(XBASE, reused=True, packages=XGCC),
+            },
+        )
         made = _preparer(dataclasses.replace(plan, stages=(st,)), setup, Rec(), bases=bases).run()
         tags = {b.tag: (b.spec, b.platform) for b in bases.values()}
         assert [tags[i.tag] for i in made if i.what == "base"] == list(modes.bases(st, plan.host))
 
 
-def test_bases_are_made_side_by_side_and_a_failed_one_fails_the_stages_that_need_it(setup, engine, monkeypatch):
+def test_bases_are_made_side_by_side_and_a_failed_one_fails_the_stages_that_need_it(
+    setup, engine, monkeypatch
+):
     import threading
     import time
 
     from rvport.build import images
     from rvport.errors import HostNotReady
+
     cat, _fopts, _out = setup
     plan = _plan(cat, "tinylib")
     plan = dataclasses.replace(plan, stages=(dataclasses.replace(plan.stages[0], mode=Mode.ACCELERATED),))
@@ -264,20 +355,23 @@ def test_bases_are_made_side_by_side_and_a_failed_one_fails_the_stages_that_need
     rep = Rec()
     prep = _preparer(plan, setup, rep, bases={})
     errors = prep.make()
-    assert max(overlap) == 2                                    # both bases at once
+    assert max(overlap) == 2  # both bases at once
     assert list(errors) == ["tinylib"] and "debian-trixie-xtc" in errors["tinylib"].message
-    assert sorted(rep.ends) == [("base debian-trixie (linux/riscv64)", "ok"),
-                                ("base debian-trixie-xtc (linux/amd64)", "failed"), ("tinylib", "failed"),
-                                ("tinylib, early", "failed")]
-    assert len(overlap) == 2                                    # the failed base is not tried a second time
-    assert engine.builds == []                                  # the prefix failed with it: nothing more is tried
+    assert sorted(rep.ends) == [
+        ("base debian-trixie (linux/riscv64)", "ok"),
+        ("base debian-trixie-xtc (linux/amd64)", "failed"),
+        ("tinylib", "failed"),
+        ("tinylib, early", "failed"),
+    ]
+    assert len(overlap) == 2  # the failed base is not tried a second time
+    assert engine.builds == []  # the prefix failed with it: nothing more is tried
     with pytest.raises(HostNotReady, match="debian-trixie-xtc"):
         _preparer(plan, setup, Rec(), bases={}).run()
 
 
-def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_interrupted(setup, engine,
-                                                                                          monkeypatch, tmp_path,
-                                                                                          sigint):
+def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_interrupted(
+    setup, engine, monkeypatch, tmp_path, sigint
+):
     """`rvport build` makes its bases on worker threads; only the main thread receives Ctrl-C. The base's program
     is stopped, its scratch directory removed, and result.json says interrupted."""
     import json
@@ -289,6 +383,7 @@ def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_i
     from rvport import proc
     from rvport.build import images
     from rvport.build.runner import Runner
+
     cat, fopts, out = setup
     scratch = tmp_path / "rootfs"
 
@@ -308,8 +403,8 @@ def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_i
     with pytest.raises(KeyboardInterrupt):
         Runner(_plan(cat, "tinylib"), opts, Rec()).run()
     assert time.monotonic() - t0 < 30
-    assert (scratch / "cleaned").exists()                   # the worker's cleanup ran before the interrupt went on
+    assert (scratch / "cleaned").exists()  # the worker's cleanup ran before the interrupt went on
     doc = json.loads((out / "result.json").read_text())
     assert doc["status"] == "interrupted" and doc["stages"][0]["status"] == "interrupted"
     assert doc["images_ahead"]["workers"] == 2 and engine.builds == []
-    assert proc.stream(["true"], on_line=lambda _l: None) == 0     # programs start again afterwards
+    assert proc.stream(["true"], on_line=lambda _l: None) == 0  # programs start again afterwards

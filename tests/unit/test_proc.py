@@ -29,7 +29,9 @@ def test_missing_program_is_a_typed_error_with_a_hint():
 
 def test_failure_carries_status_and_output():
     with pytest.raises(proc.CommandFailed) as e:
-        proc.run([sys.executable, "-c", "import sys; print('oops', file=sys.stderr); sys.exit(3)"], capture=True)
+        proc.run(
+            [sys.executable, "-c", "import sys; print('oops', file=sys.stderr); sys.exit(3)"], capture=True
+        )
     assert e.value.returncode == 3 and "oops" in e.value.stderr and "exit 3" in e.value.message
     cp = proc.run([sys.executable, "-c", "import sys; sys.exit(3)"], check=False)
     assert cp.returncode == 3

@@ -33,26 +33,48 @@ def _feed(lines: list[str]) -> Activity:
     return a
 
 
-@pytest.mark.parametrize("lines,expected", [
-    (["I: Retrieving libc6 2.41-12", "I: Retrieving zlib1g 1:1.3"], "retrieving 2 (zlib1g)"),
-    (["I: Unpacking required packages...", "I: Unpacking apt...", "I: Unpacking python3.13-minimal..."],
-     "unpacking 2 (python3.13-minimal)"),
-    (["I: Configuring the base system..."], "configuring the base system"),
-    (["I: Unpacking libc6:riscv64...", "I: Configuring libc6:riscv64..."], "configuring 1 (libc6:riscv64)"),
-    (["Setting up libc6:riscv64 (2.41-12) ...", "Setting up zlib1g:riscv64 (1:1.3) ..."],
-     "configuring 2 (zlib1g:riscv64)"),
-    (["bootstrap: unpacking 12/213 libc6", "bootstrap: configuring 45/213 zlib1g"], "configuring 45/213 (zlib1g)"),
-    (["bootstrap: compiling Python bytecode..."], "compiling python bytecode"),
-    (["bootstrap: first stage: resolving, retrieving and extracting natively"], "first stage"),
-    (["bootstrap: unpacking 0/212 (natively)"], "unpacking 0/212"),
-    (["I: extracting archives..."], "extracting archives"),
-    (["bootstrap: fetching 214 packages, 8 at a time, for debootstrap"], "fetching packages ahead"),
-    (["image: writing the layer (linux/riscv64)...", "image: loading rvport/base:x into the engine..."],
-     "loading the image"),
-    (["#7 [build 3/5] RUN sh -eux /rvport/build.sh"], "build 3/5] RUN sh -eux /rvport/build.sh"),
-    (["#9 12.3 Setting up cmake (3.31.6-2) ..."], "configuring 1 (cmake)"),
-    (["gcc -O2 -c foo.c"], ""),
-])
+@pytest.mark.parametrize(
+    "lines,expected",
+    [
+        (["I: Retrieving libc6 2.41-12", "I: Retrieving zlib1g 1:1.3"], "retrieving 2 (zlib1g)"),
+        (
+            [
+                "I: Unpacking required packages...",
+                "I: Unpacking apt...",
+                "I: Unpacking python3.13-minimal...",
+            ],
+            "unpacking 2 (python3.13-minimal)",
+        ),
+        (["I: Configuring the base system..."], "configuring the base system"),
+        (
+            ["I: Unpacking libc6:riscv64...", "I: Configuring libc6:riscv64..."],
+            "configuring 1 (libc6:riscv64)",
+        ),
+        (
+            ["Setting up libc6:riscv64 (2.41-12) ...", "Setting up zlib1g:riscv64 (1:1.3) ..."],
+            "configuring 2 (zlib1g:riscv64)",
+        ),
+        (
+            ["bootstrap: unpacking 12/213 libc6", "bootstrap: configuring 45/213 zlib1g"],
+            "configuring 45/213 (zlib1g)",
+        ),
+        (["bootstrap: compiling Python bytecode..."], "compiling python bytecode"),
+        (["bootstrap: first stage: resolving, retrieving and extracting natively"], "first stage"),
+        (["bootstrap: unpacking 0/212 (natively)"], "unpacking 0/212"),
+        (["I: extracting archives..."], "extracting archives"),
+        (["bootstrap: fetching 214 packages, 8 at a time, for debootstrap"], "fetching packages ahead"),
+        (
+            [
+                "image: writing the layer (linux/riscv64)...",
+                "image: loading rvport/base:x into the engine...",
+            ],
+            "loading the image",
+        ),
+        (["#7 [build 3/5] RUN sh -eux /rvport/build.sh"], "build 3/5] RUN sh -eux /rvport/build.sh"),
+        (["#9 12.3 Setting up cmake (3.31.6-2) ..."], "configuring 1 (cmake)"),
+        (["gcc -O2 -c foo.c"], ""),
+    ],
+)
 def test_activity_reads_the_phase_from_bootstrap_dpkg_and_buildx_lines(lines, expected):
     assert _feed(lines).describe() == expected
 
@@ -77,19 +99,26 @@ def test_plain_output_prints_steps_and_a_heartbeat_every_interval_of_silence():
     rep.line("msgspec", "bootstrap: unpacking 12/213 libc6")
     clock.now += 29
     rep.tick()
-    assert "so far" not in buf.getvalue()            # not yet 30 s
+    assert "so far" not in buf.getvalue()  # not yet 30 s
     clock.now += 1
     rep.tick()
     beats = [l for l in buf.getvalue().splitlines() if "so far" in l]
     assert len(beats) == 1
-    assert re.search(r"msgspec: base image debian-trixie \(linux/riscv64\) \.\.\. 30s so far; unpacking 12/213 "
-                     r"\(libc6\); last: bootstrap: unpacking 12/213 libc6$", beats[0])
-    rep.tick()                                        # no second beat within the same 30 s
+    assert re.search(
+        r"msgspec: base image debian-trixie \(linux/riscv64\) \.\.\. 30s so far; unpacking 12/213 "
+        r"\(libc6\); last: bootstrap: unpacking 12/213 libc6$",
+        beats[0],
+    )
+    rep.tick()  # no second beat within the same 30 s
     assert sum("so far" in l for l in buf.getvalue().splitlines()) == 1
-    clock.now += 95                                   # silence for longer: one beat per tick that is due
+    clock.now += 95  # silence for longer: one beat per tick that is due
     rep.tick()
-    assert buf.getvalue().splitlines()[-1].split("] ", 1)[1].startswith(
-        "msgspec: base image debian-trixie (linux/riscv64) ... 2m05s so far")
+    assert (
+        buf.getvalue()
+        .splitlines()[-1]
+        .split("] ", 1)[1]
+        .startswith("msgspec: base image debian-trixie (linux/riscv64) ... 2m05s so far")
+    )
 
 
 def test_a_new_step_restarts_the_heartbeat_and_ended_stages_are_quiet():
@@ -101,7 +130,7 @@ def test_a_new_step_restarts_the_heartbeat_and_ended_stages_are_quiet():
     rep.step("a", "building (no network)")
     clock.now += 20
     rep.tick()
-    assert "so far" not in buf.getvalue()             # 40 s in the stage, 20 s in the step
+    assert "so far" not in buf.getvalue()  # 40 s in the stage, 20 s in the step
     clock.now += 10
     rep.tick()
     assert "a: building (no network) ... 30s so far" in buf.getvalue()
@@ -136,7 +165,7 @@ def test_the_timer_thread_beats_when_no_line_arrives():
             time.sleep(0.01)
         rep.end("a", "ok")
     assert buf.getvalue().count("a: base image debian-trixie (linux/riscv64) ... 0s so far") >= 2
-    assert rep._thread is None                      # stopped with the context
+    assert rep._thread is None  # stopped with the context
 
 
 def test_the_live_step_column_shows_the_step_time_and_phase():
@@ -148,7 +177,10 @@ def test_the_live_step_column_shows_the_step_time_and_phase():
     rep.line("msgspec", "bootstrap: configuring 45/213 libc6")
     clock.now += 125
     v = rep.stages["msgspec"]
-    assert rep.step_text(v, clock()) == "base image debian-trixie (linux/riscv64) [2m05s] configuring 45/213 (libc6)"
+    assert (
+        rep.step_text(v, clock())
+        == "base image debian-trixie (linux/riscv64) [2m05s] configuring 45/213 (libc6)"
+    )
     rep.end("msgspec", "ok")
     assert rep.step_text(v, clock()) == "base image debian-trixie (linux/riscv64)"
 
@@ -167,8 +199,11 @@ def test_the_live_reporter_keeps_the_plain_reporters_state_and_prints_none_of_it
         v = rep.stages["msgspec"]
         views.append((v.status, v.step, v.elapsed, list(v.tail), v.activity.describe()))
         if cls is LiveReporter:
-            assert buf.getvalue() == ""             # the live view (not entered here) shows it all
+            assert buf.getvalue() == ""  # the live view (not entered here) shows it all
         else:
             assert "msgspec: ok (7.0s)" in buf.getvalue()
-    assert views[0] == views[1] == ("ok", "building (no network)", 7, ["#7 [build 3/5] RUN make"],
-                                    "build 3/5] RUN make")
+    assert (
+        views[0]
+        == views[1]
+        == ("ok", "building (no network)", 7, ["#7 [build 3/5] RUN make"], "build 3/5] RUN make")
+    )

@@ -41,25 +41,69 @@ def _result_doc(plan: dict, status: str = "ok") -> dict:
     stages, artifacts = [], []
     for i, p in enumerate(plan["stages"]):
         arts = [{"path": f"{p['recipe']}/out-{i}.bin", "size": 10 + i, "sha256": sha(p["recipe"].encode())}]
-        stages.append({
-            "recipe": p["recipe"], "version": p["version"], "kind": p["kind"], "mode": p["mode"],
-            "platform": p["platform"], "status": "ok", "timings": {"build": 1.0}, "commands": p["commands"],
-            "env": p["env"], "key": sha(b"key" + bytes([i])), "plan_key": p["key"], "artifacts": arts,
-            "images": {"base": "sha256:" + "b" * 64, "toolchain": "sha256:" + sha(b"tc" + bytes([i]))},
-            "sources": [{"name": s["name"], "origin": s["origin"], "from": "cache", "sha256": sha(s["name"].encode()),
-                         "size": 100, "filename": s["archive"]} for s in p["sources"]],
-            "toolchain_packages": {"gcc-14": "14.2.0-19"}, "toolchain": None, "verify": {"ok": True},
-            "smoke": None, "build_command": "docker buildx build ...", "error": None, "log_tail": [], "log": None,
-        })
+        stages.append(
+            {
+                "recipe": p["recipe"],
+                "version": p["version"],
+                "kind": p["kind"],
+                "mode": p["mode"],
+                "platform": p["platform"],
+                "status": "ok",
+                "timings": {"build": 1.0},
+                "commands": p["commands"],
+                "env": p["env"],
+                "key": sha(b"key" + bytes([i])),
+                "plan_key": p["key"],
+                "artifacts": arts,
+                "images": {"base": "sha256:" + "b" * 64, "toolchain": "sha256:" + sha(b"tc" + bytes([i]))},
+                "sources": [
+                    {
+                        "name": s["name"],
+                        "origin": s["origin"],
+                        "from": "cache",
+                        "sha256": sha(s["name"].encode()),
+                        "size": 100,
+                        "filename": s["archive"],
+                    }
+                    for s in p["sources"]
+                ],
+                "toolchain_packages": {"gcc-14": "14.2.0-19"},
+                "toolchain": None,
+                "verify": {"ok": True},
+                "smoke": None,
+                "build_command": "docker buildx build ...",
+                "error": None,
+                "log_tail": [],
+                "log": None,
+            }
+        )
         artifacts += [dict(a, recipe=p["recipe"]) for a in arts]
     return {
-        "schema": 1, "kind": "rvport-result", "status": status, "failing_stage": None, "tag": "t1",
-        "profile": plan["profile"], "host": plan["host"], "builder": None, "started": "2026-11-30T10:00:00Z",
-        "duration_s": 125.4, "stages": stages, "artifacts": artifacts,
-        "base_images": {"debian-trixie@linux/riscv64": {
-            "spec": "debian-trixie", "tag": "rvport/base:x", "image_id": "sha256:" + "b" * 64,
-            "platform": "linux/riscv64", "key": "k", "source": "debootstrap", "release_sha256": "c" * 64,
-            "packages": {}, "reused": True}},
+        "schema": 1,
+        "kind": "rvport-result",
+        "status": status,
+        "failing_stage": None,
+        "tag": "t1",
+        "profile": plan["profile"],
+        "host": plan["host"],
+        "builder": None,
+        "started": "2026-11-30T10:00:00Z",
+        "duration_s": 125.4,
+        "stages": stages,
+        "artifacts": artifacts,
+        "base_images": {
+            "debian-trixie@linux/riscv64": {
+                "spec": "debian-trixie",
+                "tag": "rvport/base:x",
+                "image_id": "sha256:" + "b" * 64,
+                "platform": "linux/riscv64",
+                "key": "k",
+                "source": "debootstrap",
+                "release_sha256": "c" * 64,
+                "packages": {},
+                "reused": True,
+            }
+        },
     }
 
 
@@ -81,7 +125,8 @@ def test_statement_of_a_build_validates_and_holds_every_input(schema):
     assert st["predicateType"] == "https://slsa.dev/provenance/v1"
     # subjects: every artifact with its sha256
     assert {(s["name"], s["digest"]["sha256"]) for s in st["subject"]} == {
-        (a["path"], a["sha256"]) for a in result["artifacts"]}
+        (a["path"], a["sha256"]) for a in result["artifacts"]
+    }
     bd = st["predicate"]["buildDefinition"]
     assert bd["buildType"] == provenance.BUILD_TYPE
     ext = bd["externalParameters"]
@@ -92,7 +137,9 @@ def test_statement_of_a_build_validates_and_holds_every_input(schema):
     # every source, with a URI and the digest it was fetched with
     tik = next(s for s in plan["stages"] if s["recipe"] == "tiktoken")
     src = deps[f"tiktoken/source/{tik['sources'][0]['name']}"]
-    assert src["uri"].startswith("pkg:pypi/tiktoken@") and src["digest"]["sha256"] == sha(tik["sources"][0]["name"].encode())
+    assert src["uri"].startswith("pkg:pypi/tiktoken@") and src["digest"]["sha256"] == sha(
+        tik["sources"][0]["name"].encode()
+    )
     router = next(s for s in plan["stages"] if s["recipe"] == "semantic-router")
     git = next(s for s in router["sources"] if "repo" in s)
     assert deps[f"semantic-router/source/{git['name']}"]["uri"] == f"git+{git['repo']}@{git['commit']}"
@@ -102,7 +149,10 @@ def test_statement_of_a_build_validates_and_holds_every_input(schema):
             assert deps[f"{s['recipe']}/patch/{pf['file']}"]["digest"]["sha256"] == pf["sha256"]
         for pf in s["lockfiles"]:
             assert deps[f"{s['recipe']}/lockfile/{pf['file']}"]["digest"]["sha256"] == pf["sha256"]
-    assert tik["lockfiles"] and deps["tiktoken/vendor/cargo"]["digest"]["sha256"] == tik["lockfiles"][0]["sha256"]
+    assert (
+        tik["lockfiles"]
+        and deps["tiktoken/vendor/cargo"]["digest"]["sha256"] == tik["lockfiles"][0]["sha256"]
+    )
     # go.sum lives in the source tree and the recipe pins it (`lock:`): named by that digest
     assert router["vendor"] == "go" and router["lock"]["path"] == "src/semantic-router/go.sum"
     assert deps["semantic-router/vendor/go"]["digest"]["sha256"] == router["lock"]["sha256"]
@@ -110,18 +160,25 @@ def test_statement_of_a_build_validates_and_holds_every_input(schema):
     ml = next(s for s in plan["stages"] if s["recipe"] == "router-ml-binding")
     assert ml["lock"] == {"path": "ml-binding/Cargo.lock", "sha256": ml["lock"]["sha256"]}
     assert deps["router-ml-binding/vendor/cargo"]["digest"]["sha256"] == ml["lock"]["sha256"]
-    assert deps["router-ml-binding/vendor/cargo"]["annotations"]["lock"] == "ml-binding/Cargo.lock inside the source tree"
+    assert (
+        deps["router-ml-binding/vendor/cargo"]["annotations"]["lock"]
+        == "ml-binding/Cargo.lock inside the source tree"
+    )
     assert any(n.startswith("semantic-router/depends/router-ml-binding/") for n in deps)
     # images: the base once, each stage's toolchain; and the artifacts of a dependency
     assert deps["base/debian-trixie@linux/riscv64"]["digest"]["sha256"] == "b" * 64
     assert deps["tiktoken/image/toolchain"]["annotations"]["packages"] == {"gcc-14": "14.2.0-19"}
     assert not any(n.endswith("/image/base") for n in deps)
     assert "semantic-router/depends/glide-ffi/out-0.bin" in deps or any(
-        n.startswith("semantic-router/depends/glide-ffi/") for n in deps)
+        n.startswith("semantic-router/depends/glide-ffi/") for n in deps
+    )
     run = st["predicate"]["runDetails"]
     assert run["builder"]["id"] == "https://rvport.dev/builder/buildx/docker-container"
-    assert run["builder"]["version"] == {"rvport": __version__, "buildx.builder": "rvport",
-                                         "buildx.driver": "docker-container"}
+    assert run["builder"]["version"] == {
+        "rvport": __version__,
+        "buildx.builder": "rvport",
+        "buildx.driver": "docker-container",
+    }
     assert run["metadata"] == {"startedOn": "2026-11-30T10:00:00Z", "finishedOn": "2026-11-30T10:02:05Z"}
 
 
@@ -130,21 +187,28 @@ def test_statement_without_plan_or_builder_still_validates(schema):
     st = provenance.statement(_result_doc(plan))
     _validate(st, schema)
     assert st["predicate"]["runDetails"]["builder"] == {
-        "id": "https://rvport.dev/builder/buildx", "version": {"rvport": __version__, "buildx.builder": "default"}}
+        "id": "https://rvport.dev/builder/buildx",
+        "version": {"rvport": __version__, "buildx.builder": "default"},
+    }
 
 
-@pytest.mark.parametrize("breakage", [
-    lambda d: d.update(_type="https://in-toto.io/Statement/v0.1"),
-    lambda d: d.update(subject=[]),
-    lambda d: d["subject"][0].pop("digest"),
-    lambda d: d["subject"][0]["digest"].update(sha256="ABC"),
-    lambda d: d["predicate"]["buildDefinition"].pop("buildType"),
-    lambda d: d["predicate"]["buildDefinition"].pop("externalParameters"),
-    lambda d: d["predicate"]["runDetails"]["builder"].pop("id"),
-    lambda d: d["predicate"]["runDetails"]["metadata"].update(startedOn="yesterday"),
-    lambda d: d["predicate"]["buildDefinition"]["resolvedDependencies"].append({"name": "nothing to point at"}),
-    lambda d: d.update(predicateType="not a uri"),
-])
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        lambda d: d.update(_type="https://in-toto.io/Statement/v0.1"),
+        lambda d: d.update(subject=[]),
+        lambda d: d["subject"][0].pop("digest"),
+        lambda d: d["subject"][0]["digest"].update(sha256="ABC"),
+        lambda d: d["predicate"]["buildDefinition"].pop("buildType"),
+        lambda d: d["predicate"]["buildDefinition"].pop("externalParameters"),
+        lambda d: d["predicate"]["runDetails"]["builder"].pop("id"),
+        lambda d: d["predicate"]["runDetails"]["metadata"].update(startedOn="yesterday"),
+        lambda d: d["predicate"]["buildDefinition"]["resolvedDependencies"].append(
+            {"name": "nothing to point at"}
+        ),
+        lambda d: d.update(predicateType="not a uri"),
+    ],
+)
 def test_the_schema_refuses_what_the_specification_forbids(schema, breakage):
     st = provenance.statement(_result_doc(_plan_doc("msgspec")), _plan_doc("msgspec"))
     _validate(st, schema)
@@ -156,6 +220,7 @@ def test_the_schema_refuses_what_the_specification_forbids(schema, breakage):
 
 # ---- written beside result.json ---------------------------------------------------------------------------------
 
+
 def test_write_beside_is_atomic_and_only_for_a_finished_build(tmp_path, schema, monkeypatch):
     plan = _plan_doc("msgspec")
     path = provenance.write_beside(tmp_path, _result_doc(plan), plan, {"name": "default", "driver": "docker"})
@@ -165,10 +230,12 @@ def test_write_beside_is_atomic_and_only_for_a_finished_build(tmp_path, schema, 
     # a failed run: no statement, and the earlier one is gone (it would describe other artifacts)
     assert provenance.write_beside(tmp_path, _result_doc(plan, status="failed"), plan) is None
     assert list(tmp_path.iterdir()) == []
+
     # interrupted while writing: nothing half-written is left
     def boom(*a, **k):
         raise KeyboardInterrupt
-    monkeypatch.setattr(os, "replace", boom)           # the rename of rvport.fileio.atomic_file
+
+    monkeypatch.setattr(os, "replace", boom)  # the rename of rvport.fileio.atomic_file
     with pytest.raises(KeyboardInterrupt):
         provenance.write_beside(tmp_path, _result_doc(plan), plan)
     assert list(tmp_path.iterdir()) == []
@@ -176,11 +243,14 @@ def test_write_beside_is_atomic_and_only_for_a_finished_build(tmp_path, schema, 
 
 # ---- checking artifacts against it ------------------------------------------------------------------------------
 
+
 def _statement_file(tmp_path: Path, files: dict[str, bytes]) -> Path:
     plan = _plan_doc("glide-ffi")
     result = _result_doc(plan)
-    result["artifacts"] = [{"path": f"glide-ffi/{n}", "size": len(b), "sha256": sha(b), "recipe": "glide-ffi"}
-                           for n, b in files.items()]
+    result["artifacts"] = [
+        {"path": f"glide-ffi/{n}", "size": len(b), "sha256": sha(b), "recipe": "glide-ffi"}
+        for n, b in files.items()
+    ]
     p = provenance.write_beside(tmp_path, result, plan)
     assert p is not None
     return p
@@ -190,12 +260,17 @@ def test_check_by_name_and_by_digest(tmp_path):
     prov = provenance.load(_statement_file(tmp_path, {"libx.so": b"one", "liby.so": b"two"}))
     assert prov.profile == "rvv256" and len(prov.subjects) == 2
     assert provenance.check(prov, "out/artifacts/glide-ffi/libx.so", sha(b"one")) == (
-        [], ["provenance: subject glide-ffi/libx.so, sha256 matches"])
+        [],
+        ["provenance: subject glide-ffi/libx.so, sha256 matches"],
+    )
     reasons, _ = provenance.check(prov, "out/artifacts/glide-ffi/libx.so", sha(b"onE"))
-    assert reasons == [f"sha256 {sha(b'onE')} differs from provenance subject glide-ffi/libx.so ({sha(b'one')}): "
-                       "the file changed after the build"]
+    assert reasons == [
+        f"sha256 {sha(b'onE')} differs from provenance subject glide-ffi/libx.so ({sha(b'one')}): "
+        "the file changed after the build"
+    ]
     assert provenance.check(prov, "/elsewhere/renamed.so", sha(b"two"))[1] == [
-        "provenance: sha256 matches subject glide-ffi/liby.so"]
+        "provenance: sha256 matches subject glide-ffi/liby.so"
+    ]
     reasons, _ = provenance.check(prov, "/elsewhere/other.so", sha(b"three"))
     assert reasons and "not a subject of provenance" in reasons[0]
 
@@ -215,14 +290,19 @@ def test_one_changed_byte_fails_verify(tmp_path):
     assert not report.ok and "the file changed after the build" in report.artifacts[0].reasons[-1]
 
 
-@pytest.mark.parametrize("text,msg", [
-    ("{\n  \"_type\": 1,\n  oops\n}", ":3: not JSON"),
-    ('{"_type": "https://in-toto.io/Statement/v0.1", "subject": []}', "not an in-toto Statement v1"),
-    ('{"_type": "https://in-toto.io/Statement/v1", "subject": []}', "has no subject"),
-    ('{"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "x", "digest": {"sha1": "ab"}}]}',
-     "subject 0 has no sha256 digest"),
-    ('[1, 2]', "not an in-toto Statement v1"),
-])
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ('{\n  "_type": 1,\n  oops\n}', ":3: not JSON"),
+        ('{"_type": "https://in-toto.io/Statement/v0.1", "subject": []}', "not an in-toto Statement v1"),
+        ('{"_type": "https://in-toto.io/Statement/v1", "subject": []}', "has no subject"),
+        (
+            '{"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "x", "digest": {"sha1": "ab"}}]}',
+            "subject 0 has no sha256 digest",
+        ),
+        ("[1, 2]", "not an in-toto Statement v1"),
+    ],
+)
 def test_bad_provenance_files_are_usage_errors(tmp_path, text, msg):
     p = tmp_path / "p.json"
     p.write_text(text)
@@ -233,8 +313,13 @@ def test_bad_provenance_files_are_usage_errors(tmp_path, text, msg):
 
 
 def rvport(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
-                          capture_output=True, text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
 
 
 def test_cli_provenance(tmp_path):
@@ -245,7 +330,7 @@ def test_cli_provenance(tmp_path):
     stmt = _statement_file(tmp_path, {"libx.so": elf})
     cp = rvport("verify", "artifacts", "--provenance", str(stmt), str(art / "libx.so"))
     assert cp.returncode == 0, cp.stdout + cp.stderr
-    assert "rvv256" in cp.stdout   # the profile comes from the statement when --profile is not given
+    assert "rvv256" in cp.stdout  # the profile comes from the statement when --profile is not given
     (art / "libx.so").write_bytes(elf[:-1] + bytes([elf[-1] ^ 1]))
     cp = rvport("verify", "artifacts", "--provenance", str(stmt), str(art / "libx.so"))
     assert cp.returncode == 1 and "changed after the build" in cp.stdout, cp.stdout + cp.stderr

@@ -26,7 +26,8 @@ from rvport.catalogue.recipes import CHECK_TIMEOUT_S
 from rvport.errors import BuildFailed, ExitCode
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
-from tests.unit.test_runtime_image import load as load_runtime, located_problems
+from tests.unit.test_runtime_image import load as load_runtime
+from tests.unit.test_runtime_image import located_problems
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 # the runtime the check runs against, in test_runtime_image's recipe
@@ -59,30 +60,51 @@ def test_a_check_loads_with_its_defaults(tmp_path):
     assert load(tmp_path, "").resolve("app").runtime.check is None
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (("    env: {EXPECT: hello}", "    env: {SERVICE_HOST: elsewhere}"), "runtime check env sets SERVICE_HOST"),
-    (("    env: {EXPECT: hello}", "    env: {RVPORT_CHECK_ROUND: '3'}"), "sets RVPORT_CHECK_ROUND"),
-    (("    env: {EXPECT: hello}", "    env: {QEMU_CPU: max}"), "sets QEMU_CPU"),
-    (("    env: {EXPECT: hello}", "    timeout: 0"), "runtime.check.timeout: must be >= 1"),
-    (("    env: {EXPECT: hello}", "    timeout: 100000"), "runtime.check.timeout: must be <= 86400"),
-    (("    env: {EXPECT: hello}", "    timeout: soon"), "runtime.check.timeout: must be a integer"),
-    (("    env: {EXPECT: hello}", "    restart: twice"), "runtime.check.restart: must be a boolean"),
-    (("    env: {EXPECT: hello}", "    rounds: 3"), "runtime.check.rounds: unknown key 'rounds'"),
-    (("    script: |\n      nc -z \"$SERVICE_HOST\" 8080\n", "    script: ''\n"), "must be at least 1 character"),
-    (("    script: |\n      nc -z \"$SERVICE_HOST\" 8080\n", "    script: '  '\n"), "runtime check script is empty"),
-    (("    script: |\n      nc -z \"$SERVICE_HOST\" 8080\n", ""), "runtime.check: missing required key 'script'"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("    env: {EXPECT: hello}", "    env: {SERVICE_HOST: elsewhere}"),
+            "runtime check env sets SERVICE_HOST",
+        ),
+        (("    env: {EXPECT: hello}", "    env: {RVPORT_CHECK_ROUND: '3'}"), "sets RVPORT_CHECK_ROUND"),
+        (("    env: {EXPECT: hello}", "    env: {QEMU_CPU: max}"), "sets QEMU_CPU"),
+        (("    env: {EXPECT: hello}", "    timeout: 0"), "runtime.check.timeout: must be >= 1"),
+        (("    env: {EXPECT: hello}", "    timeout: 100000"), "runtime.check.timeout: must be <= 86400"),
+        (("    env: {EXPECT: hello}", "    timeout: soon"), "runtime.check.timeout: must be a integer"),
+        (("    env: {EXPECT: hello}", "    restart: twice"), "runtime.check.restart: must be a boolean"),
+        (("    env: {EXPECT: hello}", "    rounds: 3"), "runtime.check.rounds: unknown key 'rounds'"),
+        (
+            ('    script: |\n      nc -z "$SERVICE_HOST" 8080\n', "    script: ''\n"),
+            "must be at least 1 character",
+        ),
+        (
+            ('    script: |\n      nc -z "$SERVICE_HOST" 8080\n', "    script: '  '\n"),
+            "runtime check script is empty",
+        ),
+        (
+            ('    script: |\n      nc -z "$SERVICE_HOST" 8080\n', ""),
+            "runtime.check: missing required key 'script'",
+        ),
+    ],
+)
 def test_a_bad_check_is_a_located_recipe_error(tmp_path, change, message):
     hits = located_problems(lambda: load(tmp_path, CHECK.replace(*change)), message)
     lines = (tmp_path / "recipes" / "app.yaml").read_text().splitlines()
-    assert all(p.line > lines.index("  check:") for p in hits)          # at the check's own lines
+    assert all(p.line > lines.index("  check:") for p in hits)  # at the check's own lines
 
 
 def test_the_plan_lists_the_check_with_a_key_of_its_own(tmp_path):
     st = stage(tmp_path)
     doc = st.to_json()["runtime"]["check"]
-    assert doc == {"script": 'nc -z "$SERVICE_HOST" 8080\n', "restart": True, "timeout": 300,
-                   "env": {"EXPECT": "hello"}, "rounds": 2, "key": st.runtime.check_key}
+    assert doc == {
+        "script": 'nc -z "$SERVICE_HOST" 8080\n',
+        "restart": True,
+        "timeout": 300,
+        "env": {"EXPECT": "hello"},
+        "rounds": 2,
+        "key": st.runtime.check_key,
+    }
     # a new check is a new check key, never a new image: the runtime key covers what the image is made of
     other = stage(tmp_path / "b", CHECK.replace("8080", "9090"))
     bare = stage(tmp_path / "c", "")
@@ -91,8 +113,11 @@ def test_the_plan_lists_the_check_with_a_key_of_its_own(tmp_path):
     assert bare.runtime.check_key is None and bare.to_json()["runtime"]["check"] is None
     # the plan's schema takes both
     for s in (st, bare):
-        plan = make_plan(load(tmp_path / "d", CHECK if s is st else ""),
-                         Request(refs=("app",), profile=get_profile("rvv256"), tag="t1"), X86)
+        plan = make_plan(
+            load(tmp_path / "d", CHECK if s is st else ""),
+            Request(refs=("app",), profile=get_profile("rvv256"), tag="t1"),
+            X86,
+        )
         jsonschema.validate(plan.to_json(), manifest.schema("plan"))
 
 
@@ -160,17 +185,35 @@ class Engine:
 def engine(monkeypatch):
     def make(statuses=(0, 0)):
         e = Engine(statuses)
-        for fn in ("create_network", "remove_network", "run_detached", "create", "copy_into", "start_attached",
-                   "restart", "state", "logs", "remove"):
+        for fn in (
+            "create_network",
+            "remove_network",
+            "run_detached",
+            "create",
+            "copy_into",
+            "start_attached",
+            "restart",
+            "state",
+            "logs",
+            "remove",
+        ):
             monkeypatch.setattr(containers, fn, getattr(e, fn))
         return e
+
     return make
 
 
 def env_of(st, tmp_path: Path):
     steps: list[str] = []
-    return SimpleNamespace(stage=st, tmp_root=tmp_path / "tmp", log_path=tmp_path / "app.log", step=steps.append,
-                           line=lambda _: None, steps=steps, riscv64_env={"QEMU_CPU": "rv64,the-profile"})
+    return SimpleNamespace(
+        stage=st,
+        tmp_root=tmp_path / "tmp",
+        log_path=tmp_path / "app.log",
+        step=steps.append,
+        line=lambda _: None,
+        steps=steps,
+        riscv64_env={"QEMU_CPU": "rv64,the-profile"},
+    )
 
 
 MADE = MadeImage(tag="rvport/app:t1", image_id="sha256:" + "1" * 64, key="k" * 64, made=True)
@@ -191,8 +234,23 @@ def test_both_rounds_pass_with_the_service_and_client_set_up_as_said(engine, tmp
     assert "service_logs" not in rec
     jsonschema.validate(rec, check_schema())
     kinds = [c[0] for c in e.calls]
-    assert kinds == ["network", "service", "client", "cp", "cp", "start", "restart", "client", "cp", "cp", "start",
-                     "rm", "rm", "rm", "rm network"]
+    assert kinds == [
+        "network",
+        "service",
+        "client",
+        "cp",
+        "cp",
+        "start",
+        "restart",
+        "client",
+        "cp",
+        "cp",
+        "start",
+        "rm",
+        "rm",
+        "rm",
+        "rm network",
+    ]
     net = e.calls[0][1]
     assert net.startswith("rvport-check-app-")
     _, image, service, kw = e.calls[1]
@@ -203,8 +261,12 @@ def test_both_rounds_pass_with_the_service_and_client_set_up_as_said(engine, tmp
     clients = [c for c in e.calls if c[0] == "client"]
     for n, (_, image, cmd, name, kw) in enumerate(clients, 1):
         assert image == CLIENT.tag and cmd == ("sh", "/rvport/check") and name == f"{net}-client-{n}"
-        assert kw["env"] == {"EXPECT": "hello", "QEMU_CPU": "rv64,the-profile", "SERVICE_HOST": "service",
-                             "RVPORT_CHECK_ROUND": str(n)}
+        assert kw["env"] == {
+            "EXPECT": "hello",
+            "QEMU_CPU": "rv64,the-profile",
+            "SERVICE_HOST": "service",
+            "RVPORT_CHECK_ROUND": str(n),
+        }
         assert kw["network"] == net
         assert e.scripts[name] == st.runtime.spec.check.script
     assert ("cp", f"{net}-client-1", "/artifacts") in e.calls
@@ -218,7 +280,10 @@ def test_a_failing_round_is_recorded_with_the_services_logs_and_nothing_is_left(
     env = env_of(stage(tmp_path), tmp_path)
     rec = check.run(env, MADE, CLIENT, tmp_path / "files", "f" * 64)
     assert rec["status"] == "failed" and len(rec["rounds"]) == 1 and rec["rounds"][0]["exit_status"] == 3
-    assert rec["service"] == "exited with status 1" and rec["service_logs"] == ["service: listening", "service: bye"]
+    assert rec["service"] == "exited with status 1" and rec["service_logs"] == [
+        "service: listening",
+        "service: bye",
+    ]
     assert "restart" not in [c[0] for c in e.calls] and e.live == set()
     jsonschema.validate(rec, check_schema())
     err = check.failure("app==1.0", rec, tmp_path / "app.log")
@@ -232,7 +297,9 @@ def test_a_failing_round_is_recorded_with_the_services_logs_and_nothing_is_left(
 def test_a_round_that_times_out_fails_the_check(engine, tmp_path):
     e = engine((0, "timeout"))
     rec = check.run(env_of(stage(tmp_path), tmp_path), MADE, CLIENT, tmp_path / "files", "f" * 64)
-    assert rec["status"] == "failed" and rec["rounds"][1] == dict(rec["rounds"][1], exit_status=None, timed_out=True)
+    assert rec["status"] == "failed" and rec["rounds"][1] == dict(
+        rec["rounds"][1], exit_status=None, timed_out=True
+    )
     jsonschema.validate(rec, check_schema())
     rec["rounds"][1]["seconds"] = 300.02
     assert "round 2 (timed out after 300 s)" in check.failure("app==1.0", rec, tmp_path / "x.log").message
@@ -252,11 +319,11 @@ def test_ctrl_c_while_the_service_is_made_waits_for_it_then_removes_it(engine, t
     made = e.run_detached
 
     def slow_run_detached(image, name, **kw):
-        os.kill(os.getpid(), signal.SIGINT)     # arrives while docker run is making the container
+        os.kill(os.getpid(), signal.SIGINT)  # arrives while docker run is making the container
         time.sleep(0.05)
-        made(image, name, **kw)                 # ... which still completes
+        made(image, name, **kw)  # ... which still completes
 
-    containers.run_detached = slow_run_detached     # monkeypatched by the fixture: restored after the test
+    containers.run_detached = slow_run_detached  # monkeypatched by the fixture: restored after the test
     with pytest.raises(KeyboardInterrupt):
         check.run(env_of(stage(tmp_path), tmp_path), MADE, CLIENT, tmp_path / "files", "f" * 64)
     assert [c[0] for c in e.calls] == ["network", "service", "rm", "rm network"] and e.live == set()
@@ -276,8 +343,13 @@ def test_a_failure_while_making_still_removes_what_was_made(engine, tmp_path, mo
 
 def test_without_restart_one_round_and_no_restart(engine, tmp_path):
     e = engine((0,))
-    rec = check.run(env_of(stage(tmp_path, CHECK + "\n    restart: false"), tmp_path), MADE, CLIENT,
-                    tmp_path / "files", "f" * 64)
+    rec = check.run(
+        env_of(stage(tmp_path, CHECK + "\n    restart: false"), tmp_path),
+        MADE,
+        CLIENT,
+        tmp_path / "files",
+        "f" * 64,
+    )
     assert rec["status"] == "passed" and len(rec["rounds"]) == 1 and "restart" not in [c[0] for c in e.calls]
 
 
@@ -302,11 +374,12 @@ def test_a_passing_check_is_kept_and_reused_only_under_the_same_key(engine, tmp_
     assert again == dict(first, reused=True) and e.calls == []
     assert env.steps == ["runtime check: passed before with these images (reused)"]
     # the stage built now, a new image, a new client image, a new check: it runs
-    for made, client, st2, fresh in ((MADE, CLIENT, st, True),
-                                     (MadeImage(tag=MADE.tag, image_id="sha256:" + "3" * 64, key=MADE.key,
-                                                made=False), CLIENT, st, False),
-                                     (MADE, Toolchain(tag=CLIENT.tag, image_id="sha256:" + "4" * 64), st, False),
-                                     (MADE, CLIENT, stage(tmp_path / "b", CHECK.replace("8080", "81")), False)):
+    for made, client, st2, fresh in (
+        (MADE, CLIENT, st, True),
+        (MadeImage(tag=MADE.tag, image_id="sha256:" + "3" * 64, key=MADE.key, made=False), CLIENT, st, False),
+        (MADE, Toolchain(tag=CLIENT.tag, image_id="sha256:" + "4" * 64), st, False),
+        (MADE, CLIENT, stage(tmp_path / "b", CHECK.replace("8080", "81")), False),
+    ):
         e = engine((0, 0))
         rec = check.ensure(env_of(st2, tmp_path), made, client, tmp_path / "files", kept, fresh=fresh)
         assert not rec["reused"] and [c[0] for c in e.calls].count("start") == 2
@@ -316,7 +389,10 @@ def test_a_failing_check_is_never_kept(engine, tmp_path):
     st = stage(tmp_path)
     kept = tmp_path / "checks"
     engine((5,))
-    assert check.ensure(env_of(st, tmp_path), MADE, CLIENT, tmp_path / "files", kept, fresh=False)["status"] == "failed"
+    assert (
+        check.ensure(env_of(st, tmp_path), MADE, CLIENT, tmp_path / "files", kept, fresh=False)["status"]
+        == "failed"
+    )
     assert not kept.exists() or not list(kept.iterdir())
 
 
@@ -337,8 +413,11 @@ def test_stream_stops_a_program_that_runs_too_long(tmp_path):
     lines: list[str] = []
     t0 = time.monotonic()
     with pytest.raises(proc.TimedOut) as e:
-        proc.stream([sys.executable, "-c", "import time; print('started', flush=True); time.sleep(60)"],
-                    on_line=lines.append, timeout=1)
+        proc.stream(
+            [sys.executable, "-c", "import time; print('started', flush=True); time.sleep(60)"],
+            on_line=lines.append,
+            timeout=1,
+        )
     assert time.monotonic() - t0 < 30 and lines == ["started"] and "timed out after 1s" in e.value.message
 
 
@@ -350,8 +429,8 @@ def test_uninterruptible_defers_ctrl_c_to_the_end_of_the_block(sigint):
             time.sleep(0.05)
             done.append("the block went on")
     assert done == ["the block went on"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler    # the handler is back
-    with proc.uninterruptible():                                           # nothing arrived: nothing raised
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back
+    with proc.uninterruptible():  # nothing arrived: nothing raised
         pass
 
 
@@ -368,15 +447,38 @@ def test_the_plan_table_and_junit_show_the_check(tmp_path):
     Console(file=out, width=200).print(views.plan_table(plan))
     assert "runtime image rvport/app:t1" in out.getvalue()
     assert "runtime check: 2 rounds (a restart between), 300 s each" in out.getvalue()
-    rec = {"status": "failed", "key": "f" * 64, "reused": False, "service": "running", "service_logs": ["up"],
-           "rounds": [{"round": 1, "exit_status": 0, "seconds": 1.5, "output": ["fine"]},
-                      {"round": 2, "exit_status": None, "timed_out": True, "seconds": 300.0, "output": ["slow"]}]}
-    stage_doc = {"recipe": "app", "version": "1.0", "status": "failed", "timings": {"check": 301.5},
-                 "runtime": {"tag": "rvport/app:t1", "image_id": "sha256:" + "1" * 64, "key": "k" * 64,
-                             "made": False, "check": rec}}
+    rec = {
+        "status": "failed",
+        "key": "f" * 64,
+        "reused": False,
+        "service": "running",
+        "service_logs": ["up"],
+        "rounds": [
+            {"round": 1, "exit_status": 0, "seconds": 1.5, "output": ["fine"]},
+            {"round": 2, "exit_status": None, "timed_out": True, "seconds": 300.0, "output": ["slow"]},
+        ],
+    }
+    stage_doc = {
+        "recipe": "app",
+        "version": "1.0",
+        "status": "failed",
+        "timings": {"check": 301.5},
+        "runtime": {
+            "tag": "rvport/app:t1",
+            "image_id": "sha256:" + "1" * 64,
+            "key": "k" * 64,
+            "made": False,
+            "check": rec,
+        },
+    }
     xml = ci.junit_xml({"status": "failed", "profile": {"name": "rvv256"}, "stages": [stage_doc]})
-    for line in ("runtime check: failed", "runtime check round 1: exit 0, 1.5 s", "check&gt; fine",
-                 "runtime check round 2: timed out, 300.0 s", "service&gt; up"):
+    for line in (
+        "runtime check: failed",
+        "runtime check round 1: exit 0, 1.5 s",
+        "check&gt; fine",
+        "runtime check round 2: timed out, 300.0 s",
+        "service&gt; up",
+    ):
         assert line in xml, xml
     summary = ci.summary_markdown({"status": "failed", "stages": [stage_doc]})
     assert "| runtime | check |" in summary and "| 301.5 |" in summary

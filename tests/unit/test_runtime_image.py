@@ -5,11 +5,9 @@ be run), its Dockerfile and build context, and bad input as located recipe error
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import shutil
 import subprocess
-import textwrap
 from pathlib import Path
 
 import jsonschema
@@ -62,14 +60,18 @@ def test_semantic_router_runtime_is_non_root_read_only_and_pinned(cat):
     (route,) = cfg["routing"]["decisions"]
     assert route["rules"]["conditions"] == [{"type": "keyword", "name": kw["name"]}]
     assert [m["model"] for m in route["modelRefs"]] == ["code-model"]
-    assert {m["name"] for m in cfg["routing"]["modelCards"]} == {m["name"] for m in cfg["providers"]["models"]}
+    assert {m["name"] for m in cfg["routing"]["modelCards"]} == {
+        m["name"] for m in cfg["providers"]["models"]
+    }
 
 
 def test_the_configuration_turns_off_what_needs_a_model_a_store_or_a_collector(cat):
     """v0.3.0's defaults would download an embedding model at start (the router exits without it) and use
     Redis, Postgres and an OTLP collector: the image's configuration turns each off, so the keyword route
     and the default need nothing else (proven by running the router, docs/heavy-recipes.md)."""
-    (cfg_file,) = [f for f in cat.resolve("semantic-router").runtime.files if f.dest == "/app/config/config.yaml"]
+    (cfg_file,) = [
+        f for f in cat.resolve("semantic-router").runtime.files if f.dest == "/app/config/config.yaml"
+    ]
     g = yaml.safe_load(cfg_file.pinned.path.read_text())["global"]
     assert g["model_catalog"]["embeddings"]["semantic"]["mmbert_model_path"] == ""
     assert g["model_catalog"]["kbs"] == []
@@ -88,15 +90,21 @@ def router_check(cat) -> dict:
 
 def test_the_runtime_check_asks_for_both_routes_buffered_and_streamed_in_both_rounds(cat):
     check = router_check(cat)
-    assert check["restart"] is True          # the same script again after `docker restart`
+    assert check["restart"] is True  # the same script again after `docker restart`
     script = check["script"]
-    assert script.startswith("#!/bin/sh\n") and subprocess.run(["sh", "-n"], input=script.encode()).returncode == 0
+    assert (
+        script.startswith("#!/bin/sh\n")
+        and subprocess.run(["sh", "-n"], input=script.encode()).returncode == 0
+    )
     # it waits for readiness within the round's time, then checks health
     assert 'api="http://$SERVICE_HOST:8080"' in script
     assert '"$api/ready"' in script and '-health "$api/health"' in script
     (wait,) = [int(n) for n in re.findall(r"-ge (\d+)", script)]
     assert wait < check["timeout"]
-    for prompt, model in (("write code for binary search", "code-model"), ("Explain photosynthesis", "general-model")):
+    for prompt, model in (
+        ("write code for binary search", "code-model"),
+        ("Explain photosynthesis", "general-model"),
+    ):
         assert f'-n 5 $stream -prompt "{prompt}" -want {model}' in script
     assert 'for stream in "" -stream; do' in script and '-addr "$SERVICE_HOST:50051"' in script
 
@@ -107,7 +115,9 @@ def test_the_runtime_check_uses_the_client_built_in_the_stage_with_flags_it_has(
     assert any(o.glob == "extproc-client" for o in r.outputs) and "client=/artifacts/extproc-client" in script
     (client,) = [f for f in r.files if f.dest.endswith("/cmd/rvport-extproc-client/main.go")]
     declared = set(re.findall(r'flag\.\w+\("([a-z]+)"', client.path.read_text()))
-    used = {f for line in script.splitlines() if '"$client"' in line for f in re.findall(r" -([a-z]+)\b", line)}
+    used = {
+        f for line in script.splitlines() if '"$client"' in line for f in re.findall(r" -([a-z]+)\b", line)
+    }
     assert used and used <= declared, used - declared
     # the ports it reaches are the image's
     assert {50051, 8080} <= set(r.runtime.ports)
@@ -144,9 +154,14 @@ def test_a_new_configuration_is_a_new_image_not_a_new_build(cat, tmp_path):
     old = hashlib.sha256(cfg.read_bytes()).hexdigest()
     cfg.write_text(cfg.read_text().replace('keywords: ["code"]', 'keywords: ["code", "program"]'))
     text = (root / "semantic-router.yaml").read_text()
-    (root / "semantic-router.yaml").write_text(text.replace(old, hashlib.sha256(cfg.read_bytes()).hexdigest()))
+    (root / "semantic-router.yaml").write_text(
+        text.replace(old, hashlib.sha256(cfg.read_bytes()).hexdigest())
+    )
     mine = load_catalogue(root)
-    a, b = plan(cat, "semantic-router").stage("semantic-router"), plan(mine, "semantic-router").stage("semantic-router")
+    a, b = (
+        plan(cat, "semantic-router").stage("semantic-router"),
+        plan(mine, "semantic-router").stage("semantic-router"),
+    )
     assert a.key == b.key and a.runtime.key != b.runtime.key
 
 
@@ -154,7 +169,7 @@ def test_a_tag_that_cannot_tag_an_image_is_a_usage_error(cat):
     with pytest.raises(UsageError) as e:
         plan(cat, "semantic-router", tag="a b")
     assert e.value.exit_code == ExitCode.USAGE and "--tag 'a b'" in e.value.message
-    plan(cat, "msgspec", tag="a b")                           # no runtime image: the tag names the result only
+    plan(cat, "msgspec", tag="a b")  # no runtime image: the tag names the result only
 
 
 def test_a_runtime_file_that_differs_from_its_pin_is_exit_4(cat, tmp_path):
@@ -176,12 +191,16 @@ def test_dockerfile_of_the_runtime_image(cat):
     text = runtime.dockerfile(rt, "rvport/toolchain:sr-runtime-x", "semantic-router==0.3.0").text
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     assert lines[0] == "FROM rvport/toolchain:sr-runtime-x"
-    assert "groupadd --system --gid 10001 router" in text and "useradd --system --uid 10001 --gid 10001" in text
+    assert (
+        "groupadd --system --gid 10001 router" in text and "useradd --system --uid 10001 --gid 10001" in text
+    )
     assert "COPY --chmod=0755 files/00-router /app/router" in lines
     assert "COPY --chmod=0644 files/01-config.yaml /app/config/config.yaml" in lines
     assert "COPY --chmod=0755 files/02-start.sh /app/start.sh" in lines
     assert "WORKDIR /app" in lines and "EXPOSE 50051 8080 9190" in lines
-    assert lines.index("USER 10001:10001") > max(i for i, ln in enumerate(lines) if ln.startswith(("RUN", "COPY")))
+    assert lines.index("USER 10001:10001") > max(
+        i for i, ln in enumerate(lines) if ln.startswith(("RUN", "COPY"))
+    )
     assert lines[-1] == 'ENTRYPOINT ["/app/start.sh"]'
     assert f'org.rvport.runtime.key="{rt.key}"' in text and "@@" not in text
 
@@ -221,7 +240,9 @@ def located_problems(load_recipe, message: str) -> list:
         load_recipe()
     assert e.value.exit_code == ExitCode.RECIPE_INVALID
     hits = [p for p in e.value.problems if message in p.message]
-    assert hits and all(p.file.endswith("app.yaml") and p.line for p in hits), [p.message for p in e.value.problems]
+    assert hits and all(p.file.endswith("app.yaml") and p.line for p in hits), [
+        p.message for p in e.value.problems
+    ]
     return hits
 
 
@@ -230,18 +251,40 @@ def test_a_good_runtime_loads_with_its_defaults(tmp_path):
     assert rt.read_only and rt.workdir == "/" and rt.files[0].mode == "0755" and rt.debian == ()
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (("name: app, uid: 10001", "name: root, uid: 10001"), "must not run as root"),
-    (("name: app, uid: 10001", "name: app, uid: 0"), "uid"),
-    (("dest: /app/app}", "dest: app}"), "is not an absolute path in the image"),
-    (("{artifact: app,", "{artifact: other,"), "runtime artifact 'other' is none of the recipe's outputs"),
-    (("entrypoint: [/app/app]", "entrypoint: [app]"), "runtime entrypoint 'app' is not an absolute path"),
-    (("files: [{artifact: app, dest: /app/app}]",
-      "files: [{artifact: app, dest: /app/app}, {artifact: app, dest: /app/app}]"), "is given twice"),
-    (("files: [{artifact: app, dest: /app/app}]", "files: [{file: app/cfg.yaml, sha256: " + "b" * 64
-      + ", dest: /app/cfg.yaml}]"), "pinned file 'app/cfg.yaml' does not exist"),
-    (("files: [{artifact: app, dest: /app/app}]", "files: [{file: app/cfg.yaml, dest: /app/cfg.yaml}]"), "files"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("name: app, uid: 10001", "name: root, uid: 10001"), "must not run as root"),
+        (("name: app, uid: 10001", "name: app, uid: 0"), "uid"),
+        (("dest: /app/app}", "dest: app}"), "is not an absolute path in the image"),
+        (
+            ("{artifact: app,", "{artifact: other,"),
+            "runtime artifact 'other' is none of the recipe's outputs",
+        ),
+        (("entrypoint: [/app/app]", "entrypoint: [app]"), "runtime entrypoint 'app' is not an absolute path"),
+        (
+            (
+                "files: [{artifact: app, dest: /app/app}]",
+                "files: [{artifact: app, dest: /app/app}, {artifact: app, dest: /app/app}]",
+            ),
+            "is given twice",
+        ),
+        (
+            (
+                "files: [{artifact: app, dest: /app/app}]",
+                "files: [{file: app/cfg.yaml, sha256: " + "b" * 64 + ", dest: /app/cfg.yaml}]",
+            ),
+            "pinned file 'app/cfg.yaml' does not exist",
+        ),
+        (
+            (
+                "files: [{artifact: app, dest: /app/app}]",
+                "files: [{file: app/cfg.yaml, dest: /app/cfg.yaml}]",
+            ),
+            "files",
+        ),
+    ],
+)
 def test_bad_runtime_is_a_located_recipe_error(tmp_path, change, message):
     located_problems(lambda: load(tmp_path, GOOD.replace(*change)), message)
 
@@ -249,8 +292,10 @@ def test_bad_runtime_is_a_located_recipe_error(tmp_path, change, message):
 def test_tmpfs_and_workdir_must_be_absolute(tmp_path):
     with pytest.raises(RecipeError) as e:
         load(tmp_path, GOOD + "\n  tmpfs:\n    - /run\n    - tmp\n  workdir: app")
-    assert {p.message for p in e.value.problems} >= {"runtime path 'tmp' is not an absolute path in the image",
-                                                      "runtime path 'app' is not an absolute path in the image"}
+    assert {p.message for p in e.value.problems} >= {
+        "runtime path 'tmp' is not an absolute path in the image",
+        "runtime path 'app' is not an absolute path in the image",
+    }
     # each at its own line, not the runtime: block's
     lines = (tmp_path / "recipes" / "app.yaml").read_text().splitlines()
     at = {p.message.split("'")[1]: p.line for p in e.value.problems if p.message.startswith("runtime path")}
@@ -283,7 +328,12 @@ def test_a_runtime_file_changed_after_planning_is_exit_4_before_any_image(cat, t
     with pytest.raises(IntegrityError) as e:
         runtime.stage_files(rt, arts, tmp_path / "ctx", str(root / "semantic-router.yaml"))
     (p,) = e.value.problems
-    assert "runtime file" in p.message and "start.sh" in p.message and p.file.endswith("semantic-router.yaml") and p.line
+    assert (
+        "runtime file" in p.message
+        and "start.sh" in p.message
+        and p.file.endswith("semantic-router.yaml")
+        and p.line
+    )
 
 
 def test_result_schema_takes_a_stage_runtime():

@@ -44,12 +44,13 @@ def test_an_interrupt_stops_the_workers_programs_and_waits_for_their_cleanup(tmp
             try:
                 return proc.stream(["sleep", "30"], on_line=lambda _l: None)
             finally:
-                time.sleep(0.2)                 # cleanup takes a moment: the interrupt waits for it
+                time.sleep(0.2)  # cleanup takes a moment: the interrupt waits for it
                 cleaned.append(name)
+
         return run
 
     started = []
-    not_started = lambda: started.append("late")    # noqa: E731 - queued behind the two: never starts
+    not_started = lambda: started.append("late")  # noqa: E731 - queued behind the two: never starts
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     t0 = time.monotonic()

@@ -40,7 +40,7 @@ def run_line(tmp_path: Path, script: str) -> tuple[int, Path]:
 
 def test_the_smoke_step_succeeds_and_exports_the_output_and_exit_status_of_a_failing_test(tmp_path):
     rc, out = run_line(tmp_path, SCRIPT)
-    assert rc == 0                                          # the build step never fails: the runner judges
+    assert rc == 0  # the build step never fails: the runner judges
     assert (out / "rvport-smoke.status").read_text().strip() == "3"
     assert "the smoke marker 7f3a" in (out / "rvport-smoke.log").read_text()
     text = render.render("smoke", {"IMAGE": "i", "QEMU_CPU": "max", "INSTALL": "true", "RUN": "true"}).text
@@ -54,13 +54,19 @@ def test_a_passing_smoke_test_is_recorded_with_its_last_lines(tmp_path):
 
 
 def test_a_failing_smoke_test_is_recorded_and_raised_with_its_last_lines(tmp_path):
-    (tmp_path / "rvport-smoke.log").write_text("".join(f"line {i}\n" for i in range(30)) + "the smoke marker 7f3a\n")
+    (tmp_path / "rvport-smoke.log").write_text(
+        "".join(f"line {i}\n" for i in range(30)) + "the smoke marker 7f3a\n"
+    )
     (tmp_path / "rvport-smoke.status").write_text("3\n")
     record = smoke_record("x==1", tmp_path)
     assert record["status"] == "failed" and record["exit_status"] == 3
     assert len(record["output"]) == 20 and record["output"][-1] == "the smoke marker 7f3a"
     err = smoke_failure("x==1", record, Path("/out/logs/x.log"))
-    assert isinstance(err, SmokeFailed) and isinstance(err, BuildFailed) and err.exit_code == ExitCode.BUILD_FAILED == 7
+    assert (
+        isinstance(err, SmokeFailed)
+        and isinstance(err, BuildFailed)
+        and err.exit_code == ExitCode.BUILD_FAILED == 7
+    )
     text = err.render()
     assert "x==1: the smoke test failed (exit status 3)" in text and "    the smoke marker 7f3a" in text
     assert "/out/logs/x.log" in text and err.log_tail == record["output"]
@@ -94,10 +100,14 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
     (tmp_path / "recipes").mkdir()
     (tmp_path / "recipes" / "tiny.yaml").write_text(RECIPE)
     host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
-    plan = make_plan(load_catalogue(tmp_path / "recipes"), Request(refs=("tiny",), profile=get_profile("rvv256")),
-                     host)
-    run = Runner(plan, BuildOptions(output=tmp_path / "out", fetch=FetchOptions(cache=Cache(root=tmp_path / "c"))),
-                 rep=SimpleNamespace())
+    plan = make_plan(
+        load_catalogue(tmp_path / "recipes"), Request(refs=("tiny",), profile=get_profile("rvv256")), host
+    )
+    run = Runner(
+        plan,
+        BuildOptions(output=tmp_path / "out", fetch=FetchOptions(cache=Cache(root=tmp_path / "c"))),
+        rep=SimpleNamespace(),
+    )
     seen = {}
 
     def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None):
@@ -109,24 +119,40 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
 
     monkeypatch.setattr(runner_mod.buildx, "build", fake_build)
     rec = run.records[0]
-    env = SimpleNamespace(stage=rec.stage, record=rec, log_path=tmp_path / "tiny.log", line=lambda _: None,
-                          riscv64_env={"QEMU_CPU": "rv64,the-profiles-cpu"})
+    env = SimpleNamespace(
+        stage=rec.stage,
+        record=rec,
+        log_path=tmp_path / "tiny.log",
+        line=lambda _: None,
+        riscv64_env={"QEMU_CPU": "rv64,the-profiles-cpu"},
+    )
     files = tmp_path / "files"
     files.mkdir()
     (files / "tiny").write_text("not really a binary")
     with pytest.raises(SmokeFailed) as e:
         run._smoke(env, files, "rvport/base:under-test")
     assert "exit 3" in seen["script"] and "FROM rvport/base:under-test" in seen["dockerfile"]
-    assert "ENV QEMU_CPU=rv64,the-profiles-cpu " in seen["dockerfile"]     # StageEnv.riscv64_env, the one rule
+    assert "ENV QEMU_CPU=rv64,the-profiles-cpu " in seen["dockerfile"]  # StageEnv.riscv64_env, the one rule
     assert rec.smoke == {"status": "failed", "exit_status": 3, "output": ["the smoke marker 7f3a"]}
     assert "the smoke marker 7f3a" in e.value.render()
-    assert not list((tmp_path / "c" / "tmp").iterdir())        # its scratch directories are gone
+    assert not list((tmp_path / "c" / "tmp").iterdir())  # its scratch directories are gone
     # what result.json says of it is valid
     rec.status, rec.error, rec.log_tail = "failed", e.value.render(), e.value.log_tail
-    doc = {"schema": manifest.RESULT_SCHEMA, "kind": "rvport-result", "status": "failed", "failing_stage": "tiny",
-           "tag": "t", "profile": {}, "host": {}, "started": "2026-01-01T00:00:00Z", "duration_s": 1,
-           "base_images": {}, "stages": [rec.to_json()], "artifacts": []}
+    doc = {
+        "schema": manifest.RESULT_SCHEMA,
+        "kind": "rvport-result",
+        "status": "failed",
+        "failing_stage": "tiny",
+        "tag": "t",
+        "profile": {},
+        "host": {},
+        "started": "2026-01-01T00:00:00Z",
+        "duration_s": 1,
+        "base_images": {},
+        "stages": [rec.to_json()],
+        "artifacts": [],
+    }
     jsonschema.validate(doc, manifest.schema("result"))
-    rec.smoke = {"status": "failed", "output": []}                 # a failed one names its exit status
+    rec.smoke = {"status": "failed", "output": []}  # a failed one names its exit status
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(dict(doc, stages=[rec.to_json()]), manifest.schema("result"))

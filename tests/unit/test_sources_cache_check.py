@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.httpserver import Route, serve
-
 from rvport.catalogue.recipes import Source, SourceKind, load_catalogue
 from rvport.errors import ExitCode, IntegrityError
 from rvport.sources import Cache, CorruptEntry, Fetcher, FetchOptions, fetch_source, fill_mirror, prepare_tree
 from rvport.sources.cache import open_blob
+from tests.fixtures.httpserver import Route, serve
 
 
 def targz(files: dict[str, bytes], top: str) -> bytes:
@@ -36,8 +35,11 @@ def targz(files: dict[str, bytes], top: str) -> bytes:
     return buf.getvalue()
 
 
-FILES = {"ryu.h": b"/* ryu */\n" + b"x" * 50_000 + b"\n", "setup.py": b"print('setup')\n",
-         **{f"src/f{i}.c": os.urandom(2_000).hex().encode() for i in range(20)}}
+FILES = {
+    "ryu.h": b"/* ryu */\n" + b"x" * 50_000 + b"\n",
+    "setup.py": b"print('setup')\n",
+    **{f"src/f{i}.c": os.urandom(2_000).hex().encode() for i in range(20)},
+}
 BODY = targz(FILES, "demo-1.0")
 DIGEST = hashlib.sha256(BODY).hexdigest()
 
@@ -63,7 +65,8 @@ def entry(tmp_path: Path) -> Path:
 
 def write_recipe(root: Path, url: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "demo.yaml").write_text(textwrap.dedent(f"""\
+    (root / "demo.yaml").write_text(
+        textwrap.dedent(f"""\
         schema: 1
         name: demo
         kind: python-wheel
@@ -74,13 +77,19 @@ def write_recipe(root: Path, url: str) -> Path:
               - name: sdist
                 url: {url}
                 sha256: {DIGEST}
-        """))
+        """)
+    )
     return root
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
-                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "300", **env}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "300", **env},
+        timeout=120,
+    )
 
 
 # ------------------------------------------------------------------------------------------ the API
@@ -91,8 +100,8 @@ def test_open_blob_checks_while_reading_and_also_reads_what_the_reader_left(tmp_
     with serve({"/demo-1.0.tar.gz": Route(body=BODY)}) as srv:
         fetch_source(Source(name="s", kind=SourceKind.URL, url=srv.url("/demo-1.0.tar.gz"), sha256=DIGEST), o)
     with open_blob(entry(tmp_path)) as f:
-        assert f.read(10) == BODY[:10]                      # the block reads a little; the rest is read at the end
-    flip(entry(tmp_path), at=len(BODY) - 3)                 # in the gzip trailer: an archive reader may never look
+        assert f.read(10) == BODY[:10]  # the block reads a little; the rest is read at the end
+    flip(entry(tmp_path), at=len(BODY) - 3)  # in the gzip trailer: an archive reader may never look
     with pytest.raises(CorruptEntry) as e:
         with open_blob(entry(tmp_path)) as f:
             f.read(10)
@@ -119,9 +128,9 @@ def test_an_unchecked_hit_is_checked_by_its_reader(tmp_path):
             flip(entry(tmp_path))
             lazy = f.fetch(src, check=False)
             assert lazy.origin == "cache" and not lazy.verified
-            checked = f.check(lazy)                          # one read: corrupt, so removed and fetched again
+            checked = f.check(lazy)  # one read: corrupt, so removed and fetched again
             assert checked.verified and checked.origin == "network" and srv.hits("/demo-1.0.tar.gz") == 2
-            assert f.check(checked) is checked               # already verified: not read again
+            assert f.check(checked) is checked  # already verified: not read again
 
 
 def test_discard_leaves_an_entry_that_was_replaced_meanwhile(tmp_path):
@@ -132,15 +141,17 @@ def test_discard_leaves_an_entry_that_was_replaced_meanwhile(tmp_path):
     err = CorruptEntry(p, "0" * 64, inode=os.stat(p).st_ino)
     replacement = p.with_name("new")
     replacement.write_bytes(BODY)
-    os.replace(replacement, p)                               # another process fetched it again
+    os.replace(replacement, p)  # another process fetched it again
     assert not cache.discard(err) and p.read_bytes() == BODY
     assert cache.discard(CorruptEntry(p, "0" * 64, inode=os.stat(p).st_ino)) and not p.exists()
 
 
 def test_fill_mirror_from_a_corrupt_entry_writes_nothing(tmp_path):
     with serve({"/demo-1.0.tar.gz": Route(body=BODY)}) as srv:
-        got = fetch_source(Source(name="s", kind=SourceKind.URL, url=srv.url("/demo-1.0.tar.gz"), sha256=DIGEST),
-                           opts(tmp_path))
+        got = fetch_source(
+            Source(name="s", kind=SourceKind.URL, url=srv.url("/demo-1.0.tar.gz"), sha256=DIGEST),
+            opts(tmp_path),
+        )
     flip(got.path)
     with pytest.raises(CorruptEntry):
         fill_mirror(got, tmp_path / "mirror")
@@ -156,7 +167,9 @@ def test_prepare_tree_refetches_a_corrupt_entry_instead_of_unpacking_it(tmp_path
         pt = prepare_tree(recipe, opts(tmp_path))
         assert srv.hits("/demo-1.0.tar.gz") == 2
     assert not pt.reused and pt.fetched[0].origin == "network" and pt.fetched[0].verified
-    assert {p.relative_to(pt.path).as_posix(): p.read_bytes() for p in pt.path.rglob("*") if p.is_file()} == FILES
+    assert {
+        p.relative_to(pt.path).as_posix(): p.read_bytes() for p in pt.path.rglob("*") if p.is_file()
+    } == FILES
     assert entry(tmp_path).read_bytes() == BODY
 
 
@@ -197,10 +210,10 @@ def test_cli_fetch_tree_never_unpacks_a_corrupt_entry(tmp_path, cached):
 def test_cli_fetch_tree_checks_the_entry_of_a_reused_tree(tmp_path, cached):
     srv, env = cached
     os.chmod(entry(tmp_path), 0o644)
-    entry(tmp_path).write_bytes(BODY)                        # a good entry, to prepare the tree from
+    entry(tmp_path).write_bytes(BODY)  # a good entry, to prepare the tree from
     assert run_cli("fetch", "demo", "--tree", env=env).returncode == 0
     flip(entry(tmp_path))
-    cp = run_cli("fetch", "demo", "--tree", env=env)         # the tree is reused; the entry is still checked
+    cp = run_cli("fetch", "demo", "--tree", env=env)  # the tree is reused; the entry is still checked
     assert cp.returncode == 0, cp.stderr
     assert "tree reused" in cp.stderr and "was corrupt" in cp.stderr and srv.hits("/demo-1.0.tar.gz") == 2
     assert entry(tmp_path).read_bytes() == BODY
@@ -212,7 +225,9 @@ def test_cli_fetch_to_never_copies_a_corrupt_entry(tmp_path, cached):
     cp = run_cli("fetch", "demo", "--to", str(mirror), env=env)
     assert cp.returncode == 0, cp.stderr
     assert srv.hits("/demo-1.0.tar.gz") == 2
-    assert (mirror / "demo-1.0.tar.gz").read_bytes() == BODY and (mirror / "sha256" / DIGEST).read_bytes() == BODY
+    assert (mirror / "demo-1.0.tar.gz").read_bytes() == BODY and (
+        mirror / "sha256" / DIGEST
+    ).read_bytes() == BODY
 
 
 @pytest.mark.parametrize("tree", [False, True], ids=["fetch", "fetch-tree"])
@@ -220,10 +235,14 @@ def test_cli_offline_reports_a_corrupt_entry_with_exit_4(tmp_path, cached, tree)
     srv, env = cached
     cp = run_cli("fetch", "demo", "--offline", *(["--tree"] if tree else []), env=env)
     assert cp.returncode == ExitCode.INTEGRITY, cp.stderr
-    assert f"cache entry {entry(tmp_path)} is corrupt" in cp.stderr and "--offline cannot fetch it" in cp.stderr
-    assert not entry(tmp_path).exists()                       # removed: never used again
+    assert (
+        f"cache entry {entry(tmp_path)} is corrupt" in cp.stderr and "--offline cannot fetch it" in cp.stderr
+    )
+    assert not entry(tmp_path).exists()  # removed: never used again
     trees = tmp_path / "cache" / "trees"
-    assert not (trees.exists() and [p for p in trees.iterdir() if p.is_dir()])   # no tree from it, not even half
+    assert not (
+        trees.exists() and [p for p in trees.iterdir() if p.is_dir()]
+    )  # no tree from it, not even half
     assert srv.hits("/demo-1.0.tar.gz") == 1
 
 
@@ -234,7 +253,9 @@ def test_cli_offline_takes_a_good_copy_from_the_mirror(tmp_path, cached):
     (mirror / "demo-1.0.tar.gz").write_bytes(BODY)
     cp = run_cli("fetch", "demo", "--offline", "--mirror", str(mirror), "--tree", env=env)
     assert cp.returncode == 0, cp.stderr
-    assert "mirror" in cp.stdout and entry(tmp_path).read_bytes() == BODY and srv.hits("/demo-1.0.tar.gz") == 1
+    assert (
+        "mirror" in cp.stdout and entry(tmp_path).read_bytes() == BODY and srv.hits("/demo-1.0.tar.gz") == 1
+    )
 
 
 def test_cli_a_poisoned_mirror_file_is_named_with_exit_4(tmp_path, cached):
@@ -248,7 +269,7 @@ def test_cli_a_poisoned_mirror_file_is_named_with_exit_4(tmp_path, cached):
     assert cp.returncode == ExitCode.INTEGRITY, cp.stderr
     assert f"mirror file {mirror / 'demo-1.0.tar.gz'} is not the source" in cp.stderr
     assert "expected sha256 " + DIGEST in cp.stderr
-    assert (mirror / "demo-1.0.tar.gz").read_bytes() == bytes(poisoned)       # the user's mirror is left alone
+    assert (mirror / "demo-1.0.tar.gz").read_bytes() == bytes(poisoned)  # the user's mirror is left alone
     assert not entry(tmp_path).exists()
     assert not [p for p in (tmp_path / "cache" / "tmp").iterdir()]
 

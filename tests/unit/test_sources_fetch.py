@@ -18,8 +18,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fixtures.httpserver import Route, serve, simple_index_html  # noqa: E402
 
-from rvport.errors import ExitCode, IntegrityError, SourceUnavailable  # noqa: E402
 from rvport.catalogue.recipes import Source, SourceKind  # noqa: E402
+from rvport.errors import ExitCode, IntegrityError, SourceUnavailable  # noqa: E402
 from rvport.sources import (  # noqa: E402
     Cache,
     Fetcher,
@@ -74,8 +74,11 @@ def test_good_file_is_cached_and_reused_without_a_second_request(tmp_path):
 
 
 # corrupt: the first byte flipped (a fixed b"X" equals the random body's own first byte once in 256 runs)
-@pytest.mark.parametrize("body", [bytes([BODY[0] ^ 0xFF]) + BODY[1:], BODY[:150_000], b"something else entirely"],
-                         ids=["corrupt", "short-body", "other-file"])
+@pytest.mark.parametrize(
+    "body",
+    [bytes([BODY[0] ^ 0xFF]) + BODY[1:], BODY[:150_000], b"something else entirely"],
+    ids=["corrupt", "short-body", "other-file"],
+)
 def test_wrong_bytes_are_refused_and_leave_nothing(tmp_path, body):
     with serve({"/a.tar.gz": Route(body=body)}) as srv:
         src = url_source(srv.url("/a.tar.gz"))
@@ -104,7 +107,7 @@ def test_dropped_connection_resumes_with_range(tmp_path):
         got = fetch_source(url_source(srv.url("/a.tar.gz")), opts(tmp_path))
         assert got.sha256 == DIGEST and got.path.read_bytes() == BODY
         first, resumed = srv.ranges("/a.tar.gz")
-        assert first is None and resumed.startswith("bytes=")       # it resumed from what it had kept
+        assert first is None and resumed.startswith("bytes=")  # it resumed from what it had kept
         assert 0 < int(resumed[6:-1]) <= 70_000
 
 
@@ -119,7 +122,7 @@ def test_http_errors_are_source_unavailable(tmp_path):
     with serve({}) as srv:
         with pytest.raises(SourceUnavailable) as e:
             fetch_source(url_source(srv.url("/gone.tar.gz")), opts(tmp_path))
-        assert "404" in e.value.message and srv.hits("/gone.tar.gz") == 1   # a 404 is not retried
+        assert "404" in e.value.message and srv.hits("/gone.tar.gz") == 1  # a 404 is not retried
     with serve({"/a": Route(body=b"", status=503)}) as srv:
         with pytest.raises(SourceUnavailable):
             fetch_source(url_source(srv.url("/a")), opts(tmp_path, retries=1))
@@ -128,13 +131,17 @@ def test_http_errors_are_source_unavailable(tmp_path):
 
 def test_pep503_index_with_relative_urls_resolves(tmp_path):
     name = "demo_pkg-1.2.0.tar.gz"
-    page = simple_index_html({
-        "demo_pkg-1.1.0.tar.gz": "../../packages/demo_pkg-1.1.0.tar.gz#sha256=" + "0" * 64,
-        "demo_pkg-1.2.0-py3-none-any.whl": "../../packages/demo_pkg-1.2.0-py3-none-any.whl",
-        name: f"../../packages/{name}#sha256={DIGEST}",
-    })
-    routes = {"/simple/demo-pkg/": Route(body=page, content_type="text/html"),
-              f"/packages/{name}": Route(body=BODY)}
+    page = simple_index_html(
+        {
+            "demo_pkg-1.1.0.tar.gz": "../../packages/demo_pkg-1.1.0.tar.gz#sha256=" + "0" * 64,
+            "demo_pkg-1.2.0-py3-none-any.whl": "../../packages/demo_pkg-1.2.0-py3-none-any.whl",
+            name: f"../../packages/{name}#sha256={DIGEST}",
+        }
+    )
+    routes = {
+        "/simple/demo-pkg/": Route(body=page, content_type="text/html"),
+        f"/packages/{name}": Route(body=BODY),
+    }
     with serve(routes) as srv:
         index = IndexConfig(index_url=srv.url("/simple/"), origin="test")
         src = Source(name="sdist", kind=SourceKind.PYPI, project="Demo.Pkg", version="1.2", sha256=DIGEST)
@@ -145,24 +152,35 @@ def test_pep503_index_with_relative_urls_resolves(tmp_path):
 
 def test_pep691_json_index_and_index_digest_mismatch(tmp_path):
     import json
-    doc = {"meta": {"api-version": "1.0"}, "name": "demo",
-           "files": [{"filename": "demo-1.0.tar.gz", "url": "files/demo-1.0.tar.gz",
-                      "hashes": {"sha256": "1" * 64}}]}
-    routes = {"/simple/demo/": Route(body=json.dumps(doc).encode(),
-                                     content_type="application/vnd.pypi.simple.v1+json")}
+
+    doc = {
+        "meta": {"api-version": "1.0"},
+        "name": "demo",
+        "files": [
+            {"filename": "demo-1.0.tar.gz", "url": "files/demo-1.0.tar.gz", "hashes": {"sha256": "1" * 64}}
+        ],
+    }
+    routes = {
+        "/simple/demo/": Route(
+            body=json.dumps(doc).encode(), content_type="application/vnd.pypi.simple.v1+json"
+        )
+    }
     with serve(routes) as srv:
         index = IndexConfig(index_url=srv.url("/simple"), origin="test")
         src = Source(name="sdist", kind=SourceKind.PYPI, project="demo", version="1.0", sha256=DIGEST)
         with pytest.raises(IntegrityError, match="lists sha256 1111"):
             fetch_source(src, opts(tmp_path, index=index))
-    files = parse_simple_page(json.dumps(doc).encode(), "application/vnd.pypi.simple.v1+json",
-                              "http://127.0.0.1:1/simple/demo/")
+    files = parse_simple_page(
+        json.dumps(doc).encode(), "application/vnd.pypi.simple.v1+json", "http://127.0.0.1:1/simple/demo/"
+    )
     assert files == [("demo-1.0.tar.gz", "http://127.0.0.1:1/simple/demo/files/demo-1.0.tar.gz", "1" * 64)]
 
 
 def test_missing_sdist_names_the_indexes(tmp_path):
     with serve({"/simple/demo/": Route(body=simple_index_html({}), content_type="text/html")}) as srv:
-        index = IndexConfig(index_url=srv.url("/simple/"), extra_index_urls=(srv.url("/extra/"),), origin="test")
+        index = IndexConfig(
+            index_url=srv.url("/simple/"), extra_index_urls=(srv.url("/extra/"),), origin="test"
+        )
         src = Source(name="sdist", kind=SourceKind.PYPI, project="demo", version="1.0", sha256=DIGEST)
         with pytest.raises(SourceUnavailable) as e:
             fetch_source(src, opts(tmp_path, index=index))
@@ -181,8 +199,10 @@ def test_two_processes_share_one_download(tmp_path):
     ctx = multiprocessing.get_context("fork")
     q = ctx.Queue()
     with serve({"/a.tar.gz": Route(body=BODY, trickle=0.01, chunk=8192)}) as srv:
-        procs = [ctx.Process(target=_fetch_in_child, args=(srv.url("/a.tar.gz"), str(tmp_path / "cache"), q))
-                 for _ in range(2)]
+        procs = [
+            ctx.Process(target=_fetch_in_child, args=(srv.url("/a.tar.gz"), str(tmp_path / "cache"), q))
+            for _ in range(2)
+        ]
         for p in procs:
             p.start()
         for p in procs:
@@ -196,8 +216,14 @@ def test_two_processes_share_one_download(tmp_path):
 def test_threads_share_one_download(tmp_path):
     with serve({"/a.tar.gz": Route(body=BODY, trickle=0.005, chunk=16384)}) as srv:
         out: list[str] = []
-        threads = [threading.Thread(target=lambda: out.append(fetch_source(
-            url_source(srv.url("/a.tar.gz")), opts(tmp_path)).origin)) for _ in range(3)]
+        threads = [
+            threading.Thread(
+                target=lambda: out.append(
+                    fetch_source(url_source(srv.url("/a.tar.gz")), opts(tmp_path)).origin
+                )
+            )
+            for _ in range(3)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -213,8 +239,8 @@ def test_killed_fetch_leaves_no_cache_entry(tmp_path):
             from pathlib import Path
             from rvport.catalogue.recipes import Source, SourceKind
             from rvport.sources import Cache, FetchOptions, fetch_source
-            fetch_source(Source(name="src", kind=SourceKind.URL, url={srv.url('/a.tar.gz')!r}, sha256={DIGEST!r}),
-                         FetchOptions(cache=Cache(root=Path({str(tmp_path / 'cache')!r}))))
+            fetch_source(Source(name="src", kind=SourceKind.URL, url={srv.url("/a.tar.gz")!r}, sha256={DIGEST!r}),
+                         FetchOptions(cache=Cache(root=Path({str(tmp_path / "cache")!r}))))
         """)
         child = subprocess.Popen([sys.executable, "-c", code])
         try:
@@ -264,7 +290,7 @@ def test_mirror_by_sha256_layout_and_bad_mirror_file(tmp_path):
         fetch_source(src, FetchOptions(cache=Cache(root=other), mirror=bad, offline=True))
     assert str(bad / "whatever.tgz") in e.value.render()
     assert not (other / "sha256").exists() or not any((other / "sha256").iterdir())
-    assert (bad / "whatever.tgz").read_bytes() == b"tampered"      # the user's mirror is left alone
+    assert (bad / "whatever.tgz").read_bytes() == b"tampered"  # the user's mirror is left alone
 
 
 def test_fill_mirror_then_offline_fetch(tmp_path):
@@ -294,6 +320,7 @@ def test_ca_bundle_choice(tmp_path):
     assert ca_bundle(env={"REQUESTS_CA_BUNDLE": str(tmp_path / "nope"), "PIP_CERT": str(pem)}) == pem
     assert ca_bundle(env={}).is_file()
     from rvport.errors import UsageError
+
     with pytest.raises(UsageError):
         ca_bundle(tmp_path / "missing.pem")
 
@@ -329,8 +356,11 @@ def test_pip_config_list_parsing():
 
 def test_index_config_from_environment():
     from rvport.sources import index_config
-    cfg = index_config({"PIP_INDEX_URL": "http://127.0.0.1:1/simple", "PIP_EXTRA_INDEX_URL": "http://127.0.0.1:2/s"},
-                       pip_config_text="global.index-url='http://127.0.0.1:3/simple'\n")
+
+    cfg = index_config(
+        {"PIP_INDEX_URL": "http://127.0.0.1:1/simple", "PIP_EXTRA_INDEX_URL": "http://127.0.0.1:2/s"},
+        pip_config_text="global.index-url='http://127.0.0.1:3/simple'\n",
+    )
     assert cfg.urls == ("http://127.0.0.1:1/simple", "http://127.0.0.1:2/s")
     cfg = index_config({}, pip_config_text="global.index-url='http://127.0.0.1:3/simple'\n")
     assert cfg.index_url == "http://127.0.0.1:3/simple"

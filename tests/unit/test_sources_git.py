@@ -21,13 +21,20 @@ from rvport.sources import archive_tree, tree_digest
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 REPO_URL = "https://forge.invalid/acme/tiny"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
 
 
 def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +60,15 @@ def repo(tmp_path_factory) -> tuple[Path, str]:
 
 
 def source(commit: str, tree: str | None, exclude: tuple[str, ...] = ()) -> Source:
-    return Source(name="tiny", kind=SourceKind.GIT, repo=REPO_URL, commit=commit, sha256=None, tree=tree,
-                  exclude=exclude)
+    return Source(
+        name="tiny",
+        kind=SourceKind.GIT,
+        repo=REPO_URL,
+        commit=commit,
+        sha256=None,
+        tree=tree,
+        exclude=exclude,
+    )
 
 
 def forge_targz(clone: Path, commit: str, *, change: str | None = None) -> bytes:
@@ -94,20 +108,23 @@ def test_forge_archive_git_archive_and_bundle_have_one_tree_digest(repo, tmp_pat
     forge = tmp_path / f"tiny-{commit}.tar.gz"
     forge.write_bytes(forge_targz(clone, commit))
     plain = tmp_path / f"tiny-{commit}.tar"
-    git("archive", "--format=tar", "-o", str(plain), commit, cwd=clone)          # no top directory
+    git("archive", "--format=tar", "-o", str(plain), commit, cwd=clone)  # no top directory
     prefixed = tmp_path / "p.tar.gz"
     git("archive", "--format=tar.gz", f"--prefix=tiny-{commit}/", "-o", str(prefixed), commit, cwd=clone)
     for archive in (forge, plain, prefixed):
         assert archive_tree(archive, name=archive.name) == expected, archive.name
     # a bundle, through rvport's own path: git archive of the bundle's commit
     from rvport.sources import gitsrc
+
     bundle = tmp_path / "tiny.bundle"
     git("bundle", "create", "-q", str(bundle), "main", cwd=clone)
     assert gitsrc.is_bundle(bundle) and not gitsrc.is_bundle(plain)
     out = tmp_path / "from-bundle.tar.gz"
     assert gitsrc.archive_from_bundle(bundle, source(commit, expected), out, scratch=tmp_path)
     assert archive_tree(out, name=out.name) == expected
-    assert not gitsrc.archive_from_bundle(bundle, source("0" * 40, expected), tmp_path / "x", scratch=tmp_path)
+    assert not gitsrc.archive_from_bundle(
+        bundle, source("0" * 40, expected), tmp_path / "x", scratch=tmp_path
+    )
 
 
 def test_an_earlier_commit_has_another_digest_and_excludes_apply(repo, tmp_path):
@@ -118,8 +135,11 @@ def test_an_earlier_commit_has_another_digest_and_excludes_apply(repo, tmp_path)
     assert archive_tree(a, name="a.tar") != checkout_digest(clone)
     b = tmp_path / "b.tar"
     git("archive", "-o", str(b), commit, cwd=clone)
-    assert archive_tree(b, name="b.tar", exclude=("big/",)) == checkout_digest(clone, ("big",)) \
+    assert (
+        archive_tree(b, name="b.tar", exclude=("big/",))
+        == checkout_digest(clone, ("big",))
         != checkout_digest(clone)
+    )
 
 
 # ------------------------------------------------------------------------------------------ the CLI
@@ -130,7 +150,8 @@ def write_recipe(root: Path, commit: str, tree: str | None, exclude: tuple[str, 
     root.mkdir(parents=True, exist_ok=True)
     tr = f"\n        tree: {tree}" if tree else ""
     ex = f"\n        exclude: [{', '.join(exclude)}]" if exclude else ""
-    (root / "tiny.yaml").write_text(textwrap.dedent(f"""\
+    (root / "tiny.yaml").write_text(
+        textwrap.dedent(f"""\
         schema: 1
         name: tiny
         kind: cargo-staticlib
@@ -139,13 +160,23 @@ def write_recipe(root: Path, commit: str, tree: str | None, exclude: tuple[str, 
           - version: "1.0"
             sources:
               - name: tiny
-                git: {{repo: {REPO_URL}, commit: {commit}}}""") + tr + ex + "\n")
+                git: {{repo: {REPO_URL}, commit: {commit}}}""")
+        + tr
+        + ex
+        + "\n"
+    )
     return root
 
 
 def run_cli(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", *args], cwd=cwd,
-                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "300", **env}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "300", **env},
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("form", ["forge", "git-archive", "bundle"])
@@ -167,8 +198,11 @@ def test_cli_fetches_each_mirror_form_offline(repo, tmp_path, form):
     assert "mirror" in cp.stdout and tree in cp.stdout
     prepared = next(p for p in (tmp_path / "cache" / "trees").iterdir() if p.is_dir())
     assert (prepared / "src" / "lib.c").read_text() == "int lib(void) { return 2; }\n"
-    assert os.access(prepared / "build.sh", os.X_OK) and os.readlink(prepared / "src" / "README.md") == "../README.md"
-    assert not (prepared / "big").exists()                   # excluded: not pinned, so not handed to a build
+    assert (
+        os.access(prepared / "build.sh", os.X_OK)
+        and os.readlink(prepared / "src" / "README.md") == "../README.md"
+    )
+    assert not (prepared / "big").exists()  # excluded: not pinned, so not handed to a build
 
 
 @pytest.mark.parametrize("change", ["byte", "mode"])
@@ -188,7 +222,7 @@ def test_cli_one_changed_byte_or_mode_is_exit_4_naming_both_digests(repo, tmp_pa
     assert f"expected tree {tree}" in cp.stderr and f"actual   tree {actual}" in cp.stderr
     assert f"mirror file {bad}" in cp.stderr
     kept = [p for d in ("sha256", "refs", "tmp") for p in (tmp_path / "cache" / d).glob("*")]
-    assert kept == []                                        # nothing that failed its check is kept
+    assert kept == []  # nothing that failed its check is kept
 
 
 def test_cli_fills_a_mirror_from_a_local_clone_then_builds_a_tree_air_gapped(repo, tmp_path):
@@ -202,7 +236,7 @@ def test_cli_fills_a_mirror_from_a_local_clone_then_builds_a_tree_air_gapped(rep
     assert "clone" in cp.stdout and tree in cp.stdout
     filled = mirror / f"tiny-{commit}.tar.gz"
     assert archive_tree(filled, name=filled.name, exclude=("big",)) == tree
-    with tarfile.open(filled) as t:                           # excluded paths are not even in the mirror
+    with tarfile.open(filled) as t:  # excluded paths are not even in the mirror
         assert not [n for n in t.getnames() if "/big/" in n]
     env["RVPORT_CACHE_DIR"] = str(tmp_path / "c2")
     cp = run_cli("fetch", "tiny", "--offline", "--mirror", str(mirror), "--tree", env=env)
@@ -246,14 +280,18 @@ def test_cli_pin_leaves_the_built_in_catalogue_alone(tmp_path):
     assert "built-in recipe" in cp.stderr and "--recipes" in cp.stderr
 
 
-@pytest.mark.parametrize("exclude, tree, message", [
-    ("[../up]", "sha256:" + "a" * 64, "is not a path inside the tree"),
-    ("[go/rustbin/]", None, "exclude needs a tree digest"),
-])
+@pytest.mark.parametrize(
+    "exclude, tree, message",
+    [
+        ("[../up]", "sha256:" + "a" * 64, "is not a path inside the tree"),
+        ("[go/rustbin/]", None, "exclude needs a tree digest"),
+    ],
+)
 def test_bad_excludes_are_recipe_errors_with_lines(tmp_path, exclude, tree, message):
     root = tmp_path / "recipes"
     root.mkdir()
-    (root / "tiny.yaml").write_text(textwrap.dedent(f"""\
+    (root / "tiny.yaml").write_text(
+        textwrap.dedent(f"""\
         schema: 1
         name: tiny
         kind: cargo-staticlib
@@ -264,7 +302,9 @@ def test_bad_excludes_are_recipe_errors_with_lines(tmp_path, exclude, tree, mess
               - name: tiny
                 git: {{repo: {REPO_URL}, commit: {"a" * 40}}}
                 exclude: {exclude}
-        """) + (f"        tree: {tree}\n" if tree else ""))
+        """)
+        + (f"        tree: {tree}\n" if tree else "")
+    )
     with pytest.raises(RecipeError) as e:
         load_catalogue(root)
     assert any(message in p.message and p.line == 10 for p in e.value.problems), e.value.render()
@@ -275,7 +315,16 @@ def test_cli_from_git_with_a_relative_cache_dir(repo, tmp_path):
     clone, commit = repo
     tree = checkout_digest(clone, ("big",))
     root = write_recipe(tmp_path / "recipes", commit, tree, ("big/",))
-    cp = run_cli("fetch", "tiny", "--from-git", str(clone), "--cache-dir", "rel-cache", "--offline",
-                 env={"RVPORT_RECIPE_PATH": str(root)}, cwd=tmp_path)
+    cp = run_cli(
+        "fetch",
+        "tiny",
+        "--from-git",
+        str(clone),
+        "--cache-dir",
+        "rel-cache",
+        "--offline",
+        env={"RVPORT_RECIPE_PATH": str(root)},
+        cwd=tmp_path,
+    )
     assert cp.returncode == 0, cp.stderr
     assert tree in cp.stdout and (tmp_path / "rel-cache").is_dir()

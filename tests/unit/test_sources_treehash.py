@@ -33,14 +33,16 @@ def make_tree(root: Path) -> Path:
 
 def test_the_listing_is_exactly_the_documented_form(tmp_path):
     root = make_tree(tmp_path / "t")
-    expected = b"".join([
-        b"f 644 README\0" + sha(b"hello\n").encode() + b"\n",
-        b"f 755 run.sh\0" + sha(b"#!/bin/sh\necho hi\n").encode() + b"\n",
-        b"f 644 src/b.c\0" + sha(b"int b;\n").encode() + b"\n",
-        b"f 644 src/deep/a.c\0" + sha(b"int a;\n").encode() + b"\n",
-        b"l 777 src/readme-link\0" + sha(b"../README").encode() + b"\n",
-    ])
-    assert listing(dir_entries(root)) == expected          # empty-dir is no entry; sorted by path bytes
+    expected = b"".join(
+        [
+            b"f 644 README\0" + sha(b"hello\n").encode() + b"\n",
+            b"f 755 run.sh\0" + sha(b"#!/bin/sh\necho hi\n").encode() + b"\n",
+            b"f 644 src/b.c\0" + sha(b"int b;\n").encode() + b"\n",
+            b"f 644 src/deep/a.c\0" + sha(b"int a;\n").encode() + b"\n",
+            b"l 777 src/readme-link\0" + sha(b"../README").encode() + b"\n",
+        ]
+    )
+    assert listing(dir_entries(root)) == expected  # empty-dir is no entry; sorted by path bytes
     assert tree_digest(root) == "sha256:" + sha(expected)
 
 
@@ -58,13 +60,15 @@ def test_what_does_not_count(tmp_path):
     a = make_tree(tmp_path / "a")
     before = tree_digest(a)
     os.utime(a / "README", (1, 1))
-    os.chmod(a / "src" / "b.c", 0o600)                         # no owner x bit either way
-    os.chmod(a / "run.sh", 0o700)                              # still executable by its owner
+    os.chmod(a / "src" / "b.c", 0o600)  # no owner x bit either way
+    os.chmod(a / "run.sh", 0o700)  # still executable by its owner
     (a / "another-empty-dir").mkdir()
     assert tree_digest(a) == before
 
 
-@pytest.mark.parametrize("change", ["content", "exec-bit", "link-target", "rename", "new-file", "link-to-file"])
+@pytest.mark.parametrize(
+    "change", ["content", "exec-bit", "link-target", "rename", "new-file", "link-to-file"]
+)
 def test_what_counts(tmp_path, change):
     a = make_tree(tmp_path / "a")
     before = tree_digest(a)
@@ -94,7 +98,7 @@ def test_excludes_leave_paths_and_everything_under_them_out(tmp_path):
     (a / "src" / "deep" / "a.c").write_bytes(b"changed")
     (a / "src" / "deep" / "new").write_bytes(b"new")
     assert tree_digest(a, ex) == before
-    (a / "src" / "deepest" / "x").write_bytes(b"y")           # a sibling whose name starts the same still counts
+    (a / "src" / "deepest" / "x").write_bytes(b"y")  # a sibling whose name starts the same still counts
     assert tree_digest(a, ex) != before
     assert tree_digest(a, ("run.sh",)) != tree_digest(a)
     assert tree_digest(a, ("run.sh", "run.sh/")) == tree_digest(a, ("run.sh",))
@@ -116,8 +120,17 @@ def test_a_fifo_is_refused(tmp_path):
 # ------------------------------------------------------------------------------------ tar streams
 
 
-def tar_of(root: Path, *, top: str | None, fmt: int = tarfile.PAX_FORMAT, mode: str = "w:gz", reverse: bool = False,
-           mtime: int = 0, dirs: bool = True, hardlink: str | None = None) -> bytes:
+def tar_of(
+    root: Path,
+    *,
+    top: str | None,
+    fmt: int = tarfile.PAX_FORMAT,
+    mode: str = "w:gz",
+    reverse: bool = False,
+    mtime: int = 0,
+    dirs: bool = True,
+    hardlink: str | None = None,
+) -> bytes:
     """A tar of `root` built member by member: the knobs are what may differ between archivers."""
     buf = io.BytesIO()
     paths = sorted(p for p in root.rglob("*"))
@@ -156,13 +169,17 @@ def tar_of(root: Path, *, top: str | None, fmt: int = tarfile.PAX_FORMAT, mode: 
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("knobs", [
-    dict(top="proj-1.0"),
-    dict(top=None),
-    dict(top="x", fmt=tarfile.GNU_FORMAT, mode="w:bz2", reverse=True, mtime=1700000000),
-    dict(top="x", fmt=tarfile.USTAR_FORMAT, mode="w:xz", dirs=False),
-    dict(top="x", mode="w"),
-], ids=["gz-top", "no-top", "gnu-bz2-reversed", "ustar-xz-no-dirs", "plain-tar"])
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        dict(top="proj-1.0"),
+        dict(top=None),
+        dict(top="x", fmt=tarfile.GNU_FORMAT, mode="w:bz2", reverse=True, mtime=1700000000),
+        dict(top="x", fmt=tarfile.USTAR_FORMAT, mode="w:xz", dirs=False),
+        dict(top="x", mode="w"),
+    ],
+    ids=["gz-top", "no-top", "gnu-bz2-reversed", "ustar-xz-no-dirs", "plain-tar"],
+)
 def test_a_tar_stream_gives_the_unpacked_trees_digest(tmp_path, knobs):
     root = make_tree(tmp_path / "t")
     data = tar_of(root, **knobs)
@@ -171,6 +188,7 @@ def test_a_tar_stream_gives_the_unpacked_trees_digest(tmp_path, knobs):
 
 def tree_digest_of_tar(data: bytes, exclude=()) -> str:
     from rvport.sources.treehash import digest
+
     return digest(tar_entries(io.BytesIO(data)), exclude)
 
 
@@ -198,7 +216,7 @@ def test_a_damaged_tar_is_an_integrity_error_and_a_cut_one_never_passes(tmp_path
     with pytest.raises(IntegrityError, match="cannot read the archive"):
         tree_digest_of_tar(b"this is no tar archive at all" * 40)
     with pytest.raises(IntegrityError, match="cannot read the archive"):
-        tree_digest_of_tar(data[:200_000])                  # cut inside a member's data
+        tree_digest_of_tar(data[:200_000])  # cut inside a member's data
     # cut between members: tar readers take that for the end of the archive; the digest still tells
     cut = data.index(b"x/run.sh")
     assert tree_digest_of_tar(data[:cut]) != tree_digest(root)

@@ -11,20 +11,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from types import SimpleNamespace
-
-from rvport.resources import builtin
 from rvport.build import modes
 from rvport.build.modes import accelerated, cross
 from rvport.build.stage import Toolchain
 from rvport.catalogue.kinds import KINDS
-from rvport.host import HostFacts
-from rvport.plan.planner import Mode, Request, make_plan
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.host import HostFacts
+from rvport.plan.planner import Mode, Request, make_plan
+from rvport.resources import builtin
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ("rv64gc", "rvv128", "rvv256", "rvv256-bf16")
@@ -62,11 +61,12 @@ def rendered(stage):
     (its prefix image, made at build time): it is rendered with a prefix image given by tag."""
     profile = get_profile(stage.env["RVPORT_PROFILE"])
     if stage.mode is Mode.ACCELERATED:
-        xtc = accelerated.XtcImage(tag="rvport/xtc:under-test", image_id="sha256:" + "1" * 64,
-                                   platform="linux/amd64", gcc_major="14")
+        xtc = accelerated.XtcImage(
+            tag="rvport/xtc:under-test", image_id="sha256:" + "1" * 64, platform="linux/amd64", gcc_major="14"
+        )
         r = accelerated.render_stage(toolchain=TC, xtc=xtc, env=stage.env, profile=profile.name)
     else:
-        env = SimpleNamespace(stage=stage, profile=profile)    # all an emulated or cross stage's file needs
+        env = SimpleNamespace(stage=stage, profile=profile)  # all an emulated or cross stage's file needs
         r = modes.of(stage.mode).dockerfile(env, Toolchain(tag=TC))
     assert r.text.startswith("#") and f"FROM {TC} AS build" in r.text
     return r, env_of(r.text)
@@ -97,8 +97,9 @@ def test_vllm_flags_per_profile(cat, profile):
 def test_every_emulated_stage_runs_the_profiles_cpu_and_cross_stages_none(cat, profile):
     p = get_profile(profile)
     pl = plan(cat, profile)
-    assert {s.name: s.mode for s in pl.stages if s.name in ("glide-ffi", "semantic-router", "torch", "vllm")} == {
-        "glide-ffi": Mode.CROSS, "semantic-router": Mode.CROSS, "torch": Mode.QEMU, "vllm": Mode.QEMU}
+    assert {
+        s.name: s.mode for s in pl.stages if s.name in ("glide-ffi", "semantic-router", "torch", "vllm")
+    } == {"glide-ffi": Mode.CROSS, "semantic-router": Mode.CROSS, "torch": Mode.QEMU, "vllm": Mode.QEMU}
     for st in pl.stages:
         _, env = rendered(st)
         if st.emulated:
@@ -133,20 +134,35 @@ def test_glide_ffi_cross_stage(cat):
     assert tc.index("dpkg --add-architecture") < tc.index("apt-get $ca -o Acquire::Languages=none update")
     # the recipe names Debian's rustc-web (its crates need rustc >= 1.88): rustc-web and cargo-web on the build
     # platform, the riscv64 rlibs of libstd-rust-web-dev beside them, golang-go for the round-trip program
-    assert installed(tc) == sorted({"protobuf-compiler", "cmake", "pkg-config", "golang-go", "rustc-web", "cargo-web",
-                                    "gcc-riscv64-linux-gnu", "g++-riscv64-linux-gnu"})
+    assert installed(tc) == sorted(
+        {
+            "protobuf-compiler",
+            "cmake",
+            "pkg-config",
+            "golang-go",
+            "rustc-web",
+            "cargo-web",
+            "gcc-riscv64-linux-gnu",
+            "g++-riscv64-linux-gnu",
+        }
+    )
     assert "apt-get $ca download libstd-rust-web-dev:riscv64" in tc
 
 
 def test_semantic_router_cross_stage(cat):
     st = plan(cat, "rvv256").stage("semantic-router")
-    assert st.mode is Mode.CROSS and st.platform == "linux/amd64" and st.depends == ("glide-ffi", "router-ml-binding")
+    assert (
+        st.mode is Mode.CROSS
+        and st.platform == "linux/amd64"
+        and st.depends == ("glide-ffi", "router-ml-binding")
+    )
     r, env = rendered(st)
     assert r.template == "cross.Dockerfile"
     assert (env["GOOS"], env["GOARCH"], env["CGO_ENABLED"]) == ("linux", "riscv64", "1")
     assert env["CC"] == "riscv64-linux-gnu-gcc" and env["CXX"] == "riscv64-linux-gnu-g++"
-    assert env["CGO_LDFLAGS"] == ("-L/deps/glide-ffi -L/tmp/rvport-ml-binding -L/tmp/rvport-candle-lib "
-                                  "-lm -ldl -lpthread")
+    assert env["CGO_LDFLAGS"] == (
+        "-L/deps/glide-ffi -L/tmp/rvport-ml-binding -L/tmp/rvport-candle-lib -lm -ldl -lpthread"
+    )
     assert env["GOFLAGS"] == "-mod=vendor" and env["GOPROXY"] == "off" and env["GOTOOLCHAIN"] == "local"
     assert "QEMU_CPU" not in env
     tc = cross.render_toolchain(st.recipe, "B").text
@@ -176,10 +192,27 @@ def test_cross_data_is_complete():
 
 def test_cli_plan_all_shows_the_flags(tmp_path):
     """`rvport plan --all` as a user runs it: plan.json carries the same flags; unreachable sources point at --mirror."""
-    cp = subprocess.run([sys.executable, "-m", "rvport", "--ci", "plan", "--all", "--profile", "rvv256-bf16",
-                         "--output", str(tmp_path), "--cache-dir", str(tmp_path / "cache"), "--offline"],
-                        capture_output=True, text=True, timeout=120,
-                        env={**os.environ, "COLUMNS": "200"})
+    cp = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rvport",
+            "--ci",
+            "plan",
+            "--all",
+            "--profile",
+            "rvv256-bf16",
+            "--output",
+            str(tmp_path),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--offline",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert cp.returncode == 0, cp.stdout + cp.stderr
     doc = json.loads((tmp_path / "plan.json").read_text())
     st = {s["recipe"]: s for s in doc["stages"]}
@@ -190,7 +223,9 @@ def test_cli_plan_all_shows_the_flags(tmp_path):
         if s["emulated"]:
             assert s["env"]["QEMU_CPU"] == get_profile("rvv256-bf16").qemu_cpu
     if doc["host"]["arch"] in ("x86_64", "aarch64"):
-        assert st["semantic-router"]["mode"] == "cross" and st["semantic-router"]["env"]["GOARCH"] == "riscv64"
+        assert (
+            st["semantic-router"]["mode"] == "cross" and st["semantic-router"]["env"]["GOARCH"] == "riscv64"
+        )
     # with --offline and an empty cache the GitHub sources are missing: located as such, with the way out
     assert st["torch"]["sources"][0]["location"] == "missing"
     out = " ".join(cp.stdout.split())
@@ -202,18 +237,22 @@ def test_cli_plan_all_shows_the_flags(tmp_path):
 def test_plan_names_remote_sources_and_the_mirror_way_out(cat):
     """Online, the plan cannot know a host is unreachable (it does no I/O): it says where each GitHub source
     will come from and how to build without reaching it."""
-    pl = make_plan(cat, Request(refs=(), all=True, profile=get_profile("rvv256")), X86, locate=lambda s: "network")
+    pl = make_plan(
+        cat, Request(refs=(), all=True, profile=get_profile("rvv256")), X86, locate=lambda s: "network"
+    )
     for name in ("torch", "vllm", "glide-ffi", "semantic-router"):
         (w,) = [w for w in pl.warnings if w.startswith(f"{name}==") and "downloaded at build time" in w]
         assert "from github.com" in w and "--mirror DIR" in w and "rvport fetch --all --to DIR" in w
-    assert not any(w.startswith("msgspec==") and "downloaded" in w for w in pl.warnings)   # PyPI is reachable
+    assert not any(w.startswith("msgspec==") and "downloaded" in w for w in pl.warnings)  # PyPI is reachable
 
 
 def rustc_web(recipe):
     """The recipe naming Debian's rustc-web as its Rust."""
     import dataclasses
 
-    return dataclasses.replace(recipe, toolchain=dataclasses.replace(recipe.toolchain, rust="debian-rustc-web"))
+    return dataclasses.replace(
+        recipe, toolchain=dataclasses.replace(recipe.toolchain, rust="debian-rustc-web")
+    )
 
 
 def test_a_cargo_recipe_naming_rustc_web_cross_compiles_with_rustc_web(cat):
@@ -222,46 +261,72 @@ def test_a_cargo_recipe_naming_rustc_web_cross_compiles_with_rustc_web(cat):
     tc = cross.render_toolchain(recipe, "rvport/base:xtc").text
     # rustc-web and cargo-web installed (they provide /usr/bin/rustc and /usr/bin/cargo); plain rustc, cargo and
     # libstd-rust-dev are not, and the riscv64 rlibs of libstd-rust-web-dev are unpacked, not installed
-    assert installed(tc) == sorted({"protobuf-compiler", "cmake", "pkg-config", "golang-go", "rustc-web", "cargo-web",
-                                    "gcc-riscv64-linux-gnu", "g++-riscv64-linux-gnu"})
+    assert installed(tc) == sorted(
+        {
+            "protobuf-compiler",
+            "cmake",
+            "pkg-config",
+            "golang-go",
+            "rustc-web",
+            "cargo-web",
+            "gcc-riscv64-linux-gnu",
+            "g++-riscv64-linux-gnu",
+        }
+    )
     assert "apt-get $ca download libstd-rust-web-dev:riscv64" in tc
     assert "tar -x -C / ./usr/lib/rustlib/riscv64gc-unknown-linux-gnu" in tc
-    assert tc.index("download libstd-rust-web-dev") < tc.index("rm -rf /var/lib/apt/lists")   # lists still there
+    assert tc.index("download libstd-rust-web-dev") < tc.index(
+        "rm -rf /var/lib/apt/lists"
+    )  # lists still there
     assert tc.index("rm -rf /var/lib/apt/lists") < tc.index("must be built from one source version")
     assert "cat /rvport-unpacked-packages.txt >> /rvport-toolchain-packages.txt" in tc
     assert 'echo "rustc=$(rustc --version' in tc and 'echo "cargo=$(cargo --version' in tc
     # the stage itself is the kind's: same cross environment, same commands
     assert cross.toolchain_of(recipe).env == cross.toolchain_of(st.recipe).env
-    doc = cross.describe(recipe, "linux/amd64", {"rustc-web": "1.96.0+dfsg1-1~deb13u1+b1",
-                                                 "libstd-rust-web-dev:riscv64": "1.96.0+dfsg1-1~deb13u1"},
-                         {"rustc": "rustc 1.96.0", "cargo": "cargo 1.96.0"})
+    doc = cross.describe(
+        recipe,
+        "linux/amd64",
+        {"rustc-web": "1.96.0+dfsg1-1~deb13u1+b1", "libstd-rust-web-dev:riscv64": "1.96.0+dfsg1-1~deb13u1"},
+        {"rustc": "rustc 1.96.0", "cargo": "cargo 1.96.0"},
+    )
     assert doc["packages"]["libstd-rust-web-dev:riscv64"] == "1.96.0+dfsg1-1~deb13u1"
     assert doc["unpacked"] == {"libstd-rust-web-dev:riscv64": "/usr/lib/rustlib/riscv64gc-unknown-linux-gnu"}
     assert doc["rust"] == "debian-rustc-web" and "libstd-rust-dev:riscv64" not in doc["packages"]
     # go-binary recipes and the default Rust keep their toolchains
-    assert cross.toolchain_of(rustc_web(plan(cat, "rvv256").stage("semantic-router").recipe)).packages == \
-        KINDS[plan(cat, "rvv256").stage("semantic-router").recipe.kind].cross.packages
+    assert (
+        cross.toolchain_of(rustc_web(plan(cat, "rvv256").stage("semantic-router").recipe)).packages
+        == KINDS[plan(cat, "rvv256").stage("semantic-router").recipe.kind].cross.packages
+    )
 
 
-@pytest.mark.parametrize("rustc, std, ok", [
-    ("1.96.0+dfsg1-1~deb13u1+b1", "1.96.0+dfsg1-1~deb13u1", True),      # a binNMU of the same source
-    ("1.96.0+dfsg1-1~deb13u1", "1.96.0+dfsg1-1~deb13u1", True),
-    ("1.96.0+dfsg1-1~deb13u1", "1.96.0+dfsg1-1~deb13u2", False),       # another source upload
-    ("1.96.0+dfsg1-1~deb13u1", "", False),                              # nothing unpacked
-])
+@pytest.mark.parametrize(
+    "rustc, std, ok",
+    [
+        ("1.96.0+dfsg1-1~deb13u1+b1", "1.96.0+dfsg1-1~deb13u1", True),  # a binNMU of the same source
+        ("1.96.0+dfsg1-1~deb13u1", "1.96.0+dfsg1-1~deb13u1", True),
+        ("1.96.0+dfsg1-1~deb13u1", "1.96.0+dfsg1-1~deb13u2", False),  # another source upload
+        ("1.96.0+dfsg1-1~deb13u1", "", False),  # nothing unpacked
+    ],
+)
 def test_the_rustc_web_pair_must_come_from_one_source_version(cat, tmp_path, rustc, std, ok):
     """The image's check, run by sh with a stand-in dpkg-query that knows the installed rustc-web only."""
     recipe = rustc_web(plan(cat, "rvv256").stage("glide-ffi").recipe)
     bin_ = tmp_path / "bin"
     bin_.mkdir()
-    (bin_ / "dpkg-query").write_text(f'#!/bin/sh\neval last=\\${{$#}}\n[ "$last" = rustc-web ] || exit 1\n'
-                                     f'printf %s "{rustc}"\n')
+    (bin_ / "dpkg-query").write_text(
+        f'#!/bin/sh\neval last=\\${{$#}}\n[ "$last" = rustc-web ] || exit 1\nprintf %s "{rustc}"\n'
+    )
     (bin_ / "dpkg-query").chmod(0o755)
     unpacked = tmp_path / "unpacked.txt"
     unpacked.write_text(f"libstd-rust-web-dev:riscv64={std}\n" if std else "")
     check = cross.same_version_check(recipe).replace(cross.UNPACKED_FILE, str(unpacked))
-    cp = subprocess.run(["sh", "-eu", "-c", check], capture_output=True, text=True, timeout=30,
-                        env={**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}"})
+    cp = subprocess.run(
+        ["sh", "-eu", "-c", check],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}"},
+    )
     assert (cp.returncode == 0) is ok, cp.stderr
     if not ok:
         assert "must be built from one source version" in cp.stderr
@@ -276,7 +341,7 @@ def test_stages_that_compile_rust_record_the_rust_they_used_in_every_mode(cat, t
         for st in p.stages:
             compiles = st.name in ("glide-ffi", "router-ml-binding", "tiktoken")
             assert (RUST_RECORD in st.commands) is compiles, (st.name, st.mode)
-            if compiles:     # after the recipe's build commands, before the wheel repair
+            if compiles:  # after the recipe's build commands, before the wheel repair
                 assert st.commands.index(RUST_RECORD) == len(st.recipe.build)
     assert plan(cat, "rvv256").stage("tiktoken").mode is Mode.ACCELERATED
     # what the command writes, and what the runner makes of it (taken out of the artifacts)
@@ -285,14 +350,22 @@ def test_stages_that_compile_rust_record_the_rust_they_used_in_every_mode(cat, t
     (files / "libx.a").write_text("")
     bin_ = tmp_path / "bin"
     bin_.mkdir()
-    for tool, text in (("rustc", 'case "$1" in -vV) echo "host: x86_64-unknown-linux-gnu";; '
-                                 '*) echo "rustc 1.96.0 (deadbeef 2026-01-01)";; esac'),
-                       ("cargo", 'echo "cargo 1.96.0 (cafe 2026-01-01)"')):
+    for tool, text in (
+        (
+            "rustc",
+            'case "$1" in -vV) echo "host: x86_64-unknown-linux-gnu";; '
+            '*) echo "rustc 1.96.0 (deadbeef 2026-01-01)";; esac',
+        ),
+        ("cargo", 'echo "cargo 1.96.0 (cafe 2026-01-01)"'),
+    ):
         (bin_ / tool).write_text(f"#!/bin/sh\n{text}\n")
         (bin_ / tool).chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_}:/usr/bin:/bin", "RVPORT_OUT": str(files)}
     env.pop("RUSTC", None)
     subprocess.run(["sh", "-eu", "-c", RUST_RECORD], check=True, env=env, timeout=30)
-    assert take_rust_report(files) == {"rustc": "rustc 1.96.0 (deadbeef 2026-01-01)",
-                                       "cargo": "cargo 1.96.0 (cafe 2026-01-01)", "host": "x86_64-unknown-linux-gnu"}
+    assert take_rust_report(files) == {
+        "rustc": "rustc 1.96.0 (deadbeef 2026-01-01)",
+        "cargo": "cargo 1.96.0 (cafe 2026-01-01)",
+        "host": "x86_64-unknown-linux-gnu",
+    }
     assert [p.name for p in files.iterdir()] == ["libx.a"] and take_rust_report(files) is None

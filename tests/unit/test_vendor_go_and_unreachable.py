@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from rvport import proc
-from rvport.errors import ExitCode, RecipeError, SourceUnavailable
 from rvport.catalogue.recipes import load_catalogue
+from rvport.errors import ExitCode, RecipeError, SourceUnavailable
 from rvport.sources import Cache, FetchOptions, prepare_tree
 from rvport.sources.tree import go_modules, vendored_go_modules
 
@@ -26,14 +26,16 @@ ROOT = Path(__file__).resolve().parents[2]
 needs_go = pytest.mark.skipif(proc.which("go") is None, reason="needs a Go toolchain on the host")
 
 
-def recipe(tmp_path: Path, files: dict[str, str], *, url: str = "http://127.0.0.1:9/m-1.0.tar.gz",
-           vendor: str = "go") -> tuple[Path, Path]:
+def recipe(
+    tmp_path: Path, files: dict[str, str], *, url: str = "http://127.0.0.1:9/m-1.0.tar.gz", vendor: str = "go"
+) -> tuple[Path, Path]:
     blob = targz(files, "m-1.0")
     root, mirror = tmp_path / "recipes", tmp_path / "mirror"
     root.mkdir()
     mirror.mkdir()
     (mirror / url.rsplit("/", 1)[1]).write_bytes(blob)
-    (root / "m.yaml").write_text(textwrap.dedent(f"""\
+    (root / "m.yaml").write_text(
+        textwrap.dedent(f"""\
         schema: 1
         name: m
         kind: go-binary
@@ -45,7 +47,8 @@ def recipe(tmp_path: Path, files: dict[str, str], *, url: str = "http://127.0.0.
                 url: {url}
                 sha256: {sha(blob)}
             vendor: {vendor}
-        """))
+        """)
+    )
     return root, mirror
 
 
@@ -55,7 +58,7 @@ def opts(tmp_path: Path, mirror: Path | None, **kw) -> FetchOptions:
 
 MAIN = {
     "go.mod": "module example.org/app\n\ngo 1.18\n\nrequire example.org/dep v0.0.0\n\n"
-              "replace example.org/dep => ./dep\n",
+    "replace example.org/dep => ./dep\n",
     "main.go": 'package main\n\nimport "example.org/dep"\n\nfunc main() { println(dep.Answer()) }\n',
     "dep/go.mod": "module example.org/dep\n\ngo 1.18\n",
     "dep/dep.go": "package dep\n\nfunc Answer() int { return 42 }\n",
@@ -76,12 +79,14 @@ def test_vendor_go_copies_local_replacements_offline(tmp_path, monkeypatch):
 @needs_go
 def test_vendor_go_says_when_the_module_proxy_is_unreachable(tmp_path, monkeypatch):
     monkeypatch.setenv("GOMODCACHE", str(tmp_path / "gomod"))
-    monkeypatch.setenv("GOPROXY", "http://127.0.0.1:9")           # refused at once: nothing listens there
+    monkeypatch.setenv("GOPROXY", "http://127.0.0.1:9")  # refused at once: nothing listens there
     monkeypatch.setenv("GOSUMDB", "off")
-    files = {"go.mod": "module example.org/app\n\ngo 1.18\n\nrequire example.org/far v1.0.0\n",
-             "go.sum": "example.org/far v1.0.0 h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n"
-                       "example.org/far v1.0.0/go.mod h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n",
-             "main.go": 'package main\n\nimport _ "example.org/far"\n\nfunc main() {}\n'}
+    files = {
+        "go.mod": "module example.org/app\n\ngo 1.18\n\nrequire example.org/far v1.0.0\n",
+        "go.sum": "example.org/far v1.0.0 h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n"
+        "example.org/far v1.0.0/go.mod h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n",
+        "main.go": 'package main\n\nimport _ "example.org/far"\n\nfunc main() {}\n',
+    }
     root, mirror = recipe(tmp_path, files)
     t0 = time.monotonic()
     with pytest.raises(SourceUnavailable) as e:
@@ -94,15 +99,22 @@ def test_vendor_go_says_when_the_module_proxy_is_unreachable(tmp_path, monkeypat
 
 # a repository with two modules, as semantic-router has 15: the one the build compiles (app/) and another
 # whose requirement no proxy serves here (tools/)
-TWO = {**{f"app/{k}": v for k, v in MAIN.items()}, "app/go.sum": "",
-       "tools/go.mod": "module example.org/tools\n\ngo 1.18\n\nrequire example.org/far v1.0.0\n",
-       "tools/go.sum": "example.org/far v1.0.0 h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n",
-       "tools/main.go": 'package main\n\nimport _ "example.org/far"\n\nfunc main() {}\n'}
+TWO = {
+    **{f"app/{k}": v for k, v in MAIN.items()},
+    "app/go.sum": "",
+    "tools/go.mod": "module example.org/tools\n\ngo 1.18\n\nrequire example.org/far v1.0.0\n",
+    "tools/go.sum": "example.org/far v1.0.0 h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n",
+    "tools/main.go": 'package main\n\nimport _ "example.org/far"\n\nfunc main() {}\n',
+}
 
 
 def with_lock(root: Path, path: str, digest: str) -> None:
     f = root / "m.yaml"
-    f.write_text(f.read_text().replace("    vendor: go\n", f"    lock: {{path: {path}, sha256: '{digest}'}}\n    vendor: go\n"))
+    f.write_text(
+        f.read_text().replace(
+            "    vendor: go\n", f"    lock: {{path: {path}, sha256: '{digest}'}}\n    vendor: go\n"
+        )
+    )
 
 
 @needs_go
@@ -128,7 +140,7 @@ def test_vendor_go_lock_without_go_mod_beside_it_is_a_recipe_error(tmp_path):
         prepare_tree(load_catalogue(root).resolve("m"), opts(tmp_path, mirror, offline=True))
     assert e.value.exit_code == ExitCode.RECIPE_INVALID
     line = next(i for i, ln in enumerate((root / "m.yaml").read_text().splitlines(), 1) if "lock:" in ln)
-    assert f"(in {root / 'm.yaml'}:{line})" in e.value.message           # the lock's own line
+    assert f"(in {root / 'm.yaml'}:{line})" in e.value.message  # the lock's own line
     assert not [p for p in (tmp_path / "cache" / "trees").iterdir() if p.is_dir()]
 
 
@@ -152,9 +164,27 @@ def test_unreachable_url_points_at_the_mirror_quickly(tmp_path):
 def test_build_of_a_heavy_recipe_offline_points_at_the_mirror(tmp_path):
     """`rvport build glide-ffi --offline` with nothing cached: exit 5 before any docker, naming --mirror."""
     t0 = time.monotonic()
-    cp = subprocess.run([sys.executable, "-m", "rvport", "--ci", "build", "glide-ffi", "--offline", "--mode", "qemu",
-                         "--cache-dir", str(tmp_path / "cache"), "--output", str(tmp_path / "out")],
-                        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    cp = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rvport",
+            "--ci",
+            "build",
+            "glide-ffi",
+            "--offline",
+            "--mode",
+            "qemu",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--output",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert cp.returncode == ExitCode.SOURCE_UNAVAILABLE, cp.stdout + cp.stderr
     err = " ".join(cp.stderr.split())
     assert "valkey-io/valkey-glide" in err and "--offline forbids the network" in err

@@ -10,15 +10,14 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 import zipfile
-from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from rvport.resources import builtin
-from rvport.errors import UsageError
 from rvport.catalogue.profiles import get_profile
+from rvport.errors import UsageError
+from rvport.resources import builtin
 from rvport.verify import keep, members, pool, verify_paths
 from tests.fixtures.elfs import ElfFixtures, make_wheel, record_hash
 
@@ -41,25 +40,34 @@ def reasons(artifact) -> str:
 
 # ---- objects, shared objects, executables -------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,profile,ok,why", [
-    ("rv64gc.o", "rv64gc", True, ""),
-    ("rvv128.o", "rvv128", True, ""),
-    ("rvv256.o", "rvv256", True, ""),
-    ("intrin256.o", "rvv256", True, ""),
-    ("rvv128.o", "rv64gc", False, "needs v, zvfh, beyond profile rv64gc"),
-    ("rvv256.o", "rvv128", False, "needs zvl256b, beyond profile rvv128"),
-    ("rvv128.o", "rvv256", False, "lacks zvl256b that profile rvv256 promises"),
-    ("rv64gc.o", "rvv128", False, "lacks v, zvfh, zvl128b that profile rvv128 promises"),
-    ("soft.o", "rv64gc", False, "float ABI is soft (e_flags 0x1) but profile rv64gc needs double (lp64d)"),
-    ("x86.o", "rv64gc", False, "machine is x86-64 (EM_X86_64), not RISC-V"),
-    ("librv64gc.so", "rv64gc", True, ""),
-    ("librvv128.so", "rvv128", True, ""),
-    ("librvv256.so", "rvv256", True, ""),
-    ("librvv256.so", "rv64gc", False, "beyond profile rv64gc"),
-    ("libx86.so", "rv64gc", False, "not RISC-V"),
-    ("hello", "rv64gc", True, ""),
-    ("hello-x86", "rv64gc", False, "not RISC-V"),
-])
+
+@pytest.mark.parametrize(
+    "name,profile,ok,why",
+    [
+        ("rv64gc.o", "rv64gc", True, ""),
+        ("rvv128.o", "rvv128", True, ""),
+        ("rvv256.o", "rvv256", True, ""),
+        ("intrin256.o", "rvv256", True, ""),
+        ("rvv128.o", "rv64gc", False, "needs v, zvfh, beyond profile rv64gc"),
+        ("rvv256.o", "rvv128", False, "needs zvl256b, beyond profile rvv128"),
+        ("rvv128.o", "rvv256", False, "lacks zvl256b that profile rvv256 promises"),
+        ("rv64gc.o", "rvv128", False, "lacks v, zvfh, zvl128b that profile rvv128 promises"),
+        (
+            "soft.o",
+            "rv64gc",
+            False,
+            "float ABI is soft (e_flags 0x1) but profile rv64gc needs double (lp64d)",
+        ),
+        ("x86.o", "rv64gc", False, "machine is x86-64 (EM_X86_64), not RISC-V"),
+        ("librv64gc.so", "rv64gc", True, ""),
+        ("librvv128.so", "rvv128", True, ""),
+        ("librvv256.so", "rvv256", True, ""),
+        ("librvv256.so", "rv64gc", False, "beyond profile rv64gc"),
+        ("libx86.so", "rv64gc", False, "not RISC-V"),
+        ("hello", "rv64gc", True, ""),
+        ("hello-x86", "rv64gc", False, "not RISC-V"),
+    ],
+)
 def test_single_elf_files(elf_fixtures: ElfFixtures, name, profile, ok, why):
     a = one(elf_fixtures.path(name), profile)
     assert a.ok is ok, reasons(a)
@@ -82,18 +90,21 @@ def test_facts_of_real_files(elf_fixtures: ElfFixtures):
     assert soft.float_abi == "soft" and "d" not in soft.extensions
 
 
-@pytest.mark.parametrize("name,profile,runs_on,carries", [
-    # the brief's cases: a library for rv64gcv_zvl128b runs on rvv128 (which also promises zvfh) ...
-    ("librvv128-nozvfh.so", "rvv128", True, False),
-    ("librvv128-nozvfh.so", "rvv256", True, False),
-    ("librv64gc.so", "rvv256", True, False),
-    ("librv64gc.so", "rv64gc", True, True),
-    ("librvv128.so", "rvv256", True, False),
-    # ... a vlen-256 library does not, nor does any vector code on rv64gc
-    ("librvv256.so", "rvv128", False, False),
-    ("librvv128-nozvfh.so", "rv64gc", False, False),
-    ("intrin256.o", "rvv128", False, False),
-])
+@pytest.mark.parametrize(
+    "name,profile,runs_on,carries",
+    [
+        # the brief's cases: a library for rv64gcv_zvl128b runs on rvv128 (which also promises zvfh) ...
+        ("librvv128-nozvfh.so", "rvv128", True, False),
+        ("librvv128-nozvfh.so", "rvv256", True, False),
+        ("librv64gc.so", "rvv256", True, False),
+        ("librv64gc.so", "rv64gc", True, True),
+        ("librvv128.so", "rvv256", True, False),
+        # ... a vlen-256 library does not, nor does any vector code on rv64gc
+        ("librvv256.so", "rvv128", False, False),
+        ("librvv128-nozvfh.so", "rv64gc", False, False),
+        ("intrin256.o", "rvv128", False, False),
+    ],
+)
 def test_runs_on_and_carries(elf_fixtures: ElfFixtures, name, profile, runs_on, carries):
     r, c = one(elf_fixtures.path(name), profile, "runs-on"), one(elf_fixtures.path(name), profile, "carries")
     assert (r.ok, c.ok) == (runs_on, carries), (reasons(r), reasons(c))
@@ -106,8 +117,9 @@ def test_runs_on_and_carries(elf_fixtures: ElfFixtures, name, profile, runs_on, 
 def test_nozvfh_library_is_what_it_says(elf_fixtures: ElfFixtures):
     f = one(elf_fixtures.path("librvv128-nozvfh.so"), "rvv128", "runs-on").members[0].facts
     assert "v" in f.extensions and "zvl128b" in f.extensions and "zvfh" not in f.extensions
-    assert "lacks zvfh that profile rvv128 promises" in reasons(one(elf_fixtures.path("librvv128-nozvfh.so"),
-                                                                    "rvv128", "carries"))
+    assert "lacks zvfh that profile rvv128 promises" in reasons(
+        one(elf_fixtures.path("librvv128-nozvfh.so"), "rvv128", "carries")
+    )
 
 
 def test_go_binaries(elf_fixtures: ElfFixtures):
@@ -116,7 +128,7 @@ def test_go_binaries(elf_fixtures: ElfFixtures):
     go = elf_fixtures.path("hello-go-riscv64")
     m = one(go, "rv64gc", "runs-on").members[0]
     assert m.facts.go.goarch == "riscv64" and m.facts.go.goos == "linux" and m.facts.rvc is False
-    assert m.facts.arch is None   # no .riscv.attributes: judged by its build info
+    assert m.facts.arch is None  # no .riscv.attributes: judged by its build info
     assert m.facts.go.go_version.startswith("go1.") and m.facts.go.main_module.startswith("example.com/hello")
     for profile in ("rv64gc", "rvv128", "rvv256", "rvv256-bf16"):
         a = one(go, profile, "runs-on")
@@ -124,12 +136,17 @@ def test_go_binaries(elf_fixtures: ElfFixtures):
     level = m.facts.go.settings.get("GORISCV64", "rva20u64")
     assert one(go, "rv64gc", "carries").ok
     a = one(go, "rvv128", "carries")
-    assert not a.ok and "lacks v, zvfh, zvl128b that profile rvv128 promises" in reasons(a) and level in reasons(a)
+    assert (
+        not a.ok
+        and "lacks v, zvfh, zvl128b that profile rvv128 promises" in reasons(a)
+        and level in reasons(a)
+    )
     a = one(elf_fixtures.path("hello-go-amd64"), "rv64gc", "runs-on")
     assert not a.ok and "GOARCH=amd64" in reasons(a) and "not RISC-V" in reasons(a)
 
 
 # ---- archives ---------------------------------------------------------------------------------------------------
+
 
 def test_archive_of_rv64gc_objects(elf_fixtures: ElfFixtures):
     a = one(elf_fixtures.path("librv64gc.a"))
@@ -153,30 +170,54 @@ TAG39 = "cp312-cp312-manylinux_2_39_riscv64"
 
 
 def test_good_wheel(elf_fixtures: ElfFixtures, tmp_path):
-    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {
-        "demo/__init__.py": b"", "demo/_vec.cpython-312-riscv64-linux-gnu.so": elf_fixtures.read("librvv256.so"),
-        "demo/libs/libnew.so": elf_fixtures.read("libnewglibc.so")})
+    whl = make_wheel(
+        tmp_path,
+        "demo",
+        "1.0",
+        TAG39,
+        {
+            "demo/__init__.py": b"",
+            "demo/_vec.cpython-312-riscv64-linux-gnu.so": elf_fixtures.read("librvv256.so"),
+            "demo/libs/libnew.so": elf_fixtures.read("libnewglibc.so"),
+        },
+    )
     a = one(whl, "rvv256", "runs-on")
     assert a.ok and a.kind == "wheel", reasons(a)
     assert a.wheel.record_checked == 5 and a.wheel.max_glibc == "2.36"
     assert a.wheel.manylinux == "manylinux_2_36_riscv64"
-    assert {m.name for m in a.members} == {"demo/_vec.cpython-312-riscv64-linux-gnu.so", "demo/libs/libnew.so"}
+    assert {m.name for m in a.members} == {
+        "demo/_vec.cpython-312-riscv64-linux-gnu.so",
+        "demo/libs/libnew.so",
+    }
 
 
 def test_wheel_glibc_above_its_tag(elf_fixtures: ElfFixtures, tmp_path):
-    whl = make_wheel(tmp_path, "demo", "1.0", "cp312-cp312-manylinux_2_31_riscv64",
-                     {"demo/libs/libnew.so": elf_fixtures.read("libnewglibc.so")})
+    whl = make_wheel(
+        tmp_path,
+        "demo",
+        "1.0",
+        "cp312-cp312-manylinux_2_31_riscv64",
+        {"demo/libs/libnew.so": elf_fixtures.read("libnewglibc.so")},
+    )
     a = one(whl)
     assert not a.ok
-    assert "tagged manylinux_2_31_riscv64 but its ELF files allow no tag lower than manylinux_2_36_riscv64" in reasons(a)
+    assert (
+        "tagged manylinux_2_31_riscv64 but its ELF files allow no tag lower than manylinux_2_36_riscv64"
+        in reasons(a)
+    )
 
 
 def test_wheel_with_x86_member_or_x86_tag(elf_fixtures: ElfFixtures, tmp_path):
     whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/_x.so": elf_fixtures.read("libx86.so")})
     a = one(whl)
     assert not a.ok and "demo/_x.so: machine is x86-64" in reasons(a)
-    whl = make_wheel(tmp_path, "demo", "2.0", "cp312-cp312-manylinux_2_17_x86_64",
-                     {"demo/_x.so": elf_fixtures.read("librv64gc.so")})
+    whl = make_wheel(
+        tmp_path,
+        "demo",
+        "2.0",
+        "cp312-cp312-manylinux_2_17_x86_64",
+        {"demo/_x.so": elf_fixtures.read("librv64gc.so")},
+    )
     a = one(whl)
     assert not a.ok and "manylinux_2_17_x86_64 is for x86_64, not riscv64" in reasons(a)
 
@@ -189,29 +230,50 @@ def test_wheel_containing_archive_names_member(elf_fixtures: ElfFixtures, tmp_pa
 
 def test_wheel_record_checks(elf_fixtures: ElfFixtures, tmp_path):
     so = elf_fixtures.read("librv64gc.so")
-    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/_x.so": so},
-                     record_overrides={"demo/_x.so": record_hash(b"something else")})
+    whl = make_wheel(
+        tmp_path,
+        "demo",
+        "1.0",
+        TAG39,
+        {"demo/_x.so": so},
+        record_overrides={"demo/_x.so": record_hash(b"something else")},
+    )
     assert "demo/_x.so: RECORD sha256 mismatch" in reasons(one(whl))
-    whl = make_wheel(tmp_path, "demo", "1.1", TAG39, {"demo/_x.so": so, "demo/extra.py": b"x=1\n"},
-                     omit_from_record=("demo/extra.py",))
+    whl = make_wheel(
+        tmp_path,
+        "demo",
+        "1.1",
+        TAG39,
+        {"demo/_x.so": so, "demo/extra.py": b"x=1\n"},
+        omit_from_record=("demo/extra.py",),
+    )
     assert "demo/extra.py: not listed in RECORD" in reasons(one(whl))
-    whl = make_wheel(tmp_path, "demo", "1.2", TAG39, {"demo/_x.so": so},
-                     record_overrides={"demo/_x.so": "md5=abc"})
+    whl = make_wheel(
+        tmp_path, "demo", "1.2", TAG39, {"demo/_x.so": so}, record_overrides={"demo/_x.so": "md5=abc"}
+    )
     assert "RECORD hash algorithm 'md5' is not accepted" in reasons(one(whl))
 
 
 def test_wheel_tags_file_must_match_name(elf_fixtures: ElfFixtures, tmp_path):
-    whl = make_wheel(tmp_path, "demo", "1.0", "cp312-cp312-linux_x86_64",
-                     {"demo/_x.so": elf_fixtures.read("librv64gc.so")})
+    whl = make_wheel(
+        tmp_path, "demo", "1.0", "cp312-cp312-linux_x86_64", {"demo/_x.so": elf_fixtures.read("librv64gc.so")}
+    )
     renamed = whl.with_name("demo-1.0-cp312-cp312-linux_riscv64.whl")
     whl.rename(renamed)
     assert "WHEEL lists tags cp312-cp312-linux_x86_64 but the file name says cp312-cp312-linux_riscv64" in (
-        reasons(one(renamed)))
+        reasons(one(renamed))
+    )
 
 
 def test_stored_wheel_and_bad_name(elf_fixtures: ElfFixtures, tmp_path):
-    whl = make_wheel(tmp_path, "demo", "1.0", TAG39, {"demo/_x.so": elf_fixtures.read("librv64gc.so")},
-                     compression=zipfile.ZIP_STORED)
+    whl = make_wheel(
+        tmp_path,
+        "demo",
+        "1.0",
+        TAG39,
+        {"demo/_x.so": elf_fixtures.read("librv64gc.so")},
+        compression=zipfile.ZIP_STORED,
+    )
     assert one(whl).ok
     bad = tmp_path / "not-a-wheel-name.whl"
     shutil.copy(whl, bad)
@@ -237,6 +299,7 @@ def test_wheel_same_report_on_threads_and_kept_in_ranges(elf_fixtures: ElfFixtur
 
 
 # ---- corrupt and truncated input: a failed verdict, never a crash --------------------------------------------
+
 
 def test_truncated_and_corrupt_files(elf_fixtures: ElfFixtures, tmp_path):
     so = elf_fixtures.read("librvv256.so")
@@ -271,10 +334,11 @@ def test_random_corruption_never_crashes(elf_fixtures: ElfFixtures, tmp_path):
         p = tmp_path / f"m{i}.bin"
         p.write_bytes(bytes(data))
         r = verify([p], "rvv256")
-        assert len(r.artifacts) == 1   # a verdict, whatever it is
+        assert len(r.artifacts) == 1  # a verdict, whatever it is
 
 
 # ---- directories, API errors --------------------------------------------------------------------------------
+
 
 def test_directory_walk(elf_fixtures: ElfFixtures, tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
@@ -301,15 +365,31 @@ def test_usage_errors(tmp_path):
 
 # ---- the CLI ----------------------------------------------------------------------------------------------------
 
+
 def rvport(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
-                          capture_output=True, text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
 
 
 def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):
     js, xml = tmp_path / "v.json", tmp_path / "v.xml"
-    r = rvport("verify", "artifacts", str(elf_fixtures.path("librvv256.so")), str(elf_fixtures.path("rvv256.o")),
-               "--profile", "rvv256", "--json", str(js), "--junit", str(xml))
+    r = rvport(
+        "verify",
+        "artifacts",
+        str(elf_fixtures.path("librvv256.so")),
+        str(elf_fixtures.path("rvv256.o")),
+        "--profile",
+        "rvv256",
+        "--json",
+        str(js),
+        "--junit",
+        str(xml),
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASS" in r.stdout
     schema = json.loads(builtin("schemas", "verify.schema.json").read_text())
@@ -318,7 +398,9 @@ def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):
     assert doc["ok"] and doc["profile"]["name"] == "rvv256" and doc["isa"] == "runs-on"
     assert len(ET.parse(xml).getroot().findall("./testsuite/testcase")) == 2
 
-    r = rvport("verify", "artifacts", str(elf_fixtures.path("libmixed.a")), "--json", str(js), "--junit", str(xml))
+    r = rvport(
+        "verify", "artifacts", str(elf_fixtures.path("libmixed.a")), "--json", str(js), "--junit", str(xml)
+    )
     assert r.returncode == 1
     assert "x86.o" in r.stdout and "FAIL" in r.stdout and "not RISC-V" in r.stdout
     doc = json.loads(js.read_text())
@@ -330,20 +412,37 @@ def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):
     # runs on (the default): an rv64gc library runs on rvv256; it does not carry what rvv256 promises
     r = rvport("verify", "artifacts", str(elf_fixtures.path("librv64gc.so")), "--profile", "rvv256")
     assert r.returncode == 0, r.stdout + r.stderr
-    r = rvport("verify", "artifacts", str(elf_fixtures.path("librv64gc.so")), "--profile", "rvv256",
-               "--isa", "carries")
+    r = rvport(
+        "verify",
+        "artifacts",
+        str(elf_fixtures.path("librv64gc.so")),
+        "--profile",
+        "rvv256",
+        "--isa",
+        "carries",
+    )
     assert r.returncode == 1 and "promises" in r.stdout, r.stdout + r.stderr
-    r = rvport("verify", "artifacts", str(elf_fixtures.path("librv64gc.so")), "--profile", "rvv256",
-               "--isa", "baseline")   # the older name of runs-on
+    r = rvport(
+        "verify",
+        "artifacts",
+        str(elf_fixtures.path("librv64gc.so")),
+        "--profile",
+        "rvv256",
+        "--isa",
+        "baseline",
+    )  # the older name of runs-on
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ["verify", "artifacts", "/nonexistent/x.whl"],
-    ["verify", "artifacts", ".", "--profile", "rv128x"],
-    ["verify", "artifacts", ".", "--isa", "everything"],
-    ["verify", "artifacts", ".", "--json", "/nonexistent/dir/v.json"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["verify", "artifacts", "/nonexistent/x.whl"],
+        ["verify", "artifacts", ".", "--profile", "rv128x"],
+        ["verify", "artifacts", ".", "--isa", "everything"],
+        ["verify", "artifacts", ".", "--json", "/nonexistent/dir/v.json"],
+    ],
+)
 def test_cli_usage_errors(args):
     r = rvport(*args)
     assert r.returncode == 2, r.stdout + r.stderr
@@ -352,16 +451,21 @@ def test_cli_usage_errors(args):
 
 # ---- exports: the artifact's own ELF symbol tables ------------------------------------------------------------
 
+
 def test_archive_exports(elf_fixtures: ElfFixtures):
     lib = elf_fixtures.path("libexports.a")
-    r = verify_paths([lib], get_profile("rv64gc"), exports=["create_client", "close_client", "second_fn",
-                                                             "hidden_fn"])
+    r = verify_paths(
+        [lib], get_profile("rv64gc"), exports=["create_client", "close_client", "second_fn", "hidden_fn"]
+    )
     a = r.artifacts[0]
     assert a.ok, reasons(a)
     assert any("exports create_client, close_client, second_fn, hidden_fn (functions)" in n for n in a.notes)
     # second_fn lives in a member that also carries an .llvmbc section: its ELF symbol table still says FUNC
-    r = verify_paths([lib], get_profile("rv64gc"),
-                     exports=["create_client", "counter", "local_only", "undefined_fn", "destroy_client"])
+    r = verify_paths(
+        [lib],
+        get_profile("rv64gc"),
+        exports=["create_client", "counter", "local_only", "undefined_fn", "destroy_client"],
+    )
     text = reasons(r.artifacts[0])
     assert not r.ok and len(r.artifacts[0].reasons) == 4, text
     assert "does not export counter is GLOBAL OBJECT (STT_OBJECT) in exports.o, not a function" in text

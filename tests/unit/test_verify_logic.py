@@ -10,15 +10,14 @@ import struct
 import threading
 import xml.etree.ElementTree as ET
 import zipfile
-from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
 from packaging.tags import parse_tag
 
-from rvport.resources import builtin
 from rvport.catalogue.profiles import get_profile
+from rvport.resources import builtin
 from rvport.verify import keep, members, pool
 from rvport.verify.artifacts import ArchiveError, iter_ar_members
 from rvport.verify.buffer import BufferFile, NotKept
@@ -49,21 +48,43 @@ from rvport.verify.report import to_junit
 from rvport.verify.wheel import verify_wheel
 
 GC_ARCH = "rv64i2p1_m2p0_a2p1_f2p2_d2p2_c2p0_zicsr2p0_zifencei2p0_zmmul1p0_zaamo1p0_zalrsc1p0"
-V256_ARCH = (GC_ARCH.replace("c2p0_", "c2p0_v1p0_") + "_zfhmin1p0_zve32f1p0_zve32x1p0_zve64d1p0_zve64f1p0"
-             "_zve64x1p0_zvfh1p0_zvfhmin1p0_zvl128b1p0_zvl256b1p0_zvl32b1p0_zvl64b1p0")
+V256_ARCH = (
+    GC_ARCH.replace("c2p0_", "c2p0_v1p0_") + "_zfhmin1p0_zve32f1p0_zve32x1p0_zve64d1p0_zve64f1p0"
+    "_zve64x1p0_zvfh1p0_zvfhmin1p0_zvl128b1p0_zvl256b1p0_zvl32b1p0_zvl64b1p0"
+)
 V128_ARCH = V256_ARCH.replace("_zvl256b1p0", "")
 
 
-def facts(*, arch: str | None = GC_ARCH, e_flags: int = 0x5, machine: str = "EM_RISCV", elf_class: int = 64,
-          little: bool = True, glibc: tuple = (), go: GoBuildInfo | None = None,
-          versions: tuple[str, ...] = (), needed: tuple[str, ...] = ("libc.so.6",)) -> ElfFacts:
+def facts(
+    *,
+    arch: str | None = GC_ARCH,
+    e_flags: int = 0x5,
+    machine: str = "EM_RISCV",
+    elf_class: int = 64,
+    little: bool = True,
+    glibc: tuple = (),
+    go: GoBuildInfo | None = None,
+    versions: tuple[str, ...] = (),
+    needed: tuple[str, ...] = ("libc.so.6",),
+) -> ElfFacts:
     versions = versions or tuple(f"GLIBC_{a}.{b}" for a, b in glibc)
-    return ElfFacts(elf_class=elf_class, little_endian=little, machine=machine, elf_type="ET_DYN",
-                    e_flags=e_flags, arch=arch, extensions=parse_arch_string(arch) if arch else {},
-                    glibc=glibc, needed=needed, go=go, versions=versions)
+    return ElfFacts(
+        elf_class=elf_class,
+        little_endian=little,
+        machine=machine,
+        elf_type="ET_DYN",
+        e_flags=e_flags,
+        arch=arch,
+        extensions=parse_arch_string(arch) if arch else {},
+        glibc=glibc,
+        needed=needed,
+        go=go,
+        versions=versions,
+    )
 
 
 # ---- arch strings and attributes ------------------------------------------------------------------------
+
 
 def test_parse_arch_string_gcc14_form():
     exts = parse_arch_string(V256_ARCH)
@@ -105,6 +126,7 @@ def test_parse_riscv_attributes_corrupt(blob):
 
 # ---- rules -------------------------------------------------------------------------------------------------
 
+
 def test_rv64gc_object_passes_rv64gc():
     j = judge_elf(facts(), get_profile("rv64gc"))
     assert j.verdict is Verdict.PASS, j.reasons
@@ -139,16 +161,19 @@ def test_carries_requires_promised_extensions_runs_on_does_not():
 V128_NO_ZVFH = V128_ARCH.replace("_zvfh1p0_zvfhmin1p0", "").replace("_zfhmin1p0", "")
 
 
-@pytest.mark.parametrize("arch,profile,runs_on,carries,why", [
-    (GC_ARCH, "rv64gc", True, True, ""),
-    (GC_ARCH, "rvv128", True, False, "lacks v, zvfh, zvl128b that profile rvv128 promises"),
-    (V128_NO_ZVFH, "rvv128", True, False, "lacks zvfh that profile rvv128 promises"),
-    (V128_NO_ZVFH, "rvv256", True, False, "lacks zvfh, zvl256b"),
-    (V128_ARCH, "rvv128", True, True, ""),
-    (V256_ARCH, "rvv128", False, False, "needs zvl256b, beyond profile rvv128"),
-    (V128_ARCH, "rv64gc", False, False, "needs v, zvfh, beyond profile rv64gc"),
-    (V128_NO_ZVFH, "rv64gc", False, False, "needs v, beyond profile rv64gc"),
-])
+@pytest.mark.parametrize(
+    "arch,profile,runs_on,carries,why",
+    [
+        (GC_ARCH, "rv64gc", True, True, ""),
+        (GC_ARCH, "rvv128", True, False, "lacks v, zvfh, zvl128b that profile rvv128 promises"),
+        (V128_NO_ZVFH, "rvv128", True, False, "lacks zvfh that profile rvv128 promises"),
+        (V128_NO_ZVFH, "rvv256", True, False, "lacks zvfh, zvl256b"),
+        (V128_ARCH, "rvv128", True, True, ""),
+        (V256_ARCH, "rvv128", False, False, "needs zvl256b, beyond profile rvv128"),
+        (V128_ARCH, "rv64gc", False, False, "needs v, zvfh, beyond profile rv64gc"),
+        (V128_NO_ZVFH, "rv64gc", False, False, "needs v, beyond profile rv64gc"),
+    ],
+)
 def test_runs_on_is_a_subset_carries_is_the_promise(arch, profile, runs_on, carries, why):
     r = judge_elf(facts(arch=arch), get_profile(profile), IsaLevel.RUNS_ON)
     c = judge_elf(facts(arch=arch), get_profile(profile), IsaLevel.CARRIES)
@@ -194,16 +219,23 @@ def test_header_checks():
 
 def test_no_attributes_carries_fails_runs_on_passes_with_note():
     j = judge_elf(facts(arch=None), get_profile("rv64gc"), IsaLevel.CARRIES)
-    assert not j.ok and any("no .riscv.attributes arch string: cannot prove" in r and "--isa runs-on" in r
-                            for r in j.reasons)
+    assert not j.ok and any(
+        "no .riscv.attributes arch string: cannot prove" in r and "--isa runs-on" in r for r in j.reasons
+    )
     j = judge_elf(facts(arch=None), get_profile("rvv256"), IsaLevel.RUNS_ON)
     assert j.ok and any("header checks alone" in n for n in j.notes)
 
 
 def go_facts(goarch: str = "riscv64", **settings: str) -> ElfFacts:
-    go = GoBuildInfo(go_version="go1.25.1", main_module="example.com/x", path="example.com/x", goos="linux",
-                     goarch=goarch, settings={"GOARCH": goarch, "GOOS": "linux", **settings})
-    return facts(arch=None, e_flags=0x4, go=go)   # Go: double float ABI, no RVC, no arch attribute
+    go = GoBuildInfo(
+        go_version="go1.25.1",
+        main_module="example.com/x",
+        path="example.com/x",
+        goos="linux",
+        goarch=goarch,
+        settings={"GOARCH": goarch, "GOOS": "linux", **settings},
+    )
+    return facts(arch=None, e_flags=0x4, go=go)  # Go: double float ABI, no RVC, no arch attribute
 
 
 @pytest.mark.parametrize("profile", ["rv64gc", "rvv128", "rvv256", "rvv256-bf16"])
@@ -212,14 +244,18 @@ def test_go_binary_runs_on_every_profile(profile):
         j = judge_elf(f, get_profile(profile), IsaLevel.RUNS_ON)
         assert j.ok, j.reasons
         assert not any("unproven" in n for n in j.notes)
-    assert any("GORISCV64=rva20u64" in n for n in judge_elf(go_facts(GORISCV64="rva20u64"),
-                                                            get_profile(profile)).notes)
+    assert any(
+        "GORISCV64=rva20u64" in n
+        for n in judge_elf(go_facts(GORISCV64="rva20u64"), get_profile(profile)).notes
+    )
 
 
 def test_go_binary_carries_only_what_its_level_has():
-    assert judge_elf(go_facts(), get_profile("rv64gc"), IsaLevel.CARRIES).ok   # no RVC flag: Go's level says c
+    assert judge_elf(go_facts(), get_profile("rv64gc"), IsaLevel.CARRIES).ok  # no RVC flag: Go's level says c
     j = judge_elf(go_facts(GORISCV64="rva20u64"), get_profile("rvv128"), IsaLevel.CARRIES)
-    assert not j.ok and any("Go build info (GORISCV64=rva20u64) lacks v, zvfh, zvl128b" in r for r in j.reasons)
+    assert not j.ok and any(
+        "Go build info (GORISCV64=rva20u64) lacks v, zvfh, zvl128b" in r for r in j.reasons
+    )
 
 
 @pytest.mark.parametrize("level,beyond", [("rva22u64", "zba, zbb, zbs"), ("rva23u64", "v")])
@@ -239,6 +275,7 @@ def test_go_binary_with_an_unknown_level_or_arch_fails():
 
 def test_go_levels_are_data():
     from rvport.catalogue.profiles import go_level, isa_rules
+
     levels = isa_rules()["go_riscv64"]["levels"]
     assert set(levels) >= {"rva20u64", "rva22u64", "rva23u64"}
     assert go_level(None).name == isa_rules()["go_riscv64"]["default"] and go_level(None).default
@@ -253,16 +290,22 @@ def test_v0p7_is_not_rvv1():
 
 def test_maximal():
     from rvport.catalogue.profiles import expand
-    assert maximal(expand(frozenset({"v", "zvl256b", "zvfh"})) - {"d", "f", "zicsr"}) == {"v", "zvl256b", "zvfh"}
+
+    assert maximal(expand(frozenset({"v", "zvl256b", "zvfh"})) - {"d", "f", "zicsr"}) == {
+        "v",
+        "zvl256b",
+        "zvfh",
+    }
 
 
 # ---- glibc and wheel tags ----------------------------------------------------------------------------------
 
+
 def test_manylinux_mapping():
     assert manylinux_for((2, 36)) == "manylinux_2_36_riscv64"
-    assert manylinux_for((2, 17)) == "manylinux_2_31_riscv64"   # riscv64's lowest manylinux policy
+    assert manylinux_for((2, 17)) == "manylinux_2_31_riscv64"  # riscv64's lowest manylinux policy
     assert manylinux_for(None) == "manylinux_2_31_riscv64"
-    assert manylinux_for((2, 32)) == "manylinux_2_34_riscv64"   # no riscv64 policy for 2.32 or 2.33
+    assert manylinux_for((2, 32)) == "manylinux_2_34_riscv64"  # no riscv64 policy for 2.32 or 2.33
     assert parse_platform("manylinux2014_x86_64").version == (2, 17)
     assert parse_platform("manylinux_2_39_riscv64").arch == "riscv64"
     assert parse_platform("musllinux_1_2_riscv64").libc == "musl"
@@ -283,8 +326,11 @@ def test_wheel_tag_glibc_floor():
 def test_manylinux_tag_follows_libstdcxx_and_libgcc_versions_and_system_libraries():
     from rvport.verify.manylinux import best_tag
 
-    cxx = facts(glibc=((2, 34),), versions=("GLIBC_2.34", "GLIBCXX_3.4.32", "CXXABI_1.3.15", "CXXABI_TM_1"),
-                needed=("libstdc++.so.6", "libc.so.6"))
+    cxx = facts(
+        glibc=((2, 34),),
+        versions=("GLIBC_2.34", "GLIBCXX_3.4.32", "CXXABI_1.3.15", "CXXABI_TM_1"),
+        needed=("libstdc++.so.6", "libc.so.6"),
+    )
     answer = best_tag([("sp/_sentencepiece.so", cxx)])
     assert answer.tag == "manylinux_2_39_riscv64" and "CXXABI_1.3.15" in answer.why
     assert best_tag([("t/_t.so", facts(glibc=((2, 34),)))]).tag == "manylinux_2_34_riscv64"
@@ -313,6 +359,7 @@ def test_wheel_tag_arch_and_purity():
 
 # ---- ar archives ----------------------------------------------------------------------------------------------
 
+
 def _ar_member(name: str, data: bytes) -> bytes:
     hdr = f"{name:<16}{0:<12}{0:<6}{0:<6}{644:<8}{len(data):<10}`\n".encode()
     return hdr + data + (b"\n" if len(data) % 2 else b"")
@@ -321,8 +368,14 @@ def _ar_member(name: str, data: bytes) -> bytes:
 def test_gnu_ar_with_symbol_table_and_long_names():
     longname = "a_member_with_a_name_longer_than_sixteen.o"
     table = f"{longname}/\n".encode()
-    blob = (b"!<arch>\n" + _ar_member("/", b"\0\0\0\0") + _ar_member("/SYM64/", b"\0" * 8)
-            + _ar_member("//", table) + _ar_member("short.o/", b"\x7fELFabc") + _ar_member("/0", b"xyz"))
+    blob = (
+        b"!<arch>\n"
+        + _ar_member("/", b"\0\0\0\0")
+        + _ar_member("/SYM64/", b"\0" * 8)
+        + _ar_member("//", table)
+        + _ar_member("short.o/", b"\x7fELFabc")
+        + _ar_member("/0", b"xyz")
+    )
     assert list(iter_ar_members(blob)) == [("short.o", b"\x7fELFabc"), (longname, b"xyz")]
 
 
@@ -331,15 +384,18 @@ def test_bsd_ar_names():
     assert list(iter_ar_members(blob)) == [("bsd_long_name_x.o", b"data")]
 
 
-@pytest.mark.parametrize("blob,msg", [
-    (b"!<thin>\n", "thin archive"),
-    (b"garbage!", "not an ar archive"),
-    (b"!<arch>\n" + _ar_member("x.o/", b"12345678")[:-3], "truncated"),
-    (b"!<arch>\nshort", "truncated member header"),
-    (b"!<arch>\n" + _ar_member("x.o/", b"")[:48] + b"-60       `\n", "bad member size"),   # looped forever
-    (b"!<arch>\n" + _ar_member("#1/zz", b"data"), "bad BSD member name"),
-    (b"!<arch>\n" + _ar_member("#1/9", b"data"), "bad BSD member name"),
-])
+@pytest.mark.parametrize(
+    "blob,msg",
+    [
+        (b"!<thin>\n", "thin archive"),
+        (b"garbage!", "not an ar archive"),
+        (b"!<arch>\n" + _ar_member("x.o/", b"12345678")[:-3], "truncated"),
+        (b"!<arch>\nshort", "truncated member header"),
+        (b"!<arch>\n" + _ar_member("x.o/", b"")[:48] + b"-60       `\n", "bad member size"),  # looped forever
+        (b"!<arch>\n" + _ar_member("#1/zz", b"data"), "bad BSD member name"),
+        (b"!<arch>\n" + _ar_member("#1/9", b"data"), "bad BSD member name"),
+    ],
+)
 def test_bad_archives(blob, msg):
     with pytest.raises(ArchiveError, match=msg):
         list(iter_ar_members(blob))
@@ -347,17 +403,21 @@ def test_bad_archives(blob, msg):
 
 # ---- Go build info ---------------------------------------------------------------------------------------------
 
+
 def _buildinfo(version: str, mod: str) -> bytes:
     def s(b: bytes) -> bytes:
         return bytes([len(b)]) + b if len(b) < 128 else bytes([len(b) & 0x7F | 0x80, len(b) >> 7]) + b
+
     sentinel = b"0" * 15 + b"\n"
     head = b"\xff Go buildinf:" + bytes([8, 2]) + b"\0" * 16
     return b"pad" + head + s(version.encode()) + s(sentinel + mod.encode() + sentinel[:-1] + b"\n")
 
 
 def test_go_buildinfo_inline_format():
-    mod = ("path\texample.com/router/cmd\nmod\texample.com/router\tv1.2.3\th1:abc=\n"
-           "build\tCGO_ENABLED=1\nbuild\tGOARCH=riscv64\nbuild\tGOOS=linux\n")
+    mod = (
+        "path\texample.com/router/cmd\nmod\texample.com/router\tv1.2.3\th1:abc=\n"
+        "build\tCGO_ENABLED=1\nbuild\tGOARCH=riscv64\nbuild\tGOOS=linux\n"
+    )
     info = parse_go_buildinfo(_buildinfo("go1.22.4", mod))
     assert info is not None
     assert (info.go_version, info.goos, info.goarch) == ("go1.22.4", "linux", "riscv64")
@@ -368,15 +428,30 @@ def test_go_buildinfo_inline_format():
 
 # ---- reports ----------------------------------------------------------------------------------------------------
 
+
 def _report() -> VerifyReport:
-    good = ArtifactResult(path="dist/ok.whl", kind=ArtifactKind.WHEEL, verdict=Verdict.PASS,
-                          members=(MemberResult(name="pkg/_a.so", verdict=Verdict.PASS, facts=facts()),))
-    bad = ArtifactResult(path="dist/libx.a", kind=ArtifactKind.ARCHIVE, verdict=Verdict.FAIL,
-                         members=(MemberResult(name="x86.o", verdict=Verdict.FAIL,
-                                               reasons=("machine is x86-64 (EM_X86_64), not RISC-V",),
-                                               facts=facts(machine="EM_X86_64", arch=None, e_flags=0)),))
-    return VerifyReport(profile="rv64gc", march="rv64gc", mabi="lp64d", isa=IsaLevel.CARRIES,
-                        artifacts=(good, bad))
+    good = ArtifactResult(
+        path="dist/ok.whl",
+        kind=ArtifactKind.WHEEL,
+        verdict=Verdict.PASS,
+        members=(MemberResult(name="pkg/_a.so", verdict=Verdict.PASS, facts=facts()),),
+    )
+    bad = ArtifactResult(
+        path="dist/libx.a",
+        kind=ArtifactKind.ARCHIVE,
+        verdict=Verdict.FAIL,
+        members=(
+            MemberResult(
+                name="x86.o",
+                verdict=Verdict.FAIL,
+                reasons=("machine is x86-64 (EM_X86_64), not RISC-V",),
+                facts=facts(machine="EM_X86_64", arch=None, e_flags=0),
+            ),
+        ),
+    )
+    return VerifyReport(
+        profile="rv64gc", march="rv64gc", mabi="lp64d", isa=IsaLevel.CARRIES, artifacts=(good, bad)
+    )
 
 
 def schema() -> dict:
@@ -393,8 +468,9 @@ def test_json_is_versioned_sorted_and_valid():
 
 
 def test_empty_report_is_not_ok():
-    assert not VerifyReport(profile="rv64gc", march="rv64gc", mabi="lp64d", isa=IsaLevel.CARRIES,
-                            artifacts=()).ok
+    assert not VerifyReport(
+        profile="rv64gc", march="rv64gc", mabi="lp64d", isa=IsaLevel.CARRIES, artifacts=()
+    ).ok
 
 
 def test_junit_one_case_per_artifact():
@@ -409,7 +485,10 @@ def test_junit_one_case_per_artifact():
 
 # ---- reading wheels: each member once, on threads -------------------------------------------------------------
 
-def _riscv_elf(arch: str = GC_ARCH, machine: int = 243, e_flags: int = 0x5, *, gap: int = 0, tail: int = 0) -> bytes:
+
+def _riscv_elf(
+    arch: str = GC_ARCH, machine: int = 243, e_flags: int = 0x5, *, gap: int = 0, tail: int = 0
+) -> bytes:
     """A minimal ELF64 shared object: a header, two sections (.riscv.attributes, .shstrtab) and the section
     headers; `gap` bytes of padding before the attribute section, `tail` bytes before the section headers."""
     attrs = _attr_section(arch)
@@ -429,8 +508,14 @@ def _riscv_elf(arch: str = GC_ARCH, machine: int = 243, e_flags: int = 0x5, *, g
     return body + sh(0, 0, 0, 0) + sh(1, 0x70000003, attr_off, len(attrs)) + sh(19, 3, names_off, len(names))
 
 
-def _wheel(tmp_path, files: dict[str, bytes], *, name: str = "demo-1.0-cp312-cp312-manylinux_2_31_riscv64.whl",
-           method: int = zipfile.ZIP_DEFLATED, record_override: dict[str, str] | None = None) -> Path:
+def _wheel(
+    tmp_path,
+    files: dict[str, bytes],
+    *,
+    name: str = "demo-1.0-cp312-cp312-manylinux_2_31_riscv64.whl",
+    method: int = zipfile.ZIP_DEFLATED,
+    record_override: dict[str, str] | None = None,
+) -> Path:
     dist = "demo-1.0.dist-info"
     files = {**files, f"{dist}/WHEEL": b"Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_31_riscv64\n"}
     rows = [f"{n},{(record_override or {}).get(n, _sha256_field(d))},{len(d)}" for n, d in files.items()]
@@ -448,8 +533,13 @@ def _sha256_field(data: bytes) -> str:
 
 def _read(path: Path, name: str, algo: str | None = "sha256") -> Member:
     with zipfile.ZipFile(path) as zf, open(path, "rb") as f:
-        return read_member(path, f.fileno(), zf.getinfo(name), algo,
-                           keep=lambda head: Keep.WHOLE if head[:4] == b"\x7fELF" else Keep.NOTHING)
+        return read_member(
+            path,
+            f.fileno(),
+            zf.getinfo(name),
+            algo,
+            keep=lambda head: Keep.WHOLE if head[:4] == b"\x7fELF" else Keep.NOTHING,
+        )
 
 
 def _patch_member_headers(path: Path, name: str, fn) -> None:
@@ -457,8 +547,8 @@ def _patch_member_headers(path: Path, name: str, fn) -> None:
     with zipfile.ZipFile(path) as zf:
         info = zf.getinfo(name)
     data = bytearray(path.read_bytes())
-    central = data.find(b"PK\x01\x02" + data[info.header_offset + 4:info.header_offset + 6])
-    while data[central + 46:central + 46 + len(name)] != name.encode():
+    central = data.find(b"PK\x01\x02" + data[info.header_offset + 4 : info.header_offset + 6])
+    while data[central + 46 : central + 46 + len(name)] != name.encode():
         central = data.find(b"PK\x01\x02", central + 4)
     fn(data, info.header_offset, central)
     path.write_bytes(bytes(data))
@@ -469,19 +559,24 @@ def test_minimal_elf_reads_as_riscv():
     assert f.machine == "EM_RISCV" and f.arch == GC_ARCH and f.float_abi == "double"
 
 
-@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+@pytest.mark.parametrize(
+    "method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA]
+)
 def test_member_read_once_hashes_and_keeps_elf(tmp_path, method, monkeypatch):
     elf = _riscv_elf() + bytes(range(256)) * 4000
     whl = _wheel(tmp_path, {"demo/_x.so": elf, "demo/a.py": b"x = 1\n" * 1000}, method=method)
-    monkeypatch.setenv("RVPORT_VERIFY_THREADS", "2")   # threads even on a one-CPU machine
-    for ahead in (1 << 40, 0):   # inline, and inflated on a helper thread
+    monkeypatch.setenv("RVPORT_VERIFY_THREADS", "2")  # threads even on a one-CPU machine
+    for ahead in (1 << 40, 0):  # inline, and inflated on a helper thread
         monkeypatch.setattr(members, "AHEAD_MIN", ahead)
         m = _read(whl, "demo/_x.so")
         assert m.size == len(elf) and "sha256=" + (m.digest or "") == _sha256_field(elf)
         assert m.content is not None and m.content.getvalue() == elf
         py = _read(whl, "demo/a.py", "sha512")
         assert py.content is None and py.size == 6000
-        assert py.digest == base64.urlsafe_b64encode(hashlib.sha512(b"x = 1\n" * 1000).digest()).rstrip(b"=").decode()
+        assert (
+            py.digest
+            == base64.urlsafe_b64encode(hashlib.sha512(b"x = 1\n" * 1000).digest()).rstrip(b"=").decode()
+        )
         assert _read(whl, "demo/a.py", None).digest is None
 
 
@@ -502,13 +597,20 @@ def test_member_read_errors(tmp_path):
     def magic(data, local, central):
         data[local + 2] = 0
 
-    for fn, why in [(crc, "Bad CRC-32"), (encrypted, "encrypted"), (local_name, "differ"), (magic, "Bad magic")]:
+    for fn, why in [
+        (crc, "Bad CRC-32"),
+        (encrypted, "encrypted"),
+        (local_name, "differ"),
+        (magic, "Bad magic"),
+    ]:
         whl = _wheel(tmp_path, {"demo/_x.so": elf})
         _patch_member_headers(whl, "demo/_x.so", fn)
         with pytest.raises(MemberError, match=why):
             _read(whl, "demo/_x.so")
         r = verify_wheel(whl, get_profile("rv64gc"), IsaLevel.CARRIES)
-        assert not r.ok and any("demo/_x.so: cannot read member" in x and why in x for x in r.reasons), r.reasons
+        assert not r.ok and any("demo/_x.so: cannot read member" in x and why in x for x in r.reasons), (
+            r.reasons
+        )
 
 
 def test_member_read_truncated_file(tmp_path):
@@ -531,7 +633,9 @@ def test_buffer_file_reads_like_bytesio():
         a, b = BufferFile(buf), io.BytesIO(data)
         rng = random.Random(2)
         for _ in range(300):
-            off, whence = rng.choice([(rng.randrange(6000), 0), (rng.randrange(-50, 50), 1), (-rng.randrange(100), 2)])
+            off, whence = rng.choice(
+                [(rng.randrange(6000), 0), (rng.randrange(-50, 50), 1), (-rng.randrange(100), 2)]
+            )
             if whence == 1 and a.tell() + off < 0:
                 continue
             assert a.seek(off, whence) == b.seek(off, whence)
@@ -553,7 +657,7 @@ def test_map_ordered_keeps_order_on_threads_and_alone():
     assert any(t.startswith("rvport-verify") for t in seen_threads)
     seen_threads.clear()
     assert map_ordered(fn, items[:10], cost=lambda i: 1, threads=4) == [i * i for i in range(10)]
-    assert seen_threads == {threading.current_thread().name}   # small input: no threads
+    assert seen_threads == {threading.current_thread().name}  # small input: no threads
     assert map_ordered(fn, [], cost=lambda i: 1) == []
 
 
@@ -577,7 +681,7 @@ def test_read_ahead_yields_all_raises_and_stops():
 
     it = read_ahead(endless(), depth=2)
     assert [next(it) for _ in range(3)] == [0, 1, 2]
-    it.close()   # stops the helper thread instead of hanging
+    it.close()  # stops the helper thread instead of hanging
     assert len(produced) < 20
 
 
@@ -589,8 +693,11 @@ def test_wheel_verdicts_same_alone_and_on_threads(tmp_path, monkeypatch):
     files["demo/v.so"] = _riscv_elf(V256_ARCH)
     files["demo/bad.so"] = elf[:100]
     files["demo/libk.a"] = b"!<arch>\n" + _ar_member("k.o/", elf) + _ar_member("t.txt/", b"text")
-    whl = _wheel(tmp_path, files, record_override={"demo/m7.py": _sha256_field(b"other"),
-                                                   "demo/lib3.so": _sha256_field(b"other")})
+    whl = _wheel(
+        tmp_path,
+        files,
+        record_override={"demo/m7.py": _sha256_field(b"other"), "demo/lib3.so": _sha256_field(b"other")},
+    )
     profile = get_profile("rv64gc")
     alone = verify_wheel(whl, profile, IsaLevel.CARRIES)
     monkeypatch.setenv("RVPORT_VERIFY_THREADS", "3")
@@ -600,7 +707,7 @@ def test_wheel_verdicts_same_alone_and_on_threads(tmp_path, monkeypatch):
     threaded = verify_wheel(whl, profile, IsaLevel.CARRIES)
     assert alone.to_json() == threaded.to_json()
     doc = alone.to_json()
-    assert doc["wheel"]["record_checked"] == len(files) + 1   # every file but RECORD itself
+    assert doc["wheel"]["record_checked"] == len(files) + 1  # every file but RECORD itself
     assert [m["name"] for m in doc["members"]][:3] == ["demo/lib0.so", "demo/lib1.so", "demo/lib2.so"]
     reasons = alone.all_reasons()
     assert "demo/m7.py: RECORD sha256 mismatch (file changed after the wheel was built)" in reasons
@@ -616,14 +723,16 @@ def test_unreadable_zip_structures_are_verdicts(tmp_path):
     elf = _riscv_elf()
 
     def version(data, local, central):
-        data[central + 6] = 0xFF   # "version needed to extract" 25.5: zipfile raises NotImplementedError
+        data[central + 6] = 0xFF  # "version needed to extract" 25.5: zipfile raises NotImplementedError
 
     def encrypted_record(data, local, central):
         data[local + 6] |= 1
         data[central + 8] |= 1
 
-    for member, fn, why in [("demo/_x.so", version, "not a readable zip file: zip file version"),
-                            ("demo-1.0.dist-info/RECORD", encrypted_record, "not a readable zip file: File")]:
+    for member, fn, why in [
+        ("demo/_x.so", version, "not a readable zip file: zip file version"),
+        ("demo-1.0.dist-info/RECORD", encrypted_record, "not a readable zip file: File"),
+    ]:
         whl = _wheel(tmp_path, {"demo/_x.so": elf})
         _patch_member_headers(whl, member, fn)
         r = verify_wheel(whl, get_profile("rv64gc"), IsaLevel.CARRIES)
@@ -633,15 +742,15 @@ def test_unreadable_zip_structures_are_verdicts(tmp_path):
 def test_big_elf_kept_in_ranges_judged_the_same(tmp_path, monkeypatch):
     monkeypatch.setattr(keep, "HEAD", 4096)
     monkeypatch.setattr(keep, "NEAR", 1024)
-    usual = _riscv_elf(V256_ARCH, tail=200_000)    # attributes in the head, section headers far: kept in ranges
-    unusual = _riscv_elf(V256_ARCH, gap=100_000, tail=100_000)   # attributes in the middle: read again, whole
+    usual = _riscv_elf(V256_ARCH, tail=200_000)  # attributes in the head, section headers far: kept in ranges
+    unusual = _riscv_elf(V256_ARCH, gap=100_000, tail=100_000)  # attributes in the middle: read again, whole
     whl = _wheel(tmp_path, {"demo/usual.so": usual, "demo/unusual.so": unusual})
     m = _read_keep(whl, "demo/usual.so")
     assert m.content is not None and not m.content.complete
     assert read_elf(m.content).arch == V256_ARCH
     m = _read_keep(whl, "demo/unusual.so")
     with pytest.raises(NotKept):
-        read_elf(m.content)   # type: ignore[arg-type]
+        read_elf(m.content)  # type: ignore[arg-type]
     sparse = verify_wheel(whl, get_profile("rvv128"), IsaLevel.CARRIES)
     monkeypatch.setattr(keep, "HEAD", 1 << 30)
     whole = verify_wheel(whl, get_profile("rvv128"), IsaLevel.CARRIES)
@@ -652,8 +761,13 @@ def test_big_elf_kept_in_ranges_judged_the_same(tmp_path, monkeypatch):
 
 def _read_keep(path: Path, name: str) -> Member:
     with zipfile.ZipFile(path) as zf, open(path, "rb") as f:
-        return read_member(path, f.fileno(), zf.getinfo(name), None,
-                           keep=lambda head: Keep.ELF_RANGES if head[:4] == b"\x7fELF" else Keep.NOTHING)
+        return read_member(
+            path,
+            f.fileno(),
+            zf.getinfo(name),
+            None,
+            keep=lambda head: Keep.ELF_RANGES if head[:4] == b"\x7fELF" else Keep.NOTHING,
+        )
 
 
 def test_ranges_beyond_head_from_program_headers(monkeypatch):
@@ -664,20 +778,33 @@ def test_ranges_beyond_head_from_program_headers(monkeypatch):
     hdr += struct.pack("<HHIQQQIHHHHHH", 3, 243, 1, 0, 64, 20000, 5, 64, 56, len(phdrs), 64, 4, 3)
     for typ, flags, off, size in phdrs:
         hdr += struct.pack("<IIQQQQQQ", typ, flags, off, off, off, size, size, 8)
-    assert keep.ranges_beyond_head(hdr, 30000) == [(6000, 6010), (7000, 7500), (9000, 9010), (9500, 9560),
-                                                   (19990, 20256)]
+    assert keep.ranges_beyond_head(hdr, 30000) == [
+        (6000, 6010),
+        (7000, 7500),
+        (9000, 9010),
+        (9500, 9560),
+        (19990, 20256),
+    ]
     assert keep.ranges_beyond_head(b"not an ELF file", 30000) == []
-    assert keep.ranges_beyond_head(hdr[:70], 30000) == [(19990, 20256)]   # cut short: what it could read
+    assert keep.ranges_beyond_head(hdr[:70], 30000) == [(19990, 20256)]  # cut short: what it could read
 
 
 def test_elf_header_read_with_struct():
-    be32 = b"\x7fELF" + bytes([1, 2, 1, 0]) + b"\0" * 8 + struct.pack(">HHIIIIIHHHHHH", 2, 8, 1, 0, 0, 0, 0, 52, 32, 0, 40, 0, 0)
+    be32 = (
+        b"\x7fELF"
+        + bytes([1, 2, 1, 0])
+        + b"\0" * 8
+        + struct.pack(">HHIIIIIHHHHHH", 2, 8, 1, 0, 0, 0, 0, 52, 32, 0, 40, 0, 0)
+    )
     f = read_elf_bytes(be32)
     assert (f.elf_class, f.little_endian, f.machine, f.elf_type) == (32, False, "EM_MIPS", "ET_EXEC")
     odd = read_elf_bytes(_riscv_elf(machine=0x7777))
     assert odd.machine == str(0x7777) and not odd.is_riscv
-    for bad, why in [(b"\x7fELF\x03" + b"\x01" * 60, "Invalid EI_CLASS"), (b"\x7fELF\x02\x07" + b"\0" * 60, "Invalid EI_DATA"),
-                     (_riscv_elf()[:40], "truncated ELF header")]:
+    for bad, why in [
+        (b"\x7fELF\x03" + b"\x01" * 60, "Invalid EI_CLASS"),
+        (b"\x7fELF\x02\x07" + b"\0" * 60, "Invalid EI_DATA"),
+        (_riscv_elf()[:40], "truncated ELF header"),
+    ]:
         with pytest.raises(ElfReadError, match=why):
             read_elf_bytes(bad)
 
@@ -685,33 +812,59 @@ def test_elf_header_read_with_struct():
 def test_go_build_info_of_a_binary_without_section_headers():
     mod = "path\texample.com/hi\nmod\texample.com/hi\t(devel)\t\nbuild\tGOARCH=riscv64\nbuild\tGOOS=linux\n"
     info = _buildinfo("go1.22.4", mod)
-    phdrs = struct.pack("<IIQQQQQQ", 1, 0x5, 0, 0, 0, 176, 176, 8) + struct.pack("<IIQQQQQQ", 1, 0x6, 176, 0, 0,
-                                                                                  len(info), len(info), 8)
-    hdr = b"\x7fELF" + bytes([2, 1, 1, 0]) + b"\0" * 8 + struct.pack("<HHIQQQIHHHHHH", 2, 243, 1, 0, 64, 0, 4, 64, 56,
-                                                                    2, 64, 0, 0)
+    phdrs = struct.pack("<IIQQQQQQ", 1, 0x5, 0, 0, 0, 176, 176, 8) + struct.pack(
+        "<IIQQQQQQ", 1, 0x6, 176, 0, 0, len(info), len(info), 8
+    )
+    hdr = (
+        b"\x7fELF"
+        + bytes([2, 1, 1, 0])
+        + b"\0" * 8
+        + struct.pack("<HHIQQQIHHHHHH", 2, 243, 1, 0, 64, 0, 4, 64, 56, 2, 64, 0, 0)
+    )
     f = read_elf_bytes(hdr + phdrs + info)
     assert f.go is not None and (f.go.go_version, f.go.goarch, f.go.goos) == ("go1.22.4", "riscv64", "linux")
 
 
 # ---- exports: judged from symbol tables (symbols.py reads them; exports.py judges) -------------------------------
 
+
 def _sym(name, bind="GLOBAL", type_="FUNC", visibility="DEFAULT", defined=True):
     from rvport.verify.symbols import Symbol
+
     return Symbol(name=name, bind=bind, type=type_, visibility=visibility, defined=defined)
 
 
 def _table(table, *syms):
     from rvport.verify.symbols import SymbolTable
+
     return SymbolTable(table=table, elf_type="ET_REL" if table == ".symtab" else "ET_DYN", symbols=syms)
 
 
 def test_judge_exports_in_archive_members():
     from rvport.verify.exports import Found, judge_exports
-    found = [Found(where="a.o", table=_table(".symtab", _sym("create_client", defined=False),
-                                              _sym("helper", bind="LOCAL"), _sym("data", type_="OBJECT"))),
-             Found(where="b.o", table=_table(".symtab", _sym("create_client"), _sym("close_client", bind="WEAK"),
-                                              _sym("resolver", type_="IFUNC"), _sym("hid", visibility="HIDDEN"),
-                                              _sym("only_ref", defined=False)))]
+
+    found = [
+        Found(
+            where="a.o",
+            table=_table(
+                ".symtab",
+                _sym("create_client", defined=False),
+                _sym("helper", bind="LOCAL"),
+                _sym("data", type_="OBJECT"),
+            ),
+        ),
+        Found(
+            where="b.o",
+            table=_table(
+                ".symtab",
+                _sym("create_client"),
+                _sym("close_client", bind="WEAK"),
+                _sym("resolver", type_="IFUNC"),
+                _sym("hid", visibility="HIDDEN"),
+                _sym("only_ref", defined=False),
+            ),
+        ),
+    ]
     j = judge_exports(["create_client", "close_client", "resolver", "hid"], found, archive=True)
     assert j.reasons == () and j.notes == ("exports create_client, close_client, resolver, hid (functions)",)
     j = judge_exports(["data", "helper", "only_ref", "nowhere"], found, archive=True)
@@ -726,19 +879,32 @@ def test_judge_exports_in_archive_members():
 
 def test_judge_exports_in_a_shared_object():
     from rvport.verify.exports import Found, judge_exports
-    found = [Found(where=None, table=_table(".dynsym", _sym("f"), _sym("p", visibility="PROTECTED"),
-                                             _sym("h", visibility="HIDDEN")))]
+
+    found = [
+        Found(
+            where=None,
+            table=_table(
+                ".dynsym", _sym("f"), _sym("p", visibility="PROTECTED"), _sym("h", visibility="HIDDEN")
+            ),
+        )
+    ]
     assert judge_exports(["f", "p"], found, archive=False).reasons == ()
     j = judge_exports(["h", "g"], found, archive=False)
-    assert j.reasons == ("does not export h is a HIDDEN function: not visible outside its object",
-                         "does not export g is not in its .dynsym")
+    assert j.reasons == (
+        "does not export h is a HIDDEN function: not visible outside its object",
+        "does not export g is not in its .dynsym",
+    )
     empty = [Found(where=None, table=_table(""))]
-    assert judge_exports(["g"], empty, archive=False).reasons == ("does not export g: the file has no symbol table",)
+    assert judge_exports(["g"], empty, archive=False).reasons == (
+        "does not export g: the file has no symbol table",
+    )
 
 
 def test_symbol_table_of_a_corrupt_file_is_an_elf_read_error():
-    from rvport.verify.symbols import read_symbols
     import io
+
+    from rvport.verify.symbols import read_symbols
+
     with pytest.raises(ElfReadError):
         read_symbols(io.BytesIO(b"\x7fELF" + b"\x02\x01\x01" + b"\0" * 9 + b"\xff" * 48))
     with pytest.raises(ElfReadError):
@@ -748,16 +914,20 @@ def test_symbol_table_of_a_corrupt_file_is_an_elf_read_error():
 def test_recipe_outputs_declare_exports(tmp_path):
     from rvport.catalogue.recipes import load_catalogue
     from rvport.errors import RecipeError
+
     glide = load_catalogue().resolve("glide-ffi")
     assert glide.outputs[0].exports == ("create_client", "close_client", "command", "batch")
     (tmp_path / "demo.yaml").write_text(
         "schema: 1\nname: demo\nkind: python-wheel\nbuild: [echo]\n"
         "outputs:\n  - {glob: '*.whl', type: wheel, exports: [f]}\n"
-        "versions:\n  - version: '1.0'\n    sources: [{name: s, url: 'https://example.org/s.tar.gz'}]\n")
+        "versions:\n  - version: '1.0'\n    sources: [{name: s, url: 'https://example.org/s.tar.gz'}]\n"
+    )
     with pytest.raises(RecipeError) as ei:
         load_catalogue(tmp_path)
     p = ei.value.problems[0]
     assert "declares exports" in p.message and p.line == 6 and "staticlib" in p.hint
-    (tmp_path / "demo.yaml").write_text((tmp_path / "demo.yaml").read_text().replace("exports: [f]", "exports: ['a b']"))
+    (tmp_path / "demo.yaml").write_text(
+        (tmp_path / "demo.yaml").read_text().replace("exports: [f]", "exports: ['a b']")
+    )
     with pytest.raises(RecipeError):
         load_catalogue(tmp_path)

@@ -12,8 +12,9 @@ support which modes is the kinds table (rvport/catalogue/kinds.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Protocol
+from typing import Protocol
 
 from rvport.build.images import BaseImage
 from rvport.build.modes.accelerated import Accelerated
@@ -44,7 +45,10 @@ class StageMode(Protocol):
 
 
 MODES: Mapping[Mode, StageMode] = {
-    Mode.NATIVE: Emulated(), Mode.QEMU: Emulated(), Mode.CROSS: Cross(), Mode.ACCELERATED: Accelerated(),
+    Mode.NATIVE: Emulated(),
+    Mode.QEMU: Emulated(),
+    Mode.CROSS: Cross(),
+    Mode.ACCELERATED: Accelerated(),
 }
 
 
@@ -57,9 +61,9 @@ def of(mode: Mode) -> StageMode:
 class StageSetup:
     """What a stage builds with."""
 
-    base: BaseImage                     # the riscv64 base: every stage's smoke test runs in it
-    toolchain: Toolchain                # the image the stage builds FROM, in the engine
-    dockerfile: Rendered                # the stage's build Dockerfile
+    base: BaseImage  # the riscv64 base: every stage's smoke test runs in it
+    toolchain: Toolchain  # the image the stage builds FROM, in the engine
+    dockerfile: Rendered  # the stage's build Dockerfile
 
 
 def bases(stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
@@ -77,9 +81,11 @@ def setup(env: StageEnv) -> StageSetup:
     env.record.images["base"] = base.image_id
     with env.timer("toolchain"):
         toolchain = mode.toolchain(env)
-    if toolchain.image_id is None:   # LoadedToolchains always inspects the image; a clear error all the same
-        raise HostNotReady(f"the toolchain image {toolchain.tag} is not in the engine",
-                           hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md")
+    if toolchain.image_id is None:  # LoadedToolchains always inspects the image; a clear error all the same
+        raise HostNotReady(
+            f"the toolchain image {toolchain.tag} is not in the engine",
+            hint="with a non-docker builder, --load must be supported; see docs/troubleshooting.md",
+        )
     env.record.images["toolchain"] = toolchain.image_id
     env.record.toolchain_packages = dict(toolchain.packages)
     return StageSetup(base=base, toolchain=toolchain, dockerfile=mode.dockerfile(env, toolchain))

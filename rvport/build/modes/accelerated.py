@@ -27,33 +27,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rvport import resources
 from rvport.build import render as dockerfiles
 from rvport.build.images import BaseImage, ensure_image, installed_packages
 from rvport.build.modes.emulated import riscv64_toolchain
 from rvport.build.stage import StageEnv, Toolchain
-from rvport import resources
 from rvport.catalogue import kinds
 from rvport.catalogue.kinds import KINDS
-from rvport.errors import BuildFailed, HostNotReady
 from rvport.catalogue.recipes import Kind
-from rvport.target import BUILD_HOSTS, DOCKER_PLATFORM, HOST_RUST_TARGET, PLATFORM as RISCV64, TRIPLET
+from rvport.errors import BuildFailed, HostNotReady
+from rvport.target import BUILD_HOSTS, DOCKER_PLATFORM, HOST_RUST_TARGET, TRIPLET
+from rvport.target import PLATFORM as RISCV64
 
 if TYPE_CHECKING:
-    from rvport.catalogue.recipes import Recipe
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
 XTC_BASE = "debian-trixie-xtc"
-XTC_RUST_BASE = "debian-trixie-xtc-rust"     # XTC_BASE plus the build platform's rustc-web
+XTC_RUST_BASE = "debian-trixie-xtc-rust"  # XTC_BASE plus the build platform's rustc-web
 PREFIX = "/opt/xtc"
-PREFIX_FORMAT = 2    # bump when the prefix layout changes
+PREFIX_FORMAT = 2  # bump when the prefix layout changes
 
 # What must match between the riscv64 stage (left: its package) and the cross toolchain (right: the build
 # platform's package); {v} is the GCC major version.
-MATCHED = (("gcc-{v}", f"gcc-{{v}}-{TRIPLET}"), ("g++-{v}", f"g++-{{v}}-{TRIPLET}"),
-           ("libgcc-{v}-dev", "libgcc-{v}-dev-riscv64-cross"),
-           ("libstdc++-{v}-dev", "libstdc++-{v}-dev-riscv64-cross"),
-           (f"binutils-{TRIPLET}", f"binutils-{TRIPLET}"))
+MATCHED = (
+    ("gcc-{v}", f"gcc-{{v}}-{TRIPLET}"),
+    ("g++-{v}", f"g++-{{v}}-{TRIPLET}"),
+    ("libgcc-{v}-dev", "libgcc-{v}-dev-riscv64-cross"),
+    ("libstdc++-{v}-dev", "libstdc++-{v}-dev-riscv64-cross"),
+    (f"binutils-{TRIPLET}", f"binutils-{TRIPLET}"),
+)
 # The same for Rust: the stage's riscv64 standard library is used by the build platform's rustc.
 RUST_MATCHED = (("rustc-web", "rustc-web"), ("libstd-rust-web-dev", "libstd-rust-web-dev"))
 
@@ -85,22 +88,30 @@ class XtcImage:
 
     tag: str
     image_id: str
-    platform: str                       # the platform its binaries run on (the build platform)
+    platform: str  # the platform its binaries run on (the build platform)
     gcc_major: str
-    packages: Mapping[str, str] = field(default_factory=dict)   # cross packages -> Debian version
-    rust: bool = False                  # the prefix holds the build platform's rustc (RUST_MATCHED)
+    packages: Mapping[str, str] = field(default_factory=dict)  # cross packages -> Debian version
+    rust: bool = False  # the prefix holds the build platform's rustc (RUST_MATCHED)
     built: bool = False
 
     def to_json(self) -> dict:
-        return {"tag": self.tag, "image_id": self.image_id, "platform": self.platform,
-                "gcc_major": self.gcc_major, "rust": self.rust, "packages": dict(sorted(self.packages.items()))}
+        return {
+            "tag": self.tag,
+            "image_id": self.image_id,
+            "platform": self.platform,
+            "gcc_major": self.gcc_major,
+            "rust": self.rust,
+            "packages": dict(sorted(self.packages.items())),
+        }
 
 
 def host_platform(arch: str) -> str:
     platform = DOCKER_PLATFORM.get(arch)
     if platform is None or arch not in BUILD_HOSTS:
-        raise HostNotReady(f"accelerated stages need an x86_64 or aarch64 host, not {arch}",
-                           hint="use --mode qemu (or native on a riscv64 host)")
+        raise HostNotReady(
+            f"accelerated stages need an x86_64 or aarch64 host, not {arch}",
+            hint="use --mode qemu (or native on a riscv64 host)",
+        )
     return platform
 
 
@@ -116,14 +127,22 @@ def gcc_major(packages: Mapping[str, str]) -> str:
     """The GCC major version of the cross toolchain, from its package names."""
     majors = sorted({m.group(1) for p in packages if (m := re.fullmatch(rf"gcc-(\d+)-{TRIPLET}", p))})
     if len(majors) != 1:
-        raise HostNotReady(f"the build-platform base has {len(majors) or 'no'} riscv64 cross GCC "
-                           f"versions ({', '.join(majors) or 'none'}); exactly one is needed",
-                           hint=f"toolchains/{XTC_BASE}.yaml must list one gcc-N-{TRIPLET}")
+        raise HostNotReady(
+            f"the build-platform base has {len(majors) or 'no'} riscv64 cross GCC "
+            f"versions ({', '.join(majors) or 'none'}); exactly one is needed",
+            hint=f"toolchains/{XTC_BASE}.yaml must list one gcc-N-{TRIPLET}",
+        )
     return majors[0]
 
 
-def check_versions(stage: Mapping[str, str], cross: Mapping[str, str], major: str,
-                   rust: bool = False, *, complete: bool = True) -> dict[str, str]:
+def check_versions(
+    stage: Mapping[str, str],
+    cross: Mapping[str, str],
+    major: str,
+    rust: bool = False,
+    *,
+    complete: bool = True,
+) -> dict[str, str]:
     """The stage's compiler packages against the cross toolchain's: same source version or ToolchainMismatch.
 
     With `rust`, the stage's rustc and riscv64 standard library against the build platform's rustc too.
@@ -147,10 +166,12 @@ def check_versions(stage: Mapping[str, str], cross: Mapping[str, str], major: st
             compared[s_name] = s_ver
     if problems:
         raise ToolchainMismatch(
-            "accelerated: the cross compiler is not the riscv64 stage's compiler version: " + "; ".join(problems),
+            "accelerated: the cross compiler is not the riscv64 stage's compiler version: "
+            + "; ".join(problems),
             hint=f"its headers, libgcc, libstdc++ (and Rust standard library) come from the stage, so the versions "
-                 f"must be equal: pin the same Debian suite in toolchains/{XTC_BASE}*.yaml and the stage's base "
-                 "(and rebuild both), or build with --mode qemu")
+            f"must be equal: pin the same Debian suite in toolchains/{XTC_BASE}*.yaml and the stage's base "
+            "(and rebuild both), or build with --mode qemu",
+        )
     return compared
 
 
@@ -158,32 +179,65 @@ def rust_env(platform: str) -> dict[str, str]:
     """RUST_ENV plus the native linker for the build platform's own target (build scripts, proc-macros)."""
     host = HOST_RUST_TARGET.get(platform)
     if host is None:
-        raise HostNotReady(f"accelerated Rust stages need an x86_64 or aarch64 build platform, not {platform}",
-                           hint="use --mode qemu")
+        raise HostNotReady(
+            f"accelerated Rust stages need an x86_64 or aarch64 build platform, not {platform}",
+            hint="use --mode qemu",
+        )
     return {**RUST_ENV, f"CARGO_TARGET_{host.upper().replace('-', '_')}_LINKER": f"{PREFIX}/native/bin/cc"}
 
 
 def render_prefix(xtc_base_tag: str, major: str, platform: str, rust: bool = False) -> dockerfiles.Rendered:
-    return dockerfiles.render("accelerated-prefix", {"XTC_BASE": xtc_base_tag, "GCC_MAJOR": major,
-                                                     "XTC_PLATFORM": platform, "RUST": "rust" if rust else ""})
+    return dockerfiles.render(
+        "accelerated-prefix",
+        {
+            "XTC_BASE": xtc_base_tag,
+            "GCC_MAJOR": major,
+            "XTC_PLATFORM": platform,
+            "RUST": "rust" if rust else "",
+        },
+    )
 
 
-def render_stage(*, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profile: str) -> dockerfiles.Rendered:
+def render_stage(
+    *, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profile: str
+) -> dockerfiles.Rendered:
     """The build stage; a Rust prefix adds rust_env() under the stage's env (the recipe's own env wins)."""
     full = {**rust_env(xtc.platform), **env} if xtc.rust else dict(env)
-    return dockerfiles.render("accelerated", {
-        "TOOLCHAIN": toolchain, "XTC_IMAGE": xtc.tag, "XTC_PLATFORM": xtc.platform,
-        "ENV": dockerfiles.env_lines(full), "PROFILE": profile, "CPUINFO_CHECK": dockerfiles.cpuinfo_check(profile)})
+    return dockerfiles.render(
+        "accelerated",
+        {
+            "TOOLCHAIN": toolchain,
+            "XTC_IMAGE": xtc.tag,
+            "XTC_PLATFORM": xtc.platform,
+            "ENV": dockerfiles.env_lines(full),
+            "PROFILE": profile,
+            "CPUINFO_CHECK": dockerfiles.cpuinfo_check(profile),
+        },
+    )
 
 
 def prefix_key(base: BaseImage, rendered: dockerfiles.Rendered) -> str:
-    doc = "\n".join([f"xtc-{PREFIX_FORMAT}", base.image_id, rendered.sha256,
-                     hashlib.sha256(assemble_sh().encode()).hexdigest(), hashlib.sha256(setup_sh().encode()).hexdigest()])
+    doc = "\n".join(
+        [
+            f"xtc-{PREFIX_FORMAT}",
+            base.image_id,
+            rendered.sha256,
+            hashlib.sha256(assemble_sh().encode()).hexdigest(),
+            hashlib.sha256(setup_sh().encode()).hexdigest(),
+        ]
+    )
     return hashlib.sha256(doc.encode()).hexdigest()
 
 
-def ensure_prefix(base: BaseImage, rust: bool = False, *, tmp_root: Path, log_path: Path,
-                  builder: str | None = None, on_line: Callable[[str], None] | None = None) -> XtcImage:
+def ensure_prefix(
+    base: BaseImage,
+    rust: bool = False,
+    *,
+    tmp_root: Path,
+    log_path: Path,
+    builder: str | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> XtcImage:
     """The prefix image for this build-platform base: built and loaded once per inputs, then reused by tag."""
     major = gcc_major(base.packages)
     rendered = render_prefix(base.tag, major, base.platform, rust)
@@ -191,16 +245,31 @@ def ensure_prefix(base: BaseImage, rust: bool = False, *, tmp_root: Path, log_pa
     tag = f"rvport/xtc:{base.spec}-{base.platform.split('/')[-1]}-{key[:12]}"
     # the image holds build-platform binaries for riscv64 stages; it is made for the riscv64 platform
     # (FROM scratch) so those stages can COPY --from it by name without a registry
-    image = ensure_image(tag, {"Dockerfile": rendered.text, "xtc-assemble.sh": assemble_sh(),
-                               "xtc-setup.sh": setup_sh()},
-                         platform=RISCV64, tmp_root=tmp_root, log_path=log_path, what="the accelerated prefix image",
-                         builder=builder, on_line=on_line, network="none",
-                         labels=(("org.rvport.key", key), ("org.rvport.xtc.base", base.tag)))
+    image = ensure_image(
+        tag,
+        {"Dockerfile": rendered.text, "xtc-assemble.sh": assemble_sh(), "xtc-setup.sh": setup_sh()},
+        platform=RISCV64,
+        tmp_root=tmp_root,
+        log_path=log_path,
+        what="the accelerated prefix image",
+        builder=builder,
+        on_line=on_line,
+        network="none",
+        labels=(("org.rvport.key", key), ("org.rvport.xtc.base", base.tag)),
+    )
     rust_names = {right for _, right in RUST_MATCHED} if rust else set()
-    packages = {p: v for p, v in base.packages.items()
-                if p.endswith((TRIPLET, "riscv64-cross")) or p in rust_names}
-    return XtcImage(tag=tag, image_id=image.image_id, platform=base.platform, gcc_major=major, packages=packages,
-                    rust=rust, built=image.built)
+    packages = {
+        p: v for p, v in base.packages.items() if p.endswith((TRIPLET, "riscv64-cross")) or p in rust_names
+    }
+    return XtcImage(
+        tag=tag,
+        image_id=image.image_id,
+        platform=base.platform,
+        gcc_major=major,
+        packages=packages,
+        rust=rust,
+        built=image.built,
+    )
 
 
 class Accelerated:
@@ -219,13 +288,21 @@ class Accelerated:
 
     def _prefix(self, env: StageEnv) -> XtcImage:
         st = env.stage
-        rust = kinds.compiles_rust(st.recipe)     # the Rust part of the prefix (bases() picks the base with rustc)
+        rust = kinds.compiles_rust(
+            st.recipe
+        )  # the Rust part of the prefix (bases() picks the base with rustc)
         ((spec, platform),) = self.bases(st, env.host)
         env.step(f"accelerated: cross toolchain prefix ({platform}{', with rustc' if rust else ''})")
         xtc_base = env.base(spec, platform)
         with env.timer("accelerated"):
-            xtc = ensure_prefix(xtc_base, rust, tmp_root=env.tmp_root, log_path=env.log_path, builder=env.builder,
-                                on_line=env.line)
+            xtc = ensure_prefix(
+                xtc_base,
+                rust,
+                tmp_root=env.tmp_root,
+                log_path=env.log_path,
+                builder=env.builder,
+                on_line=env.line,
+            )
         env.use("xtc", xtc.tag, xtc.image_id, made=xtc.built)
         return xtc
 
@@ -238,12 +315,16 @@ class Accelerated:
         # its own (its toolchain is the base), else the toolchain image is a bake target, made later
         in_engine = toolchain.image_id is not None
         stage_packages = {**env.base(st.recipe.toolchain.base, RISCV64).packages, **toolchain.packages}
-        if not stage_packages and in_engine:   # a base named by digest, no extra packages: ask the image itself
+        if (
+            not stage_packages and in_engine
+        ):  # a base named by digest, no extra packages: ask the image itself
             stage_packages = installed_packages(toolchain.tag, RISCV64)
         if stage_packages or in_engine:
             compared = check_versions(stage_packages, xtc.packages, xtc.gcc_major, rust, complete=in_engine)
-            env.line("accelerated: the cross toolchain matches the stage: "
-                     + ", ".join(f"{k} {v}" for k, v in compared.items()))
+            env.line(
+                "accelerated: the cross toolchain matches the stage: "
+                + ", ".join(f"{k} {v}" for k, v in compared.items())
+            )
         env.record.images["xtc"] = xtc.image_id
         env.record.images["xtc_tag"] = xtc.tag
         for name, version in sorted(xtc.packages.items()):

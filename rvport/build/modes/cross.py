@@ -17,7 +17,8 @@ The smoke test of a cross stage still runs in the riscv64 base under QEMU (the r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from rvport.build import render
 from rvport.build.stage import StageEnv, Toolchain
@@ -29,18 +30,18 @@ if TYPE_CHECKING:
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
-BASE = "debian-trixie-xtc"          # the build-platform base every cross toolchain image starts from
+BASE = "debian-trixie-xtc"  # the build-platform base every cross toolchain image starts from
 # What the toolchain image lists of its compilers, "tool=first line of its --version" a line.
 COMPILERS_FILE = "/rvport-cross-toolchain.txt"
 # The packages unpacked rather than installed (CrossToolchain.unpack), "package:arch=version" a line; the
 # template adds them to the image's package list.
 UNPACKED_FILE = "/rvport-unpacked-packages.txt"
-_BINNMU = r"s/(\+b[0-9]+)+$//"     # sed -E: a Debian version without its binNMU suffixes
+_BINNMU = r"s/(\+b[0-9]+)+$//"  # sed -E: a Debian version without its binNMU suffixes
 
 
 def toolchain_of(recipe: Recipe) -> CrossToolchain:
     cross = cross_toolchain(recipe.kind, recipe.toolchain.rust)
-    if cross is None:       # the planner never makes such a stage (kinds table); a clear error all the same
+    if cross is None:  # the planner never makes such a stage (kinds table); a clear error all the same
         raise ValueError(f"{recipe.kind.value} has no riscv64 cross toolchain")
     return cross
 
@@ -56,20 +57,26 @@ def same_version_check(recipe: Recipe) -> str:
     checks = []
     cross = toolchain_of(recipe)
     for a, b in cross.same_version:
-        checks.append(f'va=$(dpkg-query -W -f "\\${{Version}}" {a}); vb=$(dpkg-query -W -f "\\${{Version}}" {b}); '
-                      f'[ "$va" = "$vb" ] || {{ echo "{a} $va but {b} $vb: versions must match" >&2; exit 1; }}')
+        checks.append(
+            f'va=$(dpkg-query -W -f "\\${{Version}}" {a}); vb=$(dpkg-query -W -f "\\${{Version}}" {b}); '
+            f'[ "$va" = "$vb" ] || {{ echo "{a} $va but {b} $vb: versions must match" >&2; exit 1; }}'
+        )
     for a, b in cross.same_source:
-        checks.append(f"va=$({_version(a)}); vb=$({_version(b)}); "
-                      f"sa=$(echo \"$va\" | sed -E '{_BINNMU}'); sb=$(echo \"$vb\" | sed -E '{_BINNMU}'); "
-                      f'[ -n "$sa" ] && [ "$sa" = "$sb" ] || {{ echo "{a} $va but {b} $vb: they must be built '
-                      f'from one source version" >&2; exit 1; }}')
+        checks.append(
+            f"va=$({_version(a)}); vb=$({_version(b)}); "
+            f"sa=$(echo \"$va\" | sed -E '{_BINNMU}'); sb=$(echo \"$vb\" | sed -E '{_BINNMU}'); "
+            f'[ -n "$sa" ] && [ "$sa" = "$sb" ] || {{ echo "{a} $va but {b} $vb: they must be built '
+            f'from one source version" >&2; exit 1; }}'
+        )
     return "; ".join(checks) or "true"
 
 
 def _version(pkg: str) -> str:
     """A shell command printing an installed or unpacked package's Debian version."""
-    return (f"dpkg-query -W -f '${{Version}}' {pkg} 2>/dev/null || "
-            f"sed -n 's/^{pkg.replace('.', '[.]')}=//p' {UNPACKED_FILE}")
+    return (
+        f"dpkg-query -W -f '${{Version}}' {pkg} 2>/dev/null || "
+        f"sed -n 's/^{pkg.replace('.', '[.]')}=//p' {UNPACKED_FILE}"
+    )
 
 
 def unpack_command(recipe: Recipe) -> str:
@@ -80,23 +87,31 @@ def unpack_command(recipe: Recipe) -> str:
     if unpack:
         parts.append("mkdir -p /tmp/rvport-unpack && cd /tmp/rvport-unpack")
         for pkg, directory in unpack:
-            parts += [f"apt-get $ca download {pkg}",
-                      f"deb=$(ls {pkg.split(':')[0]}_*.deb)",
-                      f'dpkg-deb --fsys-tarfile "$deb" | tar -x -C / ./{directory.strip("/")}',
-                      f'test -d /{directory.strip("/")}',
-                      f'echo "{pkg}=$(dpkg-deb -f "$deb" Version)" >> {UNPACKED_FILE}']
+            parts += [
+                f"apt-get $ca download {pkg}",
+                f"deb=$(ls {pkg.split(':')[0]}_*.deb)",
+                f'dpkg-deb --fsys-tarfile "$deb" | tar -x -C / ./{directory.strip("/")}',
+                f"test -d /{directory.strip('/')}",
+                f'echo "{pkg}=$(dpkg-deb -f "$deb" Version)" >> {UNPACKED_FILE}',
+            ]
         parts.append("cd / && rm -rf /tmp/rvport-unpack")
     return "; ".join(parts)
 
 
 def version_command(recipe: Recipe) -> str:
     """A shell snippet writing the compilers' versions to COMPILERS_FILE."""
-    parts = [f'echo "{t}=$({t} version 2>/dev/null || {t} --version | head -n1)"' if t == "go"
-             else f'echo "{t}=$({t} --version | head -n1)"' for t in toolchain_of(recipe).compilers]
+    parts = [
+        f'echo "{t}=$({t} version 2>/dev/null || {t} --version | head -n1)"'
+        if t == "go"
+        else f'echo "{t}=$({t} --version | head -n1)"'
+        for t in toolchain_of(recipe).compilers
+    ]
     return "{ " + "; ".join(parts) + f"; }} > {COMPILERS_FILE}" if parts else "true"
 
 
-def describe(recipe: Recipe, platform: str, installed: Mapping[str, str], compilers: Mapping[str, str]) -> dict:
+def describe(
+    recipe: Recipe, platform: str, installed: Mapping[str, str], compilers: Mapping[str, str]
+) -> dict:
     """The toolchain record of a cross stage for result.json."""
     cross = toolchain_of(recipe)
 
@@ -104,12 +119,18 @@ def describe(recipe: Recipe, platform: str, installed: Mapping[str, str], compil
         # dpkg names Multi-Arch packages with their architecture (golang-go:amd64); foreign ones always
         if pkg in installed:
             return installed[pkg]
-        return next((v for k, v in sorted(installed.items()) if ":" not in pkg and k.partition(":")[0] == pkg), "")
+        return next(
+            (v for k, v in sorted(installed.items()) if ":" not in pkg and k.partition(":")[0] == pkg), ""
+        )
 
     doc = {
-        "mode": "cross", "base": BASE, "build_platform": platform, "target": cross.target,
+        "mode": "cross",
+        "base": BASE,
+        "build_platform": platform,
+        "target": cross.target,
         "packages": {p: version(p) for p in (*cross.packages, *(pkg for pkg, _ in cross.unpack))},
-        "compilers": dict(compilers), "env": dict(cross.env),
+        "compilers": dict(compilers),
+        "env": dict(cross.env),
     }
     if cross.unpack:
         doc["unpacked"] = {pkg: f"/{d.strip('/')}" for pkg, d in cross.unpack}
@@ -120,16 +141,30 @@ def describe(recipe: Recipe, platform: str, installed: Mapping[str, str], compil
 
 def render_toolchain(recipe: Recipe, base: str) -> render.Rendered:
     """The image a cross stage compiles in: build-platform base + the kind's cross packages."""
-    return render.render("cross-toolchain", {
-        "BASE": base, "FOREIGN_ARCH": DEBIAN_TARGET_ARCH, "PACKAGES": render.packages_arg(packages(recipe)),
-        "UNPACK": unpack_command(recipe), "SAME_VERSION": same_version_check(recipe),
-        "VERSIONS": version_command(recipe)})
+    return render.render(
+        "cross-toolchain",
+        {
+            "BASE": base,
+            "FOREIGN_ARCH": DEBIAN_TARGET_ARCH,
+            "PACKAGES": render.packages_arg(packages(recipe)),
+            "UNPACK": unpack_command(recipe),
+            "SAME_VERSION": same_version_check(recipe),
+            "VERSIONS": version_command(recipe),
+        },
+    )
 
 
 def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
     """The build stage: the kind's cross environment first, the recipe's own after it (it wins)."""
-    return render.render("cross", {"TOOLCHAIN": toolchain, "ENV": render.env_lines(stage.env), "PROFILE": profile,
-                                   "CROSS_ENV": render.env_lines(toolchain_of(stage.recipe).env)})
+    return render.render(
+        "cross",
+        {
+            "TOOLCHAIN": toolchain,
+            "ENV": render.env_lines(stage.env),
+            "PROFILE": profile,
+            "CROSS_ENV": render.env_lines(toolchain_of(stage.recipe).env),
+        },
+    )
 
 
 class Cross:

@@ -25,8 +25,15 @@ def riscv64_toolchain(env: StageEnv) -> Toolchain:
 def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
     # under QEMU the stage first checks that /proc/cpuinfo is the profile's; natively it is the host's own
     check = render.cpuinfo_check(profile) if stage.mode is Mode.QEMU else ""
-    return render.render("build", {"TOOLCHAIN": toolchain, "ENV": render.env_lines(stage.env), "PROFILE": profile,
-                                   "CPUINFO_CHECK": check})
+    return render.render(
+        "build",
+        {
+            "TOOLCHAIN": toolchain,
+            "ENV": render.env_lines(stage.env),
+            "PROFILE": profile,
+            "CPUINFO_CHECK": check,
+        },
+    )
 
 
 class Emulated:
@@ -34,7 +41,7 @@ class Emulated:
         return ()
 
     def early(self, env: StageEnv) -> None:
-        pass                    # every image of the stage starts from the riscv64 base
+        pass  # every image of the stage starts from the riscv64 base
 
     def toolchain(self, env: StageEnv) -> Toolchain:
         return riscv64_toolchain(env)
