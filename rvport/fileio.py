@@ -1,15 +1,31 @@
-"""Writing files whole: a temporary file beside the target, then a rename, so that a failed or interrupted run
-never leaves a half-written file. New files get the usual permissions, 0666 less the umask, as any program's
-(a temporary file alone would be 0600)."""
+"""Files written whole, and user-named files read with bounds.
+
+Writing: a temporary file beside the target, then a rename, so that a failed or interrupted run never leaves a
+half-written file. New files get the usual permissions, 0666 less the umask, as any program's (a temporary
+file alone would be 0600).
+
+Reading (`read_regular`, `read_json`): a file a user names (provenance, plan.json, result.json, a recipe) is
+read only when it is a regular file (a FIFO, a device such as /dev/zero or a socket is refused at once, never
+waited on), and only up to a size cap; a JSON document deeper than a cap is refused too. Each failure is a
+typed error of the caller's choice, with the file named: never a hang, an out-of-memory or a RecursionError.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+from rvport.errors import RvportError, UsageError
+
+MiB = 1024 * 1024
+JSON_MAX_BYTES = 64 * MiB  # a result.json of a whole catalogue is well under 1 MiB
+JSON_MAX_DEPTH = 64  # rvport's own documents nest fewer than 10 levels
 
 
 def umask() -> int:
@@ -57,3 +73,102 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
 
 def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_regular(
+    path: Path,
+    *,
+    limit: int,
+    what: str = "file",
+    error: type[RvportError] = UsageError,
+    hint: str | None = None,
+) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. Anything else raises `error` naming the file
+    (and `what` it should have been): a FIFO, device, socket or directory (opened without blocking, so a
+    FIFO with no writer is refused, not waited on), a file over the cap, or one that cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise error(f"cannot read {what} {path}: {e.strerror or e}", hint=hint) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise error(
+                f"{what} {path} is {_kind(st.st_mode)}: only regular files are read",
+                hint=hint or "name a regular file",
+            )
+        if st.st_size > limit:
+            raise error(f"{what} {path} is {st.st_size} bytes, over the cap of {limit}", hint=hint)
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while True:  # a file that grows while read is still cut at the cap
+            chunk = os.read(fd, min(MiB, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise error(f"{what} {path} is over the cap of {limit} bytes", hint=hint)
+        return b"".join(chunks)
+    except OSError as e:
+        raise error(f"cannot read {what} {path}: {e.strerror or e}", hint=hint) from None
+    finally:
+        os.close(fd)
+
+
+def json_depth_over(doc: object, limit: int) -> bool:
+    """Whether a parsed JSON value nests deeper than `limit` (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in value)
+    return False
+
+
+def read_json(
+    path: Path,
+    *,
+    what: str = "JSON document",
+    limit: int = JSON_MAX_BYTES,
+    max_depth: int = JSON_MAX_DEPTH,
+    error: type[RvportError] = UsageError,
+    hint: str | None = None,
+) -> object:
+    """A JSON value from a regular file (read_regular's bounds), in UTF-8, nested at most `max_depth` deep.
+    Bad JSON raises `error` with the file and line; so does nesting too deep for the parser or the cap."""
+    data = read_regular(path, limit=limit, what=what, error=error, hint=hint)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: {what} is not UTF-8 (byte {e.start})", hint=hint) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise error(f"{path}:{e.lineno}: not JSON: {e.msg}", hint=hint) from None
+    except RecursionError:
+        doc = None
+        deep = True
+    else:
+        deep = json_depth_over(doc, max_depth)
+    if deep:
+        raise error(f"{path}: {what} nests deeper than {max_depth} levels", hint=hint)
+    return doc

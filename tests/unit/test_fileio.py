@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from rvport.fileio import atomic_file, atomic_write_text
+from rvport.errors import ExitCode, RecipeError, UsageError
+from rvport.fileio import atomic_file, atomic_write_text, read_json, read_regular
 from rvport.sources.cache import atomic_copy
 
 
@@ -34,3 +36,45 @@ def test_atomic_copy_is_a_file_written_whole(tmp_path):
     with pytest.raises(FileNotFoundError):
         atomic_copy(tmp_path / "missing", tmp_path / "d" / "other")
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["dest"]
+
+
+# -------------------------------------------------------------------- bounded reads of user-named files
+def test_special_files_are_refused_at_once_not_waited_on_or_read(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # no writer: a blocking open would wait for ever
+    for path, kind in ((fifo, "FIFO"), (Path("/dev/zero"), "character device"), (tmp_path, "directory")):
+        with pytest.raises(UsageError, match=f"is a {kind}: only regular files are read") as e:
+            read_regular(path, limit=1024, what="provenance")
+        assert str(path) in e.value.message and e.value.exit_code == ExitCode.USAGE
+
+
+def test_a_regular_file_is_read_up_to_its_cap_and_refused_over_it(tmp_path):
+    f = tmp_path / "doc.json"
+    f.write_bytes(b"x" * 100)
+    assert read_regular(f, limit=100) == b"x" * 100
+    with pytest.raises(RecipeError, match="100 bytes, over the cap of 99"):
+        read_regular(f, limit=99, error=RecipeError)
+    with pytest.raises(UsageError, match="cannot read file .*missing"):
+        read_regular(tmp_path / "missing", limit=99)
+    sparse = tmp_path / "sparse"
+    with open(sparse, "wb") as out:
+        out.truncate(8 << 30)  # 8 GiB of nothing: refused from its size, not read
+    with pytest.raises(UsageError, match="over the cap"):
+        read_json(sparse)
+
+
+def test_json_too_deep_bad_or_not_utf8_is_a_clear_error_not_a_recursion_error(tmp_path):
+    f = tmp_path / "d.json"
+    for text, want in (
+        ("[" * 100_000 + "]" * 100_000, "nests deeper than 64 levels"),
+        ('{"a":' * 65 + "1" + "}" * 65, "nests deeper than 64 levels"),
+        ('{"a": [1,\n 2,]}', r"d.json:2: not JSON"),
+    ):
+        f.write_text(text)
+        with pytest.raises(UsageError, match=want):
+            read_json(f, what="plan")
+    f.write_bytes(b'{"a": "\xff"}')
+    with pytest.raises(UsageError, match="not UTF-8"):
+        read_json(f)
+    f.write_text('{"a":' * 64 + "1" + "}" * 64)
+    assert read_json(f) is not None
