@@ -20,18 +20,12 @@ from rvport.catalogue.recipes import Kind
 
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
 
-# The templates by name; a mode picks its own (cross stages: a build-platform container with a riscv64 cross
-# toolchain, the kind's environment given by rvport/catalogue/kinds.py).
-TEMPLATES: Mapping[str, str] = {
-    "toolchain": "toolchain.Dockerfile",
-    "build": "build.Dockerfile",
-    "smoke": "smoke.Dockerfile",
-    "cross": "cross.Dockerfile",
-    "cross-toolchain": "cross-toolchain.Dockerfile",
-    "accelerated": "accelerated.Dockerfile",  # riscv64 stage whose compilers are native cross ones
-    "accelerated-prefix": "accelerated-prefix.Dockerfile",  # the cross toolchain prefix image (/opt/xtc)
-    "runtime": "runtime.Dockerfile",  # the image a recipe's artifacts run in
-}
+# The templates are resources/dockerfiles/NAME.Dockerfile; a mode picks its own by NAME: toolchain, build,
+# smoke, runtime; cross and cross-toolchain (a build-platform container with a riscv64 cross toolchain, the
+# kind's environment given by rvport/catalogue/kinds.py); accelerated and accelerated-prefix (a riscv64 stage
+# whose compilers are native cross ones, and the prefix image of those, /opt/xtc). A new mode's template
+# needs no entry anywhere.
+TEMPLATE_SUFFIX = ".Dockerfile"
 
 
 def default_dockerfiles_dir() -> Path:
@@ -50,7 +44,7 @@ class Rendered:
 
 
 def render(stage: str, values: Mapping[str, str], root: Path | None = None) -> Rendered:
-    name = TEMPLATES[stage]
+    name = stage + TEMPLATE_SUFFIX
     text = ((root or default_dockerfiles_dir()) / name).read_text()
     missing = sorted(set(_PLACEHOLDER.findall(text)) - set(values))
     if missing:

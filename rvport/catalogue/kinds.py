@@ -1,7 +1,8 @@
-"""Recipe kinds as one table: which build modes each kind supports, and what rvport needs to know per kind.
+"""Recipe kinds as one table: what rvport needs to know per kind.
 
-The planner reads the modes and the memory a compile job needs; the build reads the cross toolchain of the
-kinds that can be cross-compiled (rvport/build/modes/cross.py) and how a smoke test installs the artifacts.
+Which build modes serve which kinds is the mode registry's (modes.py; `KindFacts.modes` reads it). The
+planner reads the memory a compile job needs; the build reads the cross toolchain of the kinds that can be
+cross-compiled (rvport/build/modes/cross.py) and how a smoke test installs the artifacts.
 A recipe still chooses among its kind's modes with its own `modes:` list.
 """
 
@@ -10,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from rvport.catalogue import modes
 from rvport.catalogue.recipes import RUST_WEB, Kind, Recipe
 from rvport.target import GOARCH, PLATFORM, RUST_TARGET, TRIPLET
-
-MODES = ("native", "qemu", "cross", "accelerated")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,10 +36,14 @@ class CrossToolchain:
 @dataclass(frozen=True, kw_only=True)
 class KindFacts:
     kind: Kind
-    modes: frozenset[str]  # the build modes a recipe of this kind may list
     job_memory_gib: float  # memory one compile job may need: bounds --jobs on a small host
     installs_wheels: bool  # its smoke test pip-installs the wheels it made
     cross: CrossToolchain | None = None
+
+    @property
+    def modes(self) -> frozenset[str]:
+        """The build modes a recipe of this kind may list (the mode registry's `kinds`)."""
+        return modes.modes_of(self.kind)
 
 
 # The unversioned triplet names (riscv64-linux-gnu-gcc, -g++) for build scripts and linkers.
@@ -50,19 +54,16 @@ KINDS: Mapping[Kind, KindFacts] = {
     for k in (
         KindFacts(
             kind=Kind.PYTHON_WHEEL,
-            modes=frozenset({"native", "qemu", "accelerated"}),
             job_memory_gib=1.5,
             installs_wheels=True,
         ),
         KindFacts(
             kind=Kind.TORCH_WHEEL,
-            modes=frozenset({"native", "qemu", "accelerated"}),
             job_memory_gib=4.0,
             installs_wheels=True,
         ),
         KindFacts(
             kind=Kind.CARGO_STATICLIB,
-            modes=frozenset(MODES),
             job_memory_gib=2.0,
             installs_wheels=False,
             cross=CrossToolchain(
@@ -83,7 +84,6 @@ KINDS: Mapping[Kind, KindFacts] = {
         ),
         KindFacts(
             kind=Kind.GO_BINARY,
-            modes=frozenset(MODES),
             job_memory_gib=1.5,
             installs_wheels=False,
             cross=CrossToolchain(
@@ -153,8 +153,3 @@ def compiles_go(recipe: Recipe) -> bool:
 
 def facts(kind: Kind) -> KindFacts:
     return KINDS[kind]
-
-
-def kinds_with(mode: str) -> tuple[Kind, ...]:
-    """The kinds that support a mode, sorted by name."""
-    return tuple(sorted((k for k, f in KINDS.items() if mode in f.modes), key=lambda k: k.value))

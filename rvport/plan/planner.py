@@ -12,15 +12,16 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-from rvport.catalogue.kinds import KINDS, compiles_go, compiles_rust, kinds_with
+from rvport.catalogue import modes
+from rvport.catalogue.kinds import KINDS, compiles_go, compiles_rust
+from rvport.catalogue.modes import Mode
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Runtime, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
 from rvport.errors import UsageError
 from rvport.host import HostFacts
-from rvport.target import BUILD_HOSTS, CARGO_HOME, RUST_TARGET
+from rvport.target import CARGO_HOME, RUST_TARGET
 from rvport.target import PLATFORM as RISCV64
 from rvport.target import TRIPLET as TRIPLE
 
@@ -41,14 +42,6 @@ RUST_RECORD = (
     '{ echo "rustc=$(${RUSTC:-rustc} --version)"; echo "cargo=$(cargo --version)"; '
     """echo "host=$(${RUSTC:-rustc} -vV | sed -n 's/^host: //p')"; } > "$RVPORT_OUT/""" + RUST_REPORT + '"'
 )
-
-
-class Mode(StrEnum):
-    AUTO = "auto"
-    NATIVE = "native"
-    QEMU = "qemu"
-    CROSS = "cross"
-    ACCELERATED = "accelerated"  # a riscv64 stage whose compilers run as native cross compilers
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,54 +225,30 @@ def bound_jobs(kind: Kind, host: HostFacts, requested: int | None) -> int:
 
 
 def decide_mode(recipe: Recipe, requested: Mode, host: HostFacts) -> tuple[Mode, str]:
-    if host.is_riscv64:
-        if requested in (Mode.AUTO, Mode.NATIVE):
-            return Mode.NATIVE, "host is riscv64: stages run natively"
-        if requested is Mode.QEMU:
-            return Mode.NATIVE, "host is riscv64: no emulation needed, running natively"
-    if requested is Mode.NATIVE:
+    """A stage's mode and why, from the mode registry (rvport/catalogue/modes.py) alone: --mode auto takes the
+    best mode the recipe and host admit; a requested mode is taken, or becomes its `instead` on a host it does
+    not run on, or is refused with its own message."""
+
+    def say(text: str, mode: Mode) -> str:
+        kinds = " and ".join(k.value for k in modes.kinds_of(mode))
+        return text.format(
+            ref=recipe.ref, kind=recipe.kind.value, arch=host.arch, platform=host.platform, kinds=kinds
+        )
+
+    if requested == Mode.AUTO:
+        for f in modes.auto_order():
+            if f.admits(recipe.kind, recipe.modes, host.arch):
+                return f.mode, say(f.chosen, f.mode)
         raise UsageError(
-            f"--mode native needs a riscv64 host; this host is {host.arch}",
-            hint="use --mode qemu (emulation) or --mode auto, or --builder with a riscv64 node",
+            f"no mode builds {recipe.ref} on {host.arch}", hint="name a --mode, or use another host"
         )
-    # the kinds table (rvport/catalogue/kinds.py) says what a kind can do; the recipe's `modes` what it may do
-    can_cross = "cross" in KINDS[recipe.kind].modes and "cross" in recipe.modes
-    if requested is Mode.CROSS:
-        if not can_cross:
-            kinds = " and ".join(k.value for k in kinds_with("cross"))
-            raise UsageError(
-                f"{recipe.ref} ({recipe.kind.value}) cannot be cross-compiled",
-                hint=f"cross mode is for {kinds} recipes that list it in "
-                "`modes`; use --mode auto to let rvport choose per recipe",
-            )
-        return Mode.CROSS, f"requested: compiled on {host.platform} with a riscv64 cross toolchain"
-    if requested is Mode.AUTO and can_cross:
-        return Mode.CROSS, (
-            f"auto: {recipe.kind.value} cross-compiles on {host.platform}, many times faster than emulation"
-        )
-    can_accelerate = (
-        "accelerated" in KINDS[recipe.kind].modes
-        and "accelerated" in recipe.modes
-        and host.arch in BUILD_HOSTS
-    )
-    if requested is Mode.ACCELERATED:
-        if not can_accelerate:
-            raise UsageError(
-                f"{recipe.ref} cannot run accelerated on {host.arch}",
-                hint="accelerated stages need an x86_64 or aarch64 host and a recipe that lists "
-                "`accelerated` in `modes`; use --mode qemu or --mode auto",
-            )
-        return Mode.ACCELERATED, (
-            "requested: riscv64 stage under QEMU with its compilers running as native "
-            f"{host.arch} cross compilers"
-        )
-    if requested is Mode.AUTO and can_accelerate:
-        return Mode.ACCELERATED, (
-            "auto: riscv64 stage under QEMU with its compilers running as native "
-            f"{host.arch} cross compilers (proven for this recipe)"
-        )
-    why = "requested" if requested is Mode.QEMU else f"auto: {recipe.kind.value} builds in a riscv64 stage"
-    return Mode.QEMU, f"{why} under QEMU user emulation on {host.arch}"
+    f = modes.facts(requested)
+    if f.instead is not None and not f.hosts.admit(host.arch):
+        mode, reason = f.instead
+        return mode, say(reason, f.mode)
+    if not f.admits(recipe.kind, recipe.modes, host.arch):
+        raise UsageError(say(f.refused, f.mode), hint=say(f.refused_hint, f.mode))
+    return f.mode, say(f.requested, f.mode)
 
 
 def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[str, str]:
@@ -298,7 +267,7 @@ def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[s
         **profile.knobs,
     }
     env = dict(ctx)
-    if mode is not Mode.CROSS:
+    if not modes.facts(mode).build_platform:
         # every emulated process sees exactly the profile's ISA in /proc/cpuinfo (ignored natively)
         env["QEMU_CPU"] = profile.qemu_cpu
     env["RUSTFLAGS"] = PREFIX_MAP_RUSTFLAGS
@@ -417,7 +386,8 @@ def make_plan(
                 f"{r.ref}: {', '.join(missing)} not in the cache or mirror and the network is off; "
                 "use --mirror DIR with a filled mirror"
             )
-        if mode in (Mode.QEMU, Mode.ACCELERATED) and compiles_go(r):
+        facts = modes.facts(mode)
+        if facts.emulated and compiles_go(r):
             warnings.append(
                 f"{r.ref}: Go compiles under QEMU in {mode.value} mode, where Go >= 1.23 can hang at "
                 "random (golang/go#70329); "
@@ -428,8 +398,8 @@ def make_plan(
                 recipe=r,
                 mode=mode,
                 mode_reason=reason,
-                platform=host.platform if mode is Mode.CROSS else RISCV64,
-                emulated=mode in (Mode.QEMU, Mode.ACCELERATED),
+                platform=host.platform if facts.build_platform else RISCV64,
+                emulated=facts.emulated,
                 jobs=jobs,
                 env=env,
                 commands=commands,

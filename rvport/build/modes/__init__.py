@@ -1,27 +1,27 @@
-"""Build modes: one small interface, three implementations.
+"""Build modes: one small interface, one implementation module per mode.
 
     emulated      native and qemu: the stage runs as riscv64 in the riscv64 base plus the recipe's packages
     cross         the stage runs on the build platform with the kind's riscv64 cross toolchain
     accelerated   a riscv64 stage whose compilers are native build-platform cross compilers (a prefix image)
 
+Which module builds which mode is the mode registry's (rvport/catalogue/modes.py: `implementation`); `of`
+imports it when a stage first asks, so the lower layers name the modules without importing the build layer.
 A mode is given a StageEnv (rvport/build/stage.py), provided alike by the runner and by the bake export, and
 answers two questions: which toolchain image the stage builds FROM, and the stage's Dockerfile. Modes never
 import the runner or bake; which mode a stage has is the planner's decision (Stage.mode), and which kinds
-support which modes is the kinds table (rvport/catalogue/kinds.py).
+support which modes is the mode registry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
 from dataclasses import dataclass
 from typing import Protocol
 
 from rvport.build.images import BaseImage
-from rvport.build.modes.accelerated import Accelerated
-from rvport.build.modes.cross import Cross
-from rvport.build.modes.emulated import Emulated
 from rvport.build.render import Rendered
 from rvport.build.stage import StageEnv, Toolchain
+from rvport.catalogue import modes as registry
 from rvport.errors import HostNotReady
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Stage
@@ -44,17 +44,11 @@ class StageMode(Protocol):
         """The stage's build Dockerfile, FROM `toolchain`."""
 
 
-MODES: Mapping[Mode, StageMode] = {
-    Mode.NATIVE: Emulated(),
-    Mode.QEMU: Emulated(),
-    Mode.CROSS: Cross(),
-    Mode.ACCELERATED: Accelerated(),
-}
-
-
 def of(mode: Mode) -> StageMode:
-    """The implementation of a planned stage's mode (never Mode.AUTO: the planner decides)."""
-    return MODES[mode]
+    """The implementation of a planned stage's mode (never Mode.AUTO: the planner decides): the class the mode
+    registry names ("module:Class"), its module imported on first use."""
+    module, _, name = registry.facts(mode).implementation.partition(":")
+    return getattr(importlib.import_module(module), name)()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +63,11 @@ class StageSetup:
 def bases(stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
     """The bases (spec, platform) `setup` makes or finds for the stage, in its order: the riscv64 base, then the
     mode's own (a build-platform base). Pure: `rvport prepare` and `rvport build` make them side by side first."""
-    return ((stage.recipe.toolchain.base, RISCV64),) + of(stage.mode).bases(stage, host)
+    own = of(stage.mode).bases(stage, host)
+    declared = registry.facts(stage.mode).bases
+    if any(spec not in declared for spec, _ in own):  # a bug: the registry says which bases a mode uses
+        raise AssertionError(f"mode {stage.mode.value}: bases {own} beyond the registry's {declared}")
+    return ((stage.recipe.toolchain.base, RISCV64),) + own
 
 
 def setup(env: StageEnv) -> StageSetup:

@@ -32,7 +32,7 @@ from rvport.build import render as dockerfiles
 from rvport.build.images import BaseImage, ensure_image, installed_packages
 from rvport.build.modes.emulated import riscv64_toolchain
 from rvport.build.stage import StageEnv, Toolchain
-from rvport.catalogue import kinds
+from rvport.catalogue import kinds, modes
 from rvport.catalogue.kinds import KINDS
 from rvport.catalogue.recipes import Kind
 from rvport.errors import BuildFailed, HostNotReady
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
-XTC_BASE = "debian-trixie-xtc"
-XTC_RUST_BASE = "debian-trixie-xtc-rust"  # XTC_BASE plus the build platform's rustc-web
+# the prefix's build-platform base, and that plus the build platform's rustc-web (the mode registry's)
+XTC_BASE, XTC_RUST_BASE = modes.facts(modes.Mode.ACCELERATED).bases
 PREFIX = "/opt/xtc"
 PREFIX_FORMAT = 2  # bump when the prefix layout changes
 

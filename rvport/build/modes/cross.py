@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from rvport.build import render
 from rvport.build.stage import StageEnv, Toolchain
+from rvport.catalogue import modes
 from rvport.catalogue.kinds import CrossToolchain, cross_toolchain
 from rvport.target import DEBIAN_TARGET_ARCH
 
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
-BASE = "debian-trixie-xtc"  # the build-platform base every cross toolchain image starts from
+# the build-platform base every cross toolchain image starts from (the mode registry's)
+(BASE,) = modes.facts(modes.Mode.CROSS).bases
 # What the toolchain image lists of its compilers, "tool=first line of its --version" a line.
 COMPILERS_FILE = "/rvport-cross-toolchain.txt"
 # The packages unpacked rather than installed (CrossToolchain.unpack), "package:arch=version" a line; the

@@ -1,0 +1,192 @@
+"""The mode registry: every build mode's facts in one table, keyed by `Mode`.
+
+What a mode is for and where it may run is data here; the planner (rvport/plan/planner.py) decides a stage's
+mode from it alone, the kinds table (kinds.py) reads which kinds each mode serves, the command line takes its
+`--mode` help from it, and the build layer (rvport/build/modes/) imports each mode's implementation by the
+module this table names. Adding a mode is a member of `Mode`, an entry in `MODES` and its implementation
+module; nothing else names the modes one by one.
+
+Every function here reads `MODES` when it is called, so a test may replace the table (one more entry) at
+this edge and see the mode planned and dispatched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rvport.catalogue.recipes import Kind
+from rvport.target import BUILD_HOSTS
+
+RISCV64 = "riscv64"  # the host architecture whose stages need no emulation
+
+
+class Mode(StrEnum):
+    AUTO = "auto"  # not a mode of its own: the planner picks one per recipe (ModeFacts.auto)
+    NATIVE = "native"
+    QEMU = "qemu"
+    CROSS = "cross"
+    ACCELERATED = "accelerated"  # a riscv64 stage whose compilers run as native cross compilers
+
+
+class Hosts(StrEnum):
+    """The hosts a mode runs on, by their architecture."""
+
+    ANY = "any"
+    RISCV64 = "riscv64"  # a riscv64 host: no emulation
+    FOREIGN = "foreign"  # any host but riscv64 (riscv64 stages emulated)
+    BUILD_HOSTS = "build-hosts"  # hosts Debian ships riscv64 cross compilers for (target.BUILD_HOSTS)
+
+    def admit(self, arch: str) -> bool:
+        if self is Hosts.ANY:
+            return True
+        if self is Hosts.RISCV64:
+            return arch == RISCV64
+        if self is Hosts.FOREIGN:
+            return arch != RISCV64
+        return arch in BUILD_HOSTS
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModeFacts:
+    """One build mode. The texts are format strings over {ref}, {kind} (the recipe's), {arch}, {platform} (the
+    host's) and {kinds} (the kinds the mode serves)."""
+
+    mode: Mode
+    help: str  # what it is, for --mode's help and the docs
+    implementation: str  # "module:Class" that builds it: rvport.build.modes imports the module when asked
+    kinds: frozenset[Kind] | None = None  # the recipe kinds it serves; None: every kind
+    listed: bool = (
+        False  # a recipe must list it in its `modes:` (else every recipe of a served kind may use it)
+    )
+    hosts: Hosts = Hosts.ANY
+    auto: int | None = (
+        None  # --mode auto picks the admitted mode with the lowest number; None: only on request
+    )
+    build_platform: bool = False  # the stage runs on the build platform, not as riscv64 (no QEMU_CPU)
+    emulated: bool = False  # the stage's riscv64 processes run under QEMU
+    bases: tuple[
+        str, ...
+    ] = ()  # the build-platform bases its images may start from, besides the riscv64 base
+    requested: str  # the stage's reason when asked for
+    chosen: str = ""  # the stage's reason when --mode auto picked it
+    refused: str = ""  # the UsageError when asked for where the recipe or host does not admit it ...
+    refused_hint: str = ""  # ... and its hint
+    # (mode, reason) a request becomes on a host the mode does not run on, instead of being refused
+    instead: tuple[Mode, str] | None = None
+
+    def admits(self, kind: Kind, recipe_modes: tuple[str, ...], arch: str) -> bool:
+        """May a recipe of `kind` listing `recipe_modes` be built in this mode on a host of `arch`?"""
+        return (
+            self.hosts.admit(arch)
+            and self.serves(kind)
+            and (not self.listed or self.mode.value in recipe_modes)
+        )
+
+    def serves(self, kind: Kind) -> bool:
+        return self.kinds is None or kind in self.kinds
+
+
+_XTC = ("debian-trixie-xtc", "debian-trixie-xtc-rust")  # a build-platform base, and that plus its rustc-web
+
+MODES: Mapping[Mode, ModeFacts] = {
+    f.mode: f
+    for f in (
+        ModeFacts(
+            mode=Mode.NATIVE,
+            help="native (on a riscv64 host)",
+            implementation="rvport.build.modes.emulated:Emulated",
+            hosts=Hosts.RISCV64,
+            auto=0,
+            requested="host is riscv64: stages run natively",
+            chosen="host is riscv64: stages run natively",
+            refused="--mode native needs a riscv64 host; this host is {arch}",
+            refused_hint="use --mode qemu (emulation) or --mode auto, or --builder with a riscv64 node",
+        ),
+        ModeFacts(
+            mode=Mode.QEMU,
+            help="qemu (emulated)",
+            implementation="rvport.build.modes.emulated:Emulated",
+            hosts=Hosts.FOREIGN,
+            auto=3,
+            emulated=True,
+            requested="requested under QEMU user emulation on {arch}",
+            chosen="auto: {kind} builds in a riscv64 stage under QEMU user emulation on {arch}",
+            instead=(Mode.NATIVE, "host is riscv64: no emulation needed, running natively"),
+        ),
+        ModeFacts(
+            mode=Mode.CROSS,
+            help="cross (a cross toolchain)",
+            implementation="rvport.build.modes.cross:Cross",
+            kinds=frozenset({Kind.CARGO_STATICLIB, Kind.GO_BINARY}),
+            listed=True,
+            auto=1,
+            build_platform=True,
+            bases=_XTC[:1],
+            requested="requested: compiled on {platform} with a riscv64 cross toolchain",
+            chosen="auto: {kind} cross-compiles on {platform}, many times faster than emulation",
+            refused="{ref} ({kind}) cannot be cross-compiled",
+            refused_hint="cross mode is for {kinds} recipes that list it in `modes`; "
+            "use --mode auto to let rvport choose per recipe",
+        ),
+        ModeFacts(
+            mode=Mode.ACCELERATED,
+            help="accelerated (emulated, with native compilers)",
+            implementation="rvport.build.modes.accelerated:Accelerated",
+            listed=True,
+            hosts=Hosts.BUILD_HOSTS,
+            auto=2,
+            emulated=True,
+            bases=_XTC,
+            requested="requested: riscv64 stage under QEMU with its compilers running as native "
+            "{arch} cross compilers",
+            chosen="auto: riscv64 stage under QEMU with its compilers running as native "
+            "{arch} cross compilers (proven for this recipe)",
+            refused="{ref} cannot run accelerated on {arch}",
+            refused_hint="accelerated stages need an x86_64 or aarch64 host and a recipe that lists "
+            "`accelerated` in `modes`; use --mode qemu or --mode auto",
+        ),
+    )
+}
+
+
+def facts(mode: Mode) -> ModeFacts:
+    """A buildable mode's facts (never Mode.AUTO: the planner decides)."""
+    return MODES[mode]
+
+
+def buildable() -> tuple[Mode, ...]:
+    """Every mode a stage can have, in the table's order."""
+    return tuple(MODES)
+
+
+def auto_order() -> tuple[ModeFacts, ...]:
+    """The modes --mode auto tries, best first."""
+    return tuple(sorted((f for f in MODES.values() if f.auto is not None), key=lambda f: f.auto))
+
+
+def kinds_of(mode: Mode) -> tuple[Kind, ...]:
+    """The kinds a mode serves, sorted by name."""
+    return tuple(sorted((k for k in Kind if MODES[mode].serves(k)), key=lambda k: k.value))
+
+
+def modes_of(kind: Kind) -> frozenset[str]:
+    """The modes a recipe of this kind may list."""
+    return frozenset(m.value for m, f in MODES.items() if f.serves(kind))
+
+
+def choices() -> tuple[str, ...]:
+    """What --mode accepts: auto, then every mode."""
+    return (Mode.AUTO.value, *(m.value for m in MODES))
+
+
+def help_text() -> str:
+    """--mode's help, from the table."""
+    return ", ".join(("auto (picks per recipe)", *(f.help for f in MODES.values()))) + "."
+
+
+def choices_text() -> str:
+    """The modes as a sentence: 'auto, native, qemu, cross or accelerated'."""
+    *first, last = choices()
+    return f"{', '.join(first)} or {last}"

@@ -1,0 +1,172 @@
+"""The mode registry (rvport/catalogue/modes.py) is the one place that names the modes: the planner decides
+from it, the kinds table reads it, the build layer imports the implementation it names, --mode's help comes
+from it. A throwaway mode added to the table alone (and its module) is planned and dispatched."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from enum import StrEnum
+
+import pytest
+
+from rvport import resources
+from rvport.build import modes as build_modes
+from rvport.catalogue import modes
+from rvport.catalogue.kinds import KINDS
+from rvport.catalogue.modes import Hosts, Mode, ModeFacts
+from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.recipes import Kind, load_catalogue
+from rvport.errors import UsageError
+from rvport.host import HostFacts
+from rvport.plan.planner import Request, make_plan
+from rvport.target import PLATFORM as RISCV64
+
+X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
+RV = HostFacts(arch="riscv64", cpus=64, mem_bytes=128 * 2**30)
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalogue()
+
+
+def plan(cat, *refs, mode=Mode.AUTO, host=X86):
+    return make_plan(cat, Request(refs=refs, profile=get_profile("rvv256"), mode=mode), host)
+
+
+def test_every_mode_has_one_entry_and_an_implementation():
+    assert set(modes.MODES) == set(Mode) - {Mode.AUTO}
+    assert modes.choices() == tuple(m.value for m in Mode)
+    for mode, f in modes.MODES.items():
+        assert f.mode is mode
+        assert f.implementation.startswith("rvport.build.modes.")
+        impl = build_modes.of(mode)
+        assert all(callable(getattr(impl, m)) for m in ("bases", "early", "toolchain", "dockerfile"))
+        assert f.requested and f.help.startswith(mode.value)
+        assert (
+            f.instead is not None or f.hosts is Hosts.ANY or f.refused
+        )  # a request is taken, moved or refused
+
+
+def test_a_request_or_auto_always_finds_a_mode_for_every_kind():
+    for kind in Kind:
+        for arch in ("x86_64", "aarch64", "riscv64", "ppc64le"):
+            assert any(f.admits(kind, ("native", "qemu"), arch) for f in modes.auto_order()), (kind, arch)
+
+
+def test_the_bases_a_mode_names_are_base_specs():
+    specs = {p.stem for p in resources.builtin("toolchains").glob("*.yaml")}
+    for f in modes.MODES.values():
+        assert set(f.bases) <= specs, f.mode
+
+
+def test_a_kind_a_cross_mode_serves_has_a_cross_toolchain():
+    for f in modes.MODES.values():
+        if f.build_platform:
+            assert f.kinds is not None
+            assert all(KINDS[k].cross is not None for k in f.kinds), f.mode
+
+
+def test_the_kinds_table_reads_the_registry():
+    assert KINDS[Kind.PYTHON_WHEEL].modes == {"native", "qemu", "accelerated"}
+    assert KINDS[Kind.GO_BINARY].modes == {"native", "qemu", "cross", "accelerated"}
+    assert modes.kinds_of(Mode.CROSS) == (Kind.CARGO_STATICLIB, Kind.GO_BINARY)
+
+
+def test_help_and_choices_come_from_the_table():
+    text = modes.help_text()
+    assert text.startswith("auto (")
+    for f in modes.MODES.values():
+        assert f.help in text
+    assert modes.choices_text() == "auto, native, qemu, cross or accelerated"
+
+
+# --- a throwaway mode: one more member and entry, and its module; nothing else is edited ---
+
+THROWAWAY_MODULE = """
+class Throwaway:
+    def bases(self, stage, host):
+        return (("debian-trixie-xtc", stage.platform),)
+
+    def early(self, env):
+        pass
+
+    def toolchain(self, env):
+        raise NotImplementedError
+
+    def dockerfile(self, env, toolchain):
+        raise NotImplementedError
+"""
+
+
+@pytest.fixture
+def throwaway(monkeypatch, tmp_path):
+    """The registry with a throwaway mode: `Mode` with one more member (as its module would declare it), one
+    more entry naming a module written here."""
+    (tmp_path / "rvport_throwaway_mode.py").write_text(textwrap.dedent(THROWAWAY_MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    extended = StrEnum("Mode", {**{m.name: m.value for m in Mode}, "THROWAWAY": "throwaway"})
+    entry = ModeFacts(
+        mode=extended.THROWAWAY,
+        help="throwaway (a test's)",
+        implementation="rvport_throwaway_mode:Throwaway",
+        kinds=frozenset({Kind.PYTHON_WHEEL}),
+        hosts=Hosts.BUILD_HOSTS,
+        auto=-1,  # better than any: auto takes it wherever it is admitted
+        build_platform=True,
+        bases=("debian-trixie-xtc",),
+        requested="requested: thrown away on {platform}",
+        chosen="auto: {kind} thrown away on {arch}",
+        refused="{ref} ({kind}) cannot be thrown away",
+        refused_hint="the throwaway mode is for {kinds} recipes",
+    )
+    monkeypatch.setattr(modes, "MODES", {**modes.MODES, entry.mode: entry})
+    yield extended.THROWAWAY
+    sys.modules.pop("rvport_throwaway_mode", None)
+
+
+def test_a_throwaway_mode_is_planned_by_auto_where_admitted(cat, throwaway):
+    p = plan(cat, "msgspec", "glide-ffi")
+    st = p.stage("msgspec")
+    assert st.mode == "throwaway" and st.mode_reason == "auto: python-wheel thrown away on x86_64"
+    assert st.platform == X86.platform and not st.emulated
+    assert st.env["RVPORT_MODE"] == "throwaway" and "QEMU_CPU" not in st.env
+    assert p.stage("glide-ffi").mode is Mode.CROSS  # a kind it does not serve
+    assert [s["mode"] for s in p.to_json()["stages"]] == ["throwaway", "cross"]
+    assert plan(cat, "msgspec", host=RV).stage("msgspec").mode is Mode.NATIVE  # a host it does not run on
+
+
+def test_a_throwaway_mode_is_taken_or_refused_on_request(cat, throwaway):
+    st = plan(cat, "msgspec", mode=throwaway).stage("msgspec")
+    assert st.mode == "throwaway" and st.mode_reason == "requested: thrown away on linux/amd64"
+    with pytest.raises(UsageError) as e:
+        plan(cat, "glide-ffi", mode=throwaway)
+    assert (
+        "cannot be thrown away" in str(e.value)
+        and e.value.hint == "the throwaway mode is for python-wheel recipes"
+    )
+
+
+def test_a_throwaway_mode_is_dispatched_to_its_module(cat, throwaway):
+    st = plan(cat, "msgspec").stage("msgspec")
+    impl = build_modes.of(st.mode)
+    assert type(impl).__module__ == "rvport_throwaway_mode"
+    assert build_modes.bases(st, X86) == (
+        (st.recipe.toolchain.base, RISCV64),
+        ("debian-trixie-xtc", X86.platform),
+    )
+
+
+def test_a_throwaway_mode_reaches_the_help_and_the_kinds_table(throwaway):
+    assert "throwaway (a test's)" in modes.help_text()
+    assert modes.choices()[-1] == "throwaway"
+    assert "throwaway" in KINDS[Kind.PYTHON_WHEEL].modes and "throwaway" not in KINDS[Kind.GO_BINARY].modes
+
+
+def test_a_mode_using_a_base_the_registry_does_not_name_is_a_bug(cat, throwaway, monkeypatch):
+    entry = modes.MODES[throwaway]
+    monkeypatch.setitem(modes.MODES, throwaway, ModeFacts(**{**vars(entry), "bases": ()}))
+    st = plan(cat, "msgspec").stage("msgspec")
+    with pytest.raises(AssertionError, match="beyond the registry"):
+        build_modes.bases(st, X86)
