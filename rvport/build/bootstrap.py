@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from rvport import proc
+from rvport import proc, resources
 from rvport.build import debprefetch, sidebyside
 from rvport.errors import HostNotReady, RvportError, UsageError
 
@@ -61,6 +61,9 @@ SCRIPT_ENV = {
     "LANG": "C",
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 }
+
+# the recorders' one parameter of their own (resources/scripts/deferred-recorder.sh, py-compile-recorder.py)
+RECORD_PLACEHOLDER = "@@RECORD@@"
 
 _UNPACKING = re.compile(r"^Unpacking (\S+) \(")
 _SETTING_UP = re.compile(r"^Setting up (\S+) \(")
@@ -383,6 +386,8 @@ class Deferred:
     update-ca-certificates (ca-certificates' postinst, then its trigger: a few processes per certificate); and
     the standard library's py_compile module (DeferredModule)."""
 
+    RECORDER = "deferred-recorder.sh"  # resources/scripts
+
     def __init__(self, rootfs: Path, program: str):
         self.rootfs = rootfs
         self.path = rootfs / program.lstrip("/")
@@ -391,12 +396,9 @@ class Deferred:
         self.record = rootfs / self.record_name
 
     def recorder(self) -> str:
-        """The recorder's text: for a program a shell script; one line per call: "call", then each argument,
-        each followed by a tab (empty arguments survive)."""
-        return (
-            f"#!/bin/sh\n{{ printf 'call\\t'; for a in \"$@\"; do printf '%s\\t' \"$a\"; done; echo; }}"
-            f" >> /{self.record_name}\n"
-        )
+        """The recorder's text (resources/scripts: for a program a shell script; one line per call: "call",
+        then each argument, each followed by a tab), with the record's path written in."""
+        return resources.script(self.RECORDER).replace(RECORD_PLACEHOLDER, f"/{self.record_name}")
 
     def __enter__(self) -> Deferred:
         if self.path.is_file() and not self.path.is_symlink():
@@ -431,16 +433,7 @@ class DeferredModule(Deferred):
     (sys.orig_argv: interpreter, options, module, files); imported, or run otherwise (`-m py_compile -`, as
     py3compile does, reading names from its input), it is the real module."""
 
-    def recorder(self) -> str:
-        return (
-            f"import sys\n"
-            f"_rvport_args = sys.orig_argv[sys.orig_argv.index(__file__) + 1:] if __file__ in sys.orig_argv[1:] else []\n"
-            f"if __name__ == '__main__' and _rvport_args and '-' not in _rvport_args:\n"
-            f"    with open('/{self.record_name}', 'a') as f:\n"
-            f"        f.write('call\\t' + ''.join(a + '\\t' for a in sys.orig_argv) + '\\n')\n"
-            f"else:\n"
-            f"    exec(compile(open(__file__ + '.rvport-real', 'rb').read(), __file__, 'exec'))\n"
-        )
+    RECORDER = "py-compile-recorder.py"
 
     def _pycs(self) -> set[Path]:
         return set((self.path.parent / "__pycache__").glob(f"{self.path.stem}.*.pyc"))
@@ -872,13 +865,11 @@ class _no_daemons:
         self.real = rootfs / "sbin/start-stop-daemon.REAL"
 
     def __enter__(self) -> None:
-        self.policy.write_text("#!/bin/sh\nexit 101\n")
+        self.policy.write_text(resources.script("policy-rc.d.sh"))
         self.policy.chmod(0o755)
         if self.ssd.exists():
             os.replace(self.ssd, self.real)
-            self.ssd.write_text(
-                '#!/bin/sh\necho\necho "Warning: Fake start-stop-daemon called, doing nothing"\n'
-            )
+            self.ssd.write_text(resources.script("start-stop-daemon.sh"))
             self.ssd.chmod(0o755)
 
     def __exit__(self, *exc: object) -> None:

@@ -57,23 +57,16 @@ def env_lines(env: Mapping[str, str]) -> str:
     return "\n".join(f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.items()))
 
 
-# Reproducible builds: SOURCE_DATE_EPOCH is the newest time in the prepared sources (rvport clamps the times
-# of the files it adds or patches to the sources' own, rvport.sources.tree.clamp_mtimes), unless the recipe
-# sets it. Wheel builders, auditwheel and many compilers honour it.
-SOURCE_DATE_EPOCH = """if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
-  SOURCE_DATE_EPOCH=$(find /src -type f -printf '%T@\\n' | sort -n | tail -n 1 | cut -d. -f1)
-  export SOURCE_DATE_EPOCH
-fi"""
+# The build script: resources/scripts/build-prologue.sh, then the recipe's commands. Its prologue sets
+# SOURCE_DATE_EPOCH (reproducible builds), unless the recipe does, to the newest time in the prepared sources
+# (rvport clamps the times of the files it adds or patches to the sources' own,
+# rvport.sources.tree.clamp_mtimes); wheel builders, auditwheel and many compilers honour it. The script is
+# part of the artifact cache key, byte for byte.
+BUILD_PROLOGUE = "build-prologue.sh"
 
 
 def build_script(commands: list[str] | tuple[str, ...]) -> str:
-    return (
-        "#!/bin/sh\n# rvport: the recipe's build commands, run with sh -eux in /src\n"
-        + SOURCE_DATE_EPOCH
-        + "\n"
-        + "\n".join(commands)
-        + "\n"
-    )
+    return resources.script(BUILD_PROLOGUE) + "\n".join(commands) + "\n"
 
 
 CPUINFO_SCRIPT = "rvport-cpuinfo.sh"  # in every build context; /rvport/cpuinfo.sh in the stage
@@ -81,7 +74,7 @@ CPUINFO_SCRIPT = "rvport-cpuinfo.sh"  # in every build context; /rvport/cpuinfo.
 
 def cpuinfo_script() -> str:
     """Checks that an emulated stage's /proc/cpuinfo shows its profile's ISA (resources/scripts)."""
-    return resources.text("scripts", "cpuinfo-check.sh")
+    return resources.script("cpuinfo-check.sh")
 
 
 def cpuinfo_check(profile: str) -> str:

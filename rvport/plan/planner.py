@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rvport import resources
 from rvport.catalogue import modes
 from rvport.catalogue.kinds import KINDS, compiles_go, compiles_rust
 from rvport.catalogue.modes import Mode
@@ -34,14 +35,11 @@ PREFIX_MAP_CFLAGS = (f"-ffile-prefix-map={BUILD_DIR}=.",)
 PREFIX_MAP_RUSTFLAGS = f"--remap-path-prefix={BUILD_DIR}=."
 # Kinds whose outputs are wheels: after the build, the stage repairs them to a manylinux tag (auditwheel).
 WHEEL_KINDS = frozenset(k for k, f in KINDS.items() if f.installs_wheels)
-# A stage that compiles Rust records the Rust it used, in every mode, after its build commands: the compiler
-# cargo runs ($RUSTC where a mode sets it, as accelerated stages do; else rustc on PATH), cargo, and the
-# platform rustc runs on. The runner takes the file out of the artifacts into result.json (stages[].rust).
+# A stage that compiles Rust records the Rust it used, in every mode, after its build commands (the command of
+# resources/scripts/rust-record.sh: rustc, cargo, rustc's host). The runner takes the file out of the
+# artifacts into result.json (stages[].rust).
 RUST_REPORT = ".rvport-rust"
-RUST_RECORD = (
-    '{ echo "rustc=$(${RUSTC:-rustc} --version)"; echo "cargo=$(cargo --version)"; '
-    """echo "host=$(${RUSTC:-rustc} -vV | sed -n 's/^host: //p')"; } > "$RVPORT_OUT/""" + RUST_REPORT + '"'
-)
+RUST_RECORD = resources.script_command("rust-record.sh")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,7 +3,8 @@
     recipes/       the built-in recipe catalogue (with its pinned patches and lock files)
     toolchains/    base image specs (kind: debian) and pinned toolchain archives
     dockerfiles/   stage Dockerfile templates (placeholders @@NAME@@)
-    scripts/       shell scripts that run inside stages
+    scripts/       the shell and Python scripts rvport runs (inside stages, in a new root filesystem, on the
+                   host), each a real file taking its parameters as arguments or environment
     schemas/       JSON Schemas of recipes, toolchains, bases and the documents rvport writes
     profiles.yaml, isa.yaml
 
@@ -38,6 +39,20 @@ def directory(name: str, override: Path | None = None) -> Path:
 
 def text(*parts: str) -> str:
     return builtin(*parts).read_text(encoding="utf-8")
+
+
+def script(name: str) -> str:
+    """A script of resources/scripts, as it is shipped."""
+    return text("scripts", name)
+
+
+def script_command(name: str) -> str:
+    """A one-command script of resources/scripts as a command line: its one line that is not the shebang, a
+    comment or blank (a stage's build command that plan.json shows as it runs)."""
+    lines = [ln for ln in script(name).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if len(lines) != 1:
+        raise ValueError(f"resources/scripts/{name}: one command line expected, found {len(lines)}")
+    return lines[0]
 
 
 def schema_text(name: str) -> str:

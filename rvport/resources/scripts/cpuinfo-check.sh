@@ -9,7 +9,7 @@
 set -eu
 profile=$1 shown=$2 hidden=$3 vlen=$4
 file=/proc/cpuinfo
-isa=$(sed -n 's/^isa[[:space:]]*:[[:space:]]*//p' "$file" | head -n 1 | tr 'A-Z' 'a-z')
+isa=$(sed -n 's/^isa[[:space:]]*:[[:space:]]*//p' "$file" | head -n 1 | tr '[:upper:]' '[:lower:]')
 letters=${isa%%_*}
 letters=${letters#rv64}
 multi="_${isa#*_}_"
