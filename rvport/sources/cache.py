@@ -13,6 +13,7 @@ Layout (see docs/sources.md):
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import io
@@ -58,6 +59,22 @@ def hash_file(path: Path, copy_to: Path | None = None) -> tuple[str, int]:
 
 def sha256_file(path: Path) -> str:
     return hash_file(path)[0]
+
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_error(e: OSError, where: Path, doing: str) -> HostNotReady:
+    """An OSError while writing into `where` (a full disk, a quota, a read-only file system): exit 6."""
+    if e.errno in NO_SPACE:
+        return HostNotReady(
+            f"no space left on {where} while {doing}; nothing half-written was kept",
+            hint="free space there, or put the cache on a bigger disk (--cache-dir DIR or RVPORT_CACHE_DIR)",
+        )
+    return HostNotReady(
+        f"cannot write into {where} while {doing}: {e.strerror or e}",
+        hint="check the directory's permissions and file system (--cache-dir DIR or RVPORT_CACHE_DIR)",
+    )
 
 
 class CorruptEntry(IntegrityError):

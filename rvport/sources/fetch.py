@@ -36,14 +36,17 @@ from rvport.sources.archive import archive_tree, tree_mismatch
 from rvport.sources.cache import (
     CHUNK,
     HEX64,
+    NO_SPACE,
     Cache,
     CorruptEntry,
     default_cache_dir,
+    disk_error,
     hash_file,
     open_blob,
     origin_key,
     sha256_file,
 )
+from rvport.sources.members import DEFAULT_MAX_BYTES, LIMIT_ENV, Limits, parse_size
 from rvport.sources.pypi import IndexConfig, find_sdist, index_config
 
 log = logging.getLogger("rvport.sources")
@@ -118,6 +121,7 @@ class FetchOptions:
     read_timeout: float = 60.0
     retries: int = 4
     backoff: float = 1.0  # seconds before the first retry; doubles each time
+    limits: Limits = field(default_factory=Limits)  # what one archive may unpack to (RVPORT_UNPACK_LIMIT)
 
 
 def stage_ca_bundle(opts: FetchOptions) -> Path | None:
@@ -138,8 +142,10 @@ def fetch_options(
     to: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     from_git: Sequence[str | os.PathLike[str]] = (),
+    unpack_limit: str | None = None,
 ) -> FetchOptions:
-    """Options from CLI values, falling back to RVPORT_CACHE_DIR / RVPORT_MIRROR / RVPORT_OFFLINE."""
+    """Options from CLI values, falling back to RVPORT_CACHE_DIR / RVPORT_MIRROR / RVPORT_OFFLINE /
+    RVPORT_UNPACK_LIMIT."""
     env = dict(os.environ) if env is None else dict(env)
     root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir(env)
     mirror = mirror or env.get("RVPORT_MIRROR") or None
@@ -150,6 +156,17 @@ def fetch_options(
             hint="create it with `rvport fetch --all --to DIR` on a connected host",
         )
     offline = offline or env.get("RVPORT_OFFLINE", "").lower() in ("1", "true", "yes")
+    limit = unpack_limit or env.get(LIMIT_ENV) or None
+    limits = Limits()
+    if limit:
+        try:
+            limits = Limits(max_bytes=parse_size(limit))
+        except ValueError:
+            raise UsageError(
+                f"{LIMIT_ENV}={limit}: not a size",
+                hint="give the most bytes one source archive may unpack to, e.g. 32G, 4096M or 1000000 "
+                f"(default {DEFAULT_MAX_BYTES >> 30}G)",
+            ) from None
     return FetchOptions(
         cache=Cache(root=root),
         mirror=mirror_path,
@@ -157,6 +174,7 @@ def fetch_options(
         ca_bundle=ca_bundle(ca, env) if ca else None,
         fill_mirror=Path(to).expanduser() if to else None,
         git_clones=tuple(gitsrc.check_clone(Path(g)) for g in from_git),
+        limits=limits,
     )
 
 
@@ -409,7 +427,7 @@ class Fetcher:
                 )
             tree = None
             if source.tree:
-                tree = archive_tree(part, name=filename, exclude=source.exclude)
+                tree = archive_tree(part, name=filename, exclude=source.exclude, limits=opts.limits)
                 if tree != source.tree:
                     part.unlink(missing_ok=True)
                     raise tree_mismatch(source, tree, where)
@@ -469,7 +487,12 @@ class Fetcher:
                 else None
             )
         if found is not None:
-            digest, size = hash_file(found, copy_to=part)
+            try:
+                digest, size = hash_file(found, copy_to=part)
+            except OSError as e:
+                if e.errno in NO_SPACE:
+                    raise disk_error(e, part.parent, f"copying {found}") from e
+                raise
             return "mirror", f"mirror file {found}", None, filename, digest, size, found
         if opts.offline:
             raise SourceUnavailable(
@@ -545,12 +568,17 @@ class Fetcher:
                                 f"{label}: HTTP {r.status_code} {r.reason} from {url}",
                                 hint=_hint_for_status(r.status_code),
                             )
-                        for chunk in r.iter_content(CHUNK):
-                            f.write(chunk)
-                            h.update(chunk)
-                            have += len(chunk)
-                        f.flush()
-                        os.fsync(f.fileno())
+                        try:
+                            for chunk in r.iter_content(CHUNK):
+                                f.write(chunk)
+                                h.update(chunk)
+                                have += len(chunk)
+                            f.flush()
+                            os.fsync(f.fileno())
+                        except requests.RequestException:  # the network's (an OSError too): retried below
+                            raise
+                        except OSError as e:  # the disk's
+                            raise disk_error(e, part.parent, f"downloading {url}") from e
                         return h.hexdigest(), have
                 except requests.exceptions.SSLError as e:
                     raise SourceUnavailable(
@@ -605,6 +633,13 @@ def _lockname(source: Source) -> str:
     return source.sha256 or f"origin-{origin_key(source)}"
 
 
+def write_to(out, chunk: bytes, where: Path) -> None:  # type: ignore[no-untyped-def]
+    try:
+        out.write(chunk)
+    except OSError as e:
+        raise disk_error(e, where, "filling the mirror") from e
+
+
 def fill_mirror(result: Fetched, mirror: Path) -> list[Path]:
     """Copy a cached blob into a mirror: DIR/<archive name> and DIR/sha256/<hex> (atomic, idempotent).
 
@@ -632,7 +667,7 @@ def fill_mirror(result: Fetched, mirror: Path) -> list[Path]:
         with open_blob(result.path) as f:
             for chunk in iter(lambda: f.read(CHUNK), b""):
                 for out in outs:
-                    out.write(chunk)
+                    write_to(out, chunk, mirror)
         for out in outs:
             out.close()
         for tmp, t in temps:

@@ -24,7 +24,7 @@ from rvport import proc
 from rvport.catalogue.recipes import LOCK_NAMES, PinnedFile, Recipe
 from rvport.errors import IntegrityError, RecipeError, SourceUnavailable
 from rvport.sources.archive import unpack
-from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
+from rvport.sources.cache import NO_SPACE, CorruptEntry, atomic_write_text, disk_error, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
 from rvport.target import CARGO_HOME, RVPORT_DIR
 
@@ -124,13 +124,21 @@ def _prepare(recipe: Recipe, fetched: tuple[Fetched, ...], options: FetchOptions
         final.parent.mkdir(parents=True, exist_ok=True)
         for stale in final.parent.glob(f".{key}.*"):  # left by a killed run; we hold the lock
             shutil.rmtree(stale, ignore_errors=True)
-        work = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}."))
+        work = None
         try:
+            work = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}."))
             tree = work / "tree"
             _assemble(recipe, fetched, tree, work, options)
             os.replace(tree, final)
+        except OSError as e:
+            if (
+                e.errno in NO_SPACE
+            ):  # copying lock files and recipe files, vendoring: the disk, not the source
+                raise disk_error(e, final.parent, f"preparing the tree of {recipe.ref}") from e
+            raise
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if work is not None:
+                shutil.rmtree(work, ignore_errors=True)
         fetched = tuple(dataclasses.replace(f, verified=True) for f in fetched)
         meta = {
             "recipe": recipe.ref,
@@ -167,6 +175,8 @@ def _assemble(
             blob=True,
             source=f.source,
             where=f"cache entry {f.path}, from {f.origin}",
+            limits=options.limits,
+            at=_at(recipe, f.source.line),
         )
     epoch = source_epoch(tree)
     for pf in recipe.lockfiles:

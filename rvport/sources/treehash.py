@@ -22,12 +22,14 @@ import hashlib
 import os
 import stat
 import tarfile
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
 from rvport.errors import IntegrityError, RecipeError
+from rvport.sources.members import Budget, Layout, Limits
 
 PREFIX = "sha256:"
 CHUNK = 1 << 16
@@ -127,46 +129,40 @@ def tree_digest(root: Path, exclude: Iterable[str] = ()) -> str:
 # ------------------------------------------------------------------------------------------ a tar stream
 
 
-def _member_path(name: str) -> str:
-    p = PurePosixPath(name)
-    parts = [x for x in p.parts if x not in (".", "")]
-    if p.is_absolute() or ".." in parts:
-        raise IntegrityError(
-            f"archive member {name!r} escapes the tree",
-            hint="the archive is malformed or malicious; do not use it",
-        )
-    return "/".join(parts)
-
-
-def tar_entries(fileobj: IO[bytes], *, name: str = "archive") -> list[Entry]:
+def tar_entries(fileobj: IO[bytes], *, name: str = "archive", limits: Limits | None = None) -> list[Entry]:
     """The entries of a tar archive (any compression), read as a stream; its single top directory, if it has
-    one, is stripped (as unpacking does)."""
+    one, is stripped (as unpacking does). Members are checked as unpacking checks them (`members.Layout`:
+    paths, links, kinds) and counted against `limits`."""
     raw: dict[str, Entry] = {}
     dirs: set[str] = set()
+    layout = Layout(name)
+    budget = Budget(limits or Limits(), name)
     try:
         with tarfile.open(fileobj=fileobj, mode="r|*") as t:
             for m in t:
-                path = _member_path(m.name)
+                budget.member()
+                path = layout.path(m.name)
                 if not path:
                     continue
                 if m.isdir():
+                    layout.add(m.name, path, "d")
                     dirs.add(path)
+                    raw.pop(path, None)
                 elif m.issym():
+                    layout.add(m.name, path, "l", m.linkname)
                     raw[path] = Entry(path=path, kind="l", value=_text_digest(m.linkname))
                 elif m.islnk():
-                    target = raw.get(_member_path(m.linkname))
-                    if target is None or target.kind != "f":
-                        raise IntegrityError(
-                            f"{name}: hard link {m.name!r} points to {m.linkname!r}, which is not "
-                            "an earlier file of the archive",
-                            hint="the archive is malformed; do not use it",
-                        )
+                    source = layout.add(m.name, path, "h", m.linkname)
+                    target = raw[source]
+                    budget.take(m.size if m.size else 0)
                     raw[path] = Entry(
                         path=path, kind="f", executable=bool(m.mode & stat.S_IXUSR), value=target.value
                     )
                 elif m.isreg():
+                    layout.add(m.name, path, "f")
                     f = t.extractfile(m)
                     assert f is not None
+                    budget.take(m.size)
                     raw[path] = Entry(
                         path=path, kind="f", executable=bool(m.mode & stat.S_IXUSR), value=_sha256_stream(f)
                     )
@@ -175,7 +171,7 @@ def tar_entries(fileobj: IO[bytes], *, name: str = "archive") -> list[Entry]:
                         f"{name}: member {m.name!r} is not a file, directory or link",
                         hint="a source archive holds only files, directories and links",
                     )
-    except (tarfile.TarError, EOFError, OSError) as e:
+    except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as e:
         raise IntegrityError(
             f"{name}: cannot read the archive: {e}", hint="the archive is damaged or not a tar file"
         ) from e
@@ -183,11 +179,13 @@ def tar_entries(fileobj: IO[bytes], *, name: str = "archive") -> list[Entry]:
     if len(tops) == 1:
         top = next(iter(tops))
         if top in dirs or any("/" in p for p in raw):  # a single top directory: strip it
+            layout.check_links(top)
             return [
                 Entry(path=e.path[len(top) + 1 :], kind=e.kind, executable=e.executable, value=e.value)
                 for e in raw.values()
                 if e.path != top
             ]
+    layout.check_links("")
     return list(raw.values())
 
 
