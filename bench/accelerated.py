@@ -7,17 +7,17 @@
 
 For each recipe it runs `rvport build --mode qemu` and then `rvport build --mode accelerated`, each with a
 fresh --cache-dir and --no-cache (no artifact cache, no BuildKit layer cache for the build step), so the stage
-really compiles in every run, and prints both wall times (and the build step alone), the
-ratio, whether both runs passed verify and smoke with the same verdicts, and whether the executable sections of
-their wheels' ELF files are identical (the compilers are the same versions).
+really compiles in every run, and prints both wall times (and the build step alone), the ratio, whether both
+runs passed verify and smoke with the same verdicts, and whether the executable sections of their wheels' ELF
+files are identical (the compilers are the same versions).
 
 Compiler work, from the kernel's process accounting (bench/procacct.py, so the builds run unchanged): the
 elapsed time of every GCC driver run in each build, against a pure cross-compile of the same sources: the
-compile commands the accelerated build ran (setuptools prints them: the bench's recipe copy runs `pip wheel -v`;
-CMake's come from its compile_commands.json, configured and built in an untimed accelerated stage exactly as
-the recipe's build does) replayed with the same parallelism by Debian's riscv64 cross GCC on the build
-platform, in a build-platform container with nothing emulated. The stage's count includes every compile it
-ran (CMake's compiler probes too), so the ratio errs against the accelerated build.
+compile commands the accelerated build ran (setuptools prints them: the bench's recipe copy runs `pip wheel
+-v`; CMake's come from its compile_commands.json, configured and built in an untimed accelerated stage exactly
+as the recipe's build does) replayed with the same parallelism by Debian's riscv64 cross GCC on the build
+platform, in a build-platform container with nothing emulated. The stage's count includes every compile it ran
+(CMake's compiler probes too), so the ratio errs against the accelerated build.
 
 Run it as root (acct(2) needs it) and alone: process accounting is machine-wide, and the unit test of procacct
 turns it off when it ends.

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The riscv64 base made the old way (debootstrap in one run, its second stage under QEMU) and the new way
-(rvport/build/bootstrap.py's split: native first stage and unpack, emulated configure), side by side in one run.
+(rvport/build/bootstrap.py's split: native first stage and unpack, emulated configure), side by side in one
+run.
 
     python bench/bootstrap.py                    # debian-trixie for linux/riscv64, both methods
     python bench/bootstrap.py --keep             # keep the two bench images (rvport/bench-base:*)
@@ -9,9 +10,10 @@ Each method makes the base from nothing with rvport's own ensure_base: a fresh c
 the spec with a bench-only comment line, so the image key and tag are new (rvport/bench-base:...) and no
 existing base is reused or touched; packages are downloaded again by each. RVPORT_BOOTSTRAP picks the method.
 Printed: each method's wall time (with the load average meanwhile), split into bootstrap (rootfs) and the
-rest (the layer written and loaded into the engine), read from its log; the ratio; and the check that both bases hold the same packages
-at the same versions and the same Release file. Then the two images' file trees are compared (path, type,
-mode, owner, size, link target and sha256 of every file, from `docker export`), with the differences listed. Exit 1 when the package sets differ.
+rest (the layer written and loaded into the engine), read from its log; the ratio; and the check that both
+bases hold the same packages at the same versions and the same Release file. Then the two images' file trees
+are compared (path, type, mode, owner, size, link target and sha256 of every file, from `docker export`), with
+the differences listed. Exit 1 when the package sets differ.
 
 Run it alone: bootstrapping is CPU-heavy, and the ratio means most when both see the same machine.
 Benchmarks are ratios in one run, never timed assertions.

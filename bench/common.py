@@ -38,7 +38,8 @@ def rvport(
     """`python -m rvport ARGS` from this checkout, its output in `log`; (exit status, wall seconds).
 
     With `command`, another rvport instead (say an older revision's console script in a venv of its own):
-    `COMMAND ARGS` in `cwd` with `env` as given, this checkout neither on PYTHONPATH nor the directory it runs in.
+    `COMMAND ARGS` in `cwd` with `env` as given, this checkout neither on PYTHONPATH nor the directory it runs
+    in.
 
     Interrupted, rvport gets SIGTERM and `grace` seconds to stop its own children and clean up (its entry
     point handles it), then SIGKILL."""

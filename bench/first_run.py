@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The README's main command from nothing, the old way and the new way, side by side in one run.
 
-    sudo .venv/bin/python bench/first_run.py            # both ways, about 30-50 minutes on 2 cores
-    sudo .venv/bin/python bench/first_run.py --keep     # keep both engines' data roots and caches too
-    sudo .venv/bin/python bench/first_run.py --new-first   # the new way first (alternate the order between runs)
+    sudo .venv/bin/python bench/first_run.py            # both ways, about 30-50 minutes on 2 cores sudo
+    .venv/bin/python bench/first_run.py --keep     # keep both engines' data roots and caches too sudo
+    .venv/bin/python bench/first_run.py --new-first   # the new way first (alternate the order between runs)
     sudo .venv/bin/python bench/first_run.py --old-rev cedd32c   # the old way is rvport as of commit cedd32c
 
 The command is the README's quick start after setup-host and the venv (the same for both ways, not timed):
@@ -60,9 +60,10 @@ verified every wheel, and whether the two runs' wheels have the same sha256 (the
 they should).
 
 Run as root (dockerd, the bridge, the rules; debootstrap). Other work on the machine moves the figures: the
-load average is printed beside them. Benchmarks are ratios in one run, never timed assertions. Exit 0 when both
-runs built and verified every wheel, 1 otherwise. Logs, result.json and the wheels stay in the work directory
-(printed); the engines' data roots and the caches (and --old-rev's tree and venv) are removed unless --keep.
+load average is printed beside them. Benchmarks are ratios in one run, never timed assertions. Exit 0 when
+both runs built and verified every wheel, 1 otherwise. Logs, result.json and the wheels stay in the work
+directory (printed); the engines' data roots and the caches (and --old-rev's tree and venv) are removed unless
+--keep.
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ DROPPED_ENV = ("DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKE
 
 # ------------------------------------------------------------------------------------------ the engine
 def daemon_settings(host_config: Path, storage_driver: str | None) -> dict:
-    """The private daemon's config file: HOST_SETTINGS from the host's daemon.json, --storage-driver over it."""
+    """The private daemon's config file: HOST_SETTINGS from the host's daemon.json, --storage-driver over
+    it."""
     try:
         host = json.loads(host_config.read_text())
     except (OSError, ValueError):
@@ -305,8 +307,9 @@ class PrivateEngine:
 
 # ------------------------------------------------------------------------------------------ --old-rev
 def readme_commands(readme: str) -> tuple[list[str], list[str]]:
-    """A README's main command: the words after `rvport` of the `rvport build` and the `rvport verify artifacts`
-    on its first line holding both (the quick start's `... && rvport build ... && rvport verify artifacts ...`;
+    """A README's main command: the words after `rvport` of the `rvport build` and the `rvport verify
+    artifacts` on its first line holding both (the quick start's `... && rvport build ... && rvport verify
+    artifacts ...`;
     `rvport` may be a path to it, `.venv/bin/rvport`)."""
     for line in readme.splitlines():
         build = verify = None
@@ -356,7 +359,8 @@ def run_args(
 
 
 class OldRev(NamedTuple):
-    """A revision of rvport installed apart from this checkout: its tree (git archive) and a venv of its own."""
+    """A revision of rvport installed apart from this checkout: its tree (git archive) and a venv of its
+    own."""
 
     commit: str
     src: Path  # the tree: where its rvport runs (it finds recipes/, dockerfiles/, toolchains/ there)
@@ -411,7 +415,8 @@ def install_old_rev(root: Path, rev: str, under: Path) -> OldRev:
 
 # ------------------------------------------------------------------------------------------ one run
 def fresh_cargo_home(dest: Path) -> Path:
-    """An empty cargo home with the user's cargo configuration (mirrors, proxies), never their registry cache."""
+    """An empty cargo home with the user's cargo configuration (mirrors, proxies), never their registry
+    cache."""
     dest.mkdir(parents=True)
     src = Path(os.environ.get("CARGO_HOME") or Path.home() / ".cargo")
     for name in ("config.toml", "config"):
@@ -600,8 +605,9 @@ def _seconds(v: float | None, width: int) -> str:
 
 
 def _with_bases_together(steps: dict, other: dict) -> dict:
-    """`steps` with the bases together as one row when `other` has only that row (its result.json timed no base
-    on its own, the row is its stages' "base" timings): the sum of this run's own base rows, None if one is
+    """`steps` with the bases together as one row when `other` has only that row (its result.json timed no
+    base on its own, the row is its stages' "base" timings): the sum of this run's own base rows, None if one
+    is
     unknown."""
     if BASES_TOGETHER not in other or BASES_TOGETHER in steps:
         return steps
@@ -650,8 +656,8 @@ def report(old: dict, new: dict) -> list[str]:
 
 
 def held_equal(old: dict, new: dict) -> tuple[float, float] | None:
-    """The share saved if both runs had spent the same on everything but the riscv64 base (the one step the way
-    changes): once with the old run's other steps, once with the new run's. Load noise in the other steps
+    """The share saved if both runs had spent the same on everything but the riscv64 base (the one step the
+    way changes): once with the old run's other steps, once with the new run's. Load noise in the other steps
     (a compile slowed by other work) then counts for neither way."""
     key = next((k for k in old["steps"] if k.startswith("riscv64 base")), None)
     if key is None or key not in new["steps"]:

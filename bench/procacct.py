@@ -5,8 +5,9 @@ anywhere on the machine, inside containers too, with its command name, pid and p
 them), start time, elapsed time and CPU time. Nothing is added to the processes themselves: a build measured
 this way is the same build, not an instrumented one.
 
-`compiler_work` sums what GCC's drivers spent: a driver is the parent of a `cc1`, `cc1plus`, `lto1` or `collect2`
-process, and its elapsed time covers everything it ran (preprocessing, compiling, assembling, linking).
+`compiler_work` sums what GCC's drivers spent: a driver is the parent of a `cc1`, `cc1plus`, `lto1` or
+`collect2` process, and its elapsed time covers everything it ran (preprocessing, compiling, assembling,
+linking).
 """
 
 from __future__ import annotations

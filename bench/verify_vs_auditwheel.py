@@ -2,11 +2,11 @@
 """Verify the same riscv64 wheels with `rvport verify artifacts` and with `auditwheel show`, in one run,
 and print how much faster rvport is (target: at least 3x, and a torch-sized wheel in seconds).
 
-    python bench/verify_vs_auditwheel.py                 # fetch real riscv64 wheels with pip, synthesize a torch-sized one
-    python bench/verify_vs_auditwheel.py --wheels DIR    # or bench the wheels in DIR
-    python bench/verify_vs_auditwheel.py --no-torch      # skip the synthesized torch-sized wheel
-    python bench/verify_vs_auditwheel.py --rich 7        # seven symbol-rich libraries in it, not one
-    python bench/verify_vs_auditwheel.py --symbols 0     # none: its cost is then mostly bytes
+    python bench/verify_vs_auditwheel.py                 # fetch real riscv64 wheels with pip, synthesize a
+    torch-sized one python bench/verify_vs_auditwheel.py --wheels DIR    # or bench the wheels in DIR python
+    bench/verify_vs_auditwheel.py --no-torch      # skip the synthesized torch-sized wheel python
+    bench/verify_vs_auditwheel.py --rich 7        # seven symbol-rich libraries in it, not one python
+    bench/verify_vs_auditwheel.py --symbols 0     # none: its cost is then mostly bytes
 
 Needs auditwheel (installed with pip at run time when missing) and pip's configured package index for the
 real wheels. The symbol-rich library of the torch-sized wheel is assembled with the host's riscv64 binutils

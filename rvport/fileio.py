@@ -48,7 +48,8 @@ def new_file_mode() -> int:
 
 @contextlib.contextmanager
 def atomic_file(path: Path, *, mode: int | None = None) -> Iterator[BinaryIO]:
-    """A binary file to write that becomes `path` whole (flushed to disk, then renamed) when the block ends, and
+    """A binary file to write that becomes `path` whole (flushed to disk, then renamed) when the block ends,
+    and
     leaves nothing when it raises. mode: the file's permissions (default: 0666 less the umask)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -3,9 +3,9 @@
 `run()` logs the shell-quoted command at debug level, checks that the program exists, turns exit codes into
 readable errors (127 -> "not found", negative -> the signal's name) and returns the completed process.
 `stream()` hands a long command's output over line by line; `stop_streams()` stops every streamed program
-still running, for the main thread to stop work on other threads (only it receives Ctrl-C). `uninterruptible()`
-runs a block (making or removing what must not be left half-made) to its end although Ctrl-C or SIGTERM arrive
-meanwhile.
+still running, for the main thread to stop work on other threads (only it receives Ctrl-C).
+`uninterruptible()` runs a block (making or removing what must not be left half-made) to its end although
+Ctrl-C or SIGTERM arrive meanwhile.
 """
 
 from __future__ import annotations
@@ -177,8 +177,9 @@ _stopping = threading.Event()
 
 def stop_streams() -> None:
     """Stop every program `stream()` runs now, on any thread (SIGTERM to its process group, SIGKILL when it
-    lingers): each of those `stream()` calls then returns the program's exit status (killed by SIGTERM), so the
-    code around it fails and cleans up as after any failed program. Until `resume_streams()`, `stream()` starts
+    lingers): each of those `stream()` calls then returns the program's exit status (killed by SIGTERM), so
+    the code around it fails and cleans up as after any failed program. Until `resume_streams()`, `stream()`
+    starts
     no new program (CommandFailed): work on other threads ends at its next program."""
     _stopping.set()
     with _streams_lock:
@@ -188,7 +189,8 @@ def stop_streams() -> None:
 
 
 def resume_streams() -> None:
-    """`stream()` starts programs again (after stop_streams(), once the threads that were stopped have ended)."""
+    """`stream()` starts programs again (after stop_streams(), once the threads that were stopped have
+    ended)."""
     _stopping.clear()
 
 

@@ -35,7 +35,8 @@ HOST_RUST_TARGET: Mapping[str, str] = {
 # cross toolchains for these.
 BUILD_HOSTS = frozenset({"x86_64", "aarch64"})
 
-# What rvport adds to a source tree, in a directory of its own (relative to the tree's top directory; /src/<path>
-# in a stage): the planner points CARGO_HOME there, the tree step writes it, recipes may not name it as a dest.
+# What rvport adds to a source tree, in a directory of its own (relative to the tree's top directory;
+# /src/<path> in a stage): the planner points CARGO_HOME there, the tree step writes it, recipes may not name
+# it as a dest.
 RVPORT_DIR = ".rvport"
 CARGO_HOME = f"{RVPORT_DIR}/cargo-home"  # a cargo home: config.toml with the source replacement, nothing else

@@ -7,7 +7,8 @@ targets (`BakeTargets`) instead of being built. What bake does not do: bootstrap
 made here, as the runner makes it, and referenced by tag), verify, smoke-test, or cache artifacts by inputs.
 
 Targets, per stage NAME:
-    NAME-toolchain   the base plus the recipe's Debian packages (cross stages: the build-platform base plus the
+    NAME-toolchain   the base plus the recipe's Debian packages (cross stages: the build-platform base plus
+    the
                      kind's cross toolchain), loaded into the engine (type=docker) under the tag the runner
                      uses; the only target with network access (apt)
     NAME             the build: network none, output type=local into OUTPUT/bake/out/NAME. Accelerated stages
@@ -18,9 +19,9 @@ through `contexts` ("target:NAME"), which needs the named-contexts capability of
 toolchain image by tag instead: run `bake toolchains` first on a fresh engine (docs/ci.md).
 
 No `NAME-runtime` target: a recipe's runtime image (rvport/build/runtime.py) is made by `rvport build` alone
-(`runtime_notes` says so). The runner makes it from the stage's verified and smoke-tested artifacts, each found
-by name in the stage's output once it exists, which bake neither checks nor knows when the file is written;
-and feeding one target's output to another needs the named contexts this engine's BuildKit refuses.
+(`runtime_notes` says so). The runner makes it from the stage's verified and smoke-tested artifacts, each
+found by name in the stage's output once it exists, which bake neither checks nor knows when the file is
+written; and feeding one target's output to another needs the named contexts this engine's BuildKit refuses.
 """
 
 from __future__ import annotations

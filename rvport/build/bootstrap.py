@@ -1,5 +1,5 @@
-"""Making a base image's Debian root filesystem: debootstrap in one run, or split between the build platform and
-emulation.
+"""Making a base image's Debian root filesystem: debootstrap in one run, or split between the build platform
+and emulation.
 
 `debootstrap` (the classic method): one `debootstrap` run. For a foreign architecture (riscv64 on x86-64) its
 second stage runs under QEMU: debootstrap's own shell and perl, and dpkg unpacking every package again
@@ -142,7 +142,8 @@ def debootstrap_argv(
 
 
 def package_order(rootfs: Path) -> list[tuple[str, Path]]:
-    """(package, .deb in the rootfs) in debootstrap's order: required, then base; from the first stage's lists."""
+    """(package, .deb in the rootfs) in debootstrap's order: required, then base; from the first stage's
+    lists."""
     d = rootfs / "debootstrap"
     required = (d / "required").read_text().split()
     base = (d / "base").read_text().split()
@@ -247,8 +248,9 @@ def make_rootfs(
     on_line: Callable[[str], None],
     fetch_ahead: bool = True,
 ) -> None:
-    """Bootstrap `rootfs` (which must not exist) by `method`; raises HostNotReady on failure (the caller removes
-    the rootfs: remove_tree). fetch_ahead: debootstrap's packages fetched side by side (debprefetch); the split
+    """Bootstrap `rootfs` (which must not exist) by `method`; raises HostNotReady on failure (the caller
+    removes the rootfs: remove_tree). fetch_ahead: debootstrap's packages fetched side by side (debprefetch);
+    the split
     method always does, the classic one where asked (not for the classic method run as the reference)."""
     if proc.which("debootstrap") is None:
         raise HostNotReady(
@@ -428,8 +430,8 @@ class Deferred:
 
 class DeferredModule(Deferred):
     """A Python module run as a script (`python3.13 -E -S /usr/lib/python3.13/py_compile.py FILE...`, as
-    python3.13-minimal's and python3.13's postinsts compile the standard library), deferred the same way: run as a
-    script by its path, with file names for arguments, the recorder writes down the whole command line
+    python3.13-minimal's and python3.13's postinsts compile the standard library), deferred the same way: run
+    as a script by its path, with file names for arguments, the recorder writes down the whole command line
     (sys.orig_argv: interpreter, options, module, files); imported, or run otherwise (`-m py_compile -`, as
     py3compile does, reading names from its input), it is the real module."""
 
@@ -464,8 +466,9 @@ DEFERRED = (PY3COMPILE, UPDATE_CA)
 
 
 def update_ca_batch(calls: list[list[str]]) -> list[list[str]]:
-    """The update-ca-certificates runs that stand for the recorded calls: one, with --fresh when any call had it
-    and with its hooks (ca-certificates' postinst skips them, `--hooksdir ""`, and leaves them to its trigger's
+    """The update-ca-certificates runs that stand for the recorded calls: one, with --fresh when any call had
+    it and with its hooks (ca-certificates' postinst skips them, `--hooksdir ""`, and leaves them to its
+    trigger's
     plain call); calls with any other option are run as they were."""
     if not calls:
         return []
@@ -533,8 +536,9 @@ _PY_OPTIONS = {"-E", "-S", "-s", "-I", "-O", "-OO", "-B"}
 def py_compile_batch(
     module: str, calls: list[list[str]]
 ) -> tuple[dict[tuple[str, ...], list[str]], list[list[str]]]:
-    """({(interpreter, *options, module): files}, calls of any other form, to be run as they were): the recorded
-    `INTERPRETER [-E -S -O ...] MODULE FILE...` calls of the py_compile module `module`, their files gathered
+    """({(interpreter, *options, module): files}, calls of any other form, to be run as they were): the
+    recorded `INTERPRETER [-E -S -O ...] MODULE FILE...` calls of the py_compile module `module`, their files
+    gathered
     (once each) by interpreter and options."""
     groups: dict[tuple[str, ...], list[str]] = {}
     others: list[list[str]] = []
@@ -549,8 +553,9 @@ def py_compile_batch(
 
 
 def bytecode_runs(jobs: dict[tuple[str, ...], list[str]], parts: int) -> list[list[list[str]]]:
-    """The runs that compile `jobs` ({command: files}, each command run as `*command, *files`), in up to `parts`
-    independent lists of argvs: every directory's files in one list (split_by_directory), a command's files in
+    """The runs that compile `jobs` ({command: files}, each command run as `*command, *files`), in up to
+    `parts` independent lists of argvs: every directory's files in one list (split_by_directory), a command's
+    files in
     the files' order, at most 2000 files an argv."""
     runs = []
     for part in split_by_directory([f for files in jobs.values() for f in files], parts):
@@ -570,7 +575,8 @@ def bytecode_jobs(
     rootfs: Path, calls: dict[str, list[list[str]]]
 ) -> tuple[dict[tuple[str, ...], list[str]], list[list[str]]]:
     """({command: files}, argvs of any other form, to be run as they were): the recorded py3compile calls
-    (py3compile_batch) and the standard library's py_compile calls (py_compile_batch, every key of `calls` that
+    (py3compile_batch) and the standard library's py_compile calls (py_compile_batch, every key of `calls`
+    that
     is not a DEFERRED program is a py_compile module)."""
     files, others = py3compile_batch(rootfs, calls.get(PY3COMPILE, []))
     jobs: dict[tuple[str, ...], list[str]] = {(PY3COMPILE,): files} if files else {}
@@ -594,10 +600,11 @@ def deferred_runs(
     done: set[Job] | frozenset[Job] = frozenset(),
     certificates: bool = True,
 ) -> tuple[list[tuple[str, list[list[str]]]], list[list[str]]]:
-    """The deferred programs' runs: (independent tasks, each (what, argvs run one after another in the rootfs),
-    argvs to run after them all). update-ca-certificates once (certificate_runs), unless `certificates` is
-    False (EarlyWork made them); the bytecode (bytecode_jobs) but the jobs `done` already (EarlyWork), its
-    files split by directory into `parts` runs; calls of any other form afterwards, as they were (they may
+    """The deferred programs' runs: (independent tasks, each (what, argvs run one after another in the
+    rootfs), argvs to run after them all). update-ca-certificates once (certificate_runs), unless
+    `certificates` is False (EarlyWork made them); the bytecode (bytecode_jobs) but the jobs `done` already
+    (EarlyWork), its files split by directory into `parts` runs; calls of any other form afterwards, as they
+    were (they may
     write where the batches do)."""
     tasks: list[tuple[str, list[list[str]]]] = []
     ca = certificate_runs(calls.get(UPDATE_CA, []))
@@ -621,7 +628,8 @@ CA_HOOKS = "etc/ca-certificates/update.d"
 
 
 def ca_inputs(rootfs: Path) -> tuple:
-    """Every path update-ca-certificates reads (CA_INPUTS, recursively), with its type, size, mtime and link."""
+    """Every path update-ca-certificates reads (CA_INPUTS, recursively), with its type, size, mtime and
+    link."""
     out: list[tuple] = []
     for rel in CA_INPUTS:
         top = rootfs / rel
@@ -648,16 +656,17 @@ class EarlyWork:
     recorders are in place meanwhile), every `poll` seconds from the records' complete lines. Every package is
     unpacked before dpkg configures, so what a call reads is there. Two threads:
 
-    - bytecode (`run_bytecode`: at a lower priority, so that dpkg and the certificates, the chains the end waits
-      for, go first): the jobs of the calls recorded so far that are not done yet, one batch at a time. A deferred
-      module's own source is the recorder then, so it is left for afterwards, as is a batch that failed:
-      `done` holds the jobs whose run succeeded, and only those are left out of the deferred runs. Leaving the
-      block waits for its batch.
+    - bytecode (`run_bytecode`: at a lower priority, so that dpkg and the certificates, the chains the end
+    waits
+      for, go first): the jobs of the calls recorded so far that are not done yet, one batch at a time. A
+      deferred module's own source is the recorder then, so it is left for afterwards, as is a batch that
+      failed: `done` holds the jobs whose run succeeded, and only those are left out of the deferred runs.
+      Leaving the block waits for its batch.
     - certificates, the longest single chain, started as soon as ca-certificates' postinst has recorded its
       call (the batch update_ca_batch makes of it), when no hook is installed (a hook's package may not be
       configured yet). Leaving the block does not wait for it: the bytecode left runs meanwhile, and `join()`
-      waits. It counts as done (`certificates_done()`) only when the batch of every call recorded by the end is
-      the same and nothing update-ca-certificates reads has changed since it started (ca_inputs); else the
+      waits. It counts as done (`certificates_done()`) only when the batch of every call recorded by the end
+      is the same and nothing update-ca-certificates reads has changed since it started (ca_inputs); else the
       certificates are made again afterwards.
     """
 
@@ -695,14 +704,16 @@ class EarlyWork:
             self.join()
 
     def join(self) -> None:
-        """Wait for the certificates too (before anything else touches the rootfs, and before it is removed)."""
+        """Wait for the certificates too (before anything else touches the rootfs, and before it is
+        removed)."""
         self._stop.set()
         for t in self._threads:
             if t.ident is not None:  # started
                 t.join()
 
     def certificates_done(self, calls: list[list[str]]) -> list[list[str]] | None:
-        """The batch made early, if it stands for `calls` (all recorded by the end) and its inputs are the same
+        """The batch made early, if it stands for `calls` (all recorded by the end) and its inputs are the
+        same
         (after join())."""
         if self._certificates is None:
             return None
@@ -808,7 +819,8 @@ def _run_deferred(
 
 
 def _mount_proc(rootfs: Path, env: dict) -> None:
-    """/proc in the rootfs, as debootstrap's second stage mounts it: a real directory (the first stage may leave
+    """/proc in the rootfs, as debootstrap's second stage mounts it: a real directory (the first stage may
+    leave
     a symlink to the host's /proc, which must never be mounted over), mounted from inside the chroot."""
     target = rootfs / "proc"
     if target.is_symlink() or not target.is_dir():

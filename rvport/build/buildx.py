@@ -139,7 +139,8 @@ def image_info(ref: str) -> dict | None:
 
 
 def tag_image(ref: str, tag: str) -> None:
-    """Give the image `ref` the name `tag` ("repo:tag"), in one step: the name moves, or stays where it was."""
+    """Give the image `ref` the name `tag` ("repo:tag"), in one step: the name moves, or stays where it
+    was."""
     repo, _, name = tag.rpartition(":")
     if not _client().images.get(ref).tag(repo, name):
         raise HostNotReady(
@@ -149,7 +150,8 @@ def tag_image(ref: str, tag: str) -> None:
 
 
 def untag(ref: str) -> bool:
-    """Remove the name `ref` (an image of rvport's own making); the image goes only when no other name holds it.
+    """Remove the name `ref` (an image of rvport's own making); the image goes only when no other name holds
+    it.
     False when the engine refused (the name already gone, or a container uses the image)."""
     import docker
 

@@ -1,5 +1,6 @@
-"""A runtime image's check (`runtime: check:`): the image runs as a service and a client proves that it answers,
-before and after a restart. The runner calls `ensure` after the runtime image is made or found (runtime.make).
+"""A runtime image's check (`runtime: check:`): the image runs as a service and a client proves that it
+answers, before and after a restart. The runner calls `ensure` after the runtime image is made or found
+(runtime.make).
 
 `run`, in the engine (rvport/build/containers.py):
   1. a network of the check's own, internal (nothing on it reaches out), named rvport-check-<recipe>-<random>;

@@ -131,7 +131,8 @@ def restart(name: str, *, stop_timeout: int = 10) -> None:
 
 
 def state(name: str) -> str:
-    """What the container is doing: "running", "exited with status 1", ... ("unknown" if docker cannot say)."""
+    """What the container is doing: "running", "exited with status 1", ... ("unknown" if docker cannot
+    say)."""
     cp = _docker("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name, check=False)
     if cp.returncode != 0:
         return "unknown"

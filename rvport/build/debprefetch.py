@@ -44,7 +44,8 @@ class Deb:
 
     @property
     def name(self) -> str:
-        """The file name debootstrap gives it in var/cache/apt/archives (the version's epoch colon escaped)."""
+        """The file name debootstrap gives it in var/cache/apt/archives (the version's epoch colon
+        escaped)."""
         return f"{self.package}_{self.version}_{self.arch}.deb".replace(":", "%3a", 1)
 
 
@@ -96,7 +97,8 @@ def fetch_one(session: requests.Session, url: str, deb: Deb, archives: Path, sto
 
 
 def _session() -> requests.Session:
-    """A session that verifies TLS (an https mirror) against rvport's CA bundle, as the sources' downloads do."""
+    """A session that verifies TLS (an https mirror) against rvport's CA bundle, as the sources' downloads
+    do."""
     session = requests.Session()
     session.verify = str(ca_bundle())
     return session
@@ -149,7 +151,8 @@ class Prefetch:
         return found
 
     def _names(self) -> set[str] | None:
-        """The packages `debootstrap --print-debs` names (its output to a file; its messages dropped: the first
+        """The packages `debootstrap --print-debs` names (its output to a file; its messages dropped: the
+        first
         stage prints the same). A streamed program, so stop_streams() stops it as the first stage."""
         out = self.rootfs.with_name(self.rootfs.name + ".debs")
         try:

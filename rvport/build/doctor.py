@@ -36,8 +36,8 @@ class Check:
         }
 
 
-# A tiny static riscv64 program: `exit(42)` via the exit syscall (li a0,42; li a7,93; ecall). Running it through
-# binfmt_misc proves that the registered handler starts riscv64 code at all.
+# A tiny static riscv64 program: `exit(42)` via the exit syscall (li a0,42; li a7,93; ecall). Running it
+# through binfmt_misc proves that the registered handler starts riscv64 code at all.
 _RISCV_EXIT42 = bytes.fromhex(
     "7f454c460201010000000000000000000200f30001000000"  # ELF64 LE, EXEC, RISC-V
     "7800010000000000"

@@ -1,10 +1,11 @@
 """Images in the engine: base images, and building an image then inspecting it, written once.
 
-Base images: a Debian rootfs loaded as one layer (rootfs_image), or an image named by digest. How the rootfs is made
-(debootstrap in one run, or split between the build platform and emulation for a foreign architecture) is
-rvport/build/bootstrap.py. Built once and reused while its inputs (spec file, architecture, mirror, bootstrap
-method) are unchanged: the image tag carries the inputs' digest. What was installed (the suite's Release file digest, every package version) is recorded
-beside the cache entry and in result.json. `Bases` holds the base images of one run.
+Base images: a Debian rootfs loaded as one layer (rootfs_image), or an image named by digest. How the rootfs
+is made (debootstrap in one run, or split between the build platform and emulation for a foreign architecture)
+is rvport/build/bootstrap.py. Built once and reused while its inputs (spec file, architecture, mirror,
+bootstrap method) are unchanged: the image tag carries the inputs' digest. What was installed (the suite's
+Release file digest, every package version) is recorded beside the cache entry and in result.json. `Bases`
+holds the base images of one run.
 
 Build-then-inspect (`load_image`, `ensure_image`): `docker buildx build --load`, then the engine's own record
 of the image; an image that was built but is not in the engine is a HostNotReady, never a crash. Base,
@@ -217,7 +218,8 @@ def installed_packages(image: str, platform: str) -> dict[str, str]:
 
 
 def read_packages(image: str, path: str) -> dict[str, str]:
-    """A "name=version" file an image carries (e.g. /rvport-toolchain-packages.txt), {} when it cannot be read."""
+    """A "name=version" file an image carries (e.g. /rvport-toolchain-packages.txt), {} when it cannot be
+    read."""
     try:
         cp = buildx.run_container(image, ["cat", path], check=False, timeout=120)
     except RvportError:
@@ -444,7 +446,8 @@ def ensure_base(
             mirror=mirror,
         )
         try:
-            # packages fetched ahead but for a foreign base made the classic way: the reference (bench/bootstrap.py)
+            # packages fetched ahead but for a foreign base made the classic way: the reference
+            # (bench/bootstrap.py)
             bootstrap.make_rootfs(
                 req,
                 rootfs,

@@ -3,16 +3,18 @@
 Per stage, by the runner's own code path: a StageEnv with the runner's toolchain images (LoadedToolchains) and
 bases, `modes.setup` (the riscv64 base, the mode's toolchain image, and for accelerated stages the
 build-platform base and the cross toolchain prefix, rvport/xtc, with its compiler check), then the smoke image
-(`modes.smoke_image`), and for a stage with a runtime image (rvport/build/runtime.py) the image it is built FROM.
-The runtime image itself holds the stage's artifacts, which prepare does not build: it is listed when the engine
-has it under its tag with the plan's runtime key and FROM image (labels; whether it holds the artifacts a build
-would make is only known to the build, which makes it again if not), else listed as "made by rvport build"
-(`pending`) and left out of --tags. So the images are the ones `rvport build` with the same options makes and uses: same
-Dockerfiles, same tags. No source is fetched, nothing is compiled. What the stages used (StageEnv.used) is
+(`modes.smoke_image`), and for a stage with a runtime image (rvport/build/runtime.py) the image it is built
+FROM. The runtime image itself holds the stage's artifacts, which prepare does not build: it is listed when
+the engine has it under its tag with the plan's runtime key and FROM image (labels; whether it holds the
+artifacts a build would make is only known to the build, which makes it again if not), else listed as "made by
+rvport build" (`pending`) and left out of --tags. So the images are the ones `rvport build` with the same
+options makes and uses: same Dockerfiles, same tags. No source is fetched, nothing is compiled. What the
+stages used (StageEnv.used) is
 listed: the images to keep between CI runs (docs/ci.md).
 
 The work goes side by side (rvport/build/sidebyside.py): every base the stages need first (the riscv64 base on
-one worker, the build-platform bases on the other), then the stages' images. `rvport build` makes its images this way too, before its first stage (rvport/build/runner.py).
+one worker, the build-platform bases on the other), then the stages' images. `rvport build` makes its images
+this way too, before its first stage (rvport/build/runner.py).
 """
 
 from __future__ import annotations
@@ -51,15 +53,17 @@ class Prepared:
 
 
 class Preparer:
-    """The images of a plan's stages, made as a `rvport build` with the same options makes them (of the options,
-    output, fetch (the cache and the CA bundle), builder and base_image count here, and whether smoke tests run).
+    """The images of a plan's stages, made as a `rvport build` with the same options makes them (of the
+    options, output, fetch (the cache and the CA bundle), builder and base_image count here, and whether smoke
+    tests run).
 
-    Side by side (rvport/build/sidebyside.py): first every base the stages need (modes.bases), then each stage's
-    images, `workers` at a time. A stage whose images could not be made is in `errors`; `run` raises the first
-    of them in plan order, `make` leaves them to the caller. `rvport build` (for_build) uses `start` and `wait`
-    on a pool of its own: it builds each stage as soon as the stage's images are made, while the later stages'
-    images are being made, and fails a stage whose images failed when it comes to it, as if it had made them
-    then. `rvport prepare` logs to OUTPUT/logs/prepare-<stage>.log and shows a row per stage; `rvport build` logs
+    Side by side (rvport/build/sidebyside.py): first every base the stages need (modes.bases), then each
+    stage's images, `workers` at a time. A stage whose images could not be made is in `errors`; `run` raises
+    the first of them in plan order, `make` leaves them to the caller. `rvport build` (for_build) uses `start`
+    and `wait` on a pool of its own: it builds each stage as soon as the stage's images are made, while the
+    later stages' images are being made, and fails a stage whose images failed when it comes to it, as if it
+    had made them then. `rvport prepare` logs to OUTPUT/logs/prepare-<stage>.log and shows a row per stage;
+    `rvport build` logs
     to the stage's own log and shows "<stage> images" rows."""
 
     def __init__(
@@ -113,8 +117,9 @@ class Preparer:
 
     def start(self, pool: sidebyside.SideBySide) -> None:
         """Hand the work to `pool`: first every base the stages need (the riscv64 base on one worker, the
-        build-platform bases on the other), then the images that start from a build-platform base alone (modes:
-        `early`), then each stage's images (a stage's task waits for the bases it needs; a base that failed fails
+        build-platform bases on the other), then the images that start from a build-platform base alone
+        (modes: `early`), then each stage's images (a stage's task waits for the bases it needs; a base that
+        failed fails
         it, so does its early task's failure)."""
         self.logs.mkdir(parents=True, exist_ok=True)
         self._started = time.monotonic()
@@ -244,7 +249,8 @@ class Preparer:
 
 
 class _Row:
-    """A stage's progress under another row name (`rvport build` shows a stage's images as "<stage> images")."""
+    """A stage's progress under another row name (`rvport build` shows a stage's images as "<stage>
+    images")."""
 
     def __init__(self, rep: Progress, row: str):
         self.rep, self.row = rep, row

@@ -1,9 +1,10 @@
 """A root filesystem made into a one-layer image in the engine, without a build.
 
-GNU tar writes the layer natively; rvport wraps it with the image's config in a docker-archive (the layer,
-the config named by its digest, manifest.json naming the tag) and `docker load` takes it in. A buildx
-`FROM scratch` + `ADD rootfs.tar` sends the gigabyte to the builder, unpacks it and exports it again; the engine's
-own import (`docker import`) cannot name a foreign architecture on every engine (Docker 20.10 records its own).
+GNU tar writes the layer natively; rvport wraps it with the image's config in a docker-archive (the layer, the
+config named by its digest, manifest.json naming the tag) and `docker load` takes it in. A buildx `FROM
+scratch` + `ADD rootfs.tar` sends the gigabyte to the builder, unpacks it and exports it again; the engine's
+own import (`docker import`) cannot name a foreign architecture on every engine (Docker 20.10 records its
+own).
 
 The image holds the rootfs's files as they are (numeric owners; /proc, /sys and /dev as empty directories) and
 the config that build gave: PATH, the given environment, CMD, labels, the platform.

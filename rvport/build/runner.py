@@ -2,14 +2,14 @@
 
 1. Every stage's verified source tree (fetch), so that a source that cannot be had fails at once.
 2. Every image the stages need, made side by side (rvport/build/prepare.py, as `rvport prepare` makes them:
-   the bases, then each stage's toolchain, prefix, smoke and runtime FROM images). A stage whose images could not
-   be made fails when its turn comes, as if it had made them then.
+   the bases, then each stage's toolchain, prefix, smoke and runtime FROM images). A stage whose images could
+   not be made fails when its turn comes, as if it had made them then.
 3. Stage by stage: the toolchain image (found now) and the stage's Dockerfile (the stage's mode's work,
-   rvport/build/modes/, done by `modes.setup` in a StageEnv), build with no network, check the expected outputs,
-   verify them, run the smoke test, then commit the artifacts to the content-addressed artifact cache, make the
-   recipe's runtime image when it declares one (rvport/build/runtime.py; found again by its labels when
-   unchanged, for a cached stage too), run its check (rvport/build/check.py: the image as a service, a client
-   against it, before and after a restart) and copy the artifacts into the output directory.
+   rvport/build/modes/, done by `modes.setup` in a StageEnv), build with no network, check the expected
+   outputs, verify them, run the smoke test, then commit the artifacts to the content-addressed artifact
+   cache, make the recipe's runtime image when it declares one (rvport/build/runtime.py; found again by its
+   labels when unchanged, for a cached stage too), run its check (rvport/build/check.py: the image as a
+   service, a client against it, before and after a restart) and copy the artifacts into the output directory.
 
 Nothing half-made is ever left in the output or the cache: every result is made in a temporary directory and
 renamed into place.
@@ -136,7 +136,8 @@ def take_rust_report(files: Path) -> dict | None:
 
 
 def repair_disagreements(repairs: list[dict], verify: dict | None) -> list[str]:
-    """A repaired wheel must carry the tag rvport verify computes from its ELF files (rvport.verify.manylinux)."""
+    """A repaired wheel must carry the tag rvport verify computes from its ELF files
+    (rvport.verify.manylinux)."""
     computed = {
         Path(a["path"]).name: (a.get("wheel") or {}).get("manylinux")
         for report in (verify or {}).get("reports", [])
@@ -247,10 +248,11 @@ class Runner:
         return None
 
     def _stages(self) -> tuple[StageRecord, RvportError] | None:
-        """Every stage's images made side by side (rvport/build/prepare.py), and each stage built as soon as its
-        own are made, in plan order; the first stage that failed, with its error. Leaving early (a failure, an
-        interrupt) stops the image making still going on. How long the image making took, from its start to its
-        last task's end, and each stage's images go to result.json (images_ahead; the bases' own times are in
+        """Every stage's images made side by side (rvport/build/prepare.py), and each stage built as soon as
+        its own are made, in plan order; the first stage that failed, with its error. Leaving early (a
+        failure, an interrupt) stops the image making still going on. How long the image making took, from its
+        start to its last task's end, and each stage's images go to result.json (images_ahead; the bases' own
+        times are in
         base_images)."""
         prep = Preparer(
             self.plan, self.opts, self.rep, smoke=self.opts.smoke, bases=self.bases, for_build=True
@@ -347,8 +349,9 @@ class Runner:
         self._export(rec, store)
 
     def _check(self, env: StageEnv, base: BaseImage, made: runtime.MadeImage, files: Path) -> None:
-        """The runtime check (rvport/build/check.py) into stages[].runtime.check; run when the image was made or
-        the stage built now, else a kept passing result of the same images is reused; --no-smoke skips it. A
+        """The runtime check (rvport/build/check.py) into stages[].runtime.check; run when the image was made
+        or the stage built now, else a kept passing result of the same images is reused; --no-smoke skips it.
+        A
         failing check fails the stage (exit 7, as a failing smoke test)."""
         rec = env.record
         assert rec.runtime is not None
@@ -472,7 +475,8 @@ class Runner:
 
     def _smoke(self, env: StageEnv, files: Path, image: str) -> None:
         """The smoke test, in `image` (modes.smoke_image) under QEMU, with no network; its output and exit
-        status go to the record (stages[].smoke), and a non-zero status fails the stage with its last lines."""
+        status go to the record (stages[].smoke), and a non-zero status fails the stage with its last
+        lines."""
         st = env.stage
         install, run = dockerfiles.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
         rendered = dockerfiles.render(

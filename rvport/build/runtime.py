@@ -95,7 +95,8 @@ class MadeImage:
 
 
 def stage_files(rt: RuntimeImage, artifacts: Path, ctx: Path, recipe_file: str | None = None) -> None:
-    """Put the image's files into the build context: artifacts from the stage's verified output (found by name),
+    """Put the image's files into the build context: artifacts from the stage's verified output (found by
+    name),
     pinned files checked again by their digest."""
     for cf, f in zip(context_files(rt), rt.spec.files):
         dest = ctx / cf.name
@@ -130,7 +131,8 @@ def stage_files(rt: RuntimeImage, artifacts: Path, ctx: Path, recipe_file: str |
 
 
 def from_image(env: StageEnv, base: BaseImage) -> Toolchain:
-    """The image the runtime image is built FROM: `base` plus the runtime's Debian packages, made (or found) as
+    """The image the runtime image is built FROM: `base` plus the runtime's Debian packages, made (or found)
+    as
     the stage's other toolchain images are; `rvport prepare` makes it too."""
     rt = env.stage.runtime
     assert rt is not None

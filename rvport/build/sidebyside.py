@@ -1,15 +1,16 @@
-"""Work side by side on threads, stopped together: how the images a plan needs are made (rvport/build/prepare.py).
+"""Work side by side on threads, stopped together: how the images a plan needs are made
+(rvport/build/prepare.py).
 
-Each task runs on a worker thread, in the order given, `workers` at a time; what it returns, or the RvportError it
-raised, is its result. A task that raises anything else is a bug: it is raised again where its result is asked
-for. The caller may go on with its own work meanwhile and ask for one task's result when it needs it
-(`rvport build` builds a stage as soon as that stage's images are made).
+Each task runs on a worker thread, in the order given, `workers` at a time; what it returns, or the
+RvportError it raised, is its result. A task that raises anything else is a bug: it is raised again where its
+result is asked for. The caller may go on with its own work meanwhile and ask for one task's result when it
+needs it (`rvport build` builds a stage as soon as that stage's images are made).
 
-Only the main thread receives Ctrl-C and SIGTERM, and the programs the workers run are in sessions of their own
-(proc.stream). When an interrupt (or any error) leaves the `with` block, every streamed program is stopped
+Only the main thread receives Ctrl-C and SIGTERM, and the programs the workers run are in sessions of their
+own (proc.stream). When an interrupt (or any error) leaves the `with` block, every streamed program is stopped
 (proc.stop_streams), no task that has not started starts, and the main thread waits, deferring a second
-interrupt, until every started task has ended: each cleans up as after any failed program (a temporary rootfs, a
-build context), so nothing is left half-made. Then the interrupt goes on.
+interrupt, until every started task has ended: each cleans up as after any failed program (a temporary rootfs,
+a build context), so nothing is left half-made. Then the interrupt goes on.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from rvport.errors import RvportError
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
-# Two at a time: a 2-core host's cores (an emulated chain such as apt in a toolchain image holds one; the split
-# bootstrap uses the second one too while it configures), and what keeps memory and disk writes in bounds.
+# Two at a time: a 2-core host's cores (an emulated chain such as apt in a toolchain image holds one; the
+# split bootstrap uses the second one too while it configures), and what keeps memory and disk writes in
+# bounds.
 WORKERS = 2
 
 
@@ -66,7 +68,8 @@ class SideBySide(Generic[K, T]):
         return {key: self.result(key) for key in self._futures}
 
     def stop(self) -> None:
-        """Stop the running tasks' programs, drop the tasks not started, and wait for the running ones to end."""
+        """Stop the running tasks' programs, drop the tasks not started, and wait for the running ones to
+        end."""
         proc.stop_streams()
         try:
             with proc.uninterruptible():

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
-# What a toolchain image lists of itself: its Debian packages, "name=version" a line (the toolchain templates).
+# What a toolchain image lists of itself: its Debian packages, "name=version" a line (the toolchain
+# templates).
 TOOLCHAIN_PACKAGES = "/rvport-toolchain-packages.txt"
 
 
@@ -50,7 +51,8 @@ class RunOptions:
     base_image: str | None = None  # a digest-pinned image instead of the bootstrapped riscv64 base
 
     def bases(self, images: dict[str, BaseImage] | None = None) -> Bases:
-        """The run's base images, made or found once (logs in OUTPUT/logs; base_image replaces the riscv64 base
+        """The run's base images, made or found once (logs in OUTPUT/logs; base_image replaces the riscv64
+        base
         only); `images` may hold some already."""
         return Bases(
             cache_dir=self.fetch.cache.root,
@@ -201,8 +203,9 @@ class StageEnv:
 
     @property
     def riscv64_env(self) -> dict[str, str]:
-        """The environment of every riscv64 container the stage runs once it is built (the smoke test, a runtime
-        check's service and client): QEMU's CPU is the profile's, so emulated code sees exactly the profile's
+        """The environment of every riscv64 container the stage runs once it is built (the smoke test, a
+        runtime check's service and client): QEMU's CPU is the profile's, so emulated code sees exactly the
+        profile's
         ISA; a native riscv64 engine ignores it. The one place for that rule."""
         return {"QEMU_CPU": self.profile.qemu_cpu}
 
@@ -223,7 +226,8 @@ class StageEnv:
 
 
 class LoadedToolchains:
-    """Toolchain images as `rvport build` and `rvport prepare` make them: built once (buildx --load), inspected,
+    """Toolchain images as `rvport build` and `rvport prepare` make them: built once (buildx --load),
+    inspected,
     their package lists read. The apt stages get the CA bundle of `fetch` as a secret."""
 
     def __init__(self, fetch: FetchOptions):
@@ -277,7 +281,8 @@ def stage_context(
     tools: dict[str, Path] | None = None,
 ) -> None:
     """Lay out a build stage's context in ctx: src/, deps/<name>/, tools/ (rvport's own pinned tools and their
-    stage scripts, /rvport/tools in the stage), the build script, the /proc/cpuinfo check and the Dockerfile."""
+    stage scripts, /rvport/tools in the stage), the build script, the /proc/cpuinfo check and the
+    Dockerfile."""
     link_tree(tree, ctx / "src")
     (ctx / "deps").mkdir()
     for dep, path in deps.items():

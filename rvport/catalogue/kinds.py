@@ -25,11 +25,12 @@ class CrossToolchain:
     compilers: tuple[str, ...]  # their `--version` is recorded in result.json
     target: str  # what the toolchain targets, for result.json
     same_version: tuple[tuple[str, str], ...] = ()  # package pairs that must have one version, or no image
-    # riscv64 packages downloaded (apt-get download) and unpacked, the one directory of each named here, instead
-    # of installed: (package, directory inside it). For a Multi-Arch: same library whose riscv64 build cannot
-    # be installed beside the build platform's because their Debian versions differ by a binNMU suffix.
+    # riscv64 packages downloaded (apt-get download) and unpacked, the one directory of each named here,
+    # instead of installed: (package, directory inside it). For a Multi-Arch: same library whose riscv64 build
+    # cannot be installed beside the build platform's because their Debian versions differ by a binNMU suffix.
     unpack: tuple[tuple[str, str], ...] = ()
-    # package pairs (installed or unpacked) that must come from one source version: binNMU suffixes (+bN) dropped
+    # package pairs (installed or unpacked) that must come from one source version: binNMU suffixes (+bN)
+    # dropped
     same_source: tuple[tuple[str, str], ...] = ()
 
 
@@ -103,8 +104,8 @@ KINDS: Mapping[Kind, KindFacts] = {
 }
 
 
-# Rust toolchains a recipe may name (`toolchain: rust:`) that change a cargo kind's cross toolchain. The default
-# (no `rust:`, or `debian`) is the kind's own: Debian's rustc and cargo with libstd-rust-dev:riscv64.
+# Rust toolchains a recipe may name (`toolchain: rust:`) that change a cargo kind's cross toolchain. The
+# default (no `rust:`, or `debian`) is the kind's own: Debian's rustc and cargo with libstd-rust-dev:riscv64.
 #
 # debian-rustc-web: Debian's rustc-web and cargo-web (a newer Rust than trixie's rustc, kept current for the
 # browsers). They install /usr/bin/rustc and /usr/bin/cargo (they conflict with rustc and cargo and provide
@@ -138,7 +139,8 @@ RUST_PACKAGES = frozenset({"rustc", "rustc-web", "cargo", "cargo-web"})
 
 
 def compiles_rust(recipe: Recipe) -> bool:
-    """Does this recipe's stage compile Rust: a cargo kind, a recipe naming `rust:`, or one installing rustc/cargo?"""
+    """Does this recipe's stage compile Rust: a cargo kind, a recipe naming `rust:`, or one installing
+    rustc/cargo?"""
     return (
         recipe.kind is Kind.CARGO_STATICLIB
         or bool(recipe.toolchain.rust)
@@ -147,7 +149,8 @@ def compiles_rust(recipe: Recipe) -> bool:
 
 
 def compiles_go(recipe: Recipe) -> bool:
-    """Does this recipe's stage run the Go compiler: a go-binary, or a recipe installing golang-go to build?"""
+    """Does this recipe's stage run the Go compiler: a go-binary, or a recipe installing golang-go to
+    build?"""
     return recipe.kind is Kind.GO_BINARY or any(p.startswith("golang") for p in recipe.toolchain.debian)
 
 

@@ -42,7 +42,8 @@ class Profile:
 
     @property
     def cpuinfo(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(shown, not shown): the extensions build systems read from /proc/cpuinfo (isa.yaml's `cpuinfo`) that
+        """(shown, not shown): the extensions build systems read from /proc/cpuinfo (isa.yaml's `cpuinfo`)
+        that
         a CPU of this profile, as its QEMU CPU model, shows there and those it does not."""
         watched, allowed = isa_rules()["cpuinfo"], self.allowed
         return tuple(e for e in watched if e in allowed), tuple(e for e in watched if e not in allowed)
@@ -101,7 +102,8 @@ def expand(exts: frozenset[str] | set[str]) -> frozenset[str]:
 
 @dataclass(frozen=True, kw_only=True)
 class GoLevel:
-    """What a riscv64 Go binary may execute, from its build info's GORISCV64 setting (isa.yaml: go_riscv64)."""
+    """What a riscv64 Go binary may execute, from its build info's GORISCV64 setting (isa.yaml:
+    go_riscv64)."""
 
     name: str  # rva20u64, rva22u64, ...
     extensions: frozenset[str]

@@ -169,8 +169,9 @@ RVPORT_CHECK_ENV = ("SERVICE_HOST", "RVPORT_CHECK_ROUND", "QEMU_CPU")
 
 @dataclass(frozen=True, kw_only=True)
 class RuntimeCheck:
-    """What `rvport build` runs against the runtime image as a service (`runtime: check:`): a script in a client
-    container (the stage's smoke image, the artifacts at /artifacts) that reaches the service as $SERVICE_HOST on
+    """What `rvport build` runs against the runtime image as a service (`runtime: check:`): a script in a
+    client container (the stage's smoke image, the artifacts at /artifacts) that reaches the service as
+    $SERVICE_HOST on
     a network of their own; exit 0 passes. With `restart`, the service is restarted and the script runs again."""
 
     script: str
@@ -376,7 +377,8 @@ def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedF
 
 
 def _same_dest(v: LDict, file: str, vline: int | None) -> list[Problem]:
-    """Each lock file and recipe-local file goes to a dest of its own (a lock file's default: its file name)."""
+    """Each lock file and recipe-local file goes to a dest of its own (a lock file's default: its file
+    name)."""
     taken: dict[str, str] = {}
     out = []
     for key in ("lockfiles", "files"):
@@ -591,8 +593,8 @@ def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
     )
 
 
-# `toolchain: rust:` names. debian-rustc-web is Debian's rustc-web and cargo-web, which conflict with its rustc
-# and cargo: a recipe naming it installs them itself (toolchain.debian) for native, qemu and accelerated
+# `toolchain: rust:` names. debian-rustc-web is Debian's rustc-web and cargo-web, which conflict with its
+# rustc and cargo: a recipe naming it installs them itself (toolchain.debian) for native, qemu and accelerated
 # stages, and cross stages then install them instead of rustc and cargo (kinds.CROSS_RUST); a recipe that
 # installs them without naming it would get rustc and cargo beside them in a cross stage.
 RUST_WEB = "debian-rustc-web"
@@ -602,7 +604,8 @@ RUST_WEB_PACKAGES = ("rustc-web", "cargo-web")
 def _rust_problems(
     tc: Toolchain, file: str, docs: tuple[dict | None, ...], fallback: int | None
 ) -> list[Problem]:
-    """`rust:` against toolchain.debian; `docs` are the toolchain mappings it was merged from, nearest first."""
+    """`rust:` against toolchain.debian; `docs` are the toolchain mappings it was merged from, nearest
+    first."""
 
     def line(*keys: str) -> int | None:  # the nearest mapping with one of the keys, the first key preferred
         return next(
@@ -833,7 +836,8 @@ class Catalogue:
 
     @property
     def selected_by_all(self) -> list[str]:
-        """What --all means: every recipe of the user's directories when there are any, else every built-in one."""
+        """What --all means: every recipe of the user's directories when there are any, else every built-in
+        one."""
         if self.user_dirs:
             return sorted(n for n, vs in self.recipes.items() if vs[0].origin != BUILTIN)
         return self.names
@@ -881,7 +885,8 @@ def _load_dir(root: Path, origin: str, problems: list[Problem]) -> dict[str, lis
 
 def load_catalogue(user: Path | list[Path] | None = None, *, builtin: bool = True) -> Catalogue:
     """The built-in catalogue with the user's recipe directories layered over it (a user recipe of the same
-    name replaces the built-in one, with all its versions). `user` defaults to RVPORT_RECIPES. Every problem of
+    name replaces the built-in one, with all its versions). `user` defaults to RVPORT_RECIPES. Every problem
+    of
     every file is collected and raised together."""
     dirs = [d.resolve() for d in resources.user_recipe_dirs(user)]
     problems: list[Problem] = []

@@ -19,7 +19,8 @@ from rvport.cli.sources import register as register_sources
 from rvport.cli.verify import app as verify_app
 from rvport.errors import ExitCode, RvportError, UsageError
 
-# Plain (click-style) help: paragraphs are re-flowed to the terminal, and no type labels such as <bool> are shown.
+# Plain (click-style) help: paragraphs are re-flowed to the terminal, and no type labels such as <bool> are
+# shown.
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -408,8 +409,8 @@ def main() -> None:
     install_handlers()
     try:
         rc = app(standalone_mode=False)
-        # click 8.2+ (vendored by typer >= 0.16) turns Ctrl-C into Abort and, without standalone mode, *returns*
-        # its exit code (130) instead of raising: that must still be exit 8, not 0
+        # click 8.2+ (vendored by typer >= 0.16) turns Ctrl-C into Abort and, without standalone mode,
+        # *returns* its exit code (130) instead of raising: that must still be exit 8, not 0
         if rc == 130:
             raise KeyboardInterrupt
         if isinstance(rc, int) and rc != 0:

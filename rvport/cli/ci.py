@@ -105,7 +105,8 @@ def summary_markdown(doc: dict) -> str:
 
 
 def junit_xml(doc: dict) -> str:
-    """JUnit XML: one <testcase> per stage; failed -> <failure>, interrupted -> <error>, not run -> <skipped>."""
+    """JUnit XML: one <testcase> per stage; failed -> <failure>, interrupted -> <error>, not run ->
+    <skipped>."""
     stages = doc.get("stages", [])
     profile = (doc.get("profile") or {}).get("name", "unknown")
     failures = sum(1 for s in stages if s.get("status") == "failed")

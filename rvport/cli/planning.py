@@ -1,4 +1,5 @@
-"""The plan a verb works from (plan, build, prepare, reproduce): the command line's values checked into a Request,
+"""The plan a verb works from (plan, build, prepare, reproduce): the command line's values checked into a
+Request,
 then the catalogue loaded, the plan made with every source located, --jobs bounds said, pinned files checked."""
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def from_options(
     ca=None,
     manylinux="auto",
 ) -> tuple[Plan, FetchOptions]:
-    """request, the catalogue (with the user's recipe directories), the fetch options, resolve: the plan and the
+    """request, the catalogue (with the user's recipe directories), the fetch options, resolve: the plan and
+    the
     fetch options of one command line."""
     from rvport.catalogue.recipes import load_catalogue
     from rvport.sources import fetch_options

@@ -9,10 +9,10 @@ Every output mode shows that a long step is alive:
   `heartbeat` seconds (30 by default) from a timer thread, so it fires even when the step prints nothing:
   which step, how long so far, its phase, the last log line.
 
-The phase comes from the log lines themselves (PHASES below, rules as data): debootstrap's `I: Unpacking X...`,
-dpkg's `Setting up X ...`, mmdebstrap's `I: extracting archives...`, rvport's own bootstrap lines
-(`bootstrap: configuring 45/213 libc6`) and base image lines (`image: loading ...`), and buildx's plain
-`#7 [build 3/5] RUN ...`.
+The phase comes from the log lines themselves (PHASES below, rules as data): debootstrap's `I: Unpacking
+X...`, dpkg's `Setting up X ...`, mmdebstrap's `I: extracting archives...`, rvport's own bootstrap lines
+(`bootstrap: configuring 45/213 libc6`) and base image lines (`image: loading ...`), and buildx's plain `#7
+[build 3/5] RUN ...`.
 """
 
 from __future__ import annotations
@@ -133,8 +133,8 @@ class StageView:
 
 
 class Reporter:
-    """Interface the runner talks to; the plain implementation prints lines, never wrapped (soft_wrap): CI logs
-    and `::group::` markers must reach the log exactly as written.
+    """Interface the runner talks to; the plain implementation prints lines, never wrapped (soft_wrap): CI
+    logs and `::group::` markers must reach the log exactly as written.
 
     `clock` and `heartbeat` are there for tests (a fake clock, a short interval); `tick()` is what the timer
     thread calls."""
@@ -270,7 +270,8 @@ class Reporter:
 
 class LiveReporter(Reporter):
     """A Rich live view per stage: status, elapsed time, the current step with its own time and phase, and the
-    last log lines of the running one. Rich refreshes it from its own thread, so it moves when the log is quiet.
+    last log lines of the running one. Rich refreshes it from its own thread, so it moves when the log is
+    quiet.
     It keeps the plain reporter's state (begin, step, line, end) and prints none of its lines."""
 
     def __enter__(self) -> LiveReporter:

@@ -1,4 +1,5 @@
-"""`rvport reproduce`: build the same plan twice from nothing and show whether the artifacts are bit-identical.
+"""`rvport reproduce`: build the same plan twice from nothing and show whether the artifacts are
+bit-identical.
 
 Each build gets a fresh cache directory (sources fetched again, trees prepared again, no artifact cache) and
 BuildKit's --no-cache, so nothing of the first build can stand in for the second. Images (bases, toolchains)
@@ -60,9 +61,10 @@ def reproduce(
 ) -> None:
     """Build recipes twice from nothing and compare the artifacts bit for bit (exit 1 when any differs).
 
-    Name recipes as NAME or NAME==VERSION. Each build has a fresh cache directory (sources fetched again, trees
-    prepared again, no artifact cache) and BuildKit's --no-cache; base and toolchain images are reused. A
-    difference names the wheel members (contents, times, modes, order), archive members and ELF sections that
+    Name recipes as NAME or NAME==VERSION. Each build has a fresh cache directory (sources fetched again,
+    trees prepared again, no artifact cache) and BuildKit's --no-cache; base and toolchain images are reused.
+    A difference names the wheel members (contents, times, modes, order), archive members and ELF sections
+    that
     differ."""
     from rvport.build.runner import BuildOptions, Runner
     from rvport.catalogue.recipes import load_catalogue

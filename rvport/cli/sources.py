@@ -113,7 +113,8 @@ def fetch(
     ca_bundle: Path | None = CA_OPT,
     recipes_dir: list[Path] | None = RECIPES_OPT,
 ) -> None:
-    """Download and verify sources (SHA256, tree digests) into the cache; optionally fill a mirror for offline hosts.
+    """Download and verify sources (SHA256, tree digests) into the cache; optionally fill a mirror for offline
+    hosts.
 
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
     outputs.check_dir(to)
@@ -127,7 +128,8 @@ def fetch(
         with Fetcher(options=opts) as fetcher:
             for r in selected:
                 if tree:
-                    # unpacking checks each archive while reading it; a reused tree reads none, so check those here
+                    # unpacking checks each archive while reading it; a reused tree reads none, so check those
+                    # here
                     pt = prepare_tree(r, opts, fetcher=fetcher)
                     rows += [(r.ref, fetcher.check(f)) for f in pt.fetched]
                     u.err.print(
@@ -159,7 +161,8 @@ def pin(
     ca_bundle: Path | None = CA_OPT,
     recipes_dir: list[Path] | None = RECIPES_OPT,
 ) -> None:
-    """Record the digest of sources without a published one in your recipe YAML (later fetches must match): the
+    """Record the digest of sources without a published one in your recipe YAML (later fetches must match):
+    the
     SHA256 of an archive, the tree digest of a git source."""
     r = load_catalogue(recipes_dir).resolve(recipe)
     opts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle)

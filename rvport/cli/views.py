@@ -14,7 +14,8 @@ from rvport.plan.planner import Plan
 
 
 def _whole(name_like: bool, header: str = "", min_width: int = 0) -> dict:
-    """Column settings: names, kinds and numbers are never broken; other text wraps at spaces (never narrower than
+    """Column settings: names, kinds and numbers are never broken; other text wraps at spaces (never narrower
+    than
     its header or min_width), and only a word longer than its column (a path, a digest) is folded."""
     if name_like:
         return {"no_wrap": True}

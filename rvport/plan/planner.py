@@ -270,8 +270,9 @@ def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[s
         env["QEMU_CPU"] = profile.qemu_cpu
     env["RUSTFLAGS"] = PREFIX_MAP_RUSTFLAGS
     if recipe.vendor == "cargo":
-        # the cargo home rvport wrote into the prepared tree (rvport.sources.tree.vendor_crates): its config.toml
-        # replaces crates-io with the vendored crates; cargo merges it after the source's own .cargo/config.toml
+        # the cargo home rvport wrote into the prepared tree (rvport.sources.tree.vendor_crates): its
+        # config.toml replaces crates-io with the vendored crates; cargo merges it after the source's own
+        # .cargo/config.toml
         env["CARGO_HOME"] = f"{BUILD_DIR}/{CARGO_HOME}"
     for k, v in recipe.env.items():
         env[k] = expand(v, ctx)

@@ -30,7 +30,8 @@ def builtin(*parts: str) -> Path:
 
 
 def directory(name: str, override: Path | None = None) -> Path:
-    """toolchains/ or dockerfiles/: the flag's directory, else its environment variable's, else the built-in one."""
+    """toolchains/ or dockerfiles/: the flag's directory, else its environment variable's, else the built-in
+    one."""
     if override is not None:
         return override
     env = os.environ.get(ENV.get(name, ""), "")
@@ -60,7 +61,8 @@ def schema_text(name: str) -> str:
 
 
 def user_recipe_dirs(flag: Path | list[Path] | None = None) -> list[Path]:
-    """User recipe directories, highest priority first: the flag's, else RVPORT_RECIPE_PATH (':'-separated)."""
+    """User recipe directories, highest priority first: the flag's, else RVPORT_RECIPE_PATH
+    (':'-separated)."""
     if isinstance(flag, Path):
         return [flag]
     if flag:

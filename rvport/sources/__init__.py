@@ -1,4 +1,5 @@
-"""Sources you can trust: download once, verify SHA256 while streaming, cache by digest, mirror, offline, patch.
+"""Sources you can trust: download once, verify SHA256 while streaming, cache by digest, mirror, offline,
+patch.
 
 Public API (what the planner and the build runner call):
 

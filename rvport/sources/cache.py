@@ -1,4 +1,5 @@
-"""The content-addressed cache: blobs by SHA256, refs for unpinned sources, prepared trees; locks and atomic writes.
+"""The content-addressed cache: blobs by SHA256, refs for unpinned sources, prepared trees; locks and atomic
+writes.
 
 Layout (see docs/sources.md):
 
@@ -80,8 +81,9 @@ def disk_error(e: OSError, where: Path, doing: str) -> HostNotReady:
 class CorruptEntry(IntegrityError):
     """A cache entry whose bytes are not what its name (their sha256) says.
 
-    Raised by whoever read it (a check, an unpacking, a copy into a mirror); the fetcher then removes the entry
-    and fetches the source again (`Fetcher.refetch`), or, when it cannot, reports this error (exit code 4).
+    Raised by whoever read it (a check, an unpacking, a copy into a mirror); the fetcher then removes the
+    entry and fetches the source again (`Fetcher.refetch`), or, when it cannot, reports this error (exit code
+    4).
     """
 
     def __init__(self, path: Path, actual: str, *, inode: int | None = None):
@@ -95,7 +97,8 @@ class CorruptEntry(IntegrityError):
 
 
 class HashingReader(io.RawIOBase):
-    """A read-only stream over a file that hashes every byte read; `verify()` reads what is left and checks."""
+    """A read-only stream over a file that hashes every byte read; `verify()` reads what is left and
+    checks."""
 
     def __init__(self, f: IO[bytes]):
         super().__init__()

@@ -2,8 +2,8 @@
 
 Every download goes to <cache>/tmp/<lock>.part under an exclusive per-digest lock, is verified, and is renamed
 to <cache>/sha256/<hex>. A mismatch deletes the file and raises IntegrityError; nothing partial is ever read
-as a cache entry. A source pinned by its tree digest (`tree:`) is also checked for that digest before it enters
-the cache.
+as a cache entry. A source pinned by its tree digest (`tree:`) is also checked for that digest before it
+enters the cache.
 
 A cache entry is checked again whenever it is used (its bytes must be what its name says): read whole when
 `fetch` reports it, or hashed while it is unpacked or copied into a mirror (`check=False` hands the check to
@@ -540,7 +540,8 @@ class Fetcher:
 
     # ---------------------------------------------------------------- streaming download
     def _download(self, url: str, part: Path, *, label: str) -> tuple[str, int]:
-        """Stream `url` into `part`, hashing as it goes; retry with backoff, resuming with Range when allowed."""
+        """Stream `url` into `part`, hashing as it goes; retry with backoff, resuming with Range when
+        allowed."""
         opts = self.options
         h, have, attempt = hashlib.sha256(), 0, 0
         with open(part, "wb") as f:

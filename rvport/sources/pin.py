@@ -168,7 +168,8 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
 
 def check_pinned_files(recipes: Iterable[Recipe]) -> None:
     """The patches, lock files, added files and runtime files shipped beside the recipes must have the sha256
-    their recipes pin (a plan promises every pin; the build checks them again as it prepares each tree). Every mismatch is collected and
+    their recipes pin (a plan promises every pin; the build checks them again as it prepares each tree). Every
+    mismatch is collected and
     raised together as an IntegrityError (exit 4), naming the file and both digests."""
     problems: list[Problem] = []
     seen: set[tuple[str, Path]] = set()

@@ -73,7 +73,8 @@ def parse_pip_config_list(text: str) -> dict[str, str]:
 
 
 # Asked of the user's pip in a child process (rvport never imports pip): the index pip uses when nothing is
-# configured. pip keeps it in its internals only, so the question is one line of Python run by pip's interpreter.
+# configured. pip keeps it in its internals only, so the question is one line of Python run by pip's
+# interpreter.
 _PIP_DEFAULT_INDEX = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
 
 
@@ -94,7 +95,8 @@ def pip_default_index() -> str:
 
 
 def index_config(env: Mapping[str, str] | None = None, *, pip_config_text: str | None = None) -> IndexConfig:
-    """The indexes pip would use. `pip_config_text` (the output of `pip config list`) is read when not given."""
+    """The indexes pip would use. `pip_config_text` (the output of `pip config list`) is read when not
+    given."""
     env = os.environ if env is None else env
     if pip_config_text is None:
         pip_config_text = _pip_config_list()

@@ -1,11 +1,11 @@
-"""Prepared source trees: unpack, copy lock files and recipe-local files, apply patches, check the tree's own lock
-file, vendor crates or Go modules; content-addressed and atomic.
+"""Prepared source trees: unpack, copy lock files and recipe-local files, apply patches, check the tree's own
+lock file, vendor crates or Go modules; content-addressed and atomic.
 
-The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files, recipe-local
-files, vendoring and its lock).
-It is built in a temporary directory beside it and renamed into place, under a lock; a present tree is reused.
-Each archive is checked against its cache name while it is unpacked (a corrupt one is fetched again and the
-tree started over), and a source pinned by its tree digest must unpack to exactly that tree.
+The tree for a recipe lives at <cache>/trees/<key>/, key = digest of (sources, patches, lock files,
+recipe-local files, vendoring and its lock). It is built in a temporary directory beside it and renamed into
+place, under a lock; a present tree is reused. Each archive is checked against its cache name while it is
+unpacked (a corrupt one is fetched again and the tree started over), and a source pinned by its tree digest
+must unpack to exactly that tree.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def verify_pinned(pf: PinnedFile, what: str) -> None:
 
 
 def tree_key(recipe: Recipe, digests: dict[str, str]) -> str:
-    """Key of the prepared tree: digests of sources (by name), patches, lock files and files, plus vendoring."""
+    """Key of the prepared tree: digests of sources (by name), patches, lock files and files, plus
+    vendoring."""
     doc = {
         "format": TREE_FORMAT,
         "sources": [
@@ -219,12 +220,13 @@ def clamp_mtimes(tree: Path, epoch: int) -> None:
 
 
 def copy_recipe_file(recipe: Recipe, pf: PinnedFile, tree: Path) -> None:
-    """A recipe-local file (`files:`, checked against its pin already) into the tree at its dest, mode 0644. It
+    """A recipe-local file (`files:`, checked against its pin already) into the tree at its dest, mode 0644.
+    It
     adds to the source and never replaces a file of it (a patch does that, visibly)."""
     rel = pf.dest or pf.path.name
     target = _inside(tree, rel, recipe, pf.line)
-    # the path as written first: a symlink there (dangling or not) is the source's, and resolving it would write
-    # through it; then the resolved one (a symlinked directory on the way)
+    # the path as written first: a symlink there (dangling or not) is the source's, and resolving it would
+    # write through it; then the resolved one (a symlinked directory on the way)
     if os.path.lexists(tree / rel) or target.exists():
         raise RecipeError(
             f"{recipe.ref}: file {pf.rel} would replace {pf.dest}, which the source already has "
@@ -277,7 +279,8 @@ _REJECT = re.compile(
 
 
 def apply_patch(pf: PinnedFile, tree: Path) -> None:
-    """Apply one pinned patch with `patch -p<strip>`; a rejected hunk is an IntegrityError naming the patch."""
+    """Apply one pinned patch with `patch -p<strip>`; a rejected hunk is an IntegrityError naming the
+    patch."""
     cmd = [
         "patch",
         f"-p{pf.strip}",
@@ -443,8 +446,8 @@ def vendored_go_modules(recipe: Recipe, tree: Path) -> list[Path]:
 
 
 def vendor_go_modules(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
-    """`go mod vendor` on the host in the module the recipe names by its go.sum (`lock:`), else in every module
-    of the tree, so the offline stage builds with -mod=vendor.
+    """`go mod vendor` on the host in the module the recipe names by its go.sum (`lock:`), else in every
+    module of the tree, so the offline stage builds with -mod=vendor.
 
     Runs the host's `go` (Go >= 1.21 switches itself to the recipe's pinned version through GOTOOLCHAIN,
     fetching it as a module). Modules come from the Go module proxy and are checked against go.sum; local

@@ -47,7 +47,8 @@ def verify_paths(
     "carries" (runs on, and carries every extension the profile promises, Profile.requires); the older names
     "baseline" and "profile" mean the same two. `exports`: function names every artifact must export (an ELF
     file's dynamic symbol table, or some member of an ar archive). `provenance` (provenance.load): every
-    artifact must be one of its subjects, with the same sha256. Raises UsageError for a bad isa level, no paths, or a missing
+    artifact must be one of its subjects, with the same sha256. Raises UsageError for a bad isa level, no
+    paths, or a missing
     path; a bad artifact is never an exception but a failed verdict in the report."""
     level = isa_level(isa)
     if not paths:

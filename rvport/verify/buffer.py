@@ -20,7 +20,8 @@ class BufferFile(io.RawIOBase):
         pieces: list[tuple[int, bytes | bytearray]] | None = None,
         size: int | None = None,
     ) -> None:
-        """buffer: the member's first bytes (all of them when size is None); pieces: (offset, bytes) further on,
+        """buffer: the member's first bytes (all of them when size is None); pieces: (offset, bytes) further
+        on,
         sorted and not overlapping; size: the member's size when only those were kept."""
         super().__init__()
         self._starts = [0] + [at for at, _ in pieces or []]

@@ -299,7 +299,8 @@ class _Header:
 
 
 def _header(stream: BinaryIO) -> _Header:
-    """The ELF header, read with struct (building a pyelftools ELFFile costs a millisecond per file: seconds for
+    """The ELF header, read with struct (building a pyelftools ELFFile costs a millisecond per file: seconds
+    for
     an archive of thousands of objects). Names as pyelftools gives them, e.g. EM_RISCV, ET_DYN."""
     stream.seek(0)
     ident = stream.read(16)

@@ -66,7 +66,8 @@ def _why_not(name: str, hits: list[tuple[Found, Symbol]], found: Sequence[Found]
 
 
 def judge_exports(names: Sequence[str], found: Sequence[Found], *, archive: bool) -> ExportsJudgement:
-    """Pure: the reasons each name is not exported by any of the symbol tables, and a note for those that are."""
+    """Pure: the reasons each name is not exported by any of the symbol tables, and a note for those that
+    are."""
     reasons: list[str] = []
     good: list[str] = []
     for name in names:

@@ -1,6 +1,7 @@
 """The most compatible manylinux tag a wheel's ELF files allow, by the rules auditwheel applies (data:
 rvport/resources/manylinux.yaml): the libraries they need from the system, and the newest symbol version they
-need in each namespace (GLIBC, GLIBCXX, CXXABI, GCC, ...). Pure: facts in, a tag or the reason there is none out.
+need in each namespace (GLIBC, GLIBCXX, CXXABI, GCC, ...). Pure: facts in, a tag or the reason there is none
+out.
 """
 
 from __future__ import annotations

@@ -105,7 +105,8 @@ def _read(
 
 
 class _Kept:
-    """The bytes kept of a member as they are inflated: none, all, or (keep.py) the ranges of a big ELF file."""
+    """The bytes kept of a member as they are inflated: none, all, or (keep.py) the ranges of a big ELF
+    file."""
 
     def __init__(self, keep: Callable[[bytes], Keep], size: int) -> None:
         self._keep = keep

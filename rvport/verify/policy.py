@@ -85,7 +85,8 @@ class Needs:
 
 
 def needs(f: ElfFacts) -> Needs:
-    """What the file needs: its Tag_RISCV_arch string, else (Go binaries) the GORISCV64 level of its build info."""
+    """What the file needs: its Tag_RISCV_arch string, else (Go binaries) the GORISCV64 level of its build
+    info."""
     if f.arch is not None:
         return Needs(extensions=frozenset(f.extensions), source="arch string")
     g = f.go

@@ -1,13 +1,16 @@
-"""SLSA provenance v1 of a build, as an in-toto Statement v1 (unsigned), and the check of artifacts against one.
+"""SLSA provenance v1 of a build, as an in-toto Statement v1 (unsigned), and the check of artifacts against
+one.
 
     statement(result_doc, plan_doc, builder=...)   pure: result.json's (and plan.json's) document -> statement
-    write_beside(output, result_doc, plan_doc)     OUTPUT/provenance.json, atomically (the build runner's hook)
-    load(path) -> Provenance; check(provenance, path, sha256) -> (reasons, notes)   what `verify --provenance` does
+    write_beside(output, result_doc, plan_doc)     OUTPUT/provenance.json, atomically (the build runner's
+    hook) load(path) -> Provenance; check(provenance, path, sha256) -> (reasons, notes)   what `verify
+    --provenance` does
 
-The statement names every artifact with its sha256 (the subjects), what was asked (external parameters: recipes,
-profile, mode, tag), how it was built (internal parameters: the profile's flags, each stage's mode, commands and
-environment), everything that went in (resolved dependencies: sources, patches, lock files, vendored crates or Go
-modules by their lock's digest, base, toolchain and dependency artifacts), and who built it when (run details).
+The statement names every artifact with its sha256 (the subjects), what was asked (external parameters:
+recipes, profile, mode, tag), how it was built (internal parameters: the profile's flags, each stage's mode,
+commands and environment), everything that went in (resolved dependencies: sources, patches, lock files,
+vendored crates or Go modules by their lock's digest, base, toolchain and dependency artifacts), and who built
+it when (run details).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ _SHA256 = re.compile(r"^(?:sha256:)?([0-9a-f]{64})$")
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 
-# ---- the statement: pure ----------------------------------------------------------------------------------------
+# ---- the statement: pure
+# ----------------------------------------------------------------------------------------
 
 
 def statement(
@@ -196,7 +200,8 @@ def _dependencies(
 
 def _vendored(recipe: str, p: Mapping[str, Any], s: Mapping[str, Any]) -> dict | None:
     """Vendored crates or Go modules, named by the digest of the lock that pins them: the recipe's pinned lock
-    file when it has one, else the tree's own lock file the recipe pins (`lock:`), else the source archive that
+    file when it has one, else the tree's own lock file the recipe pins (`lock:`), else the source archive
+    that
     carries it (Cargo.lock or go.sum inside it)."""
     tool = p["vendor"]
     lock_name = LOCK_NAMES.get(tool, "")
@@ -242,7 +247,8 @@ def _metadata(result: Mapping[str, Any]) -> dict:
     return out
 
 
-# ---- writing it beside result.json -----------------------------------------------------------------------------
+# ---- writing it beside result.json
+# -----------------------------------------------------------------------------
 
 
 def write_beside(
@@ -251,8 +257,9 @@ def write_beside(
     plan: Mapping[str, Any] | None = None,
     builder: Mapping[str, Any] | None = None,
 ) -> Path | None:
-    """OUTPUT/provenance.json for a run that finished with artifacts; written whole or not at all. For a failed
-    or interrupted run, none: a statement left from an earlier run is removed, so it never sits beside a
+    """OUTPUT/provenance.json for a run that finished with artifacts; written whole or not at all. For a
+    failed or interrupted run, none: a statement left from an earlier run is removed, so it never sits beside
+    a
     result.json it does not describe."""
     path = output / FILENAME
     if result.get("status") != "ok" or not result.get("artifacts"):
@@ -264,7 +271,8 @@ def write_beside(
     return path
 
 
-# ---- checking artifacts against a statement --------------------------------------------------------------------
+# ---- checking artifacts against a statement
+# --------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -44,7 +44,8 @@ def entry_algorithm(fname: str, record: Record) -> str | None:
 
 def check_entry(fname: str, digest: str | None, size: int, record: Record, reasons: list[str]) -> int:
     """Check fname's RECORD entry against the digest (computed with entry_algorithm's algorithm, spelled by
-    record_digest) and the size of its bytes; append what is wrong to reasons. 1 when the entry was checked."""
+    record_digest) and the size of its bytes; append what is wrong to reasons. 1 when the entry was
+    checked."""
     entry = record.get(fname)
     if entry is None:
         reasons.append(f"{fname}: not listed in RECORD")

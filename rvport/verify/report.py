@@ -111,7 +111,8 @@ def write_junit(report: VerifyReport, path: Path) -> None:
 
 
 def _write(path: Path, text: str) -> None:
-    """Whole or not at all, in an existing directory; a path that cannot be written is a usage error (exit 2)."""
+    """Whole or not at all, in an existing directory; a path that cannot be written is a usage error (exit
+    2)."""
     if not path.parent.is_dir():
         raise UsageError(f"cannot write {path}: no directory {path.parent}")
     try:

@@ -1,5 +1,6 @@
 """Verify a wheel: its file-name tags, .dist-info/WHEEL, every file's RECORD entry, and every ELF file and ar
-archive in it, all read from the zip in memory (never unpacked to disk), each member once, on worker threads."""
+archive in it, all read from the zip in memory (never unpacked to disk), each member once, on worker
+threads."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The exported bake file builds the same msgspec wheel as `rvport build`, with `docker buildx bake` alone, for a
-plain emulated stage and for an accelerated one (whose cross toolchain prefix image rvport makes at export).
+"""The exported bake file builds the same msgspec wheel as `rvport build`, with `docker buildx bake` alone,
+for a plain emulated stage and for an accelerated one (whose cross toolchain prefix image rvport makes at
+export).
 
 The wheel's bytes differ between two builds only by zip timestamps (pip stamps members with the build's file
 times), so the comparison is honest at the level that matters: the same member names, and every member's

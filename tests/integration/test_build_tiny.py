@@ -152,7 +152,8 @@ def common(tiny: Path, out: Path) -> list[str]:
 def test_rust_staticlib_under_qemu(engine, tiny, tmp_path):
     """A Rust static library compiled under QEMU with the profile's CPU. Its Go user is built in cross mode
     (tests/integration/test_cross.py): Go >= 1.23 can hang at random when it compiles under qemu-user
-    (golang/go#70329; seen here, a `go build` parked in futex_wait for 14 minutes), and the plan warns of it."""
+    (golang/go#70329; seen here, a `go build` parked in futex_wait for 14 minutes), and the plan warns of
+    it."""
     out = tmp_path / "out"
     cp = rvport("build", "tinyrust", *common(tiny, out))
     assert cp.returncode == 0, cp.stdout + cp.stderr
@@ -211,7 +212,8 @@ def test_a_failing_smoke_test_shows_and_records_what_it_printed_and_exits_7(engi
 
 def test_ctrl_c_stops_the_build_and_leaves_no_artifact(engine, tiny, tmp_path):
     out = tmp_path / "out"
-    # started with SIGINT ignored, as a shell without job control starts background jobs: rvport must still stop
+    # started with SIGINT ignored, as a shell without job control starts background jobs: rvport must still
+    # stop
     proc = subprocess.Popen(
         [sys.executable, "-m", "rvport", "--ci", "build", "slow", *common(tiny, out)],
         stdout=subprocess.PIPE,

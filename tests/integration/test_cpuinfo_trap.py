@@ -137,7 +137,8 @@ def _isa_seen(wheel: Path) -> set[str]:
 
 
 def _ran(log: str) -> bool:
-    """The build step ran in this build (BuildKit did not take it from its cache): its output is in the log."""
+    """The build step ran in this build (BuildKit did not take it from its cache): its output is in the
+    log."""
     return "cpusniff: isa seen: " in log
 
 

@@ -1,5 +1,5 @@
-"""A real build writes OUTPUT/provenance.json (in-toto Statement v1, SLSA provenance v1) beside result.json, and
-`verify artifacts --provenance` checks the exported artifacts against it: the tiny Rust staticlib of
+"""A real build writes OUTPUT/provenance.json (in-toto Statement v1, SLSA provenance v1) beside result.json,
+and `verify artifacts --provenance` checks the exported artifacts against it: the tiny Rust staticlib of
 test_build_tiny, under QEMU."""
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The runtime check run by `rvport build` (rvport/build/check.py), on a tiny recipe of this test's own: its
 runtime image serves one line on a TCP port (a Python server of ours, the riscv64 base has python3), and its
 check connects to $SERVICE_HOST from a client made of the smoke image and checks the answer, before and after
-a restart. Proven against the real engine: both rounds pass under the profile's QEMU CPU on an internal network
-(no route out); an unchanged rebuild reuses the kept result; a new check runs again without a new image; a
-seeded failing check is exit 7 with its output and the service's logs recorded; an interrupted check is exit
+a restart. Proven against the real engine: both rounds pass under the profile's QEMU CPU on an internal
+network (no route out); an unchanged rebuild reuses the kept result; a new check runs again without a new
+image; a seeded failing check is exit 7 with its output and the service's logs recorded; an interrupted check
+is exit
 8. Every time, no container and no network of the check is left behind."""
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ while True:
     c.close()
 """
 
-# the check: wait for the service (it starts under QEMU), compare its answer, and find no way out of the network
+# the check: wait for the service (it starts under QEMU), compare its answer, and find no way out of the
+# network
 CHECK = """\
 set -eu
 test -x /artifacts/{name}
@@ -218,7 +220,8 @@ def test_the_runtime_check_routes_before_and_after_a_restart_and_leaves_nothing(
         assert again["status"] == "cached" and not again["runtime"]["made"]
         assert again["runtime"]["check"] == dict(chk, reused=True)
 
-        # 3. a seeded failing check (a new check: the same image, no new build): exit 7, the client's output and
+        # 3. a seeded failing check (a new check: the same image, no new build): exit 7, the client's output
+        # and
         # the service's logs recorded and shown, nothing left behind
         write_recipe(recipes, name, f, s, expect="goodbye")
         cp = rvport("build", name, *common)

@@ -114,7 +114,8 @@ def test_the_runtime_image_runs_as_declared_and_is_found_again(engine, tmp_path)
         planned = json.loads((tmp_path / "plan" / "plan.json").read_text())["stages"][0]["runtime"]
         assert rt["key"] == planned["key"]
 
-        # run as the plan says (read-only root, tmpfs /tmp, its user, no capabilities): the start script speaks
+        # run as the plan says (read-only root, tmpfs /tmp, its user, no capabilities): the start script
+        # speaks
         run = docker_run(*planned["run_args"], tag)
         assert run.returncode == 0, run.stdout + run.stderr
         assert run.stdout.strip() == f"hello from {name} as {UID} in /app, first"
@@ -155,8 +156,8 @@ def test_the_runtime_image_runs_as_declared_and_is_found_again(engine, tmp_path)
         run = docker_run(*planned["run_args"], tag)
         assert run.stdout.strip().endswith(", second"), run.stdout + run.stderr
 
-        # a runtime image that fails to build (its user's group exists in the base) fails the stage with exit 7
-        # and leaves the tag on the last complete image, and no scratch name
+        # a runtime image that fails to build (its user's group exists in the base) fails the stage with exit
+        # 7 and leaves the tag on the last complete image, and no scratch name
         text = (recipes / f"{name}.yaml").read_text()
         (recipes / f"{name}.yaml").write_text(text.replace("{name: tiny, uid:", "{name: daemon, uid:"))
         cp = rvport("build", name, *common)

@@ -1,4 +1,5 @@
-"""Real sdists through the user's pip configuration (index, certificates): fetched and verified against pins."""
+"""Real sdists through the user's pip configuration (index, certificates): fetched and verified against
+pins."""
 
 from __future__ import annotations
 

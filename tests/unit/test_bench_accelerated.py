@@ -1,4 +1,5 @@
-"""bench/accelerated.py: the compile commands a build ran, read back from its stage log for the pure replay."""
+"""bench/accelerated.py: the compile commands a build ran, read back from its stage log for the pure
+replay."""
 
 from __future__ import annotations
 

@@ -77,7 +77,8 @@ def test_version_and_help():
 
 
 def test_the_plan_table_shows_an_in_tree_lock():
-    """A lock the recipe pins inside the source (`lock:`) is listed with the stage's sources, like a lock file."""
+    """A lock the recipe pins inside the source (`lock:`) is listed with the stage's sources, like a lock
+    file."""
     from rich.console import Console
 
     from rvport.catalogue.profiles import get_profile

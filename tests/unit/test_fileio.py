@@ -1,4 +1,5 @@
-"""Files written whole (rvport/fileio.py): the target appears complete or not at all, with 0666 less the umask."""
+"""Files written whole (rvport/fileio.py): the target appears complete or not at all, with 0666 less the
+umask."""
 
 from __future__ import annotations
 

@@ -241,7 +241,8 @@ def candle_stub(r):
 
 
 def test_the_candle_library_stand_in_is_made_where_the_router_link_looks(cat):
-    """The router links -lcandle_semantic_router: the stage makes that archive from our C file before the router's
+    """The router links -lcandle_semantic_router: the stage makes that archive from our C file before the
+    router's
     `go build`, in the directory CGO_LDFLAGS names."""
     r = cat.resolve("semantic-router")
     stub = candle_stub(r)
@@ -294,7 +295,8 @@ ML_COPY_DIR = "/tmp/rvport-ml-binding"
 
 
 def test_the_router_links_a_copy_of_ml_binding_whose_rust_eh_personality_is_local(cat):
-    """GLIDE's and ml-binding's archives both define rust_eh_personality: the stage links a copy of ml-binding's
+    """GLIDE's and ml-binding's archives both define rust_eh_personality: the stage links a copy of
+    ml-binding's
     with that symbol local, made before the router's `go build`, in the directory CGO_LDFLAGS names."""
     r = cat.resolve("semantic-router")
     assert f"-L{ML_COPY_DIR}" in shlex.split(r.env["CGO_LDFLAGS"])

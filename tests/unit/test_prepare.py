@@ -1,5 +1,6 @@
-"""`rvport prepare` without Docker: the images it makes are the runner's (made by modes.setup in a StageEnv with
-the runner's LoadedToolchains: same Dockerfiles, same tags), made once, and an image already in the engine is
+"""`rvport prepare` without Docker: the images it makes are the runner's (made by modes.setup in a StageEnv
+with the runner's LoadedToolchains: same Dockerfiles, same tags), made once, and an image already in the
+engine is
 not made again. Docker is replaced at its door (buildx); everything between runs as it is."""
 
 from __future__ import annotations
@@ -372,7 +373,8 @@ def test_bases_are_made_side_by_side_and_a_failed_one_fails_the_stages_that_need
 def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_interrupted(
     setup, engine, monkeypatch, tmp_path, sigint
 ):
-    """`rvport build` makes its bases on worker threads; only the main thread receives Ctrl-C. The base's program
+    """`rvport build` makes its bases on worker threads; only the main thread receives Ctrl-C. The base's
+    program
     is stopped, its scratch directory removed, and result.json says interrupted."""
     import json
     import os

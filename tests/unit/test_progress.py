@@ -1,4 +1,5 @@
-"""Progress that proves a build is alive: phases read from log lines, heartbeats in plain and CI output (a fake
+"""Progress that proves a build is alive: phases read from log lines, heartbeats in plain and CI output (a
+fake
 clock, and once a real timer thread with a short interval), and the live view's step column."""
 
 from __future__ import annotations

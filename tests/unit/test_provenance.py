@@ -1,5 +1,6 @@
-"""SLSA provenance v1 (in-toto Statement v1): made from result.json and plan.json documents as the runner writes
-them, validated against the schema written from the specifications; written atomically beside result.json; and
+"""SLSA provenance v1 (in-toto Statement v1): made from result.json and plan.json documents as the runner
+writes them, validated against the schema written from the specifications; written atomically beside
+result.json; and
 artifacts checked against it (`verify artifacts --provenance`). No Docker."""
 
 from __future__ import annotations
@@ -218,7 +219,8 @@ def test_the_schema_refuses_what_the_specification_forbids(schema, breakage):
         _validate(broken, schema)
 
 
-# ---- written beside result.json ---------------------------------------------------------------------------------
+# ---- written beside result.json
+# ---------------------------------------------------------------------------------
 
 
 def test_write_beside_is_atomic_and_only_for_a_finished_build(tmp_path, schema, monkeypatch):
@@ -241,7 +243,8 @@ def test_write_beside_is_atomic_and_only_for_a_finished_build(tmp_path, schema, 
     assert list(tmp_path.iterdir()) == []
 
 
-# ---- checking artifacts against it ------------------------------------------------------------------------------
+# ---- checking artifacts against it
+# ------------------------------------------------------------------------------
 
 
 def _statement_file(tmp_path: Path, files: dict[str, bytes]) -> Path:

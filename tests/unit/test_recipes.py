@@ -208,7 +208,8 @@ def test_schema_file_is_valid_json_schema():
 
 @pytest.mark.parametrize("where", ["top", "version"])
 def test_a_recipe_may_not_set_qemu_cpu(tmp_path, where):
-    """The profile's QEMU CPU model is what every emulated stage runs as (its /proc/cpuinfo is what build systems
+    """The profile's QEMU CPU model is what every emulated stage runs as (its /proc/cpuinfo is what build
+    systems
     read); a recipe that set its own would build for another ISA than the profile's."""
     if where == "top":
         text = GOOD.format(name="a", digest="a" * 64, extra="").replace(
@@ -228,7 +229,8 @@ def test_a_recipe_may_not_set_qemu_cpu(tmp_path, where):
 @pytest.mark.parametrize(
     "toolchain, line, says, hint",
     [
-        # rust: debian-rustc-web without its packages: native, qemu and accelerated stages would have no rustc-web
+        # rust: debian-rustc-web without its packages: native, qemu and accelerated stages would have no
+        # rustc-web
         (
             "toolchain:\n  debian: [rustc-web]\n  rust: debian-rustc-web\n",
             6,
@@ -315,8 +317,9 @@ def test_two_files_with_one_dest_are_refused_on_load(tmp_path, entries, line, sa
     ],
 )
 def test_a_vendoring_cargo_recipe_may_not_set_cargo_home(tmp_path, top, version, line):
-    """The planner's CARGO_HOME (the tree's cargo home with the vendored-source replacement) would be overridden
-    by the recipe's env, and cargo would go to the network: refused on load. Without vendoring it is the
+    """The planner's CARGO_HOME (the tree's cargo home with the vendored-source replacement) would be
+    overridden by the recipe's env, and cargo would go to the network: refused on load. Without vendoring it
+    is the
     recipe's own business."""
     text = GOOD.format(name="a", digest="a" * 64, extra="    vendor: cargo\n" + version).replace(
         "build: [echo build]\n", top + "build: [echo build]\n"

@@ -97,7 +97,8 @@ def test_a_platform_variant_goes_into_the_config():
 
 
 def _load(tmp_path, monkeypatch, *, load_rc=0, engine_id=None, tar_rc=None):
-    """load_rootfs with a real tar and a mocked `docker load` and engine; returns (result or error, commands)."""
+    """load_rootfs with a real tar and a mocked `docker load` and engine; returns (result or error,
+    commands)."""
     ran = []
     real = rootfs_image.proc.stream
 

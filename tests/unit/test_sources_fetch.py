@@ -1,4 +1,5 @@
-"""Fetching against a real HTTP server on 127.0.0.1: cache, integrity, retries, resume, locks, kills, offline."""
+"""Fetching against a real HTTP server on 127.0.0.1: cache, integrity, retries, resume, locks, kills,
+offline."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Issue #14: git sources pinned by commit and tree digest, from a forge archive, a `git archive` tarball, a git
+"""Issue #14: git sources pinned by commit and tree digest, from a forge archive, a `git archive` tarball, a
+git
 bundle or a local clone; one changed byte or mode is exit 4. A tiny git repository made here (no forge)."""
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ def source(commit: str, tree: str | None, exclude: tuple[str, ...] = ()) -> Sour
 
 
 def forge_targz(clone: Path, commit: str, *, change: str | None = None) -> bytes:
-    """What a forge serves for /archive/<commit>.tar.gz, made another way than `git archive`: members in reverse
+    """What a forge serves for /archive/<commit>.tar.gz, made another way than `git archive`: members in
+    reverse
     order, other mtimes and owners, a <name>-<commit>/ top directory. `change` alters one byte or one mode."""
     top = f"tiny-{commit}"
     tmp = clone.parent / f"export-{change}"
@@ -311,7 +313,8 @@ def test_bad_excludes_are_recipe_errors_with_lines(tmp_path, exclude, tree, mess
 
 
 def test_cli_from_git_with_a_relative_cache_dir(repo, tmp_path):
-    """git archive runs in the clone (-C), so the cache's paths must not be relative to the caller's directory."""
+    """git archive runs in the clone (-C), so the cache's paths must not be relative to the caller's
+    directory."""
     clone, commit = repo
     tree = checkout_digest(clone, ("big",))
     root = write_recipe(tmp_path / "recipes", commit, tree, ("big/",))

@@ -453,8 +453,9 @@ def test_cargo_vendoring_writes_an_offline_cargo_home(tmp_path):
 )
 def test_vendored_crates_and_the_sources_own_cargo_config_both_apply_offline(tmp_path):
     """GLIDE's shape: a root .cargo/config.toml and ffi/.cargo/config.toml with [env] settings, the crate in
-    ffi/ with a pinned lock file and one dependency (a git one, so no registry is needed here). After vendoring,
-    with the git repository gone and cargo offline, a build from ffi/ with CARGO_HOME at rvport's cargo home
+    ffi/ with a pinned lock file and one dependency (a git one, so no registry is needed here). After
+    vendoring, with the git repository gone and cargo offline, a build from ffi/ with CARGO_HOME at rvport's
+    cargo home
     compiles the vendored dependency and both [env] settings in; the source's config files are untouched."""
     import json
     import shutil

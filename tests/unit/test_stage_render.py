@@ -132,8 +132,9 @@ def test_glide_ffi_cross_stage(cat):
     assert tc.startswith("#") and "FROM rvport/base:xtc" in tc and "QEMU_CPU" not in tc
     assert "dpkg --add-architecture riscv64;" in tc
     assert tc.index("dpkg --add-architecture") < tc.index("apt-get $ca -o Acquire::Languages=none update")
-    # the recipe names Debian's rustc-web (its crates need rustc >= 1.88): rustc-web and cargo-web on the build
-    # platform, the riscv64 rlibs of libstd-rust-web-dev beside them, golang-go for the round-trip program
+    # the recipe names Debian's rustc-web (its crates need rustc >= 1.88): rustc-web and cargo-web on the
+    # build platform, the riscv64 rlibs of libstd-rust-web-dev beside them, golang-go for the round-trip
+    # program
     assert installed(tc) == sorted(
         {
             "protobuf-compiler",
@@ -191,7 +192,8 @@ def test_cross_data_is_complete():
 
 
 def test_cli_plan_all_shows_the_flags(tmp_path):
-    """`rvport plan --all` as a user runs it: plan.json carries the same flags; unreachable sources point at --mirror."""
+    """`rvport plan --all` as a user runs it: plan.json carries the same flags; unreachable sources point at
+    --mirror."""
     cp = subprocess.run(
         [
             sys.executable,
@@ -259,8 +261,8 @@ def test_a_cargo_recipe_naming_rustc_web_cross_compiles_with_rustc_web(cat):
     st = plan(cat, "rvv256").stage("glide-ffi")
     recipe = rustc_web(st.recipe)
     tc = cross.render_toolchain(recipe, "rvport/base:xtc").text
-    # rustc-web and cargo-web installed (they provide /usr/bin/rustc and /usr/bin/cargo); plain rustc, cargo and
-    # libstd-rust-dev are not, and the riscv64 rlibs of libstd-rust-web-dev are unpacked, not installed
+    # rustc-web and cargo-web installed (they provide /usr/bin/rustc and /usr/bin/cargo); plain rustc, cargo
+    # and libstd-rust-dev are not, and the riscv64 rlibs of libstd-rust-web-dev are unpacked, not installed
     assert installed(tc) == sorted(
         {
             "protobuf-compiler",

@@ -1,5 +1,6 @@
 """Pure verifier logic, no docker: arch strings, attributes, rules, wheel tags, ar parsing, Go build info,
-JSON and JUnit rendering, and reading wheels (members read once, on threads) built here from minimal ELF files."""
+JSON and JUnit rendering, and reading wheels (members read once, on threads) built here from minimal ELF
+files."""
 
 from __future__ import annotations
 
@@ -157,7 +158,8 @@ def test_carries_requires_promised_extensions_runs_on_does_not():
     assert j.ok, j.reasons
 
 
-# What the brief of "runs on" asks, case by case: (arch, profile, runs on, carries, a reason that must appear).
+# What the brief of "runs on" asks, case by case: (arch, profile, runs on, carries, a reason that must
+# appear).
 V128_NO_ZVFH = V128_ARCH.replace("_zvfh1p0_zvfhmin1p0", "").replace("_zfhmin1p0", "")
 
 
@@ -357,7 +359,8 @@ def test_wheel_tag_arch_and_purity():
     assert judge_wheel_tags(parse_tag("py3-none-any"), []).ok
 
 
-# ---- ar archives ----------------------------------------------------------------------------------------------
+# ---- ar archives
+# ----------------------------------------------------------------------------------------------
 
 
 def _ar_member(name: str, data: bytes) -> bytes:
@@ -401,7 +404,8 @@ def test_bad_archives(blob, msg):
         list(iter_ar_members(blob))
 
 
-# ---- Go build info ---------------------------------------------------------------------------------------------
+# ---- Go build info
+# ---------------------------------------------------------------------------------------------
 
 
 def _buildinfo(version: str, mod: str) -> bytes:
@@ -426,7 +430,8 @@ def test_go_buildinfo_inline_format():
     assert parse_go_buildinfo(b"no magic here") is None
 
 
-# ---- reports ----------------------------------------------------------------------------------------------------
+# ---- reports
+# ----------------------------------------------------------------------------------------------------
 
 
 def _report() -> VerifyReport:
@@ -483,7 +488,8 @@ def test_junit_one_case_per_artifact():
     assert root.get("tests") == "2" and root.get("failures") == "1"
 
 
-# ---- reading wheels: each member once, on threads -------------------------------------------------------------
+# ---- reading wheels: each member once, on threads
+# -------------------------------------------------------------
 
 
 def _riscv_elf(
@@ -825,7 +831,8 @@ def test_go_build_info_of_a_binary_without_section_headers():
     assert f.go is not None and (f.go.go_version, f.go.goarch, f.go.goos) == ("go1.22.4", "riscv64", "linux")
 
 
-# ---- exports: judged from symbol tables (symbols.py reads them; exports.py judges) -------------------------------
+# ---- exports: judged from symbol tables (symbols.py reads them; exports.py judges)
+# -------------------------------
 
 
 def _sym(name, bind="GLOBAL", type_="FUNC", visibility="DEFAULT", defined=True):

@@ -33,8 +33,9 @@ class StageMode(Protocol):
         """The bases (spec, platform) the mode's images start from, besides the stage's riscv64 base."""
 
     def early(self, env: StageEnv) -> None:
-        """Make the mode's images that start from its own bases alone, not from the riscv64 base (the accelerated
-        prefix, the cross toolchain image): `rvport build` and `rvport prepare` make them while the riscv64 base
+        """Make the mode's images that start from its own bases alone, not from the riscv64 base (the
+        accelerated prefix, the cross toolchain image): `rvport build` and `rvport prepare` make them while
+        the riscv64 base
         is still being made. `toolchain` and `dockerfile` find them made."""
 
     def toolchain(self, env: StageEnv) -> Toolchain:
@@ -61,7 +62,8 @@ class StageSetup:
 
 
 def bases(stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
-    """The bases (spec, platform) `setup` makes or finds for the stage, in its order: the riscv64 base, then the
+    """The bases (spec, platform) `setup` makes or finds for the stage, in its order: the riscv64 base, then
+    the
     mode's own (a build-platform base). Pure: `rvport prepare` and `rvport build` make them side by side first."""
     own = of(stage.mode).bases(stage, host)
     declared = registry.facts(stage.mode).bases
@@ -71,8 +73,9 @@ def bases(stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
 
 
 def setup(env: StageEnv) -> StageSetup:
-    """A stage's images and Dockerfile, made in the engine as `rvport build` and `rvport prepare` both make them:
-    the riscv64 base, the mode's toolchain image, the Dockerfile (an accelerated stage's prefix image made and
+    """A stage's images and Dockerfile, made in the engine as `rvport build` and `rvport prepare` both make
+    them: the riscv64 base, the mode's toolchain image, the Dockerfile (an accelerated stage's prefix image
+    made and
     its compilers checked). What they are is recorded in env.record (result.json) and env.used."""
     mode = of(env.stage.mode)
     base = env.base(env.stage.recipe.toolchain.base, RISCV64)
@@ -90,6 +93,7 @@ def setup(env: StageEnv) -> StageSetup:
 
 
 def smoke_image(env: StageEnv, base: BaseImage) -> Toolchain:
-    """The image a stage's smoke test runs in: the riscv64 base plus the recipe's smoke packages (the base itself
+    """The image a stage's smoke test runs in: the riscv64 base plus the recipe's smoke packages (the base
+    itself
     when there are none)."""
     return env.with_packages(base, env.stage.recipe.smoke_debian, "smoke")

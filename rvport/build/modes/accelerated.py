@@ -1,21 +1,21 @@
 """Accelerated riscv64 stages: the stage stays riscv64 (Python, pip, CMake and build backends run under QEMU),
 while its C and C++ compilers are native cross compilers of the build platform targeting riscv64.
 
-The cross toolchain is a pinned, cached input: Debian's riscv64 cross GCC and binutils from the
-build-platform base (toolchains/debian-trixie-xtc.yaml, made by rvport.build.images.ensure_base), gathered by a
-small stage into a self-contained prefix, /opt/xtc (drivers, cc1/cc1plus, the build platform's loader and
-shared libraries), and loaded as an image. A riscv64 build stage takes it with `COPY --from=<that image>`
-and links it to its own headers, libraries and GCC files (dockerfiles/accelerated.Dockerfile), so the cross
-compiler must be the stage's GCC version: checked here from package versions before anything is built,
-and again inside the stage.
+The cross toolchain is a pinned, cached input: Debian's riscv64 cross GCC and binutils from the build-platform
+base (toolchains/debian-trixie-xtc.yaml, made by rvport.build.images.ensure_base), gathered by a small stage
+into a self-contained prefix, /opt/xtc (drivers, cc1/cc1plus, the build platform's loader and shared
+libraries), and loaded as an image. A riscv64 build stage takes it with `COPY --from=<that image>` and links
+it to its own headers, libraries and GCC files (dockerfiles/accelerated.Dockerfile), so the cross compiler
+must be the stage's GCC version: checked here from package versions before anything is built, and again inside
+the stage.
 
-Stages that compile Rust (kinds.compiles_rust: a cargo kind, or a recipe whose toolchain names `rust:` or installs
-rustc/cargo) get more in the same
-prefix, from a second build-platform base (toolchains/debian-trixie-xtc-rust.yaml, which adds rustc-web):
-the build platform's rustc, its own standard library (for build scripts and proc-macros, which run on the
-build platform) and a native linker for them. The target's standard library is the stage's own riscv64
-one, so the native rustc must be the stage's rustc version (RUST_MATCHED). Cargo, build backends and
-Python stay riscv64; cargo is told to target riscv64gc-unknown-linux-gnu with that rustc (RUST_ENV).
+Stages that compile Rust (kinds.compiles_rust: a cargo kind, or a recipe whose toolchain names `rust:` or
+installs rustc/cargo) get more in the same prefix, from a second build-platform base
+(toolchains/debian-trixie-xtc-rust.yaml, which adds rustc-web): the build platform's rustc, its own standard
+library (for build scripts and proc-macros, which run on the build platform) and a native linker for them. The
+target's standard library is the stage's own riscv64 one, so the native rustc must be the stage's rustc
+version (RUST_MATCHED). Cargo, build backends and Python stay riscv64; cargo is told to target
+riscv64gc-unknown-linux-gnu with that rustc (RUST_ENV).
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ MATCHED = (
 RUST_MATCHED = (("rustc-web", "rustc-web"), ("libstd-rust-web-dev", "libstd-rust-web-dev"))
 
 # What cargo and pyo3 are told in a Rust stage: cross mode's cargo environment (riscv64 target, the riscv64
-# linker and C compilers for build scripts) with the prefix's rustc; the recipe's own env comes after and wins.
-# The linker of the build platform's own target (build scripts, proc-macros) is the prefix's native gcc
+# linker and C compilers for build scripts) with the prefix's rustc; the recipe's own env comes after and
+# wins. The linker of the build platform's own target (build scripts, proc-macros) is the prefix's native gcc
 # (rust_env); setup.sh adds PYO3_CROSS_LIB_DIR, the stage Python's standard library directory, in
 # /opt/xtc/stage.env.
 RUST_ENV = {"RUSTC": f"{PREFIX}/rust/bin/rustc", **KINDS[Kind.CARGO_STATICLIB].cross.env}
@@ -276,14 +276,16 @@ class Accelerated:
     """The mode: the riscv64 stage's own toolchain image, and a Dockerfile that takes the prefix image."""
 
     def bases(self, stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
-        """The build-platform base of the prefix: with the build platform's rustc when the stage compiles Rust."""
+        """The build-platform base of the prefix: with the build platform's rustc when the stage compiles
+        Rust."""
         return ((XTC_RUST_BASE if kinds.compiles_rust(stage.recipe) else XTC_BASE, host_platform(host.arch)),)
 
     def toolchain(self, env: StageEnv) -> Toolchain:
         return riscv64_toolchain(env)
 
     def early(self, env: StageEnv) -> None:
-        """The prefix image needs only the build-platform base: made while the riscv64 base is still being made."""
+        """The prefix image needs only the build-platform base: made while the riscv64 base is still being
+        made."""
         self._prefix(env)
 
     def _prefix(self, env: StageEnv) -> XtcImage:
@@ -307,7 +309,8 @@ class Accelerated:
         return xtc
 
     def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> dockerfiles.Rendered:
-        """The prefix image made, the stage's compilers checked against it and recorded, the Dockerfile rendered."""
+        """The prefix image made, the stage's compilers checked against it and recorded, the Dockerfile
+        rendered."""
         st = env.stage
         rust = kinds.compiles_rust(st.recipe)
         xtc = self._prefix(env)

@@ -8,8 +8,8 @@ of it:
 - Rust: the host's `rustc` and `cargo` with `libstd-rust-dev:riscv64` beside them. That package is
   Multi-Arch: same, so dpkg installs it only at exactly the host rustc's version (checked again in the
   image: same_version); cargo targets riscv64gc-unknown-linux-gnu and links with riscv64-linux-gnu-gcc.
-  A recipe naming `rust: debian-rustc-web` gets `rustc-web` and `cargo-web` instead, with the riscv64
-  rlibs of `libstd-rust-web-dev:riscv64` unpacked beside them (same source version; kinds.CROSS_RUST says why).
+  A recipe naming `rust: debian-rustc-web` gets `rustc-web` and `cargo-web` instead, with the riscv64 rlibs of
+  `libstd-rust-web-dev:riscv64` unpacked beside them (same source version; kinds.CROSS_RUST says why).
 - Go: Debian's `golang-go` with GOOS=linux GOARCH=riscv64 and cgo through riscv64-linux-gnu-gcc.
 
 The smoke test of a cross stage still runs in the riscv64 base under QEMU (the runner's part).
@@ -49,12 +49,14 @@ def toolchain_of(recipe: Recipe) -> CrossToolchain:
 
 
 def packages(recipe: Recipe) -> tuple[str, ...]:
-    """The recipe's own Debian packages (build-platform tools such as protoc) plus the kind's cross toolchain."""
+    """The recipe's own Debian packages (build-platform tools such as protoc) plus the kind's cross
+    toolchain."""
     return tuple(sorted(set(recipe.toolchain.debian) | set(toolchain_of(recipe).packages)))
 
 
 def same_version_check(recipe: Recipe) -> str:
-    """A shell snippet failing the toolchain image when paired packages differ in version (same_version), or in
+    """A shell snippet failing the toolchain image when paired packages differ in version (same_version), or
+    in
     source version (same_source: binNMU suffixes dropped; either package may be an unpacked one)."""
     checks = []
     cross = toolchain_of(recipe)
