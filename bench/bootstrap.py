@@ -157,7 +157,9 @@ def compare_trees(a: dict[str, tuple], b: dict[str, tuple]) -> list[str]:
             diffs.append(f"only old: {path}")
         elif a[path] != b[path]:
             fields = ("type", "mode", "uid", "gid", "size", "link", "sha256")
-            what = ", ".join(f"{f} {x!r} -> {y!r}" for f, x, y in zip(fields, a[path], b[path]) if x != y)
+            what = ", ".join(
+                f"{f} {x!r} -> {y!r}" for f, x, y in zip(fields, a[path], b[path], strict=True) if x != y
+            )
             diffs.append(f"differs: {path}: {what}")
     return diffs
 

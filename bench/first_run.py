@@ -455,7 +455,7 @@ def steps(
     out["toolchain images (apt, emulated)"] = timed("toolchain", t)
     out["accelerated prefix images"] = timed("accelerated", t)
     out["sources (fetch, unpack, vendor)"] = timed("fetch", t)
-    for s, d in zip(stages, t):
+    for s, d in zip(stages, t, strict=False):
         out[f"{s.get('recipe')} wheel build"] = timed("build", [d])
     out["verify in the stages"] = timed("verify", t)
     out["smoke tests (image and test)"] = timed("smoke", t)

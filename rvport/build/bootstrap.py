@@ -503,11 +503,11 @@ def py3compile_batch(rootfs: Path, calls: list[list[str]]) -> tuple[list[str], l
             others.append(argv)
             continue
         lists = [info / f"{argv[1]}.list", *sorted(info.glob(f"{argv[1]}:*.list"))]
-        found = next((l for l in lists if l.is_file()), None)
+        found = next((ln for ln in lists if ln.is_file()), None)
         if found is None:
             others.append(argv)
             continue
-        py = [l for l in found.read_text().splitlines() if l.endswith(".py")]
+        py = [ln for ln in found.read_text().splitlines() if ln.endswith(".py")]
         dirs = argv[2:]
         if dirs:
             chosen = [f for f in py if any(f.startswith(d) for d in dirs)]

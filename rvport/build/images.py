@@ -123,7 +123,9 @@ def host_debian_mirror(
     """
     for f in sorted(sources_dir.glob("*.sources")):
         for stanza in f.read_text(errors="replace").split("\n\n"):
-            fields = dict(l.split(":", 1) for l in stanza.splitlines() if ":" in l and not l.startswith("#"))
+            fields = dict(
+                ln.split(":", 1) for ln in stanza.splitlines() if ":" in ln and not ln.startswith("#")
+            )
             suites = fields.get("Suites", "")
             if "security" in suites or "security" in fields.get("URIs", ""):
                 continue

@@ -113,7 +113,7 @@ def take_repair_report(files: Path) -> list[dict]:
                 "repaired": final is not None,
                 "platform": platform,
                 "grafted": grafted,
-                "auditwheel": [l for l in lines if l.strip()][-8:],
+                "auditwheel": [ln for ln in lines if ln.strip()][-8:],
             }
         )
         if final is not None and (files / built).exists():
@@ -566,4 +566,4 @@ def _tail(log: str | None, n: int = 30) -> list[str]:
     if not log or not Path(log).is_file():
         return []
     with open(log, errors="replace") as f:
-        return [l.rstrip("\n") for l in f.readlines()[-n:]]
+        return [ln.rstrip("\n") for ln in f.readlines()[-n:]]

@@ -98,7 +98,7 @@ def stage_files(rt: RuntimeImage, artifacts: Path, ctx: Path, recipe_file: str |
     """Put the image's files into the build context: artifacts from the stage's verified output (found by
     name),
     pinned files checked again by their digest."""
-    for cf, f in zip(context_files(rt), rt.spec.files):
+    for cf, f in zip(context_files(rt), rt.spec.files, strict=True):
         dest = ctx / cf.name
         dest.parent.mkdir(parents=True, exist_ok=True)
         if cf.artifact is not None:

@@ -905,7 +905,7 @@ def load_catalogue(user: Path | list[Path] | None = None, *, builtin: bool = Tru
     for d in reversed(dirs):  # the first directory given wins
         by_name.update(_load_dir(d, str(d), problems))
     # dependencies: known names, no cycles
-    for name, versions in by_name.items():
+    for versions in by_name.values():
         for r in versions:
             for dep in r.depends:
                 if dep.partition("==")[0] not in by_name:

@@ -424,25 +424,25 @@ def main() -> None:
         u.err.print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
         if u.debug:
             u.err.print(traceback.format_exc(), markup=False, highlight=False)
-        raise SystemExit(int(e.exit_code))
+        raise SystemExit(int(e.exit_code)) from None
     except KeyboardInterrupt:
         ui().err.print("[yellow]interrupted[/]")
-        raise SystemExit(int(ExitCode.INTERRUPTED))
+        raise SystemExit(int(ExitCode.INTERRUPTED)) from None
     except typer.Exit as e:
-        raise SystemExit(e.exit_code)
+        raise SystemExit(e.exit_code) from None
     except typer.Abort:
-        raise SystemExit(int(ExitCode.INTERRUPTED))
+        raise SystemExit(int(ExitCode.INTERRUPTED)) from None
     except Exception as e:  # command-line usage errors (typer's exceptions) and bugs
         if isinstance(e, _usage_errors()):
             e.show()  # type: ignore[attr-defined]
-            raise SystemExit(int(ExitCode.USAGE))
+            raise SystemExit(int(ExitCode.USAGE)) from None
         u = ui()
         u.err.print(f"internal error: {type(e).__name__}: {e}", markup=False, highlight=False)
         if u.debug:
             u.err.print(traceback.format_exc(), markup=False, highlight=False)
         else:
             u.err.print("run again with --debug for the traceback, and report it", markup=False)
-        raise SystemExit(int(ExitCode.INTERNAL))
+        raise SystemExit(int(ExitCode.INTERNAL)) from None
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

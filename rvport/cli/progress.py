@@ -244,7 +244,7 @@ class Reporter:
     def heartbeat_line(self, v: StageView, now: float) -> str:
         so_far = duration(now - (v.step_started if v.step_started is not None else now))
         phase = v.activity.describe()
-        last = next((l for l in reversed(v.tail) if l.strip()), "")
+        last = next((ln for ln in reversed(v.tail) if ln.strip()), "")
         parts = [f"[{self._ts()}] {v.name}: {v.step} ... {so_far} so far"]
         if phase:
             parts.append(phase)
@@ -310,7 +310,9 @@ class LiveReporter(Reporter):
                 if v.status == "running":
                     running = v
             tail = (
-                Text("\n".join(("  " + l)[:160] for l in running.tail), style="dim") if running else Text("")
+                Text("\n".join(("  " + ln)[:160] for ln in running.tail), style="dim")
+                if running
+                else Text("")
             )
         return Group(t, tail)
 

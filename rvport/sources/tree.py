@@ -200,7 +200,7 @@ def _assemble(
 def source_epoch(tree: Path) -> int:
     """The newest modification time in the unpacked sources: the sdist's or archive's own member times."""
     newest = 0
-    for root, dirs, files in os.walk(tree):
+    for root, _dirs, files in os.walk(tree):
         for name in files:
             newest = max(newest, int(os.lstat(os.path.join(root, name)).st_mtime))
     return newest

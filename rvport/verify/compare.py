@@ -131,7 +131,7 @@ def _zip_diff(a: bytes, b: bytes) -> list[str]:
 
 
 def _dt(t: tuple[int, ...]) -> str:
-    return "%04d-%02d-%02d %02d:%02d:%02d" % t
+    return "{:04d}-{:02d}-{:02d} {:02d}:{:02d}:{:02d}".format(*t)
 
 
 def _ar_diff(a: bytes, b: bytes) -> list[str]:
@@ -142,7 +142,7 @@ def _ar_diff(a: bytes, b: bytes) -> list[str]:
     out: list[str] = []
     if [n for n, _ in ma] != [n for n, _ in mb]:
         out.append("member names or order differ")
-    for (n, x), (_, y) in zip(ma, mb):
+    for (n, x), (_, y) in zip(ma, mb, strict=False):
         if x != y:
             out += [f"{n}: {line}" for line in explain(n, x, y)]
     return out

@@ -94,7 +94,9 @@ def test_accelerated_build_is_verified_smoke_tested_and_records_its_cross_toolch
         # the prefix's setup step prints its GCC, unless BuildKit reused that step from an earlier build
         setup = re.search(r"#(\d+) \[build +\d+/\d+\] RUN sh -eu /opt/xtc/setup\.sh\n#\1 CACHED", log)
         assert setup or "rvport accelerated: GCC 14." in log
-        assert any(l.startswith("$ docker buildx build") and "--network none" in l for l in log.splitlines())
+        assert any(
+            ln.startswith("$ docker buildx build") and "--network none" in ln for ln in log.splitlines()
+        )
 
 
 def test_same_verdicts_as_plain_emulation(builds):

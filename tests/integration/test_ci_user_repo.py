@@ -91,7 +91,7 @@ def test_github_action_in_a_repository_with_only_its_own_recipe(engine, tmp_path
         if not _step_runs(step, inputs):
             continue
         env = dict(base, **{k: _expand(v, inputs) for k, v in (step.get("env") or {}).items()})
-        added = [l for l in files["GITHUB_PATH"].read_text().splitlines() if l]
+        added = [ln for ln in files["GITHUB_PATH"].read_text().splitlines() if ln]
         env["PATH"] = os.pathsep.join([*reversed(added), env["PATH"]])
         cp = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
@@ -102,7 +102,7 @@ def test_github_action_in_a_repository_with_only_its_own_recipe(engine, tmp_path
             timeout=3000,
         )
         assert cp.returncode == 0, f"step {step['name']!r}:\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}"
-    outputs = dict(l.split("=", 1) for l in files["GITHUB_OUTPUT"].read_text().splitlines())
+    outputs = dict(ln.split("=", 1) for ln in files["GITHUB_OUTPUT"].read_text().splitlines())
     assert outputs["result"] == "rvport-out/result.json"
     _check_result(repo / "rvport-out")
     assert "## rvport build: ok" in files["GITHUB_STEP_SUMMARY"].read_text()

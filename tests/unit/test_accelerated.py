@@ -174,13 +174,13 @@ def test_stage_dockerfile_copies_the_prefix_image_and_puts_its_compilers_first()
     lines = r.text.splitlines()
     assert r.template == "accelerated.Dockerfile" and "@@" not in r.text
     assert (
-        lines[next(i for i, l in enumerate(lines) if not l.startswith("#"))]
+        lines[next(i for i, ln in enumerate(lines) if not ln.startswith("#"))]
         == "FROM rvport/toolchain:msgspec-build-abc AS build"
     )
     copy = "COPY --from=rvport/xtc:debian-trixie-xtc-amd64-0123456789ab /opt/xtc/ /opt/xtc/"
     setup = "RUN sh -eu /opt/xtc/setup.sh"
     assert copy in lines and setup in lines and lines.index(copy) < lines.index(setup)
-    (path,) = [l for l in lines if l.startswith("ENV PATH=")]
+    (path,) = [ln for ln in lines if ln.startswith("ENV PATH=")]
     assert path.startswith("ENV PATH=/opt/xtc/bin:") and "ccache" not in path
     assert lines.index(setup) < lines.index(path)  # setup.sh runs with the stage's own PATH
     assert 'ENV QEMU_CPU="rv64,v=true"' in lines and 'ENV CFLAGS="-O2 -march=rv64gcv"' in lines
@@ -201,16 +201,16 @@ def test_rust_stages_target_riscv64_with_the_prefix_rustc_and_link_build_scripts
     assert 'ENV CARGO_BUILD_JOBS="2"' in lines
     # the stage's /proc/cpuinfo is checked first; its own environment file (PYO3_CROSS_LIB_DIR) is read right
     # before the build
-    (build,) = [l for l in lines if "sh -eux /rvport/build.sh" in l]
+    (build,) = [ln for ln in lines if "sh -eux /rvport/build.sh" in ln]
     assert build.strip().startswith("sh -eu /rvport/cpuinfo.sh rvv256 ")
     assert " && . /opt/xtc/stage.env && mkdir -p " in build
     # C-only stages get none of it
     c_only = [
-        l
-        for l in acc.render_stage(toolchain="t", xtc=xtc(), env=env, profile="rvv256").text.splitlines()
-        if not l.startswith("#")
+        ln
+        for ln in acc.render_stage(toolchain="t", xtc=xtc(), env=env, profile="rvv256").text.splitlines()
+        if not ln.startswith("#")
     ]
-    assert not [l for l in c_only if "RUSTC" in l or "CARGO_BUILD_TARGET" in l]
+    assert not [ln for ln in c_only if "RUSTC" in ln or "CARGO_BUILD_TARGET" in ln]
 
 
 def test_arm64_build_platforms_link_their_own_target_natively():
@@ -265,7 +265,7 @@ def test_rust_scripts_check_the_standard_library_and_the_native_linker():
 
 def test_prefix_dockerfile_assembles_on_the_build_platform_and_keeps_only_the_prefix():
     r = acc.render_prefix("rvport/base:debian-trixie-xtc-amd64-abc", "14", "linux/amd64")
-    lines = [l for l in r.text.splitlines() if l and not l.startswith("#")]
+    lines = [ln for ln in r.text.splitlines() if ln and not ln.startswith("#")]
     assert lines[0] == "FROM --platform=linux/amd64 rvport/base:debian-trixie-xtc-amd64-abc AS assemble"
     assert "xtc-assemble.sh 14  &&" in r.text
     assert lines[-2:] == ["FROM scratch", "COPY --from=assemble /opt/xtc/ /opt/xtc/"]
@@ -292,7 +292,7 @@ def test_scripts_cover_the_pitfalls():
 
 def test_the_build_step_is_checked_after_it_ran():
     r = acc.render_stage(toolchain="t", xtc=xtc(), env={}, profile="rvv256")
-    (build,) = [l for l in r.text.splitlines() if "sh -eux /rvport/build.sh" in l]
+    (build,) = [ln for ln in r.text.splitlines() if "sh -eux /rvport/build.sh" in ln]
     assert build.rstrip().endswith("sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build")
 
 

@@ -20,7 +20,7 @@ spec.loader.exec_module(bench)
 
 def test_the_private_daemon_has_its_own_places_and_config_and_leaves_the_hosts_chains_alone(tmp_path):
     argv = bench.dockerd_argv(tmp_path, "rvb1")
-    opt = dict(zip(argv[1::2], argv[2::2]))
+    opt = dict(zip(argv[1::2], argv[2::2], strict=False))
     assert opt["--config-file"] == str(tmp_path / "daemon.json")  # /etc/docker/daemon.json is not read
     assert opt["--data-root"] == str(tmp_path / "data") and opt["--exec-root"] == str(tmp_path / "exec")
     assert opt["--pidfile"] == str(tmp_path / "dockerd.pid") and opt["-H"] == f"unix://{tmp_path}/docker.sock"

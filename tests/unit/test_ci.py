@@ -212,4 +212,4 @@ def test_github_groups_fold_each_stage():
 def test_gitlab_sections_fold_each_stage():
     lines = _lines("gitlab")
     assert lines[0].startswith("\x1b[0Ksection_start:") and "rvport_1[collapsed=true]" in lines[0]
-    assert any(l.startswith("\x1b[0Ksection_end:") and "rvport_1" in l for l in lines)
+    assert any(ln.startswith("\x1b[0Ksection_end:") and "rvport_1" in ln for ln in lines)

@@ -69,8 +69,8 @@ def test_elf_members_of_a_wheel_are_compared_by_section(tmp_path):
         _zip_bytes(tmp_path / "1.whl", {"m/_core.so": one}),
         _zip_bytes(tmp_path / "2.whl", {"m/_core.so": two}),
     )
-    assert any(l.startswith("m/_core.so: section .text") for l in lines), lines
-    assert any(".rodata" in l for l in lines), lines  # the embedded string differs too
+    assert any(ln.startswith("m/_core.so: section .text") for ln in lines), lines
+    assert any(".rodata" in ln for ln in lines), lines  # the embedded string differs too
 
 
 def test_missing_artifacts_are_differences(tmp_path):

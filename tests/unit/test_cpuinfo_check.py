@@ -152,7 +152,7 @@ def stage(recipe: str, mode: Mode, host: HostFacts = X86, profile: str = "rvv256
 
 
 def build_line(text: str) -> str:
-    (line,) = [l for l in text.splitlines() if "sh -eux /rvport/build.sh" in l]
+    (line,) = [ln for ln in text.splitlines() if "sh -eux /rvport/build.sh" in ln]
     return line.strip()
 
 

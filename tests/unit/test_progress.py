@@ -103,7 +103,7 @@ def test_plain_output_prints_steps_and_a_heartbeat_every_interval_of_silence():
     assert "so far" not in buf.getvalue()  # not yet 30 s
     clock.now += 1
     rep.tick()
-    beats = [l for l in buf.getvalue().splitlines() if "so far" in l]
+    beats = [ln for ln in buf.getvalue().splitlines() if "so far" in ln]
     assert len(beats) == 1
     assert re.search(
         r"msgspec: base image debian-trixie \(linux/riscv64\) \.\.\. 30s so far; unpacking 12/213 "
@@ -111,7 +111,7 @@ def test_plain_output_prints_steps_and_a_heartbeat_every_interval_of_silence():
         beats[0],
     )
     rep.tick()  # no second beat within the same 30 s
-    assert sum("so far" in l for l in buf.getvalue().splitlines()) == 1
+    assert sum("so far" in ln for ln in buf.getvalue().splitlines()) == 1
     clock.now += 95  # silence for longer: one beat per tick that is due
     rep.tick()
     assert (
@@ -151,7 +151,7 @@ def test_ci_output_also_beats_while_lines_stream():
         clock.now += 1
         rep.line("a", f"#7 {i}.0 compiling file{i}.c")
         rep.tick()
-    beats = [l for l in buf.getvalue().splitlines() if "so far" in l]
+    beats = [ln for ln in buf.getvalue().splitlines() if "so far" in ln]
     assert len(beats) == 1 and beats[0].endswith("last: #7 29.0 compiling file29.c")
 
 
