@@ -273,9 +273,9 @@ def build(
     finally:
         rpath = output / "result.json"
         if rpath.is_file():
-            import json
+            from rvport.fileio import read_json
 
-            doc = json.loads(rpath.read_text())
+            doc = read_json(rpath, what="result")
             u.console.print(views.result_table(doc), crop=False)
             u.console.print(f"wrote {rpath}", markup=False)
             from rvport.cli import ci

@@ -26,13 +26,14 @@ from typing import Any
 from rvport import __version__
 from rvport.catalogue.recipes import LOCK_NAMES
 from rvport.errors import UsageError
-from rvport.fileio import atomic_write_text
+from rvport.fileio import MiB, atomic_write_text, read_json
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 BUILD_TYPE = "https://rvport.dev/provenance/build/v1"  # what the parameters below mean: docs/verify.md
 BUILDER_ID = "https://rvport.dev/builder/buildx"  # + "/<buildx driver>" when it is known
 FILENAME = "provenance.json"  # beside result.json
+PROVENANCE_MAX_BYTES = 16 * MiB  # a statement names each artifact once: a whole catalogue's is a few KiB
 
 _SHA256 = re.compile(r"^(?:sha256:)?([0-9a-f]{64})$")
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
@@ -291,19 +292,12 @@ class Provenance:
 def load(path: Path) -> Provenance:
     """Read a provenance statement. UsageError (with the file, and the line for bad JSON) when it is not an
     in-toto Statement v1 whose subjects have sha256 digests."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(
-            f"cannot read provenance {path}: {e}", hint="pass the provenance.json a build wrote"
-        ) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(
-            f"{path}:{e.lineno}: not JSON: {e.msg}",
-            hint="pass the provenance.json a build wrote (an in-toto Statement v1)",
-        ) from None
+    doc = read_json(
+        path,
+        what="provenance",
+        limit=PROVENANCE_MAX_BYTES,
+        hint="pass the provenance.json a build wrote (an in-toto Statement v1)",
+    )
     hint = "rvport writes one beside result.json (OUTPUT/provenance.json)"
     if not isinstance(doc, dict) or doc.get("_type") != STATEMENT_TYPE:
         got = doc.get("_type") if isinstance(doc, dict) else type(doc).__name__
@@ -311,15 +305,23 @@ def load(path: Path) -> Provenance:
             f"{path}: not an in-toto Statement v1 (_type is {got!r}, not {STATEMENT_TYPE!r})", hint=hint
         )
     subjects: list[Subject] = []
-    for i, s in enumerate(doc.get("subject") or []):
-        sha = (s.get("digest") or {}).get("sha256") if isinstance(s, dict) else None
+    listed = doc.get("subject") or []
+    for i, s in enumerate(listed if isinstance(listed, list) else [None]):
+        digest = s.get("digest") if isinstance(s, dict) else None
+        sha = digest.get("sha256") if isinstance(digest, dict) else None
         if not isinstance(sha, str) or not _SHA256.match(sha) or sha.startswith("sha256:"):
             raise UsageError(f"{path}: subject {i} has no sha256 digest", hint=hint)
         subjects.append(Subject(name=str(s.get("name") or "_"), sha256=sha))
     if not subjects:
         raise UsageError(f"{path}: the statement has no subject", hint=hint)
-    params = ((doc.get("predicate") or {}).get("buildDefinition") or {}).get("externalParameters") or {}
-    profile = params.get("profile") if doc.get("predicateType") == PREDICATE_TYPE else None
+    params: object = doc
+    for key in ("predicate", "buildDefinition", "externalParameters"):
+        params = params.get(key) if isinstance(params, dict) else None
+    profile = (
+        params.get("profile")
+        if isinstance(params, dict) and doc.get("predicateType") == PREDICATE_TYPE
+        else None
+    )
     return Provenance(
         path=str(path), subjects=tuple(subjects), profile=profile if isinstance(profile, str) else None
     )

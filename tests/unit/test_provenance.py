@@ -340,3 +340,37 @@ def test_cli_provenance(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     cp = rvport("verify", "artifacts", "--provenance", str(tmp_path / "bad.json"), str(art / "libx.so"))
     assert cp.returncode == 2 and "bad.json:1: not JSON" in cp.stderr and "Traceback" not in cp.stderr
+
+
+def test_provenance_from_a_special_file_too_big_or_too_deep_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # no writer: reading it would wait for ever
+    for path, kind in ((Path("/dev/zero"), "character device"), (fifo, "FIFO")):
+        with pytest.raises(UsageError, match=f"provenance {path} is a {kind}: only regular files are read"):
+            provenance.load(path)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(UsageError, match="nests deeper than"):
+        provenance.load(deep)
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate(provenance.PROVENANCE_MAX_BYTES + 1)
+    with pytest.raises(UsageError, match="over the cap"):
+        provenance.load(big)
+
+
+@pytest.mark.parametrize(
+    "subject",
+    ['"abc"', "5", '[{"name": "x", "digest": "ab"}]', '[{"name": "x", "digest": [1]}]', "[7]"],
+)
+def test_provenance_subjects_of_the_wrong_shape_are_usage_errors(tmp_path, subject):
+    p = tmp_path / "p.json"
+    p.write_text(f'{{"_type": "{provenance.STATEMENT_TYPE}", "subject": {subject}, "predicate": 3}}')
+    with pytest.raises(UsageError, match="subject 0 has no sha256 digest"):
+        provenance.load(p)
+
+
+def test_cli_provenance_from_dev_zero_is_exit_2_at_once(tmp_path):
+    (tmp_path / "x.so").write_bytes(_riscv_elf())
+    cp = rvport("verify", "artifacts", "--provenance", "/dev/zero", str(tmp_path / "x.so"))
+    assert cp.returncode == 2 and "only regular files are read" in cp.stderr, cp.stderr
