@@ -272,11 +272,11 @@ def pure_cross(work: Path, recipe: str, jobs: int) -> dict | None:
     (ctx / "commands.py").write_text(CMAKE_COMMANDS_PY)
     (ctx / "prepare.Dockerfile").write_text(
         f"FROM {tc} AS prepare\n{dockerfiles.env_lines(st['env'])}\n"  # the build's own environment
-        f"COPY --from={xtc} /opt/xtc/ /opt/xtc/\nRUN sh -eu /opt/xtc/setup.sh\n"
-        "ENV PATH=/opt/xtc/bin:/usr/sbin:/usr/bin:/sbin:/bin\nCOPY src/ /src/\nCOPY commands.py /\nWORKDIR /src\n"
-        f"RUN touch /cmake-compiles.txt && {PREPARE[recipe].format(version=st['version'])}\n"
-        "FROM scratch\nCOPY --from=prepare /src/ /src/\nCOPY --from=prepare /usr/include/ /include/\n"
-        "COPY --from=prepare /cmake-compiles.txt /\n"
+        f"COPY --from={xtc} /opt/xtc/ /opt/xtc/\nRUN sh -eu /opt/xtc/setup.sh\nENV "
+        "PATH=/opt/xtc/bin:/usr/sbin:/usr/bin:/sbin:/bin\nCOPY src/ /src/\nCOPY commands.py /\nWORKDIR "
+        f"/src\nRUN touch /cmake-compiles.txt && {PREPARE[recipe].format(version=st['version'])}\nFROM "
+        "scratch\nCOPY --from=prepare /src/ /src/\nCOPY --from=prepare /usr/include/ /include/\nCOPY "
+        "--from=prepare /cmake-compiles.txt /\n"
     )
     prepared = ctx / "prepared"
     buildx.build(
@@ -400,7 +400,8 @@ def main() -> int:
             met = "met" if ratio >= TARGETS.get(r, 0) else "MISSED"
             print(
                 f"{r:14} {q['wall']:9.1f}s {a['wall']:10.1f}s {ratio:5.1f}x {TARGETS.get(r, 0):5.1f}x "
-                f"{q['build'] or 0:10.1f}s {a['build'] or 0:11.1f}s {bratio:5.1f}x  {same} ({met}), {codes[r]}"
+                f"{q['build'] or 0:10.1f}s {a['build'] or 0:11.1f}s {bratio:5.1f}x  {same} ({met}), "
+                f"{codes[r]}"
             )
             worst = max(worst, 0 if same == "same" else 1)
     else:

@@ -183,8 +183,8 @@ def main() -> int:
             r["load"] = load.summary()
             runs.append(r)
             print(
-                f"   {r['total']:.0f}s (rootfs {r['rootfs']:.0f}s); {len(r['packages'])} packages; {r['tag']}; "
-                f"load average {load.describe()}",
+                f"   {r['total']:.0f}s (rootfs {r['rootfs']:.0f}s); {len(r['packages'])} packages; "
+                f"{r['tag']}; load average {load.describe()}",
                 flush=True,
             )
         old, new = runs

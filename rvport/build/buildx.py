@@ -220,12 +220,12 @@ def check_cache_export(builder: str | None, info: dict | None = None) -> None:
         )
     if info.get("driver") == "docker":
         raise UsageError(
-            f"buildx builder {info.get('name', builder or 'default')} uses the docker driver, which cannot export "
-            "or import a cache (--cache-to/--cache-from)",
-            hint="create a docker-container builder and name it: `docker buildx create --name rvport --driver "
-            "docker-container` then `rvport build --builder rvport ...`; it runs the moby/buildkit image, so "
-            "its registry must be reachable or the image loaded (docs/ci.md); or drop the cache options: "
-            "rvport's artifact cache (--cache-dir) works on any driver",
+            f"buildx builder {info.get('name', builder or 'default')} uses the docker driver, which cannot "
+            "export or import a cache (--cache-to/--cache-from)",
+            hint="create a docker-container builder and name it: `docker buildx create --name rvport "
+            "--driver docker-container` then `rvport build --builder rvport ...`; it runs the moby/buildkit "
+            "image, so its registry must be reachable or the image loaded (docs/ci.md); or drop the cache "
+            "options: rvport's artifact cache (--cache-dir) works on any driver",
         )
 
 

@@ -120,8 +120,8 @@ def stage_files(rt: RuntimeImage, artifacts: Path, ctx: Path, recipe_file: str |
                     "1 pinned file changed since it was pinned",
                     problems=[
                         Problem(
-                            message=f"runtime file {cf.source} does not match its pin: the recipe pins sha256 "
-                            f"{f.pinned.sha256}, the file has {actual}",
+                            message=f"runtime file {cf.source} does not match its pin: the recipe pins "
+                            f"sha256 {f.pinned.sha256}, the file has {actual}",
                             file=recipe_file,
                             line=f.pinned.line,
                         )

@@ -171,8 +171,8 @@ RVPORT_CHECK_ENV = ("SERVICE_HOST", "RVPORT_CHECK_ROUND", "QEMU_CPU")
 class RuntimeCheck:
     """What `rvport build` runs against the runtime image as a service (`runtime: check:`): a script in a
     client container (the stage's smoke image, the artifacts at /artifacts) that reaches the service as
-    $SERVICE_HOST on
-    a network of their own; exit 0 passes. With `restart`, the service is restarted and the script runs again."""
+    $SERVICE_HOST on a network of their own; exit 0 passes. With `restart`, the service is restarted and the
+    script runs again."""
 
     script: str
     restart: bool = True

@@ -191,7 +191,8 @@ def build(
     no_cache: bool = typer.Option(
         False,
         "--no-cache",
-        help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used (images and sources still are).",
+        help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is "
+        "used (images and sources still are).",
     ),
     junit: Path | None = typer.Option(
         None, "--junit", metavar="FILE", help="Write JUnit XML here: one test case per stage."

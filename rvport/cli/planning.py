@@ -1,6 +1,6 @@
 """The plan a verb works from (plan, build, prepare, reproduce): the command line's values checked into a
-Request,
-then the catalogue loaded, the plan made with every source located, --jobs bounds said, pinned files checked."""
+Request, then the catalogue loaded, the plan made with every source located, --jobs bounds said, pinned files
+checked."""
 
 from __future__ import annotations
 

@@ -104,8 +104,8 @@ def fetch(
         None,
         "--from-git",
         metavar="CLONE",
-        help="Take git sources from this local clone (or git bundle) at their pinned commit instead of the mirror "
-        "or the network; checked against their tree digest (repeatable). With --to, fills a mirror.",
+        help="Take git sources from this local clone (or git bundle) at their pinned commit instead of the "
+        "mirror or the network; checked against their tree digest (repeatable). With --to, fills a mirror.",
     ),
     cache_dir: Path | None = CACHE_OPT,
     mirror: Path | None = MIRROR_OPT,

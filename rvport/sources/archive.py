@@ -79,8 +79,8 @@ def tree_mismatch(source: Source, actual: str, where: str) -> IntegrityError:
         f"source {source.name!r} ({source.origin}) failed its tree digest check\n"
         f"  expected tree {source.tree}\n  actual   tree {actual}  (from {where})"
         + (f"\n  excluded: {', '.join(source.exclude)}" if source.exclude else ""),
-        hint="the files are not the pinned commit's: suspect the mirror, the clone or the forge archive; if the "
-        'pin itself is wrong, compute it again from a trusted clone (docs/sources.md, "Tree digests")',
+        hint="the files are not the pinned commit's: suspect the mirror, the clone or the forge archive; if "
+        'the pin itself is wrong, compute it again from a trusted clone (docs/sources.md, "Tree digests")',
     )
 
 

@@ -404,9 +404,9 @@ class Fetcher:
             except SourceUnavailable as e:
                 if corrupt is not None and opts.offline:
                     raise IntegrityError(
-                        f"source {source.name!r} ({source.origin}): the cache entry {corrupt.path} is corrupt (its "
-                        f"sha256 is {corrupt.actual}); it was removed, and --offline cannot fetch it again: "
-                        f"{e.message}",
+                        f"source {source.name!r} ({source.origin}): the cache entry {corrupt.path} is "
+                        f"corrupt (its sha256 is {corrupt.actual}); it was removed, and --offline cannot "
+                        f"fetch it again: {e.message}",
                         hint=f"fetch it again on a connected host, or pass --mirror DIR holding "
                         f"{source.archive_name}",
                     ) from e
@@ -416,11 +416,14 @@ class Fetcher:
                 part.unlink(missing_ok=True)
                 raise IntegrityError(
                     (
-                        f"mirror file {found} is not the source {source.name!r} ({source.origin}) pins; it was not used"
+                        f"mirror file {found} is not the source {source.name!r} ({source.origin}) pins; it "
+                        "was not used"
                         if found is not None
-                        else f"source {source.name!r} ({source.origin}) failed its digest check; the file was deleted"
+                        else f"source {source.name!r} ({source.origin}) failed its digest check; the file "
+                        "was deleted"
                     )
-                    + f"\n  expected sha256 {source.sha256}\n  actual   sha256 {digest}  ({size} bytes, from {where})",
+                    + f"\n  expected sha256 {source.sha256}\n  actual   sha256 {digest}  ({size} bytes, from "
+                    f"{where})",
                     hint=(f"replace or remove {found}; " if found is not None else "")
                     + "if upstream really changed the file, verify it and update the pin in the recipe; "
                     "otherwise suspect the mirror, a proxy or the network",
@@ -499,10 +502,11 @@ class Fetcher:
                 f"source {source.name!r} ({source.origin}) is not in the cache"
                 + (f" nor in the mirror {opts.mirror}" if opts.mirror else "")
                 + ", and --offline forbids the network",
-                hint=f"put {source.archive_name} into a mirror directory and pass --mirror DIR (or RVPORT_MIRROR); "
-                "fill one on a connected host with `rvport fetch --all --to DIR`"
+                hint=f"put {source.archive_name} into a mirror directory and pass --mirror DIR (or "
+                "RVPORT_MIRROR); fill one on a connected host with `rvport fetch --all --to DIR`"
                 + (
-                    " (or, for a git source, from a local clone with `rvport fetch --from-git CLONE --to DIR`)"
+                    " (or, for a git source, from a local clone with `rvport fetch --from-git CLONE --to "
+                    "DIR`)"
                     if source.kind is SourceKind.GIT
                     else ""
                 ),
@@ -526,9 +530,10 @@ class Fetcher:
                 gitsrc.archive(repo, source, part, scratch=scratch)
                 return repo
         raise SourceUnavailable(
-            f"source {source.name!r}: commit {source.commit} ({source.repo}) is in none of the git repositories "
-            f"given with --from-git ({', '.join(map(str, self.options.git_clones))})",
-            hint=f"fetch the commit into the clone (git fetch origin {source.commit}), or pass the clone that has it",
+            f"source {source.name!r}: commit {source.commit} ({source.repo}) is in none of the git "
+            f"repositories given with --from-git ({', '.join(map(str, self.options.git_clones))})",
+            hint=f"fetch the commit into the clone (git fetch origin {source.commit}), or pass the clone "
+            "that has it",
         )
 
     def _resolve(self, source: Source) -> tuple[str, str]:

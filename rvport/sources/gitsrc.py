@@ -103,7 +103,8 @@ def archive(repo: Path, source: Source, out: Path, *, scratch: Path) -> None:
         except proc.CommandFailed as e:
             tail = "\n  ".join((e.stderr or "").strip().splitlines()[-6:])
             raise SourceUnavailable(
-                f"source {source.name!r}: `git archive {source.commit}` in {repo} failed ({e.reason}):\n  {tail}",
+                f"source {source.name!r}: `git archive {source.commit}` in {repo} failed ({e.reason}):\n  "
+                f"{tail}",
                 hint="the clone lacks objects of this commit (a shallow or partial clone?): fetch the commit "
                 "fully, or exclude the paths it lacks in the recipe (exclude:)",
             ) from e

@@ -205,7 +205,8 @@ def find_sdist(
                     raise IntegrityError(
                         f"source {source.name!r} ({source.origin}): the index {index} lists sha256 {digest} "
                         f"for {filename}, the recipe pins {source.sha256}",
-                        hint="the file on the index changed or the pin is wrong; check upstream before re-pinning",
+                        hint="the file on the index changed or the pin is wrong; check upstream before "
+                        "re-pinning",
                     )
                 return IndexFile(filename=filename, url=url, sha256=digest, index=index)
         misses.append(f"{index}: no sdist for {source.version} among {len(files)} files")

@@ -479,7 +479,8 @@ def vendor_go_modules(recipe: Recipe, tree: Path, options: FetchOptions) -> None
             raise SourceUnavailable(
                 f"{recipe.ref}: {rel}/go.mod needs go {wants[0]}.{wants[1]} but the host has "
                 f"go{host_go[0]}.{host_go[1]}, which cannot switch toolchains (GOTOOLCHAIN needs Go >= 1.21)",
-                hint="install Go >= 1.21 on the host (Debian trixie: golang-go), or prepare the tree elsewhere",
+                hint="install Go >= 1.21 on the host (Debian trixie: golang-go), or prepare the tree "
+                "elsewhere",
             )
         try:
             proc.run([go, "mod", "vendor"], cwd=mod, env=env, capture=True, timeout=1800)
@@ -496,9 +497,9 @@ def vendor_go_modules(recipe: Recipe, tree: Path, options: FetchOptions) -> None
                 + (": the Go module proxy cannot be reached" if unreachable else "")
                 + f":\n  {tail}",
                 hint=(
-                    "Go modules are downloaded on the host through GOPROXY (passed through from the environment; "
-                    "--offline allows only the host's module cache): run where a Go module proxy is reachable, "
-                    "then reuse the prepared tree"
+                    "Go modules are downloaded on the host through GOPROXY (passed through from the "
+                    "environment; --offline allows only the host's module cache): run where a Go module "
+                    "proxy is reachable, then reuse the prepared tree"
                 )
                 if unreachable
                 else "check the module's go.mod/go.sum at this source pin",

@@ -39,13 +39,17 @@ check "dpkg --audit is clean"               'test -z "$(dpkg --audit)"'
 check "no half-installed package"           '! dpkg-query -W -f "\${db:Status-Abbrev}\n" | grep -v "^ii"'
 check "py3compile is the real one"          'head -1 /usr/bin/py3compile | grep -q python3'
 check "update-ca-certificates is real"      'grep -q ETCCERTSDIR /usr/sbin/update-ca-certificates'
-check "no recorder left"                    'test -z "$(find / -xdev \( -name "*.rvport-real" -o -name "rvport-*.calls" \) -print)"'
+check "no recorder left" \
+  'test -z "$(find / -xdev \( -name "*.rvport-real" -o -name "rvport-*.calls" \) -print)"'
 check "no policy-rc.d"                      'test ! -e /usr/sbin/policy-rc.d'
-check "the real start-stop-daemon"          'test ! -e /sbin/start-stop-daemon.REAL && ! grep -qs "Fake start-stop-daemon" /sbin/start-stop-daemon'
+check "the real start-stop-daemon" \
+  'test ! -e /sbin/start-stop-daemon.REAL && ! grep -qs "Fake start-stop-daemon" /sbin/start-stop-daemon'
 check "no /debootstrap"                     'test ! -e /debootstrap'
-check "pip byte-compiled"                   'test -s /usr/lib/python3/dist-packages/pip/__pycache__/__init__.cpython-313.pyc'
+check "pip byte-compiled" \
+  'test -s /usr/lib/python3/dist-packages/pip/__pycache__/__init__.cpython-313.pyc'
 check "stdlib byte-compiled"                'test -s /usr/lib/python3.13/__pycache__/os.cpython-313.pyc'
-check "certificate bundle"                  'test $(grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt) -gt 100'
+check "certificate bundle" \
+  'test $(grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt) -gt 100'
 check "certificate hash links"              'test $(find /etc/ssl/certs -name "*.0" | wc -l) -gt 100'
 check "pip runs"                            'python3 -m pip --version'
 exit $fail

@@ -24,12 +24,14 @@ RUST = {
     "Cargo.toml": '[package]\nname = "tinyffi"\nversion = "1.0.0"\nedition = "2021"\n\n'
     '[lib]\ncrate-type = ["staticlib"]\n\n[profile.release]\nopt-level = 2\n',
     "Cargo.lock": 'version = 3\n\n[[package]]\nname = "tinyffi"\nversion = "1.0.0"\n',
-    "src/lib.rs": '#[no_mangle]\npub extern "C" fn tiny_mul_add(a: i64, b: i64, c: i64) -> i64 { a * b + c }\n',
+    "src/lib.rs": '#[no_mangle]\npub extern "C" fn tiny_mul_add(a: i64, b: i64, c: i64) -> i64 { a * b + c '
+    "}\n",
 }
 GO = {
     "go.mod": "module example.org/tinygo\n\ngo 1.22\n",
     "main.go": (
-        "package main\n\n/*\n#cgo LDFLAGS: /deps/tinyrust/libtinyffi.a -ldl -lpthread -lm\n#include <stdint.h>\n"
+        "package main\n\n/*\n#cgo LDFLAGS: /deps/tinyrust/libtinyffi.a -ldl -lpthread -lm\n"
+        "#include <stdint.h>\n"
         'int64_t tiny_mul_add(int64_t a, int64_t b, int64_t c);\n*/\nimport "C"\nimport "fmt"\n\n'
         'func main() { fmt.Println("ffi says", int64(C.tiny_mul_add(6, 7, 0))) }\n'
     ),

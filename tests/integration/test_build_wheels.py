@@ -31,7 +31,8 @@ TAGS = {
 def build(out, cache):
     """The README's main job with an artifact cache of its own, so every stage runs its buildx build, verify
     and smoke test in this run. Base and toolchain images are reused from the engine by content, and so is
-    BuildKit's layer cache: on a machine that built these exact inputs before, the compile step is a cache hit."""
+    BuildKit's layer cache: on a machine that built these exact inputs before, the compile step is a cache
+    hit."""
     return rvport(
         "build",
         *WHEELS,

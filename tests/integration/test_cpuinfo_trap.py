@@ -63,7 +63,8 @@ smoke:
   script: |
     import cpusniff
     assert cpusniff.scale(1.5, 10) == 15.0, cpusniff.scale(1.5, 10)
-    print("cpusniff march", cpusniff.MARCH, "vlmax_e32", cpusniff.vlmax_e32(), "scale", cpusniff.scale(1.001, 3))
+    print("cpusniff march", cpusniff.MARCH, "vlmax_e32", cpusniff.vlmax_e32(),
+          "scale", cpusniff.scale(1.001, 3))
 """
     + ONE_TARBALL
 )

@@ -63,8 +63,8 @@ def test_mirror_comes_from_the_hosts_own_sources(tmp_path):
     d = tmp_path / "sources.list.d"
     d.mkdir()
     (d / "debian.sources").write_text(
-        "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n\n"
-        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n"
+        "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n\nTypes: "
+        "deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n"
     )
     assert host_debian_mirror(d, tmp_path / "none") == "http://mirror.example/debian"
     empty = tmp_path / "empty"

@@ -16,7 +16,8 @@ spec.loader.exec_module(bench)
 LOG = """\
 $ docker buildx build --progress plain --platform linux/riscv64 -f /tmp/ctx/Dockerfile --network none /tmp/ctx
 #13 6.375   Building wheel for m (setup.py): started
-#13 7.101   riscv64-linux-gnu-gcc -O2 -march=rv64gc -fPIC -I/usr/include/python3.13 -c src/m/_core.c -o build/temp.x/src/m/_core.o -g0
+#13 7.101   riscv64-linux-gnu-gcc -O2 -march=rv64gc -fPIC -I/usr/include/python3.13 -c src/m/_core.c \
+-o build/temp.x/src/m/_core.o -g0
 #13 9.2   riscv64-linux-gnu-gcc -shared -O2 build/temp.x/src/m/_core.o -o build/lib.x/m/_core.so
 #13 9.3   /opt/xtc/bin/c++ -c a.cc
 #13 9.5   x86_64-linux-gnu-g++ -std=c++17 -I./build/root/include -c "python/src/s w.cxx" -o build/t/s_w.o

@@ -195,8 +195,10 @@ OLD_README = """# rvport
     rvport verify  -> verdicts      ELF/ISA/ABI proof for wheels, .so, .a members and binaries
 
 ```sh
-scripts/setup-host && python3 -m pip install -e . && rvport build msgspec sentencepiece tiktoken --profile rvv256 \
---tag local --output out && rvport verify artifacts out/artifacts/msgspec out/artifacts/sentencepiece --profile rvv256
+scripts/setup-host && python3 -m pip install -e . && rvport build msgspec sentencepiece tiktoken \
+--profile rvv256 \
+--tag local --output out && rvport verify artifacts out/artifacts/msgspec \
+out/artifacts/sentencepiece --profile rvv256
 ```
 """
 

@@ -90,7 +90,8 @@ FAILED_DOC = dict(
             "broken",
             "failed",
             timings={"build": 3.0},
-            error="broken==1.0: docker buildx build failed (exit status 3) <&>\n    hint: full log: /o/logs/broken.log",
+            error="broken==1.0: docker buildx build failed (exit status 3) <&>\n    hint: full log: "
+            "/o/logs/broken.log",
             log_tail=["+ echo starting the build of broken", "+ exit 3"],
         ),
         stage("after", "not run"),

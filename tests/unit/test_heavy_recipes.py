@@ -276,8 +276,8 @@ def test_the_candle_library_stand_in_defines_what_the_router_calls_and_fails_to_
         textwrap.dedent("""\
         #include <stdbool.h>
         #include <stddef.h>
-        bool init_unified_classifier_c(const char *, const char *, const char *, const char *, const char **, int,
-                                       const char **, int, const char **, int, bool);
+        bool init_unified_classifier_c(const char *, const char *, const char *, const char *,
+                                       const char **, int, const char **, int, const char **, int, bool);
         bool init_lora_unified_classifier(const char *, const char *, const char *, const char *, bool);
         int main(void) {
             bool a = init_unified_classifier_c("m", "i", "p", "s", NULL, 0, NULL, 0, NULL, 0, true);
@@ -320,8 +320,10 @@ def test_a_local_rust_eh_personality_lets_two_archives_that_define_it_link(tmp_p
     rust_eh_personality do not link together; after the recipe's objcopy on one of them they do, and each
     calls its own."""
     sources = {
-        "a": "int rust_eh_personality(void) { return 1; }\nint from_a(void) { return rust_eh_personality(); }\n",
-        "b": "int rust_eh_personality(void) { return 2; }\nint from_b(void) { return rust_eh_personality(); }\n",
+        "a": "int rust_eh_personality(void) { return 1; }\nint from_a(void) { return "
+        "rust_eh_personality(); }\n",
+        "b": "int rust_eh_personality(void) { return 2; }\nint from_b(void) { return "
+        "rust_eh_personality(); }\n",
         "main": "int from_a(void);\nint from_b(void);\n"
         "int main(void) { return !(from_a() == 1 && from_b() == 2); }\n",
     }
@@ -448,9 +450,9 @@ def test_toolchain_files_match_schema_with_jsonschema():
 
 def test_toolchain_errors_are_located(tmp_path):
     (tmp_path / "go-9.yaml").write_text(
-        "schema: 1\nname: go-9\nkind: archive\nversion: '9'\ninstall: /usr/local/go\npath: [/usr/local/go/bin]\n"
-        "archives:\n  linux/riscv64: {url: https://example.org/go.tgz, sha256: nothex}\n"
-        "  sparc/solaris: {url: https://example.org/go2.tgz, sha256: " + "a" * 64 + "}\n"
+        "schema: 1\nname: go-9\nkind: archive\nversion: '9'\ninstall: /usr/local/go\npath: "
+        "[/usr/local/go/bin]\narchives:\n  linux/riscv64: {url: https://example.org/go.tgz, sha256: "
+        "nothex}\n  sparc/solaris: {url: https://example.org/go2.tgz, sha256: " + "a" * 64 + "}\n"
     )
     (tmp_path / "other.yaml").write_text(
         "schema: 1\nname: wrong\nkind: archive\nversion: '1'\ninstall: /opt/x\npath: [/opt/x/bin]\n"
@@ -467,8 +469,10 @@ def test_toolchain_errors_are_located(tmp_path):
 
 def test_toolchain_platform_keys_checked(tmp_path):
     (tmp_path / "go-9.yaml").write_text(
-        "schema: 1\nname: go-9\nkind: archive\nversion: '9'\ninstall: /usr/local/go\npath: [/usr/local/go/bin]\n"
-        "archives:\n  sparc/solaris: {url: https://example.org/go2.tgz, sha256: " + "a" * 64 + "}\n"
+        "schema: 1\nname: go-9\nkind: archive\nversion: '9'\ninstall: /usr/local/go\npath: "
+        "[/usr/local/go/bin]\narchives:\n  sparc/solaris: {url: https://example.org/go2.tgz, sha256: "
+        + "a" * 64
+        + "}\n"
     )
     with pytest.raises(RecipeError) as e:
         load_toolchains(tmp_path)

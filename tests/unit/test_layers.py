@@ -195,7 +195,8 @@ def test_the_checker_sees_cycles_and_upward_imports(tmp_path):
     assert cycles(g) == [["rvport.errors", "rvport.proc"]]
     assert violations(g) == [
         "rvport.build.runner (layer rvport.build) imports rvport.cli (higher layer rvport.cli)",
-        "rvport.catalogue.recipes (layer rvport.catalogue) imports rvport.build.runner (higher layer rvport.build)",
+        "rvport.catalogue.recipes (layer rvport.catalogue) imports rvport.build.runner (higher layer "
+        "rvport.build)",
         "rvport.sources (layer rvport.sources) imports its sibling layer's rvport.verify.report",
     ]
     with pytest.raises(AssertionError, match="rvport.extra is in no layer"):

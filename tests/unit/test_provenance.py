@@ -300,7 +300,8 @@ def test_one_changed_byte_fails_verify(tmp_path):
         ('{"_type": "https://in-toto.io/Statement/v0.1", "subject": []}', "not an in-toto Statement v1"),
         ('{"_type": "https://in-toto.io/Statement/v1", "subject": []}', "has no subject"),
         (
-            '{"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "x", "digest": {"sha1": "ab"}}]}',
+            '{"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "x", "digest": {"sha1": '
+            '"ab"}}]}',
             "subject 0 has no sha256 digest",
         ),
         ("[1, 2]", "not an in-toto Statement v1"),

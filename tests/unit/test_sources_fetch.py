@@ -240,7 +240,8 @@ def test_killed_fetch_leaves_no_cache_entry(tmp_path):
             from pathlib import Path
             from rvport.catalogue.recipes import Source, SourceKind
             from rvport.sources import Cache, FetchOptions, fetch_source
-            fetch_source(Source(name="src", kind=SourceKind.URL, url={srv.url("/a.tar.gz")!r}, sha256={DIGEST!r}),
+            src = Source(name="src", kind=SourceKind.URL, url={srv.url("/a.tar.gz")!r}, sha256={DIGEST!r})
+            fetch_source(src,
                          FetchOptions(cache=Cache(root=Path({str(tmp_path / "cache")!r}))))
         """)
         child = subprocess.Popen([sys.executable, "-c", code])

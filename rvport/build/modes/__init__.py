@@ -63,8 +63,8 @@ class StageSetup:
 
 def bases(stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
     """The bases (spec, platform) `setup` makes or finds for the stage, in its order: the riscv64 base, then
-    the
-    mode's own (a build-platform base). Pure: `rvport prepare` and `rvport build` make them side by side first."""
+    the mode's own (a build-platform base). Pure: `rvport prepare` and `rvport build` make them side by side
+    first."""
     own = of(stage.mode).bases(stage, host)
     declared = registry.facts(stage.mode).bases
     if any(spec not in declared for spec, _ in own):  # a bug: the registry says which bases a mode uses

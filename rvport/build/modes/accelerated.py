@@ -168,9 +168,9 @@ def check_versions(
         raise ToolchainMismatch(
             "accelerated: the cross compiler is not the riscv64 stage's compiler version: "
             + "; ".join(problems),
-            hint=f"its headers, libgcc, libstdc++ (and Rust standard library) come from the stage, so the versions "
-            f"must be equal: pin the same Debian suite in toolchains/{XTC_BASE}*.yaml and the stage's base "
-            "(and rebuild both), or build with --mode qemu",
+            hint="its headers, libgcc, libstdc++ (and Rust standard library) come from the stage, so the "
+            f"versions must be equal: pin the same Debian suite in toolchains/{XTC_BASE}*.yaml and the "
+            "stage's base (and rebuild both), or build with --mode qemu",
         )
     return compared
 
