@@ -30,7 +30,7 @@ from packaging.utils import canonicalize_name
 
 from rvport import __version__
 from rvport.catalogue.recipes import Source, SourceKind
-from rvport.errors import IntegrityError, RvportError, SourceUnavailable, UsageError
+from rvport.errors import IntegrityError, RecipeError, RvportError, SourceUnavailable, UsageError
 from rvport.sources import gitsrc
 from rvport.sources.archive import archive_tree, tree_mismatch
 from rvport.sources.cache import (
@@ -216,8 +216,46 @@ class Fetched:
 # --------------------------------------------------------------------------------------------- locate
 
 
+def file_name(name: str, what: str, *, error: type[RvportError] = RecipeError) -> str:
+    """`name` when it is one file name (it is joined to a mirror or a cache directory): not empty, '.' or
+    '..', no '/', no NUL or other control character. Checked at use, whatever the loader already checked."""
+    if (
+        not name
+        or name in (".", "..")
+        or "/" in name
+        or any(ord(c) < 32 or ord(c) == 127 for c in name)
+        or len(os.fsencode(name)) > 255
+    ):
+        raise error(
+            f"{what}: the file name {name!r} is not a single file name",
+            hint="a source's file name (pypi: filename:, or the URL's last component) must be one path "
+            "component: no '/', no '..', not absolute, no control characters",
+        )
+    return name
+
+
+def mirror_file(path: Path, mirror: Path) -> Path:
+    """A mirror file, when it stays inside the mirror (a link may point within it); a link that leads out
+    of it is refused, named (a mirror must not read an arbitrary file of the host into the cache)."""
+    try:
+        real = Path(os.path.realpath(path, strict=True))
+        top = Path(os.path.realpath(mirror, strict=True))
+    except OSError as e:
+        raise IntegrityError(
+            f"mirror file {path} cannot be resolved: {e.strerror or e}; it was not used",
+            hint=f"replace or remove {path}",
+        ) from e
+    if not real.is_relative_to(top):
+        raise IntegrityError(
+            f"mirror file {path} leads out of the mirror {mirror} (to {real}); it was not used",
+            hint=f"a mirror holds its files itself: replace the link {path} by the file, or remove it",
+        )
+    return path
+
+
 def mirror_candidates(source: Source, mirror: Path, sha256: str | None = None) -> list[Path]:
     """Files in a mirror that may hold the source: by digest first, then by archive name."""
+    file_name(source.archive_name, f"source {source.name!r} ({source.origin})")
     out: list[Path] = []
     digest = sha256 or source.sha256
     if digest:
@@ -237,7 +275,8 @@ def mirror_candidates(source: Source, mirror: Path, sha256: str | None = None) -
 def _in_mirror(source: Source, mirror: Path | None) -> Path | None:
     if mirror is None:
         return None
-    return next((p for p in mirror_candidates(source, mirror) if p.is_file()), None)
+    found = next((p for p in mirror_candidates(source, mirror) if p.is_file()), None)
+    return None if found is None else mirror_file(found, mirror)
 
 
 def _can_download(source: Source) -> bool:
@@ -482,7 +521,7 @@ class Fetcher:
                     (
                         p
                         for p in mirror_candidates(source, opts.mirror)
-                        if p.is_file() and p != found and not gitsrc.is_bundle(p)
+                        if p.is_file() and p != found and not gitsrc.is_bundle(mirror_file(p, opts.mirror))
                     ),
                     None,
                 )
@@ -517,6 +556,7 @@ class Fetcher:
                 hint="use a url: source with the forge's archive URL, or provide the file with --mirror DIR",
             )
         url, filename = self._resolve(source)
+        file_name(filename, f"source {source.name!r}: the index's file {url}", error=IntegrityError)
         digest, size = self._download(url, part, label=f"source {source.name!r}")
         return "network", url, url, filename, digest, size, None
 
@@ -652,8 +692,11 @@ def fill_mirror(result: Fetched, mirror: Path) -> list[Path]:
     The blob is read once, into every target that needs it, and checked against its name on the way: a corrupt
     entry (CorruptEntry) leaves no target written.
     """
+    what = f"source {result.source.name!r} ({result.source.origin})"
     targets = [mirror / "sha256" / result.sha256]
-    targets += [mirror / n for n in dict.fromkeys((result.source.archive_name, result.filename))]
+    targets += [
+        mirror / file_name(n, what) for n in dict.fromkeys((result.source.archive_name, result.filename))
+    ]
     todo: list[Path] = []
     for t in targets:
         with contextlib.suppress(OSError):

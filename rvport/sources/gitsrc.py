@@ -117,9 +117,10 @@ def archive_from_bundle(bundle: Path, source: Source, out: Path, *, scratch: Pat
         try:
             _git(["clone", "-q", "--mirror", str(bundle), str(tmp / "repo.git")])
         except proc.CommandFailed as e:
+            said = [ln.strip() for ln in (e.stderr or "").splitlines() if ln.strip()]
+            why = [ln for ln in said if ln.lower().startswith(("error:", "fatal:"))][:2] or said[-1:]
             raise SourceUnavailable(
-                f"git bundle {bundle}: cannot read it ({e.reason}): "
-                f"{(e.stderr or '').strip().splitlines()[-1:] or ''}",
+                f"git bundle {bundle}: cannot read it ({e.reason})" + "".join(f"\n  {ln}" for ln in why),
                 hint="check the file (`git bundle verify FILE`), or remove it from the mirror",
             ) from e
         if not has_commit(tmp / "repo.git", source.commit or ""):

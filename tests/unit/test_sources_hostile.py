@@ -482,3 +482,76 @@ def test_the_unpack_limit_is_read_from_the_environment(tmp_path):
     assert fetch_options(cache_dir=tmp_path, env={}).limits == Limits()
     with pytest.raises(UsageError, match="not a size"):
         fetch_options(cache_dir=tmp_path, env={"RVPORT_UNPACK_LIMIT": "lots"})
+
+
+# ------------------------------------------------------------------------- file names and mirrors
+
+
+def _pypi(filename: str | None, sha256: str | None = None):
+    from rvport.catalogue.recipes import Source, SourceKind
+
+    return Source(
+        name="s", kind=SourceKind.PYPI, project="demo", version="1.0", filename=filename, sha256=sha256
+    )
+
+
+@pytest.mark.parametrize("bad", ["/etc/shadow", "../x.tar.gz", "a/b.tar.gz", "..", "x\n.tar.gz"])
+def test_a_source_file_name_that_is_not_one_component_is_refused_at_use(tmp_path, bad):
+    from rvport.sources import Cache, FetchOptions, fill_mirror, mirror_candidates
+    from rvport.sources.fetch import Fetched, Fetcher
+
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    with pytest.raises(RecipeError, match="not a single file name") as e:
+        mirror_candidates(_pypi(bad), mirror)
+    assert e.value.exit_code == ExitCode.RECIPE_INVALID
+    opts = FetchOptions(cache=Cache(root=tmp_path / "cache"), mirror=mirror, offline=True)
+    with Fetcher(options=opts) as f, pytest.raises(RecipeError, match="not a single file name"):
+        f.fetch(_pypi(bad))
+    blob = _write(tmp_path / "blob", b"x")
+    fetched = Fetched(source=_pypi(None), path=blob, sha256=_sha(b"x"), size=1, origin="cache", filename=bad)
+    with pytest.raises(RecipeError, match="not a single file name"):
+        fill_mirror(fetched, tmp_path / "to")
+    assert not (tmp_path / "to").exists() or list((tmp_path / "to").rglob("*")) == []
+
+
+def test_a_mirror_file_that_leads_out_of_the_mirror_is_named_and_never_read(tmp_path):
+    from rvport.sources import Cache, FetchOptions
+    from rvport.sources.fetch import Fetcher
+
+    secret = _write(tmp_path / "secret", b"root only\n")
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    os.symlink(secret, mirror / "demo-1.0.tar.gz")
+    (mirror / "sha256").mkdir()
+    opts = FetchOptions(cache=Cache(root=tmp_path / "cache"), mirror=mirror, offline=True)
+    with Fetcher(options=opts) as f, pytest.raises(IntegrityError, match="leads out of the mirror") as e:
+        f.fetch(_pypi(None))
+    assert str(mirror / "demo-1.0.tar.gz") in e.value.message
+    assert not (tmp_path / "cache" / "sha256").exists()
+    # a link inside the mirror is fine
+    (mirror / "demo-1.0.tar.gz").unlink()
+    real = _write(mirror / "sha256" / _sha(MAIN), MAIN)
+    os.symlink(real, mirror / "demo-1.0.tar.gz")
+    with Fetcher(options=opts) as f:
+        assert f.fetch(_pypi(None)).sha256 == _sha(MAIN)
+
+
+def test_a_corrupt_git_bundle_is_a_readable_message(tmp_path):
+    import shutil
+
+    from rvport.catalogue.recipes import Source, SourceKind
+    from rvport.errors import SourceUnavailable
+    from rvport.sources import gitsrc
+
+    if not shutil.which("git"):
+        pytest.skip("needs git")
+    bundle = _write(tmp_path / "x.bundle", b"# v2 git bundle\nnot a bundle at all\n")
+    src = Source(
+        name="g", kind=SourceKind.GIT, repo="https://example.invalid/x", commit="0" * 40, sha256=None
+    )
+    with pytest.raises(SourceUnavailable) as e:
+        gitsrc.archive_from_bundle(bundle, src, tmp_path / "out.tar.gz", scratch=tmp_path)
+    assert "['" not in e.value.message and "[]" not in e.value.message
+    assert str(bundle) in e.value.message
+    assert "fatal:" in e.value.message or "error:" in e.value.message  # what git said, line by line
