@@ -95,7 +95,7 @@ MODES: Mapping[Mode, ModeFacts] = {
     for f in (
         ModeFacts(
             mode=Mode.NATIVE,
-            help="native (on a riscv64 host)",
+            help="native (riscv64 host)",
             implementation="rvport.build.modes.emulated:Emulated",
             hosts=Hosts.RISCV64,
             auto=0,
@@ -117,7 +117,7 @@ MODES: Mapping[Mode, ModeFacts] = {
         ),
         ModeFacts(
             mode=Mode.CROSS,
-            help="cross (a cross toolchain)",
+            help="cross (cross toolchain)",
             implementation="rvport.build.modes.cross:Cross",
             kinds=frozenset({Kind.CARGO_STATICLIB, Kind.GO_BINARY}),
             listed=True,
@@ -132,7 +132,7 @@ MODES: Mapping[Mode, ModeFacts] = {
         ),
         ModeFacts(
             mode=Mode.ACCELERATED,
-            help="accelerated (emulated, with native compilers)",
+            help="accelerated (emulated, native compilers)",
             implementation="rvport.build.modes.accelerated:Accelerated",
             listed=True,
             hosts=Hosts.BUILD_HOSTS,
@@ -181,9 +181,9 @@ def choices() -> tuple[str, ...]:
     return (Mode.AUTO.value, *(m.value for m in MODES))
 
 
-def help_text() -> str:
-    """--mode's help, from the table."""
-    return ", ".join(("auto (picks per recipe)", *(f.help for f in MODES.values()))) + "."
+def help_text(then: str = "") -> str:
+    """--mode's help, from the table (`then`: a sentence a verb adds)."""
+    return ", ".join(("auto (picks per recipe)", *(f.help for f in MODES.values()))) + "." + then
 
 
 def choices_text() -> str:

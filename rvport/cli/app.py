@@ -9,6 +9,7 @@ import typer
 from rich.text import Text
 
 from rvport import __version__
+from rvport.catalogue import modes
 from rvport.cli import outputs, planning
 from rvport.cli.console import configure, ui
 from rvport.cli.options import profile_option
@@ -70,7 +71,7 @@ MODE_OPT = typer.Option(
     "--mode",
     "-m",
     metavar="MODE",
-    help="auto, native, qemu, cross or accelerated (auto picks per recipe).",
+    help=modes.help_text(),
 )
 TAG_OPT = typer.Option("local", "--tag", "-t", metavar="TAG", help="Tag for the images and the result.")
 OUT_OPT = typer.Option(

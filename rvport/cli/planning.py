@@ -27,15 +27,14 @@ def request(
     manylinux: str = "auto",
 ) -> Request:
     """What the command line asks for; a bad value is a UsageError before anything is loaded."""
+    from rvport.catalogue import modes
     from rvport.catalogue.profiles import get_profile
     from rvport.plan.planner import Mode, Request
 
     try:
         mode_v = Mode(mode)
     except ValueError:
-        raise UsageError(
-            f"unknown mode {mode!r}", hint="choose auto, native, qemu, cross or accelerated"
-        ) from None
+        raise UsageError(f"unknown mode {mode!r}", hint=f"choose {modes.choices_text()}") from None
     if all_ and recipes:
         raise UsageError(
             "give recipe names or --all, not both", hint="drop --all to use only the named recipes"

@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rvport import manifest
+from rvport.catalogue import modes
 from rvport.cli import outputs, planning
 from rvport.cli.console import ui
 from rvport.cli.options import profile_option
@@ -36,7 +37,7 @@ def reproduce(
         "--mode",
         "-m",
         metavar="MODE",
-        help="auto, native, qemu, cross or accelerated (the same in both builds).",
+        help=modes.help_text(" The same in both builds."),
     ),
     output: Path = typer.Option(
         Path("reproduce"),

@@ -9,6 +9,7 @@ import textwrap
 from enum import StrEnum
 
 import pytest
+from typer.testing import CliRunner
 
 from rvport import resources
 from rvport.build import modes as build_modes
@@ -17,6 +18,7 @@ from rvport.catalogue.kinds import KINDS
 from rvport.catalogue.modes import Hosts, Mode, ModeFacts
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import Kind, load_catalogue
+from rvport.cli.app import app
 from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Request, make_plan
@@ -80,6 +82,15 @@ def test_help_and_choices_come_from_the_table():
     for f in modes.MODES.values():
         assert f.help in text
     assert modes.choices_text() == "auto, native, qemu, cross or accelerated"
+
+
+@pytest.mark.parametrize(
+    ("verb", "then"), [("plan", ""), ("build", ""), ("reproduce", " The same in both builds.")]
+)
+def test_the_cli_shows_the_registrys_help(verb, then):
+    res = CliRunner().invoke(app, [verb, "--help"], terminal_width=400)
+    assert res.exit_code == 0
+    assert modes.help_text(then) in " ".join(res.output.split())
 
 
 # --- a throwaway mode: one more member and entry, and its module; nothing else is edited ---
