@@ -341,6 +341,17 @@ def _source(d: LDict, file: str, problems: list[Problem]) -> Source:
             )
     if "pypi" in d:
         p = d["pypi"]
+        name = p.get("filename")
+        if isinstance(name, str) and not _one_file_name(name):
+            problems.append(
+                Problem(
+                    message=f"source {d['name']!r}: pypi filename {name!r} is not a single file name",
+                    file=file,
+                    line=line_of(p, "filename"),
+                    hint="name the sdist's file as the index lists it (e.g. demo-1.0.tar.gz): one path "
+                    "component, no '/', no '..', no control characters",
+                )
+            )
         return Source(
             kind=SourceKind.PYPI,
             project=p["project"],
@@ -352,6 +363,16 @@ def _source(d: LDict, file: str, problems: list[Problem]) -> Source:
         g = d["git"]
         return Source(kind=SourceKind.GIT, repo=g["repo"], commit=g["commit"], tag=g.get("tag"), **common)
     return Source(kind=SourceKind.URL, url=d["url"], **common)
+
+
+def _one_file_name(name: str) -> bool:
+    """One path component: it is joined to the cache and mirror directories (rvport/sources checks again)."""
+    return (
+        bool(name)
+        and name not in (".", "..")
+        and "/" not in name
+        and not any(ord(c) < 32 or ord(c) == 127 for c in name)
+    )
 
 
 def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedFile:

@@ -101,9 +101,10 @@ def archive_tree(
         with tempfile.TemporaryDirectory(prefix="rvport-tree.") as tmp:
             unpack(path, Path(tmp) / "t", name=name, scratch=Path(tmp), blob=blob, limits=limits)
             return tree_digest(Path(tmp) / "t", exclude)
+    ranges: list[tuple[int, int]] = []
     with _reading(path, blob) as f:
-        entries = tar_entries(f, name=name, limits=limits)
-    _refuse_zip_polyglot(path, name, None)
+        entries = tar_entries(f, name=name, limits=limits, ranges=ranges)
+    _refuse_zip_polyglot(path, name, ranges)
     return digest(entries, exclude)
 
 
@@ -337,11 +338,11 @@ def _unpack_tar(f: IO[bytes], w: _Writer) -> tuple[Layout, list[tuple[int, int]]
     return layout, ranges
 
 
-def _refuse_zip_polyglot(archive: Path, name: str, ranges: list[tuple[int, int]] | None) -> None:
+def _refuse_zip_polyglot(archive: Path, name: str, ranges: list[tuple[int, int]]) -> None:
     """A tar that a zip reader would read too is refused: tools that sniff content would see other files.
 
     A plain tar whose last member is itself a zip (a test fixture, say) is not a polyglot: the zip's end
-    record lies inside that member's data (`ranges`; None: not known, then any zip counts)."""
+    record lies inside that member's data (`ranges`)."""
     try:
         with open(archive, "rb") as f:
             head = f.read(6)
@@ -357,7 +358,7 @@ def _refuse_zip_polyglot(archive: Path, name: str, ranges: list[tuple[int, int]]
         return
     end = size - len(tail) + tail.rfind(b"PK\x05\x06")
     compressed = head.startswith(_COMPRESSED)
-    if not compressed and ranges is not None and any(o <= end < o + n for o, n in ranges):
+    if not compressed and any(o <= end < o + n for o, n in ranges):
         return
     raise IntegrityError(
         f"{name}: the file is a tar archive and also a zip archive (a polyglot); it was not unpacked",

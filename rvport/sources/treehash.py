@@ -129,10 +129,17 @@ def tree_digest(root: Path, exclude: Iterable[str] = ()) -> str:
 # ------------------------------------------------------------------------------------------ a tar stream
 
 
-def tar_entries(fileobj: IO[bytes], *, name: str = "archive", limits: Limits | None = None) -> list[Entry]:
+def tar_entries(
+    fileobj: IO[bytes],
+    *,
+    name: str = "archive",
+    limits: Limits | None = None,
+    ranges: list[tuple[int, int]] | None = None,
+) -> list[Entry]:
     """The entries of a tar archive (any compression), read as a stream; its single top directory, if it has
     one, is stripped (as unpacking does). Members are checked as unpacking checks them (`members.Layout`:
-    paths, links, kinds) and counted against `limits`."""
+    paths, links, kinds) and counted against `limits`. `ranges`, when given, receives each regular member's
+    (offset, size) in the stream."""
     raw: dict[str, Entry] = {}
     dirs: set[str] = set()
     layout = Layout(name)
@@ -160,6 +167,8 @@ def tar_entries(fileobj: IO[bytes], *, name: str = "archive", limits: Limits | N
                     )
                 elif m.isreg():
                     layout.add(m.name, path, "f")
+                    if ranges is not None:
+                        ranges.append((m.offset_data, m.size))
                     f = t.extractfile(m)
                     assert f is not None
                     budget.take(m.size)

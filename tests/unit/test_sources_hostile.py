@@ -275,6 +275,7 @@ def test_a_plain_tar_whose_last_member_is_a_zip_is_no_polyglot(tmp_path):
     data = _tar([("p/", "d", None), ("p/fixture.zip", "f", _inner_zip())], compression="")
     dest = _unpack(tmp_path, data, "x.tar")
     assert (dest / "fixture.zip").read_bytes() == _inner_zip()
+    assert archive_tree(tmp_path / "x.tar", name="x.tar") == tree_digest(dest)  # the streamed digest agrees
 
 
 # -------------------------------------------------------------------------------- zip sources
@@ -555,3 +556,21 @@ def test_a_corrupt_git_bundle_is_a_readable_message(tmp_path):
     assert "['" not in e.value.message and "[]" not in e.value.message
     assert str(bundle) in e.value.message
     assert "fatal:" in e.value.message or "error:" in e.value.message  # what git said, line by line
+
+
+@pytest.mark.parametrize("bad", ["../x.tar.gz", "/etc/shadow", "a/b.tar.gz", ".."])
+def test_a_pypi_filename_that_is_not_one_component_is_refused_on_load(tmp_path, bad):
+    from rvport.catalogue.recipes import load_catalogue
+
+    root = tmp_path / "recipes"
+    root.mkdir()
+    (root / "demo.yaml").write_text(
+        "schema: 1\nname: demo\nkind: python-wheel\nbuild:\n  - make\nversions:\n"
+        '  - version: "1.0"\n    sources:\n'
+        f"      - name: main\n        pypi: {{project: demo, version: '1.0', filename: '{bad}'}}\n"
+        f"        sha256: '{'a' * 64}'\n"
+    )
+    with pytest.raises(RecipeError) as e:
+        load_catalogue(root).resolve("demo")
+    assert e.value.exit_code == ExitCode.RECIPE_INVALID
+    assert f"{root / 'demo.yaml'}:10" in e.value.render()
