@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
+import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -17,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from packaging.version import InvalidVersion, Version
 
 from rvport import resources
-from rvport.catalogue.schema import validate
+from rvport.catalogue.schema import control_characters, validate
 from rvport.catalogue.yamlsrc import LDict, line_of, load_yaml
 from rvport.errors import Problem, RecipeError, UsageError
 from rvport.target import CARGO_HOME, RVPORT_DIR
@@ -309,6 +312,7 @@ def default_recipes_dir() -> Path:
 
 
 def _source(d: LDict, file: str, problems: list[Problem]) -> Source:
+    _dotdot(d, "dest", file, problems)
     common = dict(
         name=d["name"],
         sha256=d.get("sha256"),
@@ -375,15 +379,41 @@ def _one_file_name(name: str) -> bool:
     )
 
 
-def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedFile:
-    path = (root / d["file"]).resolve()
-    if not path.is_file():
+def _dotdot(d: LDict, key: str, file: str, problems: list[Problem]) -> None:
+    """A relative path of the recipe (its schema already holds it to rel_path) must not climb with `..`."""
+    if key in d and ".." in PurePosixPath(d[key]).parts:
         problems.append(
             Problem(
-                message=f"pinned file {d['file']!r} does not exist",
+                message=f"{key} {d[key]!r} climbs out with '..'",
+                file=file,
+                line=line_of(d, key),
+                hint="write a path that stays below its top directory, without '..'",
+            )
+        )
+
+
+def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedFile:
+    """A file shipped with the recipe: a regular file inside the recipe directory `root`, links resolved (a
+    pinned file naming a host file outside it would be read, and its digest shown, by a mismatch)."""
+    top = root.resolve()
+    path = (top / d["file"]).resolve()
+    _dotdot(d, "dest", file, problems)
+    where = None
+    if ".." in PurePosixPath(d["file"]).parts or not path.is_relative_to(top):
+        where = "is not inside the recipe directory (no '..', no link that leads out of it)"
+    else:
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                where = "is not a regular file"
+        except OSError:
+            where = "does not exist"
+    if where:
+        problems.append(
+            Problem(
+                message=f"pinned file {d['file']!r} {where}",
                 file=file,
                 line=d.line,
-                hint=f"add it under {root}/ or fix the path",
+                hint=f"add it under {top}/ and name it relative to that directory",
             )
         )
     return PinnedFile(
@@ -472,9 +502,17 @@ def _tree_lock(v: LDict, file: str, problems: list[Problem]) -> TreeLock | None:
     return lock
 
 
+# An absolute path in the image (runtime files, workdir, tmpfs, the entrypoint): it is written into the
+# Dockerfile (COPY, WORKDIR) and into `docker run --tmpfs PATH:OPTIONS`, so no whitespace, quote, `$`, `\`,
+# `:` or `,`; components of letters, digits and _ . + @ ~ -.
+_IMAGE_PATH = re.compile(r"(/[A-Za-z0-9_.+@~-]+)+")
+IMAGE_PATH_HINT = "letters, digits and _ . + @ ~ - between single slashes, no '..'"
+
+
 def _image_path(path: str) -> bool:
+    """An absolute path in the image without whitespace, control or shell characters, and without '..'."""
     p = PurePosixPath(path)
-    return p.is_absolute() and ".." not in p.parts and str(p) != "/"
+    return bool(_IMAGE_PATH.fullmatch(path)) and ".." not in p.parts
 
 
 def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runtime | None:
@@ -491,7 +529,7 @@ def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runt
                     message=f"runtime file {f['dest']!r} is not an absolute path in the image",
                     file=file,
                     line=line,
-                    hint="write it as /app/NAME",
+                    hint=f"write it as /app/NAME ({IMAGE_PATH_HINT})",
                 )
             )
         if f["dest"] in seen:
@@ -537,7 +575,7 @@ def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runt
                 message=f"runtime entrypoint {entry[0]!r} is not an absolute path in the image",
                 file=file,
                 line=line_of(d, "entrypoint"),
-                hint="start a file the image holds, e.g. a start script under files",
+                hint=f"start a file the image holds, e.g. a start script under files ({IMAGE_PATH_HINT})",
             )
         )
     located = [(p, line_of(d["tmpfs"], i)) for i, p in enumerate(d.get("tmpfs", ()))]
@@ -549,7 +587,7 @@ def _runtime(doc: LDict, root: Path, file: str, problems: list[Problem]) -> Runt
                     message=f"runtime path {path!r} is not an absolute path in the image",
                     file=file,
                     line=line or d.line,
-                    hint="write it as /NAME",
+                    hint=f"write it as /NAME ({IMAGE_PATH_HINT})",
                 )
             )
     return Runtime(
@@ -710,6 +748,14 @@ def _cargo_home_by_rvport(v: dict, doc: dict, file: str) -> list[Problem]:
     return out
 
 
+# The recipe text that may span lines (newlines and tabs allowed): prose, scripts and build commands.
+# Nothing else may hold a control character (schema.control_characters).
+MULTILINE = re.compile(
+    r"description|(versions\[\d+\]\.)?build\[\d+\]|smoke\.script|runtime\.check\.script"
+    r"|versions\[\d+\]\.((patches|lockfiles|files)\[\d+\]\.)?note"
+)
+
+
 def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[list[Recipe], list[Problem]]:
     file = str(path)
     doc, problem = load_yaml(path)
@@ -725,6 +771,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             )
         ]
     problems = validate(doc, recipe_schema(), file=file)
+    problems += control_characters(doc, file=file, multiline=MULTILINE)
     if problems:
         return [], problems
     if doc["name"] != path.stem:

@@ -8,6 +8,7 @@ problem with its file and line (and needs no extra dependency).
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 from rvport.catalogue.yamlsrc import line_of
@@ -23,10 +24,43 @@ _TYPES = {
 }
 
 
+@cache
+def pattern(source: str) -> re.Pattern[str]:
+    """A schema `pattern` as JSON Schema means it: an ECMA 262 regex, searched for, in which `$` (outside a
+    character class) matches only at the very end of the string. Python's `$` also matches before a final
+    newline, so "abc\\n" would pass "^[a-z]+$": every such `$` becomes `\\Z`."""
+    out, i, in_class = [], 0, False
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            out.append(source[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]" or (out[-1] == "[" or out[-1] == "[^")
+        elif c == "[":
+            in_class = True
+            if source[i + 1 : i + 2] == "^":
+                out.append("[^")
+                i += 2
+                continue
+        elif c == "$":
+            c = r"\Z"
+        out.append(c)
+        i += 1
+    return re.compile("".join(out))
+
+
 def validate(doc: Any, schema: dict, *, file: str) -> list[Problem]:
     problems: list[Problem] = []
     _check(doc, schema, schema, "", None, None, file, problems)
     return problems
+
+
+def _seg(key: Any) -> str:
+    """A key as a part of a path in a message: as written, unless it holds a control character."""
+    text = str(key)
+    return repr(text) if _CONTROL.search(text) else text
 
 
 def _resolve(root: dict, node: dict) -> dict:
@@ -66,11 +100,11 @@ def _check(
                 f"must be a {t}, got {type(value).__name__}" + (f" ({value!r})" if value is not None else ""),
                 hint,
             )
-    if isinstance(value, str) and "pattern" in node and not re.search(node["pattern"], value):
+    if isinstance(value, str) and "pattern" in node and not pattern(node["pattern"]).search(value):
         hint = None
         if node.get("pattern") == "^[0-9a-f]{64}$":
             hint = "a SHA256 digest is 64 lowercase hex characters; run `rvport pin RECIPE` to record one"
-        return bad(f"{value!r} does not match {node['pattern']}", hint)
+        return bad(f"{value!r} does not match {node['pattern']}", hint or node.get("description"))
     if isinstance(value, str) and len(value) < node.get("minLength", 0):
         return bad(f"must be at least {node['minLength']} character(s) long")
     if isinstance(value, int) and "minimum" in node and value < node["minimum"]:
@@ -89,8 +123,19 @@ def _check(
             if req not in value:
                 bad(f"missing required key {req!r}")
         addl = node.get("additionalProperties", True)
+        names = node.get("propertyNames", {}).get("pattern")
         for k, v in value.items():
-            sub = f"{path}.{k}" if path else str(k)
+            sub = f"{path}.{_seg(k)}" if path else _seg(k)
+            if names is not None and not (isinstance(k, str) and pattern(names).search(k)):
+                out.append(
+                    Problem(
+                        message=f"{sub}: key {k!r} does not match {names}",
+                        file=file,
+                        line=line_of(value, k),
+                        hint=node["propertyNames"].get("description"),
+                    )
+                )
+                continue
             if k in props:
                 _check(v, props[k], root, sub, value, k, file, out)
             elif addl is False:
@@ -109,3 +154,43 @@ def _check(
             if len(matches) != 1:
                 keys = " / ".join("+".join(alt.get("required", [])) for alt in node["oneOf"])
                 bad(f"must have exactly one of: {keys}")
+
+
+# C0 controls, DEL and C1 controls: none may stand in a recipe's text (a newline would end a Dockerfile
+# instruction, an escape sequence would reach the terminal), except a newline or tab in multi-line text.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_MULTILINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def control_characters(doc: Any, *, file: str, multiline: re.Pattern[str] | None = None) -> list[Problem]:
+    """Every string of `doc` (keys too) that holds a control character: one Problem each, located. Strings
+    whose path (e.g. `versions[0].note`) `multiline` matches whole may hold newlines and tabs."""
+    out: list[Problem] = []
+    stack: list[tuple[Any, str, Any, Any]] = [(doc, "", None, None)]
+    while stack:  # iterative: the depth of a document is not the interpreter's
+        value, path, parent, key = stack.pop()
+        if isinstance(value, dict):
+            for k, v in value.items():
+                sub = f"{path}.{_seg(k)}" if path else _seg(k)
+                if isinstance(k, str) and _CONTROL.search(k):
+                    out.append(_control(k, sub, file, line_of(value, k)))
+                stack.append((v, sub, value, k))
+        elif isinstance(value, list):
+            stack += [(v, f"{path}[{i}]", value, i) for i, v in enumerate(value)]
+        elif isinstance(value, str):
+            rx = _CONTROL_MULTILINE if multiline and multiline.fullmatch(path) else _CONTROL
+            if rx.search(value):
+                line = line_of(parent, key) if parent is not None else None
+                out.append(_control(value, path or "(top level)", file, line))
+    return sorted(out, key=lambda p: (p.line or 0, p.message))
+
+
+def _control(value: str, where: str, file: str, line: int | None) -> Problem:
+    found = sorted({f"U+{ord(c):04X}" for c in _CONTROL.findall(value)})
+    return Problem(
+        message=f"{where}: holds control characters ({', '.join(found)}): {value!r}"[:300],
+        file=file,
+        line=line,
+        hint="remove them: no control characters (newline and tab only in descriptions, notes, scripts and "
+        "build commands)",
+    )

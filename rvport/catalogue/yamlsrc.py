@@ -7,7 +7,14 @@ from typing import Any
 
 import yaml
 
-from rvport.errors import Problem
+from rvport.errors import Problem, RecipeError, RvportError
+from rvport.fileio import read_regular
+
+# Caps on what a document may be (recipes, toolchains, bases come from outside): bytes read, nesting depth.
+# Anchors and aliases are refused: an alias repeats a whole subtree, and a few of them make a small file
+# expand beyond any cap ("billion laughs").
+MAX_BYTES = 4 << 20
+MAX_DEPTH = 64
 
 
 class LDict(dict):
@@ -23,7 +30,33 @@ class LList(list):
 
 
 class _Loader(yaml.SafeLoader):
-    pass
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"alias *{event.anchor} found: anchors and aliases are not accepted",
+                event.start_mark,
+            )
+        if getattr(event, "anchor", None):
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"anchor &{event.anchor} found: anchors and aliases are not accepted",
+                event.start_mark,
+            )
+        if self._depth >= MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _map(loader: _Loader, node: yaml.MappingNode) -> LDict:
@@ -31,7 +64,17 @@ def _map(loader: _Loader, node: yaml.MappingNode) -> LDict:
     d.line = node.start_mark.line + 1
     d.key_lines = {}
     for knode, vnode in node.value:
+        if not isinstance(knode, yaml.ScalarNode):
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a plain value, not a list or mapping", knode.start_mark
+            )
         key = loader.construct_object(knode, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a mapping key must be a plain value, not {type(key).__name__}", knode.start_mark
+            ) from None
         if key in d:
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", knode.start_mark)
         d[key] = loader.construct_object(vnode, deep=True)
@@ -56,11 +99,18 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
 
 
 def load_yaml(path: Path) -> tuple[Any, Problem | None]:
-    """Parse a YAML file; a syntax error becomes a located Problem instead of an exception."""
+    """Parse a YAML file; a syntax error becomes a located Problem instead of an exception. Only a regular
+    file of at most MAX_BYTES is read."""
     try:
-        raw = path.read_bytes()
-    except OSError as e:
-        return None, Problem(message=f"cannot read: {e.strerror}", file=str(path))
+        raw = read_regular(
+            path,
+            limit=MAX_BYTES,
+            what="YAML file",
+            error=RecipeError,
+            hint="give a regular YAML file of at most 4 MiB",
+        )
+    except RvportError as e:
+        return None, Problem(message=e.message, file=str(path), hint=e.hint)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -83,6 +133,12 @@ def load_yaml(path: Path) -> tuple[Any, Problem | None]:
         )
     except yaml.YAMLError as e:
         return None, Problem(message=f"YAML error: {e}", file=str(path), hint="fix the YAML syntax")
+    except (ValueError, TypeError, OverflowError, RecursionError) as e:  # an explicit tag on a bad value
+        return None, Problem(
+            message=f"YAML value cannot be read: {type(e).__name__}: {str(e)[:200]!r}",
+            file=str(path),
+            hint="remove explicit tags (!!int, !!binary, ...) and write plain values",
+        )
 
 
 def line_of(container: Any, key: Any) -> int | None:
