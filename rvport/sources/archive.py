@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import calendar
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -36,6 +37,7 @@ TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz
 ZIP_SUFFIXES = (".zip", ".whl")
 CHUNK = 1 << 16
 MAX_LINK = 4095  # bytes in a link target (PATH_MAX - 1)
+_NAME_ERRORS = (errno.ENAMETOOLONG, errno.ELOOP, errno.EILSEQ)
 _COMPRESSED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
 DAMAGED = (
     "the archive is damaged or not what its name says; check the recipe's source (its URL, file name or "
@@ -218,6 +220,11 @@ class _Writer:
         try:
             yield
         except OSError as e:
+            if e.errno in _NAME_ERRORS:  # the archive's names, not the host: too long, too many links
+                at = os.path.relpath(e.filename, self.stage) if isinstance(e.filename, str) else "a member"
+                raise IntegrityError(
+                    f"{self.name}: cannot unpack {at!r}: {e.strerror}", hint=MALICIOUS
+                ) from e
             raise disk_error(e, self.scratch, f"unpacking {self.name}") from e
 
     def _full(self, path: str) -> str:

@@ -11,6 +11,7 @@ import calendar
 import errno
 import io
 import os
+import re
 import stat
 import sys
 import tarfile
@@ -400,12 +401,12 @@ def test_a_dest_that_is_a_file_or_already_holds_the_files_is_refused(tmp_path):
 # ------------------------------------------------------------------------- through prepare_tree and fetch
 
 
-def _recipe(root: Path, base: str, main: bytes, extra_dest: str) -> Path:
+def _recipe(root: Path, base: str, main: bytes, extra_dest: str, main_name: str = "demo-1.0.tar.gz") -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "demo.yaml").write_text(
         "schema: 1\nname: demo\nkind: python-wheel\nbuild:\n  - make\nversions:\n"
         '  - version: "1.0"\n    sources:\n'
-        f"      - name: main\n        url: {base}/demo-1.0.tar.gz\n        sha256: {_sha(main)}\n"
+        f"      - name: main\n        url: {base}/{main_name}\n        sha256: {_sha(main)}\n"
         f"      - name: extra\n        url: {base}/extra-1.0.tar.gz\n        sha256: {_sha(EXTRA)}\n"
         f"        dest: {extra_dest}\n"
     )
@@ -574,3 +575,56 @@ def test_a_pypi_filename_that_is_not_one_component_is_refused_on_load(tmp_path, 
         load_catalogue(root).resolve("demo")
     assert e.value.exit_code == ExitCode.RECIPE_INVALID
     assert f"{root / 'demo.yaml'}:10" in e.value.render()
+
+
+def _bad_crc_zip() -> bytes:
+    data = bytearray(_zip([("p/f.txt", b"hello hello hello\n", stat.S_IFREG | 0o644)]))
+    data[data.index(b"hello hello")] ^= 0x01
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    "kind, main_name, why, code",
+    [
+        # in the deeper cache, the chain's own directories outgrow PATH_MAX first: refused either way
+        ("cve", "demo-1.0.tar", "through the link|File name too long", ExitCode.INTEGRITY),
+        ("crc", "demo-1.0.zip", "CRC", ExitCode.INTEGRITY),
+        ("bomb", "demo-1.0.tar.gz", "unpack limit", ExitCode.INTEGRITY),
+        ("polyglot", "demo-1.0.tar.gz", "polyglot", ExitCode.INTEGRITY),
+    ],
+)
+def test_cli_fetch_tree_refuses_hostile_sources_with_their_exit_code(tmp_path, kind, main_name, why, code):
+    import subprocess
+
+    from tests.fixtures.httpserver import Route, serve
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    body = {
+        "cve": lambda: _cve_chain(outside),
+        "crc": _bad_crc_zip,
+        "bomb": lambda: _tar([("p/", "d", None), ("p/zeros", "f", bytes(3 << 20))]),
+        "polyglot": lambda: _tar([("p/", "d", None), ("p/a", "f", b"a")]) + _inner_zip(),
+    }[kind]()
+    routes = {f"/{main_name}": Route(body=body), "/extra-1.0.tar.gz": Route(body=EXTRA)}
+    with serve(routes) as srv:
+        root = _recipe(tmp_path / "recipes", srv.base, body, "x", main_name)
+        env = {
+            **os.environ,
+            "RVPORT_RECIPE_PATH": str(root),
+            "RVPORT_CACHE_DIR": str(tmp_path / "cache"),
+            "RVPORT_UNPACK_LIMIT": "1M",
+            "COLUMNS": "300",
+        }
+        cp = subprocess.run(
+            [sys.executable, "-c", "from rvport.cli.app import main; main()", "fetch", "demo", "--tree"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    assert cp.returncode == code, cp.stderr
+    assert re.search(why, cp.stderr) and "Traceback" not in cp.stderr
+    assert list(outside.iterdir()) == []
+    trees = tmp_path / "cache" / "trees"
+    assert not trees.exists() or [p for p in trees.iterdir() if not p.name.endswith(".json")] == []
