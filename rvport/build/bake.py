@@ -76,6 +76,8 @@ class BakeTargets:
         tc_dir = self.root / f"{name}-toolchain"
         tc_dir.mkdir(parents=True)
         (tc_dir / "Dockerfile").write_text(rendered.text)
+        for file, text in rendered.files:  # what the Dockerfile runs from its context
+            (tc_dir / file).write_text(text)
         t = {
             "context": str(tc_dir),
             "dockerfile": "Dockerfile",

@@ -37,10 +37,15 @@ def default_dockerfiles_dir() -> Path:
 class Rendered:
     template: str
     text: str
+    # files of the build context beside the Dockerfile, (name, text) each: scripts it runs (resources/scripts)
+    files: tuple[tuple[str, str], ...] = ()
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()
+        """The Dockerfile's digest; with files, of the Dockerfile and the files (name and text each)."""
+        if not self.files:
+            return hashlib.sha256(self.text.encode()).hexdigest()
+        return hashlib.sha256(json.dumps([self.text, sorted(self.files)]).encode()).hexdigest()
 
 
 def render(stage: str, values: Mapping[str, str], root: Path | None = None) -> Rendered:

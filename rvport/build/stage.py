@@ -239,7 +239,7 @@ class LoadedToolchains:
         ca = stage_ca_bundle(self.fetch)
         image = ensure_image(
             tag,
-            {"Dockerfile": rendered.text},
+            {"Dockerfile": rendered.text, **dict(rendered.files)},
             platform=base.platform,
             tmp_root=env.tmp_root,
             log_path=env.log_path,

@@ -111,3 +111,73 @@ def test_a_script_command_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(resources, "builtin", lambda *parts: tmp_path.joinpath(*parts))
     with pytest.raises(ValueError, match="two.sh: one command line expected, found 2"):
         resources.script_command("two.sh")
+
+
+def _stand_ins(bin_: Path, programs: dict[str, str]) -> dict[str, str]:
+    bin_.mkdir(exist_ok=True)
+    for name, body in programs.items():
+        (bin_ / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_ / name).chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}"}
+
+
+def _cross(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    script = SCRIPTS / "cross-toolchain.sh"
+    return subprocess.run(
+        ["sh", "-eu", str(script), *args], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_the_cross_toolchain_script_records_compilers_and_matches_versions(tmp_path):
+    env = _stand_ins(
+        tmp_path / "bin",
+        {
+            "rustc": 'echo "rustc 1.85.0 (4d91de4e4 2025-02-17)"; echo more',
+            "go": 'echo "go version go1.24.4 linux/amd64"',
+            # the version of the package named last, as `dpkg-query -W -f '${Version}' PKG` prints it
+            "dpkg-query": "eval last=\\${$#}; case $last in rustc) printf 1.85.0+dfsg1-1+b1;; "
+            "libstd-rust-dev:riscv64) printf 1.85.0+dfsg1-1;; *) exit 1;; esac",
+        },
+    )
+    out = tmp_path / "compilers.txt"
+    assert _cross("compilers", str(out), "rustc", "go", env=env).returncode == 0
+    assert (
+        out.read_text() == "rustc=rustc 1.85.0 (4d91de4e4 2025-02-17)\ngo=go version go1.24.4 linux/amd64\n"
+    )
+    assert _cross("compilers", str(tmp_path / "none.txt"), env=env).returncode == 0
+    assert not (tmp_path / "none.txt").exists()  # no compiler, no file
+    unpacked = tmp_path / "unpacked.txt"
+    unpacked.write_text("")
+    cp = _cross("match", str(unpacked), "version", "rustc", "libstd-rust-dev:riscv64", env=env)
+    assert cp.returncode == 1 and "versions must match" in cp.stderr
+    assert (
+        _cross("match", str(unpacked), "source", "rustc", "libstd-rust-dev:riscv64", env=env).returncode == 0
+    )
+    assert _cross("match", str(unpacked), "source", "rustc", env=env).returncode == 2  # an incomplete rule
+    assert _cross("nothing", env=env).returncode == 2
+
+
+def test_the_cross_toolchain_script_unpacks_one_directory_and_records_the_version(tmp_path):
+    calls = tmp_path / "calls"
+    env = _stand_ins(
+        tmp_path / "bin",
+        {
+            "apt-get": f'echo "apt-get $*" >> {calls}; : > libfoo_1.0-1+b2_riscv64.deb',
+            "dpkg-deb": "case $1 in --fsys-tarfile) echo TAR;; -f) echo 1.0-1+b2;; esac",
+            "tar": f'echo "tar $* $(cat)" >> {calls}',
+        },
+    )
+    ca = tmp_path / "ca.pem"
+    ca.write_text("a CA")
+    out = tmp_path / "unpacked.txt"
+    out.write_text("left over\n")
+    env["RVPORT_UNPACK_DIR"] = str(tmp_path / "work")
+    cp = _cross("unpack", str(out), "libfoo:riscv64", "/tmp/", env={**env, "RVPORT_APT_CA": str(ca)})
+    assert cp.returncode == 0, cp.stderr
+    assert out.read_text() == "libfoo:riscv64=1.0-1+b2\n"
+    assert calls.read_text().splitlines() == [
+        f"apt-get -o Acquire::https::CAInfo={ca} download libfoo:riscv64",
+        "tar -x -C / ./tmp TAR",
+    ]
+    assert not (tmp_path / "work").exists()
+    assert _cross("unpack", str(out), env=env).returncode == 0 and out.read_text() == ""  # emptied

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from rvport import resources
 from rvport.build import modes
 from rvport.build.modes import accelerated, cross
 from rvport.build.stage import Toolchain
@@ -147,7 +149,7 @@ def test_glide_ffi_cross_stage(cat):
             "g++-riscv64-linux-gnu",
         }
     )
-    assert "apt-get $ca download libstd-rust-web-dev:riscv64" in tc
+    assert "cross-toolchain.sh unpack /rvport-unpacked-packages.txt libstd-rust-web-dev:riscv64 " in tc
 
 
 def test_semantic_router_cross_stage(cat):
@@ -275,14 +277,24 @@ def test_a_cargo_recipe_naming_rustc_web_cross_compiles_with_rustc_web(cat):
             "g++-riscv64-linux-gnu",
         }
     )
-    assert "apt-get $ca download libstd-rust-web-dev:riscv64" in tc
-    assert "tar -x -C / ./usr/lib/rustlib/riscv64gc-unknown-linux-gnu" in tc
-    assert tc.index("download libstd-rust-web-dev") < tc.index(
-        "rm -rf /var/lib/apt/lists"
-    )  # lists still there
-    assert tc.index("rm -rf /var/lib/apt/lists") < tc.index("must be built from one source version")
+    # the steps after apt's are resources/scripts/cross-toolchain.sh, in the image's build context
+    script = "/run/rvport/cross-toolchain.sh"
+    unpack = (
+        f"sh -eu {script} unpack /rvport-unpacked-packages.txt libstd-rust-web-dev:riscv64 "
+        "usr/lib/rustlib/riscv64gc-unknown-linux-gnu;"
+    )
+    match = (
+        f"sh -eu {script} match /rvport-unpacked-packages.txt source rustc-web libstd-rust-web-dev:riscv64;"
+    )
+    assert unpack in tc and match in tc
+    assert tc.index(unpack) < tc.index("rm -rf /var/lib/apt/lists") < tc.index(match)  # lists still there
     assert "cat /rvport-unpacked-packages.txt >> /rvport-toolchain-packages.txt" in tc
-    assert 'echo "rustc=$(rustc --version' in tc and 'echo "cargo=$(cargo --version' in tc
+    assert tc.rstrip().endswith(
+        f"sh -eu {script} compilers /rvport-cross-toolchain.txt rustc cargo riscv64-linux-gnu-gcc"
+    )
+    rendered = cross.render_toolchain(recipe, "rvport/base:xtc")
+    assert rendered.files == (("cross-toolchain.sh", resources.script("cross-toolchain.sh")),)
+    assert f"--mount=type=bind,source=cross-toolchain.sh,target={script}" in tc
     # the stage itself is the kind's: same cross environment, same commands
     assert cross.toolchain_of(recipe).env == cross.toolchain_of(st.recipe).env
     doc = cross.describe(
@@ -311,7 +323,8 @@ def test_a_cargo_recipe_naming_rustc_web_cross_compiles_with_rustc_web(cat):
     ],
 )
 def test_the_rustc_web_pair_must_come_from_one_source_version(cat, tmp_path, rustc, std, ok):
-    """The image's check, run by sh with a stand-in dpkg-query that knows the installed rustc-web only."""
+    """The image's check (cross-toolchain.sh match), run by sh with a stand-in dpkg-query that knows the
+    installed rustc-web only."""
     recipe = rustc_web(plan(cat, "rvv256").stage("glide-ffi").recipe)
     bin_ = tmp_path / "bin"
     bin_.mkdir()
@@ -321,9 +334,10 @@ def test_the_rustc_web_pair_must_come_from_one_source_version(cat, tmp_path, rus
     (bin_ / "dpkg-query").chmod(0o755)
     unpacked = tmp_path / "unpacked.txt"
     unpacked.write_text(f"libstd-rust-web-dev:riscv64={std}\n" if std else "")
-    check = cross.same_version_check(recipe).replace(cross.UNPACKED_FILE, str(unpacked))
+    args = shlex.split(cross.match_args(recipe))
+    assert args[0] == cross.UNPACKED_FILE
     cp = subprocess.run(
-        ["sh", "-eu", "-c", check],
+        ["sh", "-eu", str(resources.builtin("scripts", cross.SCRIPT)), "match", str(unpacked), *args[1:]],
         capture_output=True,
         text=True,
         timeout=30,

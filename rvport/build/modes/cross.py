@@ -17,9 +17,12 @@ The smoke test of a cross stage still runs in the riscv64 base under QEMU (the r
 
 from __future__ import annotations
 
+import dataclasses
+import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from rvport import resources
 from rvport.build import render
 from rvport.build.stage import StageEnv, Toolchain
 from rvport.catalogue import modes
@@ -38,7 +41,8 @@ COMPILERS_FILE = "/rvport-cross-toolchain.txt"
 # The packages unpacked rather than installed (CrossToolchain.unpack), "package:arch=version" a line; the
 # template adds them to the image's package list.
 UNPACKED_FILE = "/rvport-unpacked-packages.txt"
-_BINNMU = r"s/(\+b[0-9]+)+$//"  # sed -E: a Debian version without its binNMU suffixes
+# The image's steps after apt's (resources/scripts), in its build context: unpack, match, compilers.
+SCRIPT = "cross-toolchain.sh"
 
 
 def toolchain_of(recipe: Recipe) -> CrossToolchain:
@@ -54,63 +58,31 @@ def packages(recipe: Recipe) -> tuple[str, ...]:
     return tuple(sorted(set(recipe.toolchain.debian) | set(toolchain_of(recipe).packages)))
 
 
-def same_version_check(recipe: Recipe) -> str:
-    """A shell snippet failing the toolchain image when paired packages differ in version (same_version), or
-    in
-    source version (same_source: binNMU suffixes dropped; either package may be an unpacked one)."""
-    checks = []
+def _args(*words: str) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def unpack_args(recipe: Recipe) -> str:
+    """`cross-toolchain.sh unpack`'s arguments: the file of the packages unpacked, then each package of
+    CrossToolchain.unpack with the one directory of it unpacked into /."""
+    return _args(UNPACKED_FILE, *(w for pkg, d in toolchain_of(recipe).unpack for w in (pkg, d.strip("/"))))
+
+
+def match_args(recipe: Recipe) -> str:
+    """`cross-toolchain.sh match`'s arguments: the file of the packages unpacked, then the pairs that must
+    have one version (same_version: `version A B`), then those that must come from one source version
+    (same_source, binNMU suffixes dropped; either package may be an unpacked one: `source A B`)."""
     cross = toolchain_of(recipe)
-    for a, b in cross.same_version:
-        checks.append(
-            f'va=$(dpkg-query -W -f "\\${{Version}}" {a}); vb=$(dpkg-query -W -f "\\${{Version}}" {b}); '
-            f'[ "$va" = "$vb" ] || {{ echo "{a} $va but {b} $vb: versions must match" >&2; exit 1; }}'
-        )
-    for a, b in cross.same_source:
-        checks.append(
-            f"va=$({_version(a)}); vb=$({_version(b)}); "
-            f"sa=$(echo \"$va\" | sed -E '{_BINNMU}'); sb=$(echo \"$vb\" | sed -E '{_BINNMU}'); "
-            f'[ -n "$sa" ] && [ "$sa" = "$sb" ] || {{ echo "{a} $va but {b} $vb: they must be built '
-            f'from one source version" >&2; exit 1; }}'
-        )
-    return "; ".join(checks) or "true"
-
-
-def _version(pkg: str) -> str:
-    """A shell command printing an installed or unpacked package's Debian version."""
-    return (
-        f"dpkg-query -W -f '${{Version}}' {pkg} 2>/dev/null || "
-        f"sed -n 's/^{pkg.replace('.', '[.]')}=//p' {UNPACKED_FILE}"
-    )
-
-
-def unpack_command(recipe: Recipe) -> str:
-    """A shell snippet (run after apt-get install, with the lists still there and $ca set) that downloads each
-    package of CrossToolchain.unpack and unpacks only its named directory into /, recording its version."""
-    parts = [f": > {UNPACKED_FILE}"]
-    unpack = toolchain_of(recipe).unpack
-    if unpack:
-        parts.append("mkdir -p /tmp/rvport-unpack && cd /tmp/rvport-unpack")
-        for pkg, directory in unpack:
-            parts += [
-                f"apt-get $ca download {pkg}",
-                f"deb=$(ls {pkg.split(':')[0]}_*.deb)",
-                f'dpkg-deb --fsys-tarfile "$deb" | tar -x -C / ./{directory.strip("/")}',
-                f"test -d /{directory.strip('/')}",
-                f'echo "{pkg}=$(dpkg-deb -f "$deb" Version)" >> {UNPACKED_FILE}',
-            ]
-        parts.append("cd / && rm -rf /tmp/rvport-unpack")
-    return "; ".join(parts)
-
-
-def version_command(recipe: Recipe) -> str:
-    """A shell snippet writing the compilers' versions to COMPILERS_FILE."""
-    parts = [
-        f'echo "{t}=$({t} version 2>/dev/null || {t} --version | head -n1)"'
-        if t == "go"
-        else f'echo "{t}=$({t} --version | head -n1)"'
-        for t in toolchain_of(recipe).compilers
+    rules = [
+        *(("version", a, b) for a, b in cross.same_version),
+        *(("source", a, b) for a, b in cross.same_source),
     ]
-    return "{ " + "; ".join(parts) + f"; }} > {COMPILERS_FILE}" if parts else "true"
+    return _args(UNPACKED_FILE, *(w for rule in rules for w in rule))
+
+
+def compilers_args(recipe: Recipe) -> str:
+    """`cross-toolchain.sh compilers`'s arguments: the file of the compilers' versions, then the compilers."""
+    return _args(COMPILERS_FILE, *toolchain_of(recipe).compilers)
 
 
 def describe(
@@ -145,17 +117,18 @@ def describe(
 
 def render_toolchain(recipe: Recipe, base: str) -> render.Rendered:
     """The image a cross stage compiles in: build-platform base + the kind's cross packages."""
-    return render.render(
+    rendered = render.render(
         "cross-toolchain",
         {
             "BASE": base,
             "FOREIGN_ARCH": DEBIAN_TARGET_ARCH,
             "PACKAGES": render.packages_arg(packages(recipe)),
-            "UNPACK": unpack_command(recipe),
-            "SAME_VERSION": same_version_check(recipe),
-            "VERSIONS": version_command(recipe),
+            "UNPACK": unpack_args(recipe),
+            "MATCH": match_args(recipe),
+            "COMPILERS": compilers_args(recipe),
         },
     )
+    return dataclasses.replace(rendered, files=((SCRIPT, resources.script(SCRIPT)),))
 
 
 def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
