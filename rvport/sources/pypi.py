@@ -21,7 +21,7 @@ import requests
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import InvalidVersion, Version
 
-from rvport import proc
+from rvport import proc, resources
 from rvport.catalogue.recipes import Source
 from rvport.errors import IntegrityError, SourceUnavailable
 
@@ -73,16 +73,21 @@ def parse_pip_config_list(text: str) -> dict[str, str]:
 
 
 # Asked of the user's pip in a child process (rvport never imports pip): the index pip uses when nothing is
-# configured. pip keeps it in its internals only, so the question is one line of Python run by pip's
-# interpreter.
-_PIP_DEFAULT_INDEX = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
+# configured. pip keeps it in its internals only, so the question is a Python script (resources/scripts) run by
+# pip's interpreter.
+_PIP_DEFAULT_INDEX = "pip-default-index.py"
 
 
 def pip_default_index() -> str:
     """pip's built-in default index, asked of the installed pip at run time."""
     for python in (sys.executable, "python3"):
         try:
-            cp = proc.run([python, "-c", _PIP_DEFAULT_INDEX], capture=True, check=False, timeout=60)
+            cp = proc.run(
+                [python, str(resources.builtin("scripts", _PIP_DEFAULT_INDEX))],
+                capture=True,
+                check=False,
+                timeout=60,
+            )
         except Exception:  # noqa: BLE001 - no such interpreter: try the next one
             continue
         url = (cp.stdout or "").strip()

@@ -56,6 +56,8 @@ def test_the_shipped_scripts_are_found_and_each_is_a_script():
         "py-compile-recorder.py",
         "policy-rc.d.sh",
         "start-stop-daemon.sh",
+        "cross-toolchain.sh",
+        "pip-default-index.py",
     } <= names
     for p in SCRIPTS.iterdir():
         if p.suffix == ".sh":
@@ -181,3 +183,15 @@ def test_the_cross_toolchain_script_unpacks_one_directory_and_records_the_versio
     ]
     assert not (tmp_path / "work").exists()
     assert _cross("unpack", str(out), env=env).returncode == 0 and out.read_text() == ""  # emptied
+
+
+def test_the_pip_default_index_script_prints_the_index_of_the_pip_it_runs_with():
+    import sys
+
+    from rvport.sources.pypi import pip_default_index
+
+    cp = subprocess.run(
+        [sys.executable, str(SCRIPTS / "pip-default-index.py")], capture_output=True, text=True, timeout=120
+    )
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.strip().startswith("https://") and cp.stdout.strip() == pip_default_index()
