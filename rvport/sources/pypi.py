@@ -73,8 +73,8 @@ def parse_pip_config_list(text: str) -> dict[str, str]:
 
 
 # Asked of the user's pip in a child process (rvport never imports pip): the index pip uses when nothing is
-# configured. pip keeps it in its internals only, so the question is a Python script (resources/scripts) run by
-# pip's interpreter.
+# configured. pip keeps it in its internals only, so the question is a Python script (resources/scripts) run
+# by pip's interpreter.
 _PIP_DEFAULT_INDEX = "pip-default-index.py"
 
 
