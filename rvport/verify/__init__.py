@@ -15,6 +15,7 @@ from pathlib import Path
 from rvport.catalogue.profiles import Profile
 from rvport.errors import UsageError
 from rvport.verify.artifacts import verify_path
+from rvport.verify.limits import DEFAULT_LIMITS, Limits
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport, WheelInfo
 from rvport.verify.policy import IsaLevel, Verdict
 from rvport.verify.provenance import Provenance
@@ -24,6 +25,7 @@ __all__ = [
     "ArtifactKind",
     "ArtifactResult",
     "IsaLevel",
+    "Limits",
     "MemberResult",
     "Verdict",
     "VerifyReport",
@@ -40,6 +42,7 @@ def verify_paths(
     *,
     exports: Sequence[str] = (),
     provenance: Provenance | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> VerifyReport:
     """Verify wheels, ar archives, ELF files and directories of them against a profile.
 
@@ -47,9 +50,10 @@ def verify_paths(
     "carries" (runs on, and carries every extension the profile promises, Profile.requires); the older names
     "baseline" and "profile" mean the same two. `exports`: function names every artifact must export (an ELF
     file's dynamic symbol table, or some member of an ar archive). `provenance` (provenance.load): every
-    artifact must be one of its subjects, with the same sha256. Raises UsageError for a bad isa level, no
-    paths, or a missing
-    path; a bad artifact is never an exception but a failed verdict in the report."""
+    artifact must be one of its subjects, with the same sha256. `limits`: the caps on the work done per
+    artifact (limits.py); an artifact over one fails, with the cap named. Raises UsageError for a bad isa
+    level, no paths, or a missing path; a bad artifact is never an exception but a failed verdict in the
+    report."""
     level = isa_level(isa)
     if not paths:
         raise UsageError(
@@ -60,7 +64,7 @@ def verify_paths(
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     results: list[ArtifactResult] = []
     for p in paths:
-        results += verify_path(Path(p), profile, level, exports)
+        results += verify_path(Path(p), profile, level, exports, limits)
     if provenance is not None:
         results = [_against(provenance, a) for a in results]
     return VerifyReport(

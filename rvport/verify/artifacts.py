@@ -11,10 +11,11 @@ from pathlib import Path
 
 from rvport.catalogue.profiles import Profile
 from rvport.verify.ar import AR_MAGIC, AR_THIN_MAGIC, ArchiveError, iter_ar_members
-from rvport.verify.blob import judge_blob, member_result
+from rvport.verify.blob import judge_stream, member_result
 from rvport.verify.elf import ELF_MAGIC, ElfReadError, read_elf
 from rvport.verify.exports import check_exports
 from rvport.verify.filehash import size_sha
+from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult
 from rvport.verify.policy import IsaLevel, Verdict
 from rvport.verify.wheel import verify_wheel
@@ -98,12 +99,19 @@ def _unreadable(path: Path, kind: ArtifactKind, e: OSError) -> ArtifactResult:
     return ArtifactResult(path=str(path), kind=kind, verdict=Verdict.FAIL, reasons=(why,))
 
 
-def verify_file(path: Path, profile: Profile, isa: IsaLevel, exports: Sequence[str] = ()) -> ArtifactResult:
-    """Judge one file; with `exports`, also that it exports those functions (exports.py)."""
-    result = _verify_file(path, profile, isa)
+def verify_file(
+    path: Path,
+    profile: Profile,
+    isa: IsaLevel,
+    exports: Sequence[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
+) -> ArtifactResult:
+    """Judge one file; with `exports`, also that it exports those functions (exports.py). Within the caps
+    (limits.py): over one, the file fails with the reason, never an exception."""
+    result = _verify_file(path, profile, isa, limits)
     if not exports or not result.ok and not result.members:
         return result
-    j = check_exports(path, result.kind, exports)
+    j = check_exports(path, result.kind, exports, limits)
     return replace(
         result,
         verdict=Verdict.FAIL if j.reasons or not result.ok else Verdict.PASS,
@@ -112,28 +120,38 @@ def verify_file(path: Path, profile: Profile, isa: IsaLevel, exports: Sequence[s
     )
 
 
-def _verify_file(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
+def _verify_file(path: Path, profile: Profile, isa: IsaLevel, limits: Limits) -> ArtifactResult:
     try:
         kind = classify(path)
+        file_size = os.stat(path).st_size
     except OSError as e:
         return _unreadable(path, ArtifactKind.OTHER, e)
+    if file_size > limits.file_bytes:
+        why = OverLimit("bytes of the file", file_size, "file_bytes", limits.file_bytes)
+        return ArtifactResult(
+            path=str(path),
+            kind=kind,
+            verdict=Verdict.FAIL,
+            reasons=(f"{REASON}: {why}; not read",),
+            size=file_size,
+        )
     if kind is ArtifactKind.WHEEL:
-        return verify_wheel(path, profile, isa)
+        return verify_wheel(path, profile, isa, limits)
     size, sha = size_sha(path)
     if kind is ArtifactKind.ELF:
         try:
             with open(path, "rb") as f:
-                members = [member_result(None, read_elf(f), profile, isa)]
+                members = [member_result(None, read_elf(f, limits), profile, isa)]
         except ElfReadError as e:
             members = [MemberResult(name=None, verdict=Verdict.FAIL, reasons=(str(e),))]
         except OSError as e:
             return _unreadable(path, kind, e)
     elif kind is ArtifactKind.ARCHIVE:
-        try:
-            data = path.read_bytes()
+        try:  # member by member, where each lies: an archive of any size takes no memory
+            with open(path, "rb") as f:
+                members = judge_stream(None, f, profile, isa, limits)
         except OSError as e:
             return _unreadable(path, kind, e)
-        members = judge_blob(None, data, profile, isa)
         if not members:
             return ArtifactResult(
                 path=str(path),
@@ -181,7 +199,11 @@ def walk(directory: Path) -> tuple[list[Path], list[ArtifactResult]]:
 
 
 def verify_path(
-    path: Path, profile: Profile, isa: IsaLevel, exports: Sequence[str] = ()
+    path: Path,
+    profile: Profile,
+    isa: IsaLevel,
+    exports: Sequence[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> list[ArtifactResult]:
     try:
         is_dir = stat.S_ISDIR(os.stat(path).st_mode)
@@ -198,5 +220,5 @@ def verify_path(
                     reasons=("no wheel, ELF file or ar archive found under it",),
                 )
             ]
-        return failed + [verify_file(p, profile, isa, exports) for p in files]
-    return [verify_file(path, profile, isa, exports)]
+        return failed + [verify_file(p, profile, isa, exports, limits) for p in files]
+    return [verify_file(path, profile, isa, exports, limits)]

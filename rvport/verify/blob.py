@@ -7,47 +7,61 @@ import io
 from typing import BinaryIO, cast
 
 from rvport.catalogue.profiles import Profile
-from rvport.verify.ar import ArchiveError, is_ar, iter_ar_members
+from rvport.verify.ar import ArchiveError, Window, is_ar, iter_ar_entries
 from rvport.verify.buffer import BufferFile
 from rvport.verify.elf import ELF_MAGIC, ElfFacts, ElfReadError, read_elf
+from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit
 from rvport.verify.model import MemberResult
 from rvport.verify.policy import IsaLevel, Verdict, judge_elf
 
 
-def judge_blob(name: str | None, data: bytes, profile: Profile, isa: IsaLevel) -> list[MemberResult]:
+def judge_blob(
+    name: str | None, data: bytes, profile: Profile, isa: IsaLevel, limits: Limits = DEFAULT_LIMITS
+) -> list[MemberResult]:
     """Judge an ELF blob, or every member of an ar archive blob (named archive(member))."""
-    if is_ar(data):
-        out: list[MemberResult] = []
-        try:
-            for mname, mdata in iter_ar_members(data):
-                full = f"{name}({mname})" if name else mname
-                if mdata[:4] != ELF_MAGIC:
-                    out.append(
-                        MemberResult(
-                            name=full, verdict=Verdict.FAIL, reasons=("archive member is not an ELF object",)
-                        )
-                    )
-                    continue
-                out += judge_blob(full, mdata, profile, isa)
-        except ArchiveError as e:
-            out.append(MemberResult(name=name, verdict=Verdict.FAIL, reasons=(f"bad ar archive: {e}",)))
-        return out
-    return _judge_elf(name, io.BytesIO(data), profile, isa)
+    return judge_stream(name, io.BytesIO(data), profile, isa, limits)
 
 
 def judge_content(
-    name: str | None, content: BufferFile, profile: Profile, isa: IsaLevel
+    name: str | None, content: BufferFile, profile: Profile, isa: IsaLevel, limits: Limits = DEFAULT_LIMITS
 ) -> list[MemberResult]:
-    """judge_blob for a buffer: an ELF file is read where it lies, an archive is copied to bytes first."""
-    content.seek(0)
-    if is_ar(content.read(8)):
-        return judge_blob(name, content.getvalue(), profile, isa)
-    return _judge_elf(name, cast(BinaryIO, content), profile, isa)  # a seekable binary stream
+    """judge_stream for a member's buffer: read where it lies."""
+    return judge_stream(name, cast(BinaryIO, content), profile, isa, limits)  # a seekable binary stream
 
 
-def _judge_elf(name: str | None, stream: BinaryIO, profile: Profile, isa: IsaLevel) -> list[MemberResult]:
+def judge_stream(
+    name: str | None, stream: BinaryIO, profile: Profile, isa: IsaLevel, limits: Limits = DEFAULT_LIMITS
+) -> list[MemberResult]:
+    """Judge an ELF file, or every member of an ar archive (named archive(member)), in a seekable stream:
+    an archive's members are read one by one where they lie (ar.Window), never the archive whole."""
+    stream.seek(0)
+    if not is_ar(stream.read(8)):
+        return _judge_elf(name, stream, profile, isa, limits)
+    out: list[MemberResult] = []
     try:
-        facts = read_elf(stream)
+        for entry in iter_ar_entries(stream, limits):
+            full = f"{name}({entry.name})" if name else entry.name
+            member = Window(stream, entry.offset, entry.size)
+            if member.read(4) != ELF_MAGIC:
+                out.append(
+                    MemberResult(
+                        name=full, verdict=Verdict.FAIL, reasons=("archive member is not an ELF object",)
+                    )
+                )
+                continue
+            out += _judge_elf(full, cast(BinaryIO, member), profile, isa, limits)
+    except ArchiveError as e:
+        out.append(MemberResult(name=name, verdict=Verdict.FAIL, reasons=(f"bad ar archive: {e}",)))
+    except OverLimit as e:
+        out.append(MemberResult(name=name, verdict=Verdict.FAIL, reasons=(f"{REASON}: {e}",)))
+    return out
+
+
+def _judge_elf(
+    name: str | None, stream: BinaryIO, profile: Profile, isa: IsaLevel, limits: Limits
+) -> list[MemberResult]:
+    try:
+        facts = read_elf(stream, limits)
     except ElfReadError as e:
         return [MemberResult(name=name, verdict=Verdict.FAIL, reasons=(str(e),))]
     return [member_result(name, facts, profile, isa)]

@@ -14,6 +14,7 @@ from typing import BinaryIO, Literal
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
 
 from rvport.verify.buffer import NotKept
+from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit, check
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -156,11 +157,17 @@ def parse_arch_string(arch: str) -> dict[str, str]:
     return out
 
 
+ULEB_MAX = 10  # bytes of a ULEB128 that holds 64 bits: a longer one is corrupt (and would grow without bound)
+
+
 def _uleb(data: bytes, pos: int) -> tuple[int, int]:
     result = shift = 0
+    start = pos
     while True:
         if pos >= len(data):
             raise ValueError("truncated ULEB128")
+        if pos - start >= ULEB_MAX:
+            raise ValueError("ULEB128 longer than 10 bytes")
         b = data[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -261,12 +268,13 @@ SHT_STRTAB = 3
 SHT_GNU_VERNEED = 0x6FFFFFFE
 SHT_RISCV_ATTRIBUTES = 0x70000003
 DT_NEEDED = 1
-MAX_TABLE = 64 << 20  # no section, string or dynamic table we read is larger than this
+NAME_MAX = 4096  # bytes of a library, version or section name looked for (a longer one is cut)
+ARCH_MAX = 4096  # characters of a Tag_RISCV_arch string (real ones are a few hundred)
 
 
 @dataclass(frozen=True, kw_only=True)
 class _Section:
-    name: str
+    name: str  # only the names the readers look for (WANTED_NAMES); "" for any other
     type: int
     offset: int
     size: int
@@ -275,6 +283,7 @@ class _Section:
 
 
 # pyelftools' names for e_machine and e_type values (a value listed twice takes its last name, as there).
+WANTED_NAMES = (b".riscv.attributes", b".go.buildinfo", b".symtab", b".dynsym")
 _MACHINES = {v: k for k, v in ENUM_E_MACHINE.items() if not k.startswith("_")}
 _TYPES = {v: k for k, v in ENUM_E_TYPE.items() if not k.startswith("_")}
 PT_LOAD = 1
@@ -345,34 +354,77 @@ def _header(stream: BinaryIO) -> _Header:
     )
 
 
-def _first_writable_load(stream: BinaryIO, hdr: _Header, limit: int) -> bytes | None:
+class _Reads:
+    """The reads of one ELF file's tables, within the caps (limits.py): each table at most table_bytes and
+    inside the file, at most `tables` of them and elf_read_bytes in all; a string table read once."""
+
+    def __init__(self, stream: BinaryIO, limits: Limits) -> None:
+        self.stream = stream
+        self.limits = limits
+        self.size = stream.seek(0, io.SEEK_END)
+        self._count = self._total = 0
+        self._strtabs: dict[int, bytes] = {}
+
+    def at(self, offset: int, size: int, what: str = "section") -> bytes:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise ElfReadError(f"{what} at offset {offset} ({size} bytes) runs past the end of the file")
+        lim = self.limits
+        check(f"bytes of a {what}", size, "table_bytes", lim.table_bytes)
+        self._count += 1
+        check("tables read", self._count, "tables", lim.tables)
+        self._total += size
+        check("bytes of tables read", self._total, "elf_read_bytes", lim.elf_read_bytes)
+        self.stream.seek(offset)
+        data = self.stream.read(size)
+        if len(data) != size:
+            raise ElfReadError(f"{what} at offset {offset} runs past the end of the file")
+        return data
+
+    def small(self, sec: _Section, what: str) -> bytes:
+        """A table walked entry by entry in Python: real ones are a few KiB (.riscv.attributes, .dynamic,
+        .gnu.version_r)."""
+        check(f"bytes of {what}", sec.size, "small_table_bytes", self.limits.small_table_bytes)
+        return self.at(sec.offset, sec.size, what)
+
+    def strtab(self, sections: list[_Section], sec: _Section) -> bytes:
+        """The string table sec links to, read once however many sections link to it."""
+        if not 0 < sec.link < len(sections):
+            raise ElfReadError(f"section {sec.name or '?'} links to no string table (sh_link {sec.link})")
+        if sec.link not in self._strtabs:
+            s = sections[sec.link]
+            self._strtabs[sec.link] = self.at(s.offset, s.size, "string table")
+        return self._strtabs[sec.link]
+
+
+def _first_writable_load(r: _Reads, hdr: _Header, limit: int) -> bytes | None:
     """The first `limit` bytes of the first writable PT_LOAD segment (program headers read with struct)."""
     if hdr.phnum == PN_XNUM:
         raise ElfReadError("program header count kept in section 0, but there are no section headers")
+    check("program headers", hdr.phnum, "segments", r.limits.segments)
     fmt = ("<" if hdr.little else ">") + ("IIQQQQQQ" if hdr.elf_class == 64 else "IIIIIIII")
     width = struct.calcsize(fmt)
+    if hdr.phnum and hdr.phentsize < width:
+        raise ElfReadError(f"e_phentsize {hdr.phentsize} is smaller than a program header")
+    table = r.at(hdr.phoff, hdr.phnum * hdr.phentsize, "program header table")
     for i in range(hdr.phnum):
-        row = struct.unpack(fmt, _read_at(stream, hdr.phoff + i * hdr.phentsize, width))
+        row = struct.unpack_from(fmt, table, i * hdr.phentsize)
         p_type, p_flags, p_offset, p_filesz = (
             (row[0], row[1], row[2], row[5]) if hdr.elf_class == 64 else (row[0], row[6], row[1], row[4])
         )
         if p_type == PT_LOAD and p_flags & PF_W:
-            stream.seek(p_offset)
-            return stream.read(min(p_filesz, limit))
+            return r.at(p_offset, min(p_filesz, limit, max(r.size - p_offset, 0)), "writable segment")
     return None
 
 
-def _read_at(stream: BinaryIO, offset: int, size: int) -> bytes:
-    if size > MAX_TABLE:
-        raise ElfReadError(f"section of {size} bytes at offset {offset} is implausibly large")
-    stream.seek(offset)
-    data = stream.read(size)
-    if len(data) != size:
-        raise ElfReadError(f"section at offset {offset} runs past the end of the file")
-    return data
+def _cstr(table: bytes, offset: int, what: str) -> bytes:
+    """The NUL-terminated string at offset of a string table (looked for over NAME_MAX bytes at most)."""
+    end = table.find(b"\0", offset, offset + NAME_MAX)
+    if offset >= len(table) or end < 0:
+        raise ElfReadError(f"{what} outside the string table, or longer than {NAME_MAX} bytes")
+    return table[offset:end]
 
 
-def _section_table(stream: BinaryIO, hdr: _Header) -> list[_Section]:
+def _section_table(r: _Reads, hdr: _Header) -> list[_Section]:
     """The section headers, read with struct in one go (pyelftools parses them one by one, slowly)."""
     shoff, shnum, shentsize, shstrndx = hdr.shoff, hdr.shnum, hdr.shentsize, hdr.shstrndx
     if shoff == 0:
@@ -382,54 +434,63 @@ def _section_table(stream: BinaryIO, hdr: _Header) -> list[_Section]:
     if shentsize < width:
         raise ElfReadError(f"e_shentsize {shentsize} is smaller than a section header")
     if shnum == 0 or shstrndx == 0xFFFF:  # extended numbering: the real values live in section 0
-        first = struct.unpack(fmt, _read_at(stream, shoff, width))
+        first = struct.unpack(fmt, r.at(shoff, width, "section header"))
         shnum = shnum or first[5]
         shstrndx = first[6] if shstrndx == 0xFFFF else shstrndx
-    raw = _read_at(stream, shoff, shnum * shentsize)
+    check("section headers", shnum, "sections", r.limits.sections)
+    raw = r.at(shoff, shnum * shentsize, "section header table")
     rows = [struct.unpack_from(fmt, raw, i * shentsize) for i in range(shnum)]
     names = b""
     if 0 < shstrndx < shnum:
-        r = rows[shstrndx]
-        names = _read_at(stream, r[4], r[5]) if r[1] != 8 else b""  # 8: SHT_NOBITS
+        row = rows[shstrndx]
+        names = r.at(row[4], row[5], "section name table") if row[1] != 8 else b""  # 8: SHT_NOBITS
     out = []
-    for r in rows:
-        nend = names.find(b"\0", r[0])
-        name = names[r[0] : nend].decode("ascii", "replace") if 0 <= r[0] < len(names) and nend >= 0 else ""
+    for row in rows:
+        # only the names looked for are compared (never decoded: a crafted table could make each long)
+        name = next((n.decode() for n in WANTED_NAMES if names.startswith(n + b"\0", row[0])), "")
         out.append(
-            _Section(name=name, type=r[1], offset=r[4], size=r[5] if r[1] != 8 else 0, link=r[6], info=r[7])
+            _Section(
+                name=name,
+                type=row[1],
+                offset=row[4],
+                size=row[5] if row[1] != 8 else 0,
+                link=row[6],
+                info=row[7],
+            )
         )
     return out
 
 
-def _linked_strtab(stream: BinaryIO, sections: list[_Section], sec: _Section) -> bytes:
-    if not 0 < sec.link < len(sections):
-        raise ElfReadError(f"section {sec.name or '?'} links to no string table (sh_link {sec.link})")
-    s = sections[sec.link]
-    return _read_at(stream, s.offset, s.size)
+def _linked_strtab(r: _Reads, sections: list[_Section], sec: _Section) -> bytes:
+    return r.strtab(sections, sec)
 
 
-def _dt_needed(data: bytes, strtab: bytes, little: bool, elfclass: int) -> list[str]:
+def _dt_needed(data: bytes, strtab: bytes, little: bool, elfclass: int, limits: Limits) -> list[str]:
     fmt = ("<" if little else ">") + ("qQ" if elfclass == 64 else "iI")
     out = []
-    for tag, val in struct.iter_unpack(fmt, data[: len(data) - len(data) % struct.calcsize(fmt)]):
+    for i, (tag, val) in enumerate(
+        struct.iter_unpack(fmt, data[: len(data) - len(data) % struct.calcsize(fmt)])
+    ):
         if tag == 0:
             break
+        check("entries of .dynamic", i + 1, "entries", limits.entries)
         if tag == DT_NEEDED:
-            end = strtab.find(b"\0", val)
-            if val >= len(strtab) or end < 0:
-                raise ElfReadError("DT_NEEDED name outside the dynamic string table")
-            out.append(strtab[val:end].decode("utf-8", "replace"))
+            out.append(_cstr(strtab, val, "DT_NEEDED name").decode("utf-8", "replace"))
     return out
 
 
-def _verneed_names(data: bytes, strtab: bytes, little: bool, count: int) -> list[str]:
+def _verneed_names(data: bytes, strtab: bytes, little: bool, count: int, limits: Limits) -> list[str]:
     """Version names in a .gnu.version_r section (Elf32/64_Verneed and _Vernaux are both 16 bytes).
-    Parsed here, bounded by the section's size, so a corrupt chain cannot loop forever."""
+    Parsed here, bounded by the section's size and the entries cap, so a corrupt chain (entries that
+    overlap, or point back) cannot loop for ever."""
     fmt = "<" if little else ">"
     names: list[str] = []
     limit = len(data) // 16 + 1
     pos = 0
+    walked = 0
     for _ in range(min(count, limit)):
+        walked += 1
+        check("entries of .gnu.version_r", walked, "entries", limits.entries)
         if pos + 16 > len(data):
             raise ElfReadError("truncated .gnu.version_r entry")
         _ver, cnt, _file, aux, nxt = struct.unpack_from(fmt + "HHIII", data, pos)
@@ -437,11 +498,10 @@ def _verneed_names(data: bytes, strtab: bytes, little: bool, count: int) -> list
         for _ in range(min(cnt, limit)):
             if apos + 16 > len(data):
                 raise ElfReadError("truncated .gnu.version_r auxiliary entry")
+            walked += 1
+            check("entries of .gnu.version_r", walked, "entries", limits.entries)
             _hash, _flags, _other, name, anext = struct.unpack_from(fmt + "IHHII", data, apos)
-            end = strtab.find(b"\0", name)
-            if name >= len(strtab) or end < 0:
-                raise ElfReadError("version name outside the string table")
-            names.append(strtab[name:end].decode("ascii", "replace"))
+            names.append(_cstr(strtab, name, "version name").decode("ascii", "replace"))
             if not anext:
                 break
             apos += anext
@@ -451,13 +511,16 @@ def _verneed_names(data: bytes, strtab: bytes, little: bool, count: int) -> list
     return names
 
 
-def read_elf(stream: BinaryIO) -> ElfFacts:
+def read_elf(stream: BinaryIO, limits: Limits = DEFAULT_LIMITS) -> ElfFacts:
     """Read the facts of one ELF file from a seekable binary stream. Raises ElfReadError on any file that
-    cannot be read: the data is untrusted, so every parser failure becomes a reason, never a crash."""
+    cannot be read: the data is untrusted, so every parser failure becomes a reason, never a crash; so does
+    a file that would take more than the caps (limits.py) to read: "over a verify cap: ..."."""
     try:
-        return _read_elf(stream)
+        return _read_elf(stream, limits)
     except NotKept:  # not the file's fault: the caller kept only parts of it, and reads it again
         raise
+    except OverLimit as e:
+        raise ElfReadError(f"{REASON}: {e}") from e
     except ElfReadError as e:
         if str(e) == NOT_ELF:
             raise
@@ -466,11 +529,11 @@ def read_elf(stream: BinaryIO) -> ElfFacts:
         raise ElfReadError(f"corrupt or truncated ELF file ({type(e).__name__}: {e})") from e
 
 
-def read_elf_bytes(data: bytes) -> ElfFacts:
-    return read_elf(io.BytesIO(data))
+def read_elf_bytes(data: bytes, limits: Limits = DEFAULT_LIMITS) -> ElfFacts:
+    return read_elf(io.BytesIO(data), limits)
 
 
-def _read_elf(stream: BinaryIO) -> ElfFacts:
+def _read_elf(stream: BinaryIO, limits: Limits) -> ElfFacts:
     stream.seek(0)
     if not is_elf(stream.read(4)):
         raise ElfReadError(NOT_ELF)
@@ -484,14 +547,17 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
     versions: set[str] = set()
     needed: list[str] = []
     go: GoBuildInfo | None = None
-    sections = _section_table(stream, hdr)
+    r = _Reads(stream, limits)
+    sections = _section_table(r, hdr)
     for sec in sections:
         stype, name = sec.type, sec.name
         if stype == SHT_RISCV_ATTRIBUTES or name == ".riscv.attributes":
             if machine != "EM_RISCV":
                 continue
-            attrs = parse_riscv_attributes(_read_at(stream, sec.offset, sec.size), little_endian=little)
+            attrs = parse_riscv_attributes(r.small(sec, ".riscv.attributes"), little_endian=little)
             a = attrs.get(TAG_RISCV_ARCH)
+            if isinstance(a, str) and len(a) > ARCH_MAX:
+                raise ElfReadError(f"Tag_RISCV_arch of {len(a)} characters (real ones have a few hundred)")
             if isinstance(a, str):
                 arch = a
                 try:
@@ -499,20 +565,20 @@ def _read_elf(stream: BinaryIO) -> ElfFacts:
                 except ValueError as e:
                     raise ElfReadError(f"unreadable Tag_RISCV_arch: {e}") from e
         elif stype == SHT_GNU_VERNEED:
-            strtab = _linked_strtab(stream, sections, sec)
-            for vname in _verneed_names(_read_at(stream, sec.offset, sec.size), strtab, little, sec.info):
+            strtab = r.strtab(sections, sec)
+            for vname in _verneed_names(r.small(sec, ".gnu.version_r"), strtab, little, sec.info, limits):
                 versions.add(vname)
                 m = _GLIBC.match(vname)
                 if m:
                     glibc.add((int(m.group(1)), int(m.group(2))))
         elif stype == SHT_DYNAMIC:
-            strtab = _linked_strtab(stream, sections, sec)
-            needed += _dt_needed(_read_at(stream, sec.offset, sec.size), strtab, little, hdr.elf_class)
+            strtab = r.strtab(sections, sec)
+            needed += _dt_needed(r.small(sec, ".dynamic"), strtab, little, hdr.elf_class, limits)
         elif name == ".go.buildinfo":
-            go = parse_go_buildinfo(_read_at(stream, sec.offset, min(sec.size, 1 << 20)))
+            go = parse_go_buildinfo(r.at(sec.offset, min(sec.size, 1 << 20, max(r.size - sec.offset, 0))))
     if go is None and not sections:
         # Stripped of section headers: look for Go build info in the first writable load segment.
-        data = _first_writable_load(stream, hdr, 1 << 16)
+        data = _first_writable_load(r, hdr, 1 << 16)
         go = parse_go_buildinfo(data) if data is not None else None
     return ElfFacts(
         elf_class=hdr.elf_class,

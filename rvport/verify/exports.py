@@ -7,13 +7,14 @@ reason, naming what was found instead."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from rvport.verify.ar import ArchiveError, iter_ar_members
+from rvport.verify.ar import ArchiveError, Window, iter_ar_entries
 from rvport.verify.elf import ELF_MAGIC, ElfReadError
+from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit
 from rvport.verify.model import ArtifactKind
 from rvport.verify.symbols import Symbol, SymbolTable, read_symbols
 
@@ -80,8 +81,11 @@ def judge_exports(names: Sequence[str], found: Sequence[Found], *, archive: bool
     return ExportsJudgement(reasons=tuple(reasons), notes=tuple(notes))
 
 
-def check_exports(path: Path, kind: ArtifactKind, names: Sequence[str]) -> ExportsJudgement:
-    """Read the symbol tables of an ELF file or of every ELF member of an ar archive, and judge `names`."""
+def check_exports(
+    path: Path, kind: ArtifactKind, names: Sequence[str], limits: Limits = DEFAULT_LIMITS
+) -> ExportsJudgement:
+    """Read the symbol tables of an ELF file or of every ELF member of an ar archive (streamed, member by
+    member), and judge `names`."""
     if not names:
         return ExportsJudgement()
     if kind not in (ArtifactKind.ELF, ArtifactKind.ARCHIVE):
@@ -93,19 +97,28 @@ def check_exports(path: Path, kind: ArtifactKind, names: Sequence[str]) -> Expor
         )
     found: list[Found] = []
     unreadable: list[str] = []
-    data = path.read_bytes()
-    if kind is ArtifactKind.ELF:
-        objects: list[tuple[str | None, bytes]] = [(None, data)]
-    else:
+
+    def read(where: str | None, stream: BinaryIO) -> None:
         try:
-            objects = [(n, b) for n, b in iter_ar_members(data) if b[:4] == ELF_MAGIC]
-        except ArchiveError as e:
-            return ExportsJudgement(reasons=(f"exports not checked: bad ar archive: {e}",))
-    for where, blob in objects:
-        try:
-            found.append(Found(where=where, table=read_symbols(io.BytesIO(blob))))
+            found.append(Found(where=where, table=read_symbols(stream, names=names, limits=limits)))
         except ElfReadError as e:
             unreadable.append(f"{where or path.name}: {e}")
+
+    try:
+        with open(path, "rb") as f:
+            if kind is ArtifactKind.ELF:
+                read(None, f)
+            else:
+                try:
+                    for entry in iter_ar_entries(f, limits):
+                        member = Window(f, entry.offset, entry.size)
+                        if member.read(4) == ELF_MAGIC:
+                            read(entry.name, member)
+                except (ArchiveError, OverLimit) as e:
+                    why = f"{REASON}: {e}" if isinstance(e, OverLimit) else f"bad ar archive: {e}"
+                    return ExportsJudgement(reasons=(f"exports not checked: {why}",))
+    except OSError as e:
+        return ExportsJudgement(reasons=(f"exports not checked: cannot read: {e.strerror or e}",))
     j = judge_exports(names, found, archive=kind is ArtifactKind.ARCHIVE)
     if unreadable and j.reasons:
         return ExportsJudgement(

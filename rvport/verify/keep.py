@@ -8,6 +8,8 @@ from __future__ import annotations
 import struct
 from enum import Enum
 
+from rvport.verify.limits import DEFAULT_LIMITS, Limits
+
 HEAD = 64 << 20  # always kept: header, program headers, .dynsym, .dynstr, .gnu.version_r, ...
 NEAR = 1 << 20  # kept after the start of a writable segment (.go.buildinfo), after the last loaded byte
 # (.comment, .riscv.attributes) and before the section headers (.shstrtab)
@@ -23,14 +25,20 @@ class Keep(Enum):
     ELF_RANGES = "elf ranges"  # for an ELF file bigger than 2 * HEAD; else whole
 
 
-def ranges_beyond_head(head: bytes | bytearray, size: int) -> list[tuple[int, int]]:
+def ranges_beyond_head(
+    head: bytes | bytearray, size: int, limits: Limits = DEFAULT_LIMITS
+) -> list[tuple[int, int]]:
     """Sorted, merged (start, end) ranges past HEAD to keep of an ELF file of `size` bytes whose first bytes
-    are `head`. Tolerant: a header it cannot read yields fewer ranges, never an error (elf.py judges it)."""
+    are `head`. Tolerant: a header it cannot read yields fewer ranges, never an error (elf.py judges it).
+    Bounded: a range is at most table_bytes long (no table elf.py reads is longer), at most `segments`
+    program headers are looked at, and the ranges hold at most kept_bytes in all (a read beyond them makes
+    the caller read the member whole, within kept_bytes too)."""
     want: list[tuple[int, int]] = []
     try:
-        want = _wanted(head)
+        want = _wanted(head, limits.segments)
     except (struct.error, ValueError, IndexError):
         pass
+    want = [(s, min(e, s + limits.table_bytes)) for s, e in want]
     out: list[tuple[int, int]] = []
     for start, end in sorted((max(s, HEAD), min(e, size)) for s, e in want):
         if start >= end:
@@ -39,10 +47,17 @@ def ranges_beyond_head(head: bytes | bytearray, size: int) -> list[tuple[int, in
             out[-1] = (out[-1][0], max(out[-1][1], end))
         else:
             out.append((start, end))
-    return out
+    kept: list[tuple[int, int]] = []
+    budget = limits.kept_bytes
+    for start, end in out:
+        if budget <= 0:
+            break
+        kept.append((start, min(end, start + budget)))
+        budget -= kept[-1][1] - start
+    return kept
 
 
-def _wanted(head: bytes | bytearray) -> list[tuple[int, int]]:
+def _wanted(head: bytes | bytearray, segments: int) -> list[tuple[int, int]]:
     if head[:4] != b"\x7fELF" or head[4] not in (1, 2) or head[5] not in (1, 2):
         return []
     is64, order = head[4] == 2, "<" if head[5] == 1 else ">"
@@ -55,7 +70,7 @@ def _wanted(head: bytes | bytearray) -> list[tuple[int, int]]:
     want = [(shoff - NEAR, shoff + max(shnum, 1) * shentsize)] if shoff else []
     want.append((phoff, phoff + phnum * phentsize))
     last_loaded = 0
-    for i in range(phnum):
+    for i in range(min(phnum, segments)):
         at = phoff + i * phentsize
         if at + phentsize > len(head):
             break

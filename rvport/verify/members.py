@@ -19,6 +19,7 @@ from pathlib import Path
 from rvport.verify import keep as keeping
 from rvport.verify.buffer import BufferFile
 from rvport.verify.keep import Keep
+from rvport.verify.limits import DEFAULT_LIMITS, Limits, OverLimit
 from rvport.verify.pool import read_ahead, thread_count
 from rvport.verify.record import record_digest
 
@@ -63,12 +64,21 @@ class Member:
 
 
 def read_member(
-    path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Callable[[bytes], Keep]
+    path: Path,
+    fd: int,
+    info: zipfile.ZipInfo,
+    algo: str | None,
+    keep: Callable[[bytes], Keep],
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Member:
     """Inflate info's member of the zip open as fd (path: for compression methods zipfile reads itself).
-    algo: hashlib name of the digest to compute; keep(first MAGIC bytes): which of its bytes to keep."""
+    algo: hashlib name of the digest to compute; keep(first MAGIC bytes): which of its bytes to keep.
+    Never inflates more than the zip directory's size for it; raises OverLimit when that is over
+    member_bytes, or when what keep() asks for would hold more than kept_bytes in memory."""
+    if info.file_size > limits.member_bytes:
+        raise OverLimit("bytes inflated", info.file_size, "member_bytes", limits.member_bytes)
     try:
-        return _read(path, fd, info, algo, keep)
+        return _read(path, fd, info, algo, keep, limits)
     except MemberError:
         raise
     except ZIP_ERRORS as e:
@@ -76,14 +86,19 @@ def read_member(
 
 
 def _read(
-    path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, keep: Callable[[bytes], Keep]
+    path: Path,
+    fd: int,
+    info: zipfile.ZipInfo,
+    algo: str | None,
+    keep: Callable[[bytes], Keep],
+    limits: Limits,
 ) -> Member:
     for bit, why in _UNREADABLE_FLAGS.items():
         if info.flag_bits & bit:
             raise MemberError(why)
     hasher = hashlib.new(algo) if algo else None
     crc = size = 0
-    kept = _Kept(keep, info.file_size)
+    kept = _Kept(keep, info.file_size, limits)
     chunks = _inflated(path, fd, info)
     if info.compress_size >= AHEAD_MIN and thread_count() > 1:  # inflate on a helper thread, hash on this one
         chunks = read_ahead(chunks)
@@ -108,8 +123,9 @@ class _Kept:
     """The bytes kept of a member as they are inflated: none, all, or (keep.py) the ranges of a big ELF
     file."""
 
-    def __init__(self, keep: Callable[[bytes], Keep], size: int) -> None:
+    def __init__(self, keep: Callable[[bytes], Keep], size: int, limits: Limits) -> None:
         self._keep = keep
+        self._limits = limits
         self._size = size  # the zip directory's: no more is ever inflated
         self._mode: Keep | None = None  # until the first MAGIC bytes tell
         self._head = bytearray()  # everything, or the first keeping.HEAD bytes
@@ -130,7 +146,7 @@ class _Kept:
             if start < keeping.HEAD:
                 self._head += out[: keeping.HEAD - start]
                 if self._ranges is None and len(self._head) >= keeping.HEAD:
-                    self._ranges = keeping.ranges_beyond_head(self._head, self._size)
+                    self._ranges = keeping.ranges_beyond_head(self._head, self._size, self._limits)
             for a, b in self._ranges or ():
                 lo, hi = max(a, start), min(b, self._pos)
                 if lo >= hi:
@@ -143,8 +159,12 @@ class _Kept:
 
     def _decide(self) -> None:
         self._mode = self._keep(bytes(self._head[:MAGIC]))
-        if self._mode is Keep.ELF_RANGES and self._size <= 2 * keeping.HEAD:
+        if self._mode is Keep.ELF_RANGES and self._size <= min(2 * keeping.HEAD, self._limits.kept_bytes):
             self._mode = Keep.WHOLE  # small enough to keep whole
+        if self._mode is Keep.WHOLE and self._size > self._limits.kept_bytes:
+            raise OverLimit(
+                "bytes of a member to hold whole in memory", self._size, "kept_bytes", self._limits.kept_bytes
+            )
         if self._mode is Keep.NOTHING:
             self._head = bytearray()
         elif (

@@ -21,6 +21,7 @@ from rvport.verify.buffer import NotKept
 from rvport.verify.elf import ELF_MAGIC, ElfFacts
 from rvport.verify.filehash import size_sha
 from rvport.verify.keep import Keep
+from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit, check
 from rvport.verify.manylinux import best_tag
 from rvport.verify.members import ZIP_ERRORS, MemberError, read_member
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, WheelInfo
@@ -44,9 +45,15 @@ class _Read:
     digest: str | None = None
     results: tuple[MemberResult, ...] = ()
     error: str | None = None
+    over: str | None = None  # the cap it is over (limits.py)
 
 
-def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
+def verify_wheel(
+    path: Path, profile: Profile, isa: IsaLevel, limits: Limits = DEFAULT_LIMITS
+) -> ArtifactResult:
+    """Judge a wheel within the caps (limits.py): too many members, or members that inflate to more than
+    wheel_bytes in all, fail it before any is read; a member over member_bytes (its size in the zip
+    directory: never inflated past it) or kept_bytes fails with the cap named, the others are read."""
     reasons: list[str] = []
     notes: list[str] = []
     members: list[MemberResult] = []
@@ -69,6 +76,13 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
     try:
         with open(path, "rb") as f, zipfile.ZipFile(f) as zf:
             infos = [i for i in zf.infolist() if not i.is_dir()]
+            check("files in the wheel", len(infos), "wheel_members", limits.wheel_members)
+            check(
+                "bytes inflated of all its files",
+                sum(i.file_size for i in infos),
+                "wheel_bytes",
+                limits.wheel_bytes,
+            )
             record_names = [i.filename for i in infos if RECORD.match(i.filename)]
             record: Record | None = None
             if len(record_names) != 1:
@@ -78,8 +92,9 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                     else f"several RECORD files: {', '.join(record_names)}"
                 )
             else:
-                record = parse_record(zf.read(record_names[0]).decode("utf-8", "replace"))
-                reasons += _check_wheel_tags_file(zf, record_names[0].rsplit("/", 1)[0], tags)
+                text = _read_small(zf, zf.getinfo(record_names[0]), limits)
+                record = parse_record(text.decode("utf-8", "replace"))
+                reasons += _check_wheel_tags_file(zf, record_names[0].rsplit("/", 1)[0], tags, limits)
 
             def listed(fname: str) -> bool:
                 return record is not None and fname not in record_names and not RECORD_SIGNATURES.match(fname)
@@ -101,6 +116,7 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                         else None,
                         profile,
                         isa,
+                        limits,
                     ),
                 )
                 for i in infos
@@ -111,6 +127,9 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
             for info, read in zip(infos, done[1:], strict=True):
                 fname = info.filename
                 seen.add(fname)
+                if read.over is not None:
+                    reasons.append(f"{fname}: {REASON}: {read.over}; not judged")
+                    continue
                 if read.error is not None:
                     reasons.append(f"{fname}: cannot read member: {read.error}")
                     continue
@@ -130,6 +149,9 @@ def verify_wheel(path: Path, profile: Profile, isa: IsaLevel) -> ArtifactResult:
                     )
     except ZIP_ERRORS as e:
         reasons.append(f"not a readable zip file: {e or type(e).__name__}")
+        readable = False
+    except OverLimit as e:
+        reasons.append(f"{REASON}: {e}; its files not judged")
         readable = False
     size, sha = whole if whole is not None else size_sha(path)
     if readable:  # an unreadable zip has no ELF files to judge its tags by: that is not a second reason
@@ -170,29 +192,49 @@ def _keep(head: bytes) -> Keep:
 
 
 def _read_member(
-    path: Path, fd: int, info: zipfile.ZipInfo, algo: str | None, profile: Profile, isa: IsaLevel
+    path: Path,
+    fd: int,
+    info: zipfile.ZipInfo,
+    algo: str | None,
+    profile: Profile,
+    isa: IsaLevel,
+    limits: Limits,
 ) -> _Read:
     """Read a member once (inflate, CRC, RECORD digest) and judge it when it is an ELF file or ar archive; its
     bytes are dropped when this returns. Runs on a worker thread."""
     try:
-        m = read_member(path, fd, info, algo, keep=_keep)
+        m = read_member(path, fd, info, algo, keep=_keep, limits=limits)
         if m.content is None:
             return _Read(size=m.size, digest=m.digest)
         try:
-            results = judge_content(info.filename, m.content, profile, isa)
-        except NotKept:  # an unusual layout: judge it on all its bytes
-            whole = read_member(path, fd, info, None, keep=lambda head: Keep.WHOLE)
+            results = judge_content(info.filename, m.content, profile, isa, limits)
+        except NotKept:  # an unusual layout: judge it on all its bytes (within kept_bytes)
+            whole = read_member(path, fd, info, None, keep=lambda head: Keep.WHOLE, limits=limits)
             assert whole.content is not None
-            results = judge_content(info.filename, whole.content, profile, isa)
+            results = judge_content(info.filename, whole.content, profile, isa, limits)
     except MemberError as e:
         return _Read(error=str(e))
+    except OverLimit as e:
+        return _Read(over=str(e))
     return _Read(size=m.size, digest=m.digest, results=tuple(results))
 
 
-def _check_wheel_tags_file(zf: zipfile.ZipFile, distinfo: str, tags: frozenset) -> list[str]:
+def _read_small(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits) -> bytes:
+    """A metadata file of the wheel (RECORD, WHEEL), inflated in chunks up to metadata_bytes: OverLimit
+    past it, whatever its zip directory entry says."""
+    check(f"bytes of {info.filename}", info.file_size, "metadata_bytes", limits.metadata_bytes)
+    out = bytearray()
+    with zf.open(info) as f:
+        while chunk := f.read(1 << 20):
+            out += chunk
+            check(f"bytes of {info.filename}", len(out), "metadata_bytes", limits.metadata_bytes)
+    return bytes(out)
+
+
+def _check_wheel_tags_file(zf: zipfile.ZipFile, distinfo: str, tags: frozenset, limits: Limits) -> list[str]:
     """The Tag lines of .dist-info/WHEEL must be the tags of the file name."""
     try:
-        text = zf.read(f"{distinfo}/WHEEL").decode("utf-8", "replace")
+        text = _read_small(zf, zf.getinfo(f"{distinfo}/WHEEL"), limits).decode("utf-8", "replace")
     except KeyError:
         return [f"no {distinfo}/WHEEL"]
     listed = {line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("tag:")}
