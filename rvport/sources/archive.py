@@ -30,7 +30,7 @@ from typing import IO, Literal
 from rvport.catalogue.recipes import Source
 from rvport.errors import IntegrityError, RecipeError, RvportError
 from rvport.sources.cache import disk_error, open_blob
-from rvport.sources.members import MALICIOUS, Budget, Kind, Layout, Limits, member_mode
+from rvport.sources.members import MALICIOUS, BoundedTarInfo, Budget, Kind, Layout, Limits, member_mode
 from rvport.sources.treehash import check_excludes, digest, tar_entries, tree_digest
 
 TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz", ".tar")
@@ -317,7 +317,7 @@ def _unpack_tar(f: IO[bytes], w: _Writer) -> tuple[Layout, list[tuple[int, int]]
     layout = Layout(w.name)
     ranges: list[tuple[int, int]] = []
     try:
-        with tarfile.open(fileobj=f, mode="r|*") as t:
+        with tarfile.open(fileobj=f, mode="r|*", tarinfo=BoundedTarInfo) as t:
             for m in t:
                 w.budget.member()
                 path = layout.path(m.name)
@@ -417,9 +417,23 @@ def _zip_kind(layout: Layout, info: zipfile.ZipInfo) -> tuple[Kind, int]:
     raise layout.refuse(info.filename, "is a device, FIFO or other special file: a source holds none")
 
 
+def _zip_entries(archive: Path) -> int | None:
+    """How many entries a zip's end record announces (before its central directory is read), if known."""
+    try:
+        with open(archive, "rb") as f:
+            end = zipfile._EndRecData(f)  # noqa: SLF001 - the count, before ZipFile reads every entry
+        return None if end is None else int(end[zipfile._ECD_ENTRIES_TOTAL])  # noqa: SLF001
+    except (AttributeError, IndexError, OSError, ValueError, TypeError, zipfile.BadZipFile):
+        return None
+
+
 def _unpack_zip(archive: Path, w: _Writer) -> Layout:
     layout = Layout(w.name)
     member = None
+    announced = _zip_entries(archive)
+    if announced is not None and announced > w.budget.limits.max_members:
+        w.budget.members = announced - 1
+        w.budget.member()  # over the limit: refused before the central directory is read
     try:
         with zipfile.ZipFile(archive) as z:
             for info in z.infolist():

@@ -21,6 +21,7 @@ earlier link points through), from the directory that will be the tree's top.
 
 from __future__ import annotations
 
+import tarfile
 from collections import deque
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -203,6 +204,29 @@ class Layout:
 
 _KIND_WORD = {"d": "directory", "f": "file", "l": "link"}
 
+MAX_HEADER = 1 << 20  # bytes of one pax or GNU long-name header, which tarfile reads whole into memory
+_EXTENDED = (
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+)
+
+
+class BoundedTarInfo(tarfile.TarInfo):
+    """A tar header whose extended headers (pax, GNU long names) are read only up to MAX_HEADER bytes: a
+    compressed archive could otherwise make tarfile hold gigabytes in memory for one header."""
+
+    def _proc_member(self, tarfile_):  # type: ignore[no-untyped-def]
+        if self.type in _EXTENDED and self.size > MAX_HEADER:
+            raise IntegrityError(
+                f"archive header of {self.size} bytes before member {self.name!r}: more than "
+                f"{MAX_HEADER} bytes",
+                hint=MALICIOUS,
+            )
+        return super()._proc_member(tarfile_)
+
 
 def member_mode(mode: int, kind: Kind) -> int:
     """The mode a member gets: no setuid/setgid/sticky bits, no group or other write; owner read/write
@@ -213,6 +237,7 @@ def member_mode(mode: int, kind: Kind) -> int:
 
 
 __all__ = [
+    "BoundedTarInfo",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_MEMBERS",
     "LIMIT_ENV",

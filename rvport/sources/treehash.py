@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
 from rvport.errors import IntegrityError, RecipeError
-from rvport.sources.members import Budget, Layout, Limits
+from rvport.sources.members import BoundedTarInfo, Budget, Layout, Limits
 
 PREFIX = "sha256:"
 CHUNK = 1 << 16
@@ -145,7 +145,7 @@ def tar_entries(
     layout = Layout(name)
     budget = Budget(limits or Limits(), name)
     try:
-        with tarfile.open(fileobj=fileobj, mode="r|*") as t:
+        with tarfile.open(fileobj=fileobj, mode="r|*", tarinfo=BoundedTarInfo) as t:
             for m in t:
                 budget.member()
                 path = layout.path(m.name)

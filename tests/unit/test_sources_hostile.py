@@ -356,6 +356,24 @@ def test_too_many_members_are_stopped(tmp_path):
     _refused(tmp_path, _tar(members), limits=Limits(max_members=20), match="more than 20 members")
 
 
+def test_a_huge_pax_header_is_refused_before_it_is_read_into_memory(tmp_path):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as t:
+        info = tarfile.TarInfo("p/f")
+        info.pax_headers = {"comment": "x" * (2 << 20)}
+        t.addfile(info, io.BytesIO(b""))
+    data = buf.getvalue()
+    assert len(data) < 64 << 10
+    _refused(tmp_path, data, match="archive header of")
+    with pytest.raises(IntegrityError, match="archive header of"):
+        archive_tree(_write(tmp_path / "h.tar.gz", data), name="h.tar.gz")
+
+
+def test_a_zip_announcing_too_many_entries_is_refused_before_reading_them(tmp_path):
+    data = _zip([(f"f{i}", b"", stat.S_IFREG | 0o644) for i in range(30)])
+    _refused(tmp_path, data, "z.zip", limits=Limits(max_members=10), match="more than 10 members")
+
+
 def test_sizes_parse(tmp_path):
     assert parse_size("8G") == 8 << 30 and parse_size("512MiB") == 512 << 20 and parse_size("1000") == 1000
     for bad in ("", "lots", "-1G", "0"):
