@@ -31,7 +31,7 @@ _INSTALL_HINTS = {
     "git": "install it: apt-get install git",
     "tar": "install it: apt-get install tar",
     "cargo": "install a Rust toolchain (rustup, or apt-get install cargo) and put cargo on PATH",
-    "docker": "install Docker Engine and the buildx plugin (see docs/host-setup.md)",
+    "docker": "install Docker Engine and the buildx plugin (docs/getting-started.md)",
     "pip": "install pip for this Python: python -m ensurepip",
 }
 

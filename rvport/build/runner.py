@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport import manifest
-from rvport.build import buildx, check, modes, runtime, sidebyside
-from rvport.build import render as dockerfiles
+from rvport.build import buildx, check, modes, render, runtime, sidebyside
 from rvport.build.images import BaseImage
 from rvport.build.prepare import Preparer
 from rvport.build.progress import Progress
@@ -316,7 +315,7 @@ class Runner:
         tree = self._trees[name]
         setup = modes.setup(env)  # the images (made ahead) and the Dockerfile, as `rvport prepare` makes them
         base, rendered = setup.base, setup.dockerfile
-        script = dockerfiles.build_script(st.commands)
+        script = render.build_script(st.commands)
         dep_keys = [self._record(d).key or "" for d in st.depends]
         rec.key = _key(
             f"runner-{RUNNER_FORMAT}",
@@ -379,7 +378,7 @@ class Runner:
         self,
         env: StageEnv,
         tree: Path,
-        rendered: dockerfiles.Rendered,
+        rendered: render.Rendered,
         script: str,
         base: BaseImage,
         store: Path,
@@ -478,8 +477,8 @@ class Runner:
         status go to the record (stages[].smoke), and a non-zero status fails the stage with its last
         lines."""
         st = env.stage
-        install, run = dockerfiles.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
-        rendered = dockerfiles.render(
+        install, run = render.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
+        rendered = render.render(
             "smoke", {"IMAGE": image, "QEMU_CPU": env.riscv64_env["QEMU_CPU"], "INSTALL": install, "RUN": run}
         )
         with self._scratch(f"smoke-{st.name}-", f"smoke-out-{st.name}-") as (ctx, out):

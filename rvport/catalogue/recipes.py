@@ -248,7 +248,7 @@ class TreeLock:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Toolchain:
+class RecipeToolchain:
     base: str = "debian-trixie"
     debian: tuple[str, ...] = ()
     go: str | None = None
@@ -283,7 +283,7 @@ class Recipe:
     vendor: str | None = None
     lock: TreeLock | None = None  # vendoring's lock file inside the source tree (instead of a shipped one)
     depends: tuple[str, ...] = ()
-    toolchain: Toolchain = field(default_factory=Toolchain)
+    toolchain: RecipeToolchain = field(default_factory=RecipeToolchain)
     env: Mapping[str, str] = field(default_factory=dict)
     build: tuple[str, ...] = ()
     outputs: tuple[Output, ...] = ()
@@ -640,11 +640,11 @@ def _check(d: LDict, file: str, problems: list[Problem]) -> RuntimeCheck | None:
     )
 
 
-def _toolchain(d: dict | None, base: Toolchain | None = None) -> Toolchain:
-    base = base or Toolchain()
+def _toolchain(d: dict | None, base: RecipeToolchain | None = None) -> RecipeToolchain:
+    base = base or RecipeToolchain()
     if not d:
         return base
-    return Toolchain(
+    return RecipeToolchain(
         base=d.get("base", base.base),
         debian=tuple(d.get("debian", base.debian)),
         go=d.get("go", base.go),
@@ -661,7 +661,7 @@ RUST_WEB_PACKAGES = ("rustc-web", "cargo-web")
 
 
 def _rust_problems(
-    tc: Toolchain, file: str, docs: tuple[dict | None, ...], fallback: int | None
+    tc: RecipeToolchain, file: str, docs: tuple[dict | None, ...], fallback: int | None
 ) -> list[Problem]:
     """`rust:` against toolchain.debian; `docs` are the toolchain mappings it was merged from, nearest
     first."""

@@ -12,8 +12,7 @@ import tarfile
 
 import pytest
 
-from rvport.build import bake
-from rvport.build import render as dockerfiles
+from rvport.build import bake, render
 from rvport.build.images import BaseImage
 from rvport.build.modes import accelerated, cross, emulated
 from rvport.build.stage import toolchain_tag
@@ -135,7 +134,7 @@ def test_bake_targets_are_the_runners_stages(setup):
     assert doc["group"]["toolchains"]["targets"] == ["tinylib-toolchain"]
     st = p.stage("tinylib")
     # the toolchain target: the runner's Dockerfile, tagged as the runner tags it
-    rendered_tc = dockerfiles.toolchain_dockerfile(
+    rendered_tc = render.toolchain_dockerfile(
         BASE.tag, p.request.profile.qemu_cpu, st.recipe.toolchain.debian
     )
     tc_tag, key = toolchain_tag("tinylib", "build", BASE.image_id, rendered_tc)
@@ -148,7 +147,7 @@ def test_bake_targets_are_the_runners_stages(setup):
     t = doc["target"]["tinylib"]
     assert t["network"] == "none" and t["platforms"] == ["linux/riscv64"]
     assert t["output"] == [f"type=local,dest={out / 'bake' / 'out' / 'tinylib'}"]
-    rendered, script = emulated.render_stage(st, tc_tag, "rvv256"), dockerfiles.build_script(st.commands)
+    rendered, script = emulated.render_stage(st, tc_tag, "rvv256"), render.build_script(st.commands)
     ctx = out / "bake" / "tinylib"
     assert t["context"] == str(ctx) and t["dockerfile"] == "Dockerfile"
     assert (ctx / "Dockerfile").read_text() == rendered.text and f"FROM {tc_tag}" in rendered.text

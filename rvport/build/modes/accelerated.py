@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rvport import resources
-from rvport.build import render as dockerfiles
+from rvport.build import render
 from rvport.build.images import BaseImage, ensure_image, installed_packages
 from rvport.build.modes.emulated import riscv64_toolchain
 from rvport.build.stage import StageEnv, Toolchain
@@ -186,8 +186,8 @@ def rust_env(platform: str) -> dict[str, str]:
     return {**RUST_ENV, f"CARGO_TARGET_{host.upper().replace('-', '_')}_LINKER": f"{PREFIX}/native/bin/cc"}
 
 
-def render_prefix(xtc_base_tag: str, major: str, platform: str, rust: bool = False) -> dockerfiles.Rendered:
-    return dockerfiles.render(
+def render_prefix(xtc_base_tag: str, major: str, platform: str, rust: bool = False) -> render.Rendered:
+    return render.render(
         "accelerated-prefix",
         {
             "XTC_BASE": xtc_base_tag,
@@ -198,25 +198,23 @@ def render_prefix(xtc_base_tag: str, major: str, platform: str, rust: bool = Fal
     )
 
 
-def render_stage(
-    *, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profile: str
-) -> dockerfiles.Rendered:
+def render_stage(*, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profile: str) -> render.Rendered:
     """The build stage; a Rust prefix adds rust_env() under the stage's env (the recipe's own env wins)."""
     full = {**rust_env(xtc.platform), **env} if xtc.rust else dict(env)
-    return dockerfiles.render(
+    return render.render(
         "accelerated",
         {
             "TOOLCHAIN": toolchain,
             "XTC_IMAGE": xtc.tag,
             "XTC_PLATFORM": xtc.platform,
-            "ENV": dockerfiles.env_lines(full),
+            "ENV": render.env_lines(full),
             "PROFILE": profile,
-            "CPUINFO_CHECK": dockerfiles.cpuinfo_check(profile),
+            "CPUINFO_CHECK": render.cpuinfo_check(profile),
         },
     )
 
 
-def prefix_key(base: BaseImage, rendered: dockerfiles.Rendered) -> str:
+def prefix_key(base: BaseImage, rendered: render.Rendered) -> str:
     doc = "\n".join(
         [
             f"xtc-{PREFIX_FORMAT}",
@@ -308,7 +306,7 @@ class Accelerated:
         env.use("xtc", xtc.tag, xtc.image_id, made=xtc.built)
         return xtc
 
-    def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> dockerfiles.Rendered:
+    def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> render.Rendered:
         """The prefix image made, the stage's compilers checked against it and recorded, the Dockerfile
         rendered."""
         st = env.stage
