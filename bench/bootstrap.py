@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 import common  # noqa: E402  (bench/ is first on sys.path)
 
 from rvport.build import bootstrap, images  # noqa: E402
+from rvport.catalogue.bases import default_bases_dir, load_base  # noqa: E402
 
 # files that record when or how the rootfs was made, not what it holds
 VOLATILE = (
@@ -56,11 +57,11 @@ VOLATILE = (
 
 def make(method: str, spec_name: str, platform: str, work: Path) -> dict:
     """One base from nothing by `method`; returns times, the image and what it holds."""
-    specs = work / "toolchains"
+    specs = work / "bases"
     specs.mkdir(parents=True)
-    text = (images.default_toolchains_dir() / f"{spec_name}.yaml").read_text()
+    text = (default_bases_dir() / f"{spec_name}.yaml").read_text()
     (specs / f"{spec_name}.yaml").write_text(f"# bench/bootstrap.py {method} {time.time_ns()}\n{text}")
-    spec = images.load_base_spec(spec_name, specs)
+    spec = load_base(spec_name, specs)
     log = work / "base.log"
     marks: dict[str, float] = {}
     t0 = time.monotonic()

@@ -1,11 +1,11 @@
 """Images in the engine: base images, and building an image then inspecting it, written once.
 
-Base images: a Debian rootfs loaded as one layer (rootfs_image), or an image named by digest. How the rootfs
-is made (debootstrap in one run, or split between the build platform and emulation for a foreign architecture)
-is rvport/build/bootstrap.py. Built once and reused while its inputs (spec file, architecture, mirror,
-bootstrap method) are unchanged: the image tag carries the inputs' digest. What was installed (the suite's
-Release file digest, every package version) is recorded beside the cache entry and in result.json. `Bases`
-holds the base images of one run.
+Base images: a Debian rootfs loaded as one layer (rootfs_image), or an image named by digest, from a base spec
+(rvport.catalogue.bases). How the rootfs is made (debootstrap in one run, or split between the build platform
+and emulation for a foreign architecture) is rvport/build/bootstrap.py. Built once and reused while its inputs
+(spec file, architecture, mirror, bootstrap method) are unchanged: the image tag carries the inputs' digest.
+What was installed (the suite's Release file digest, every package version) is recorded beside the cache entry
+(the bases record, docs/architecture.md) and in result.json. `Bases` holds the base images of one run.
 
 Build-then-inspect (`load_image`, `ensure_image`): `docker buildx build --load`, then the engine's own record
 of the image; an image that was built but is not in the engine is a HostNotReady, never a crash. Base,
@@ -23,14 +23,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import cache
 from pathlib import Path
 
-from rvport import proc, resources
+from rvport import proc
 from rvport.build import bootstrap, buildx, rootfs_image
-from rvport.catalogue.schema import validate
-from rvport.catalogue.yamlsrc import load_yaml
-from rvport.errors import HostNotReady, RecipeError, RvportError
+from rvport.catalogue.bases import BaseSpec, load_base
+from rvport.errors import HostNotReady, RvportError
 from rvport.host import normalize_arch
 from rvport.sources.cache import atomic_write_text
 from rvport.target import DEBIAN_ARCH, DOCKER_PLATFORM
@@ -38,19 +36,6 @@ from rvport.target import PLATFORM as RISCV64
 
 # dpkg-query's list of installed packages, one "name=version" a line
 DPKG_QUERY = ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class BaseSpec:
-    name: str
-    suite: str
-    variant: str
-    components: tuple[str, ...]
-    packages: tuple[str, ...]
-    arch: str  # "target" (riscv64) or "build" (the host's platform)
-    image: str | None  # a digest-pinned image replaces debootstrap
-    file: Path
-    text_sha256: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,39 +64,6 @@ class BaseImage:
             "reused": self.reused,
             "duration_s": None if self.duration_s is None else round(self.duration_s, 2),
         }
-
-
-@cache
-def _schema() -> dict:
-    return json.loads(resources.schema_text("base"))
-
-
-def default_toolchains_dir() -> Path:
-    return resources.directory("toolchains")
-
-
-def load_base_spec(name: str, root: Path | None = None) -> BaseSpec:
-    path = (root or default_toolchains_dir()) / f"{name}.yaml"
-    if not path.is_file():
-        raise RecipeError(
-            f"base {name!r} not found at {path}",
-            hint="bases live in toolchains/<name>.yaml; see toolchains/debian-trixie.yaml",
-        )
-    doc, problem = load_yaml(path)
-    problems = [problem] if problem else validate(doc, _schema(), file=str(path))
-    if problems:
-        raise RecipeError(f"invalid base spec {path}", problems=problems)
-    return BaseSpec(
-        name=doc["name"],
-        suite=doc["suite"],
-        variant=doc.get("variant", "minbase"),
-        components=tuple(doc.get("components", ["main"])),
-        packages=tuple(doc["packages"]),
-        arch=doc.get("arch", "target"),
-        image=doc.get("image"),
-        file=path,
-        text_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-    )
 
 
 def host_debian_mirror(
@@ -562,7 +514,7 @@ class Bases:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 try:
                     self.images[key] = ensure_base(
-                        load_base_spec(spec),
+                        load_base(spec),
                         platform=platform,
                         cache_dir=self.cache_dir,
                         log_path=self.log_dir / f"base-{spec}.log",

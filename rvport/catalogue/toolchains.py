@@ -8,7 +8,8 @@ schema, platform keys, a `path` under `install`), but rvport reads only the tool
 today (the pinned Go's version for host-side `go mod vendor`, rvport.sources.tree): no stage installs the
 archives yet (docs/heavy-recipes.md, "Open"), so they are not loaded into values nobody reads.
 
-Files of another kind (the base image, `kind: debian`) live beside them and are not read here.
+Base image specs are not toolchains: they live in bases/ (rvport.catalogue.bases), and a base spec found here
+is reported with its file, so that an old toolchains directory (RVPORT_TOOLCHAINS) is moved, not half-read.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def default_toolchains_dir() -> Path:
 
 
 def load_toolchain_file(path: Path) -> tuple[ToolchainSpec | None, list[Problem]]:
-    """Parse one toolchain file; (None, []) for a file of another kind (a base image)."""
+    """Parse one toolchain file: (the spec, []) or (None, every problem found, each with file and line)."""
     file = str(path)
     doc, problem = load_yaml(path)
     if problem:
@@ -58,11 +59,18 @@ def load_toolchain_file(path: Path) -> tuple[ToolchainSpec | None, list[Problem]
                 message="a toolchain file must be a YAML mapping",
                 file=file,
                 line=1,
-                hint="see rvport/data/toolchain.schema.json",
+                hint="see rvport/resources/schemas/toolchain.schema.json",
             )
         ]
-    if doc.get("kind", "archive") != "archive":
-        return None, []
+    if doc.get("kind") == "debootstrap":
+        return None, [
+            Problem(
+                message="a base image spec (kind: debootstrap) is not a toolchain",
+                file=file,
+                line=line_of(doc, "kind"),
+                hint="base specs live in a bases directory of their own: move it there (RVPORT_BASES)",
+            )
+        ]
     problems = validate(doc, toolchain_schema(), file=file)
     if problems:
         return None, problems

@@ -1,17 +1,18 @@
 """What rvport needs at run time, shipped inside the package: the one place that says where it is.
 
     recipes/       the built-in recipe catalogue (with its pinned patches and lock files)
-    toolchains/    base image specs (kind: debian) and pinned toolchain archives
+    bases/         base image specs (Debian suite and packages, made with debootstrap, or an image by digest)
+    toolchains/    pinned toolchain archives (Go, Rust)
     dockerfiles/   stage Dockerfile templates (placeholders @@NAME@@)
     scripts/       the shell and Python scripts rvport runs (inside stages, in a new root filesystem, on the
                    host), each a real file taking its parameters as arguments or environment
     schemas/       JSON Schemas of recipes, toolchains, bases and the documents rvport writes
     profiles.yaml, isa.yaml
 
-Each directory can be replaced by an environment variable (RVPORT_TOOLCHAINS, RVPORT_DOCKERFILES), and the
-command line passes its own flags through the same functions. Recipes are different: user recipe
-directories (`--recipes DIR`, repeatable, or RVPORT_RECIPE_PATH, several joined with ':') are layered over
-the built-in ones.
+Each directory can be replaced by an environment variable (RVPORT_BASES, RVPORT_TOOLCHAINS,
+RVPORT_DOCKERFILES), and the command line passes its own flags through the same functions. Recipes are
+different: user recipe directories (`--recipes DIR`, repeatable, or RVPORT_RECIPE_PATH, several joined with
+':') are layered over the built-in ones.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
-ENV = {"toolchains": "RVPORT_TOOLCHAINS", "dockerfiles": "RVPORT_DOCKERFILES"}
+ENV = {"bases": "RVPORT_BASES", "toolchains": "RVPORT_TOOLCHAINS", "dockerfiles": "RVPORT_DOCKERFILES"}
 
 
 def builtin(*parts: str) -> Path:
@@ -30,8 +31,8 @@ def builtin(*parts: str) -> Path:
 
 
 def directory(name: str, override: Path | None = None) -> Path:
-    """toolchains/ or dockerfiles/: the flag's directory, else its environment variable's, else the built-in
-    one."""
+    """bases/, toolchains/ or dockerfiles/: the flag's directory, else its environment variable's, else the
+    built-in one."""
     if override is not None:
         return override
     env = os.environ.get(ENV.get(name, ""), "")

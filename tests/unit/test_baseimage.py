@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rvport.build.images import (
-    base_key,
-    host_debian_mirror,
-    keep_debootstrap_log,
-    load_base_spec,
-    parse_dpkg_status,
-)
-from rvport.errors import RecipeError
+from rvport import resources
+from rvport.build import bootstrap
+from rvport.build.images import base_key, host_debian_mirror, keep_debootstrap_log, parse_dpkg_status
+from rvport.catalogue.bases import BaseSpec, default_bases_dir, load_base, load_bases
+from rvport.catalogue.toolchains import load_toolchains
+from rvport.errors import ExitCode, RecipeError
 
 STATUS = """\
 Package: libc6
@@ -36,8 +34,8 @@ def test_dpkg_status_lists_installed_packages_only():
 
 
 def test_shipped_specs_load_and_are_pinned_by_content():
-    rv = load_base_spec("debian-trixie")
-    xtc = load_base_spec("debian-trixie-xtc")
+    rv = load_base("debian-trixie")
+    xtc = load_base("debian-trixie-xtc")
     assert rv.suite == xtc.suite == "trixie" and rv.arch == "target" and xtc.arch == "build"
     assert {"build-essential", "python3-dev"} <= set(rv.packages)
     assert "gcc-14-riscv64-linux-gnu" in xtc.packages
@@ -52,11 +50,83 @@ def test_bad_spec_is_located(tmp_path):
         "schema: 1\nname: b\nkind: debootstrap\nsuite: trixie\npackages: [ok]\nimage: debian:latest\n"
     )
     with pytest.raises(RecipeError) as ei:
-        load_base_spec("b", tmp_path)
+        load_base("b", tmp_path)
     (p,) = ei.value.problems
     assert p.line == 6 and "image" in p.message
     with pytest.raises(RecipeError, match="not found"):
-        load_base_spec("nope", tmp_path)
+        load_base("nope", tmp_path)
+
+
+# The base image's tag is a digest of its inputs, the spec file's bytes among them (not its path): these are
+# the keys of the shipped specs (no mirror) since before they moved from toolchains/ to bases/. Editing a spec
+# makes a new image on purpose; then update its keys here.
+KEYS = {
+    ("debian-trixie", "linux/riscv64", bootstrap.CLASSIC): "1dcdb0325c4ef346",
+    ("debian-trixie", "linux/riscv64", bootstrap.SPLIT): "e721889a93984e6a",
+    ("debian-trixie-xtc", "linux/amd64", bootstrap.CLASSIC): "903685671cdead2a",
+    ("debian-trixie-xtc", "linux/amd64", bootstrap.SPLIT): "5aea172dbda654a9",
+    ("debian-trixie-xtc-rust", "linux/amd64", bootstrap.CLASSIC): "8be993fbbcefebbb",
+    ("debian-trixie-xtc-rust", "linux/amd64", bootstrap.SPLIT): "45bca8ff4663e07c",
+}
+
+
+@pytest.mark.parametrize(("name", "platform", "method"), sorted(KEYS))
+def test_the_shipped_bases_keep_their_image_keys(name, platform, method):
+    assert base_key(load_base(name), platform, None, method)[:16] == KEYS[name, platform, method]
+
+
+def test_the_bases_are_a_catalogue_of_their_own():
+    specs = load_bases()
+    assert set(specs) == {"debian-trixie", "debian-trixie-xtc", "debian-trixie-xtc-rust"}
+    assert all(
+        isinstance(s, BaseSpec) and s.file.parent == resources.builtin("bases") for s in specs.values()
+    )
+    assert specs["debian-trixie"] == load_base("debian-trixie")
+    with pytest.raises(AttributeError):
+        specs["debian-trixie"].suite = "sid"  # frozen
+    assert default_bases_dir() == resources.builtin("bases")
+    assert not any(p.stem.startswith("debian-") for p in resources.builtin("toolchains").glob("*.yaml"))
+
+
+def test_rvport_bases_names_another_directory(tmp_path, monkeypatch):
+    text = (resources.builtin("bases") / "debian-trixie.yaml").read_text()
+    (tmp_path / "debian-trixie.yaml").write_text(text.replace("  - ccache\n", ""))
+    monkeypatch.setenv("RVPORT_BASES", str(tmp_path))
+    assert default_bases_dir() == tmp_path
+    mine = load_base("debian-trixie")
+    assert mine.file == tmp_path / "debian-trixie.yaml" and "ccache" not in mine.packages
+    monkeypatch.setenv("RVPORT_BASES", str(tmp_path / "none"))
+    with pytest.raises(RecipeError, match="base directory .* not found") as ei:
+        load_base("debian-trixie")
+    assert "RVPORT_BASES" in (ei.value.hint or "")
+
+
+def test_every_problem_of_every_base_is_located_and_exits_3(tmp_path):
+    (tmp_path / "a.yaml").write_text(
+        "schema: 1\nname: a\nkind: debootstrap\nsuite: trixie\npackages: [BAD name]\n"
+    )
+    (tmp_path / "b.yaml").write_text("schema: 1\nname: c\nkind: debootstrap\nsuite: trixie\npackages: []\n")
+    (tmp_path / "d.yaml").write_text("- a list\n")
+    (tmp_path / "e.yaml").write_text("schema: 1\nname: e\n  bad: [\n")
+    with pytest.raises(RecipeError) as ei:
+        load_bases(tmp_path)
+    e = ei.value
+    assert e.exit_code == ExitCode.RECIPE_INVALID == 3 and "4 problems" in e.message
+    where = {(p.file.rsplit("/", 1)[-1], p.line) for p in e.problems}
+    assert {("a.yaml", 5), ("b.yaml", 2), ("d.yaml", 1)} <= where, where
+    assert all(p.file and p.line for p in e.problems), e.render()
+    named = next(p for p in e.problems if p.file.endswith("b.yaml"))
+    assert "differs from its file name" in named.message and named.hint == "rename the file to c.yaml"
+
+
+def test_a_base_spec_left_in_a_toolchains_directory_is_reported_not_skipped(tmp_path):
+    (tmp_path / "debian-trixie.yaml").write_text(
+        (resources.builtin("bases") / "debian-trixie.yaml").read_text()
+    )
+    with pytest.raises(RecipeError) as ei:
+        load_toolchains(tmp_path)
+    (p,) = ei.value.problems
+    assert p.file.endswith("debian-trixie.yaml") and p.line == 6 and "RVPORT_BASES" in p.hint
 
 
 def test_mirror_comes_from_the_hosts_own_sources(tmp_path):

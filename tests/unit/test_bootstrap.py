@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from rvport.build import bootstrap
-from rvport.build.images import base_key, load_base_spec
+from rvport.build.images import base_key
+from rvport.catalogue.bases import load_base
 from rvport.errors import HostNotReady
 
 REQ = bootstrap.Request(
@@ -44,7 +45,7 @@ def test_host_dpkg_filters_are_found(tmp_path):
 
 
 def test_the_method_changes_the_base_key_and_the_classic_key_stays_what_it_was():
-    rv = load_base_spec("debian-trixie")
+    rv = load_base("debian-trixie")
     classic = base_key(rv, "linux/riscv64", None)
     assert classic == base_key(rv, "linux/riscv64", None, bootstrap.CLASSIC)
     split = base_key(rv, "linux/riscv64", None, bootstrap.SPLIT)
@@ -285,7 +286,7 @@ def test_ctrl_c_while_bootstrapping_leaves_no_rootfs_no_record_and_no_image(tmp_
     cache = tmp_path / "cache"
     with pytest.raises(KeyboardInterrupt):
         images.ensure_base(
-            load_base_spec("debian-trixie"),
+            load_base("debian-trixie"),
             platform="linux/riscv64",
             cache_dir=cache,
             log_path=tmp_path / "base.log",
@@ -333,7 +334,7 @@ def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tm
 
     monkeypatch.setattr(bootstrap, "make_rootfs", make_rootfs)
     monkeypatch.setattr(rootfs_image, "load_rootfs", load)
-    spec = load_base_spec("debian-trixie")
+    spec = load_base("debian-trixie")
     args = dict(platform="linux/riscv64", cache_dir=tmp_path / "cache", log_path=tmp_path / "base.log")
     made = images.ensure_base(spec, **args)
     assert not made.reused and made.duration_s is not None and made.duration_s >= 0
@@ -692,7 +693,7 @@ def test_packages_are_fetched_ahead_but_for_a_foreign_base_made_the_classic_way(
     monkeypatch.setattr(bootstrap, "make_rootfs", make_rootfs)
     monkeypatch.setattr(rootfs_image, "load_rootfs", lambda *a, **k: "sha256:" + "1" * 64)
     images.ensure_base(
-        load_base_spec("debian-trixie"),
+        load_base("debian-trixie"),
         platform=platform,
         cache_dir=tmp_path / "cache",
         log_path=tmp_path / "base.log",

@@ -9,8 +9,9 @@ import pytest
 from rich.console import Console
 
 from rvport.build import buildx
-from rvport.build.images import Bases, base_key, ensure_image, host_debian_mirror, load_base_spec
+from rvport.build.images import Bases, base_key, ensure_image, host_debian_mirror
 from rvport.build.progress import SILENT, Progress
+from rvport.catalogue.bases import load_base
 from rvport.cli.progress import LiveReporter, Reporter
 from rvport.errors import HostNotReady
 
@@ -34,7 +35,7 @@ def engine(monkeypatch, present: dict[str, str]) -> list[buildx.BuildSpec]:
 
 
 def xtc_base_tag() -> str:
-    key = base_key(load_base_spec("debian-trixie-xtc"), "linux/amd64", host_debian_mirror())
+    key = base_key(load_base("debian-trixie-xtc"), "linux/amd64", host_debian_mirror())
     return f"rvport/base:debian-trixie-xtc-amd64-{key[:12]}"
 
 

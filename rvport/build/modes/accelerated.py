@@ -2,7 +2,7 @@
 while its C and C++ compilers are native cross compilers of the build platform targeting riscv64.
 
 The cross toolchain is a pinned, cached input: Debian's riscv64 cross GCC and binutils from the build-platform
-base (toolchains/debian-trixie-xtc.yaml, made by rvport.build.images.ensure_base), gathered by a small stage
+base (bases/debian-trixie-xtc.yaml, made by rvport.build.images.ensure_base), gathered by a small stage
 into a self-contained prefix, /opt/xtc (drivers, cc1/cc1plus, the build platform's loader and shared
 libraries), and loaded as an image. A riscv64 build stage takes it with `COPY --from=<that image>` and links
 it to its own headers, libraries and GCC files (dockerfiles/accelerated.Dockerfile), so the cross compiler
@@ -11,7 +11,7 @@ the stage.
 
 Stages that compile Rust (kinds.compiles_rust: a cargo kind, or a recipe whose toolchain names `rust:` or
 installs rustc/cargo) get more in the same prefix, from a second build-platform base
-(toolchains/debian-trixie-xtc-rust.yaml, which adds rustc-web): the build platform's rustc, its own standard
+(bases/debian-trixie-xtc-rust.yaml, which adds rustc-web): the build platform's rustc, its own standard
 library (for build scripts and proc-macros, which run on the build platform) and a native linker for them. The
 target's standard library is the stage's own riscv64 one, so the native rustc must be the stage's rustc
 version (RUST_MATCHED). Cargo, build backends and Python stay riscv64; cargo is told to target

@@ -1,6 +1,6 @@
 """Cross stages: the stage compiles on the build platform (no emulation) with a riscv64 cross toolchain.
 
-Its image is the build-platform base (`toolchains/debian-trixie-xtc.yaml`: Debian trixie with GCC 14 for
+Its image is the build-platform base (`bases/debian-trixie-xtc.yaml`: Debian trixie with GCC 14 for
 riscv64) plus the kind's cross toolchain and the recipe's own Debian packages; which packages and which
 environment each kind needs is data, in the kinds table (rvport/catalogue/kinds.py). Debian trixie has all
 of it:

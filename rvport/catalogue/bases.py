@@ -1,0 +1,133 @@
+"""Base image specs: frozen values loaded from bases/*.yaml, validated with file:line errors.
+
+A base is data: a Debian suite, variant, components and package set made with debootstrap (`kind:
+debootstrap`), for the riscv64 target (`arch: target`, every stage's base) or for the build platform (`arch:
+build`: cross toolchains, the accelerated prefix), or an image named by digest (`image:`) instead. The
+built-in specs ship in rvport/resources/bases/; RVPORT_BASES names another directory. The image a spec
+becomes is rvport.build.images: its tag carries a digest of the spec file's bytes (`text_sha256`), so moving a
+file changes nothing and editing one makes a new image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from rvport import resources
+from rvport.catalogue.schema import validate
+from rvport.catalogue.yamlsrc import line_of, load_yaml
+from rvport.errors import Problem, RecipeError
+
+SCHEMA_FILE = "rvport/resources/schemas/base.schema.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaseSpec:
+    name: str
+    kind: str = "debootstrap"
+    suite: str
+    variant: str
+    components: tuple[str, ...]
+    packages: tuple[str, ...]
+    arch: str  # "target" (riscv64) or "build" (the host's platform)
+    image: str | None  # a digest-pinned image replaces debootstrap
+    file: Path
+    text_sha256: str  # the spec file's bytes: what the base image's tag is a digest of
+
+
+@cache
+def base_schema() -> dict:
+    return json.loads(resources.schema_text("base"))
+
+
+def default_bases_dir() -> Path:
+    """The built-in bases/ (shipped in the package); RVPORT_BASES overrides."""
+    return resources.directory("bases")
+
+
+def load_base_file(path: Path) -> tuple[BaseSpec | None, list[Problem]]:
+    """Parse one base spec: (the spec, []) or (None, every problem found, each with its file and line)."""
+    file = str(path)
+    doc, problem = load_yaml(path)
+    if problem:
+        return None, [problem]
+    if not isinstance(doc, dict):
+        return None, [
+            Problem(
+                message="a base spec must be a YAML mapping",
+                file=file,
+                line=1,
+                hint=f"see {SCHEMA_FILE} and bases/debian-trixie.yaml",
+            )
+        ]
+    problems = validate(doc, base_schema(), file=file)
+    if problems:
+        return None, problems
+    if doc["name"] != path.stem:
+        return None, [
+            Problem(
+                message=f"base name {doc['name']!r} differs from its file name {path.stem!r}",
+                file=file,
+                line=line_of(doc, "name"),
+                hint=f"rename the file to {doc['name']}.yaml",
+            )
+        ]
+    spec = BaseSpec(
+        name=doc["name"],
+        kind=doc["kind"],
+        suite=doc["suite"],
+        variant=doc.get("variant", "minbase"),
+        components=tuple(doc.get("components", ["main"])),
+        packages=tuple(doc["packages"]),
+        arch=doc.get("arch", "target"),
+        image=doc.get("image"),
+        file=path,
+        text_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+    )
+    return spec, []
+
+
+def _root(root: Path | None) -> Path:
+    root = root or default_bases_dir()
+    if not root.is_dir():
+        raise RecipeError(
+            f"base directory {root} not found",
+            hint="set RVPORT_BASES to an existing directory, or unset it for the built-in bases",
+        )
+    return root
+
+
+def load_base(name: str, root: Path | None = None) -> BaseSpec:
+    """One base spec by name, from root (default: the built-in bases, or RVPORT_BASES)."""
+    path = _root(root) / f"{name}.yaml"
+    if not path.is_file():
+        raise RecipeError(
+            f"base {name!r} not found at {path}",
+            hint="a base is bases/<name>.yaml (see bases/debian-trixie.yaml); a recipe names it in "
+            "toolchain: base:",
+        )
+    spec, problems = load_base_file(path)
+    if spec is None:
+        raise RecipeError(f"invalid base spec {path}", problems=problems)
+    return spec
+
+
+def load_bases(root: Path | None = None) -> dict[str, BaseSpec]:
+    """Every base spec under root; all problems of all files are collected and raised together."""
+    root = _root(root)
+    problems: list[Problem] = []
+    specs: dict[str, BaseSpec] = {}
+    for path in sorted(root.glob("*.yaml")):
+        spec, probs = load_base_file(path)
+        problems += probs
+        if spec is not None:
+            specs[spec.name] = spec
+    if problems:
+        n = len(problems)
+        raise RecipeError(
+            f"{n} problem{'s' if n > 1 else ''} in the base specs under {root}", problems=problems
+        )
+    return specs
