@@ -233,8 +233,7 @@ PREPARE = {
 def pure_cross(work: Path, recipe: str, jobs: int) -> dict | None:
     """The accelerated build's compiles replayed by Debian's riscv64 cross GCC natively on the build platform,
     with `xargs -P jobs`, under process accounting: nothing emulated, no pip, CMake or make."""
-    from rvport.build import buildx
-    from rvport.build import render as dockerfiles
+    from rvport.build import buildx, render
 
     result = work / f"out-{recipe}-accelerated" / "result.json"
     if recipe not in PREPARE or not result.is_file():
@@ -271,7 +270,7 @@ def pure_cross(work: Path, recipe: str, jobs: int) -> dict | None:
     shutil.copytree(trees[-1], ctx / "src", symlinks=True)
     (ctx / "commands.py").write_text(CMAKE_COMMANDS_PY)
     (ctx / "prepare.Dockerfile").write_text(
-        f"FROM {tc} AS prepare\n{dockerfiles.env_lines(st['env'])}\n"  # the build's own environment
+        f"FROM {tc} AS prepare\n{render.env_lines(st['env'])}\n"  # the build's own environment
         f"COPY --from={xtc} /opt/xtc/ /opt/xtc/\nRUN sh -eu /opt/xtc/setup.sh\nENV "
         "PATH=/opt/xtc/bin:/usr/sbin:/usr/bin:/sbin:/bin\nCOPY src/ /src/\nCOPY commands.py /\nWORKDIR "
         f"/src\nRUN touch /cmake-compiles.txt && {PREPARE[recipe].format(version=st['version'])}\nFROM "

@@ -1,4 +1,5 @@
-"""Versioned JSON documents (plan, result): sorted keys, schema version, atomic writes, JSON Schemas."""
+"""Versioned JSON documents (plan, result, reproduce): sorted keys, the version as `schema`, atomic writes,
+JSON Schemas."""
 
 from __future__ import annotations
 
@@ -31,5 +32,5 @@ def write(path: Path, doc: dict) -> Path:
 
 @cache
 def schema(name: str) -> dict:
-    """The JSON Schema for a document kind: 'plan', 'result', 'recipe', 'verify'."""
+    """The JSON Schema of a document kind: 'plan', 'result', 'reproduce', 'verify', 'base-record', ..."""
     return json.loads(resources.schema_text(name))

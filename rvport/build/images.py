@@ -34,6 +34,8 @@ from rvport.sources.cache import atomic_write_text
 from rvport.target import DEBIAN_ARCH, DOCKER_PLATFORM
 from rvport.target import PLATFORM as RISCV64
 
+BASE_RECORD_SCHEMA = 1  # cache_dir/bases/<key>.json
+
 # dpkg-query's list of installed packages, one "name=version" a line
 DPKG_QUERY = ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"]
 
@@ -358,16 +360,13 @@ def ensure_base(
     meta_path = cache_dir / "bases" / f"{key}.json"
     info = buildx.image_info(tag)
     if info is not None:
-        if meta_path.is_file():
-            meta = json.loads(meta_path.read_text())
-        else:  # made with another cache directory: describe it from the image itself
+        meta = read_base_record(meta_path)
+        if meta is None:  # made with another cache directory (or its record unreadable): ask the image itself
             meta = {
                 "release_sha256": info["labels"].get("org.rvport.release"),
                 "packages": installed_packages(tag, platform),
             }
-            atomic_write_text(
-                meta_path, json.dumps(dict(meta, tag=tag, spec=spec.name), sort_keys=True, indent=1)
-            )
+            write_base_record(meta_path, dict(meta, tag=tag, spec=spec.name))
         return BaseImage(
             spec=spec.name,
             tag=tag,
@@ -440,20 +439,16 @@ def ensure_base(
             log_path=log_path,
             on_line=say,
         )
-        atomic_write_text(
+        write_base_record(
             meta_path,
-            json.dumps(
-                {
-                    "tag": tag,
-                    "release_sha256": release,
-                    "packages": packages,
-                    "mirror": mirror,
-                    "spec": spec.name,
-                    "bootstrap": method,
-                },
-                sort_keys=True,
-                indent=1,
-            ),
+            {
+                "tag": tag,
+                "release_sha256": release,
+                "packages": packages,
+                "mirror": mirror,
+                "spec": spec.name,
+                "bootstrap": method,
+            },
         )
         made = BaseImage(
             spec=spec.name,
@@ -468,6 +463,26 @@ def ensure_base(
     finally:
         bootstrap.remove_tree(work)
     return replace(made, duration_s=time.monotonic() - started)  # the rootfs's removal counted too
+
+
+def write_base_record(path: Path, doc: dict) -> None:
+    """The bases record (cache_dir/bases/<key>.json, resources/schemas/base-record.schema.json): what a base
+    image holds, beside the cache."""
+    doc = {"schema": BASE_RECORD_SCHEMA, "kind": "rvport-base-record", **doc}
+    atomic_write_text(path, json.dumps(doc, sort_keys=True, indent=1))
+
+
+def read_base_record(path: Path) -> dict | None:
+    """A bases record, or None when there is none that this rvport reads (absent, unreadable, or of another
+    schema): the image is then described again. A record written before records carried `schema` has the
+    fields of schema 1."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema", BASE_RECORD_SCHEMA) != BASE_RECORD_SCHEMA:
+        return None
+    return doc
 
 
 def _tmp_root(cache_dir: Path) -> Path:

@@ -50,6 +50,7 @@ from rvport.sources.cache import sha256_file
 from rvport.sources.tree import PreparedTree, prepare_tree
 from rvport.target import PLATFORM as RISCV64
 from rvport.verify import provenance
+from rvport.verify.model import current_report
 
 RUNNER_FORMAT = 2  # bump when the way stages are built changes, so old artifact cache entries are not reused
 REPAIR_REPORT = ".rvport-repair"  # what wheel-repair.sh leaves beside the wheels, for the runner only
@@ -68,6 +69,13 @@ class BuildOptions(RunOptions):
 
 def _key(*parts: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _current_verify(verify: dict | None) -> dict | None:
+    """A cached stage's verdicts (stages[].verify), their reports as this rvport writes them."""
+    if not verify or not isinstance(verify.get("reports"), list):
+        return verify
+    return {**verify, "reports": [current_report(r) for r in verify["reports"]]}
 
 
 def _matches(root: Path, pattern: str) -> list[Path]:
@@ -333,6 +341,7 @@ class Runner:
             self.rep.step(name, "unchanged inputs: reusing verified artifacts")
             meta = json.loads((store / "manifest.json").read_text())
             rec.verify, rec.smoke, rec.rust = meta.get("verify"), meta.get("smoke"), meta.get("rust")
+            rec.verify = _current_verify(rec.verify)
             rec.build_command = meta.get("build_command")
             rec.manylinux = meta.get("manylinux") or []
             rec.status = "cached"

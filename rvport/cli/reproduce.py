@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -23,6 +24,9 @@ from rvport.cli.console import ui
 from rvport.cli.options import profile_option
 from rvport.cli.sources import CA_OPT, MIRROR_OPT, OFFLINE_OPT, RECIPES_OPT
 from rvport.errors import UsageError, VerifyFailed
+
+if TYPE_CHECKING:
+    from rvport.verify.compare import Comparison
 
 REPORT_SCHEMA = 1
 
@@ -100,15 +104,7 @@ def reproduce(
             Runner(plan, opts, rep).run()
         dirs[run] = out / "artifacts"
     result = compare_dirs(dirs["first"], dirs["second"])
-    doc = {
-        "schema": REPORT_SCHEMA,
-        "kind": "rvport-reproduce",
-        "profile": profile,
-        "mode": mode,
-        "recipes": list(recipes),
-        **result.to_json(),
-    }
-    path = manifest.write(output / "reproduce.json", doc)
+    path = manifest.write(output / "reproduce.json", report(profile, mode, recipes, result))
     u.console.print(_table(result))
     u.console.print(f"wrote {path}", markup=False)
     if not result.ok:
@@ -119,6 +115,18 @@ def reproduce(
     u.console.print(
         f"[green]reproducible:[/] {len(result.identical)} artifact(s) bit-identical in two builds"
     )
+
+
+def report(profile: str, mode: str, recipes: list[str], result: Comparison) -> dict:
+    """reproduce.json (resources/schemas/reproduce.schema.json): what was built twice, and the comparison."""
+    return {
+        "schema": REPORT_SCHEMA,
+        "kind": "rvport-reproduce",
+        "profile": profile,
+        "mode": mode,
+        "recipes": list(recipes),
+        **result.to_json(),
+    }
 
 
 def _table(result) -> Table:

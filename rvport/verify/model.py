@@ -9,7 +9,8 @@ from enum import StrEnum
 from rvport.verify.elf import ElfFacts
 from rvport.verify.policy import IsaLevel, Verdict
 
-SCHEMA_VERSION = 1
+# the report's version, under the key all rvport documents use ("schema"); schema 1 named it "schema_version"
+REPORT_SCHEMA = 2
 
 
 class ArtifactKind(StrEnum):
@@ -124,7 +125,7 @@ class VerifyReport:
     def to_json(self) -> dict:
         members = sum(len(a.members) for a in self.artifacts)
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schema": REPORT_SCHEMA,
             "kind": "rvport.verify",
             "profile": {"name": self.profile, "march": self.march, "mabi": self.mabi},
             "isa": str(self.isa),
@@ -140,3 +141,12 @@ class VerifyReport:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
+
+
+def current_report(doc: dict) -> dict:
+    """A report document as this rvport writes it. Schema 1 (kept in artifact cache records written before the
+    version key was renamed) differs from schema 2 in that key's name alone, so it is renamed; any other
+    document is returned as it is."""
+    if doc.get("schema_version") == 1 and "schema" not in doc:
+        return {**{k: v for k, v in doc.items() if k != "schema_version"}, "schema": REPORT_SCHEMA}
+    return doc

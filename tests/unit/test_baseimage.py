@@ -160,3 +160,62 @@ def test_a_failed_debootstraps_own_log_is_kept_in_rvports_log(tmp_path):
     assert "dependency problems prevent configuration of rustc-web" in text and "line 100\n" not in text
     keep_debootstrap_log(tmp_path / "no-rootfs", log)  # nothing to keep: nothing happens
     assert log.read_text() == text
+
+
+@pytest.fixture
+def fake_engine(monkeypatch):
+    """ensure_base with debootstrap and the engine faked: the rootfs has one package, loading it names it."""
+    from rvport.build import buildx, images, rootfs_image
+
+    engine: dict[str, dict] = {}
+    monkeypatch.setattr(images, "bootstrap_method", lambda platform: (bootstrap.SPLIT, "test"))
+    monkeypatch.setattr(images, "host_debian_mirror", lambda: "http://mirror.example/debian")
+    monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(buildx, "image_info", lambda ref: engine.get(ref))
+
+    def make_rootfs(req, rootfs, **_):
+        (rootfs / "var/lib/dpkg").mkdir(parents=True)
+        (rootfs / "var/lib/dpkg/status").write_text(
+            "Package: libc6\nStatus: install ok installed\nVersion: 2.41\n"
+        )
+
+    def load(rootfs, scratch, *, tag, **_):
+        engine[tag] = {"id": "sha256:" + "1" * 64, "labels": {"org.rvport.release": "r" * 64}}
+        return engine[tag]["id"]
+
+    monkeypatch.setattr(bootstrap, "make_rootfs", make_rootfs)
+    monkeypatch.setattr(rootfs_image, "load_rootfs", load)
+    return engine
+
+
+def test_the_bases_record_is_versioned_and_valid_and_old_or_bad_records_do_not_crash(
+    fake_engine, tmp_path, monkeypatch
+):
+    import json
+
+    import jsonschema
+
+    from rvport import manifest
+    from rvport.build import images
+
+    args = dict(platform="linux/riscv64", cache_dir=tmp_path / "cache", log_path=tmp_path / "base.log")
+    made = images.ensure_base(load_base("debian-trixie"), **args)
+    record = tmp_path / "cache" / "bases" / f"{made.key}.json"
+    doc = json.loads(record.read_text())
+    jsonschema.validate(doc, manifest.schema("base-record"))
+    assert doc["schema"] == images.BASE_RECORD_SCHEMA == 1 and doc["packages"] == {"libc6": "2.41"}
+    assert doc["bootstrap"] == bootstrap.SPLIT and doc["mirror"] == "http://mirror.example/debian"
+
+    asked = []
+    monkeypatch.setattr(
+        images, "installed_packages", lambda tag, platform: asked.append(tag) or {"libc6": "9"}
+    )
+    old = {k: v for k, v in doc.items() if k not in ("schema", "kind")}  # as written before records had one
+    record.write_text(json.dumps(old))
+    assert images.ensure_base(load_base("debian-trixie"), **args).packages == {"libc6": "2.41"} and not asked
+    for bad in ("{not json", json.dumps(dict(doc, schema=99)), "[]"):
+        record.write_text(bad)
+        found = images.ensure_base(load_base("debian-trixie"), **args)
+        assert found.reused and found.packages == {"libc6": "9"} and found.release_sha256 == "r" * 64
+        jsonschema.validate(json.loads(record.read_text()), manifest.schema("base-record"))  # written again
+    assert len(asked) == 3

@@ -10,8 +10,7 @@ import subprocess
 
 import pytest
 
-from rvport.build import buildx, modes, prepare, stage
-from rvport.build import render as dockerfiles
+from rvport.build import buildx, modes, prepare, render, stage
 from rvport.build.modes import accelerated, cross
 from rvport.build.runner import BuildOptions
 from rvport.plan.planner import Mode
@@ -98,7 +97,7 @@ def test_prepare_makes_the_runners_toolchain_image_once(setup, engine):
     rep = Rec()
     made = _preparer(plan, setup, rep).run()
     st = plan.stage("tinylib")
-    rendered = dockerfiles.toolchain_dockerfile(
+    rendered = render.toolchain_dockerfile(
         BASE.tag, plan.request.profile.qemu_cpu, st.recipe.toolchain.debian
     )
     tag, key = stage.toolchain_tag("tinylib", "build", BASE.image_id, rendered)
@@ -162,7 +161,7 @@ def _smoked(setup, tmp_path):
 
 def test_the_smoke_image_is_the_runners_and_no_smoke_leaves_it_out(setup, engine, tmp_path):
     plan = _smoked(setup, tmp_path)
-    rendered = dockerfiles.toolchain_dockerfile(BASE.tag, plan.request.profile.qemu_cpu, ("python3-pip",))
+    rendered = render.toolchain_dockerfile(BASE.tag, plan.request.profile.qemu_cpu, ("python3-pip",))
     tag, _ = stage.toolchain_tag("tinysmoke", "smoke", BASE.image_id, rendered)
     made = _preparer(plan, setup, Rec()).run()
     assert [(i.what, i.tag, i.made) for i in made] == [("base", BASE.tag, False), ("smoke", tag, True)]
@@ -227,7 +226,7 @@ def test_the_runtime_image_is_listed_when_the_engine_has_it_else_left_to_the_bui
 
     plan = _with_runtime(setup, tmp_path)
     rt = plan.stage("tinyrt").runtime
-    rendered = dockerfiles.toolchain_dockerfile(BASE.tag, plan.request.profile.qemu_cpu, ("ca-certificates",))
+    rendered = render.toolchain_dockerfile(BASE.tag, plan.request.profile.qemu_cpu, ("ca-certificates",))
     from_tag, _ = stage.toolchain_tag("tinyrt", "runtime", BASE.image_id, rendered)
     rep = Rec()
     made = _preparer(plan, setup, rep).run()
@@ -382,7 +381,9 @@ def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_i
     import threading
     import time
 
-    from rvport import proc
+    import jsonschema
+
+    from rvport import manifest, proc
     from rvport.build import images
     from rvport.build.runner import Runner
 
@@ -407,6 +408,7 @@ def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_i
     assert time.monotonic() - t0 < 30
     assert (scratch / "cleaned").exists()  # the worker's cleanup ran before the interrupt went on
     doc = json.loads((out / "result.json").read_text())
+    jsonschema.validate(doc, manifest.schema("result"))  # result.json as the runner writes it
     assert doc["status"] == "interrupted" and doc["stages"][0]["status"] == "interrupted"
     assert doc["images_ahead"]["workers"] == 2 and engine.builds == []
     assert proc.stream(["true"], on_line=lambda _l: None) == 0  # programs start again afterwards

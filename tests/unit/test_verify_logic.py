@@ -467,9 +467,18 @@ def test_json_is_versioned_sorted_and_valid():
     r = _report()
     doc = json.loads(r.dumps())
     jsonschema.validate(doc, schema())
-    assert doc["schema_version"] == 1 and doc["ok"] is False
+    assert doc["schema"] == 2 and "schema_version" not in doc and doc["ok"] is False
     assert doc["summary"] == {"artifacts": 2, "passed": 1, "failed": 1, "elf_files": 2}
     assert r.dumps() == json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def test_a_schema_1_report_from_an_old_cache_record_reads_as_schema_2():
+    from rvport.verify.model import current_report
+
+    doc = _report().to_json()
+    old = {("schema_version" if k == "schema" else k): (1 if k == "schema" else v) for k, v in doc.items()}
+    assert current_report(old) == doc and current_report(doc) is doc
+    jsonschema.validate(current_report(old), schema())
 
 
 def test_empty_report_is_not_ok():
