@@ -5,21 +5,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import jsonschema
 
 from rvport import manifest
+from tests.fixtures.cli import rvport_process
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rvport", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+    """python -m rvport ARGS, in a process of its own (tests/fixtures/cli.py)."""
+    return rvport_process(args, timeout=120, env={**os.environ, **(env or {})})
 
 
 def test_plan_all_writes_eight_recipes_in_dependency_order(tmp_path):

@@ -11,15 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.cli import rvport_process
+
 
 def run(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rvport", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
+    """python -m rvport ARGS, in a process of its own (tests/fixtures/cli.py)."""
+    return rvport_process(args, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def no_traceback(cp: subprocess.CompletedProcess) -> bool:

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -23,6 +22,7 @@ from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.verify import provenance, verify_paths
+from tests.fixtures.cli import rvport_process
 from tests.unit.test_verify_logic import _riscv_elf
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
@@ -317,13 +317,8 @@ def test_bad_provenance_files_are_usage_errors(tmp_path, text, msg):
 
 
 def rvport(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
+    """The CLI in a process of its own with a minimal environment (tests/fixtures/cli.py)."""
+    return rvport_process(args, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, main="app", timeout=None)
 
 
 def test_cli_provenance(tmp_path):

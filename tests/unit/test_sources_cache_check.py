@@ -11,7 +11,6 @@ import hashlib
 import io
 import os
 import subprocess
-import sys
 import tarfile
 import textwrap
 from pathlib import Path
@@ -22,6 +21,7 @@ from rvport.catalogue.recipes import Source, SourceKind, load_catalogue
 from rvport.errors import ExitCode, IntegrityError
 from rvport.sources import Cache, CorruptEntry, Fetcher, FetchOptions, fetch_source, fill_mirror, prepare_tree
 from rvport.sources.cache import open_blob
+from tests.fixtures.cli import rvport_process
 from tests.fixtures.httpserver import Route, serve
 
 
@@ -83,13 +83,8 @@ def write_recipe(root: Path, url: str) -> Path:
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "300", **env},
-        timeout=120,
-    )
+    """The CLI in a process of its own (tests/fixtures/cli.py)."""
+    return rvport_process(args, env={**os.environ, "COLUMNS": "300", **env}, main="app", timeout=120)
 
 
 # ------------------------------------------------------------------------------------------ the API

@@ -8,7 +8,6 @@ import io
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import textwrap
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from rvport.catalogue.recipes import Source, SourceKind, load_catalogue
 from rvport.errors import ExitCode, RecipeError
 from rvport.sources import archive_tree, tree_digest
+from tests.fixtures.cli import rvport_process
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -171,14 +171,8 @@ def write_recipe(root: Path, commit: str, tree: str | None, exclude: tuple[str, 
 
 
 def run_cli(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "300", **env},
-        timeout=120,
-    )
+    """The CLI in a process of its own (tests/fixtures/cli.py)."""
+    return rvport_process(args, env={**os.environ, "COLUMNS": "300", **env}, cwd=cwd, main="app", timeout=120)
 
 
 @pytest.mark.parametrize("form", ["forge", "git-archive", "bundle"])

@@ -20,6 +20,7 @@ from fixtures.httpserver import Route, serve  # noqa: E402
 from rvport.catalogue.recipes import load_catalogue  # noqa: E402
 from rvport.errors import ExitCode, IntegrityError  # noqa: E402
 from rvport.sources import Cache, FetchOptions, insert_pin, pin_recipe, prepare_tree  # noqa: E402
+from tests.fixtures.cli import rvport_process
 
 
 def targz(files: dict[str, str], top: str | None) -> bytes:
@@ -335,13 +336,8 @@ def test_insert_pin_handles_nested_mappings_and_end_of_file(tmp_path):
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "300", **env},
-        timeout=120,
-    )
+    """The CLI in a process of its own (tests/fixtures/cli.py)."""
+    return rvport_process(args, env={**os.environ, "COLUMNS": "300", **env}, main="app", timeout=120)
 
 
 def test_cli_fetch_fill_mirror_and_offline(tmp_path):

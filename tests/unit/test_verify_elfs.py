@@ -9,7 +9,6 @@ import json
 import random
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
@@ -21,6 +20,7 @@ from rvport.catalogue.profiles import get_profile
 from rvport.errors import UsageError
 from rvport.resources import builtin
 from rvport.verify import keep, members, pool, verify_paths
+from tests.fixtures.cli import rvport_process
 from tests.fixtures.elfs import ElfFixtures, make_wheel, record_hash
 
 
@@ -368,13 +368,8 @@ def test_usage_errors(tmp_path):
 
 
 def rvport(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from rvport.cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
+    """The CLI in a process of its own with a minimal environment (tests/fixtures/cli.py)."""
+    return rvport_process(args, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, main="app", timeout=None)
 
 
 def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):
