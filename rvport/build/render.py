@@ -90,17 +90,21 @@ def cpuinfo_check(profile: str) -> str:
     return "sh -eu /rvport/cpuinfo.sh " + " ".join(shlex.quote(a) for a in args) + " && "
 
 
+# The smoke stage's build context beside its Dockerfile, artifacts and test: name -> resources/scripts name.
+SMOKE_SCRIPTS: Mapping[str, str] = {"rvport-smoke-install.sh": "smoke-install.sh"}
+
+
 def smoke_commands(kind: Kind, script: str) -> tuple[str, str]:
-    """(install, run) shell snippets for a smoke test of this build kind."""
-    if KINDS[kind].installs_wheels:
-        install = (
-            "python3 -m pip install --no-index --no-deps --break-system-packages "
-            "--find-links /artifacts $(find /artifacts -name '*.whl')"
-        )
-    else:
-        install = "true"
+    """(install, run) commands of a smoke test of this build kind (install: resources/scripts/smoke-install.sh
+    for the kinds whose artifacts are wheels)."""
+    install = "sh -eu /rvport/smoke-install.sh /artifacts" if KINDS[kind].installs_wheels else "true"
     run = "sh /rvport/smoke" if script.lstrip().startswith("#!") else "python3 /rvport/smoke"
     return install, run
+
+
+def smoke_scripts() -> dict[str, str]:
+    """The smoke stage's scripts by their name in its build context (SMOKE_SCRIPTS), with their text."""
+    return {name: resources.script(script) for name, script in SMOKE_SCRIPTS.items()}
 
 
 def packages_arg(packages: list[str] | tuple[str, ...]) -> str:

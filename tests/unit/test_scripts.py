@@ -195,3 +195,35 @@ def test_the_pip_default_index_script_prints_the_index_of_the_pip_it_runs_with()
     )
     assert cp.returncode == 0, cp.stderr
     assert cp.stdout.strip().startswith("https://") and cp.stdout.strip() == pip_default_index()
+
+
+def test_the_smoke_install_script_installs_every_wheel_offline(tmp_path):
+    from rvport.build import render
+    from rvport.catalogue.recipes import Kind
+
+    calls = tmp_path / "calls"
+    env = _stand_ins(tmp_path / "bin", {"python3": f'echo "python3 $*" >> {calls}'})
+    artifacts = tmp_path / "artifacts"
+    (artifacts / "sub").mkdir(parents=True)
+    for name in ("a-1.0-cp313-cp313-linux_riscv64.whl", "sub/b-2.0-py3-none-any.whl", "libx.a"):
+        (artifacts / name).write_text("")
+    script = str(SCRIPTS / "smoke-install.sh")
+    cp = subprocess.run(
+        ["sh", "-eu", script, str(artifacts)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert cp.returncode == 0, cp.stderr
+    (line,) = calls.read_text().splitlines()
+    head = f"python3 -m pip install --no-index --no-deps --break-system-packages --find-links {artifacts} "
+    assert line.startswith(head)
+    assert sorted(line[len(head) :].split()) == sorted(
+        [f"{artifacts}/a-1.0-cp313-cp313-linux_riscv64.whl", f"{artifacts}/sub/b-2.0-py3-none-any.whl"]
+    )
+    # the smoke stage runs it for wheel kinds only, from its build context
+    assert render.smoke_commands(Kind.PYTHON_WHEEL, "print(1)") == (
+        "sh -eu /rvport/smoke-install.sh /artifacts",
+        "python3 /rvport/smoke",
+    )
+    assert render.smoke_commands(Kind.GO_BINARY, "#!/bin/sh\n")[0] == "true"
+    assert render.smoke_scripts() == {"rvport-smoke-install.sh": resources.script("smoke-install.sh")}
+    text = render.render("smoke", {"IMAGE": "i", "QEMU_CPU": "max", "INSTALL": "true", "RUN": "true"}).text
+    assert "COPY rvport-smoke-install.sh /rvport/smoke-install.sh" in text

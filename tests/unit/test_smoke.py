@@ -113,6 +113,7 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
     def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None):
         seen["dockerfile"] = spec.dockerfile.read_text()
         seen["script"] = (spec.context / "rvport-smoke").read_text()
+        seen["install"] = (spec.context / "rvport-smoke-install.sh").read_text()
         spec.output_dir.mkdir(parents=True, exist_ok=True)
         (spec.output_dir / "rvport-smoke.log").write_text("the smoke marker 7f3a\n")
         (spec.output_dir / "rvport-smoke.status").write_text("3\n")
@@ -132,6 +133,7 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
     with pytest.raises(SmokeFailed) as e:
         run._smoke(env, files, "rvport/base:under-test")
     assert "exit 3" in seen["script"] and "FROM rvport/base:under-test" in seen["dockerfile"]
+    assert seen["install"] == render.smoke_scripts()["rvport-smoke-install.sh"]  # what the Dockerfile copies
     assert "ENV QEMU_CPU=rv64,the-profiles-cpu " in seen["dockerfile"]  # StageEnv.riscv64_env, the one rule
     assert rec.smoke == {"status": "failed", "exit_status": 3, "output": ["the smoke marker 7f3a"]}
     assert "the smoke marker 7f3a" in e.value.render()

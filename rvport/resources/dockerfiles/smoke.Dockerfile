@@ -6,6 +6,7 @@ FROM @@IMAGE@@ AS smoke
 ENV QEMU_CPU=@@QEMU_CPU@@ PYTHONDONTWRITEBYTECODE=1
 COPY artifacts/ /artifacts/
 COPY rvport-smoke /rvport/smoke
+COPY rvport-smoke-install.sh /rvport/smoke-install.sh
 RUN set -u; cd /tmp; ( @@INSTALL@@ && @@RUN@@ ) > /rvport-smoke.log 2>&1; rc=$?; cat /rvport-smoke.log; \
     echo "smoke exit status: $rc"; echo "$rc" > /rvport-smoke.status
 
