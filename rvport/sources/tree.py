@@ -28,7 +28,9 @@ from rvport.sources.cache import NO_SPACE, CorruptEntry, atomic_write_text, disk
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
 from rvport.target import CARGO_HOME, RVPORT_DIR
 
-TREE_FORMAT = 4  # bump when the way trees are made changes, so old trees are not reused
+# bump when the way trees are made changes, so old trees are not reused (5: rvport writes every member itself;
+# a zip's links, exec bits and times are kept)
+TREE_FORMAT = 5
 
 
 @dataclass(frozen=True, kw_only=True)
