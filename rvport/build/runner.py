@@ -493,7 +493,7 @@ class Runner:
         with self._scratch(f"smoke-{st.name}-", f"smoke-out-{st.name}-") as (ctx, out):
             link_tree(files, ctx / "artifacts")
             (ctx / "rvport-smoke").write_text(st.recipe.smoke or "")
-            for name, text in dockerfiles.smoke_scripts().items():  # what the Dockerfile copies in
+            for name, text in render.smoke_scripts().items():  # what the Dockerfile copies in
                 (ctx / name).write_text(text)
             (ctx / "Dockerfile").write_text(rendered.text)
             buildx.build(
