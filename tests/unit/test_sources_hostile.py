@@ -612,8 +612,7 @@ def _bad_crc_zip() -> bytes:
     ],
 )
 def test_cli_fetch_tree_refuses_hostile_sources_with_their_exit_code(tmp_path, kind, main_name, why, code):
-    import subprocess
-
+    from tests.fixtures.cli import rvport_process
     from tests.fixtures.httpserver import Route, serve
 
     outside = tmp_path / "outside"
@@ -634,13 +633,7 @@ def test_cli_fetch_tree_refuses_hostile_sources_with_their_exit_code(tmp_path, k
             "RVPORT_UNPACK_LIMIT": "1M",
             "COLUMNS": "300",
         }
-        cp = subprocess.run(
-            [sys.executable, "-c", "from rvport.cli.app import main; main()", "fetch", "demo", "--tree"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        cp = rvport_process(["fetch", "demo", "--tree"], env=env, main="app")
     assert cp.returncode == code, cp.stderr
     assert re.search(why, cp.stderr) and "Traceback" not in cp.stderr
     assert list(outside.iterdir()) == []
