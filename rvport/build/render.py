@@ -57,9 +57,19 @@ def render(stage: str, values: Mapping[str, str], root: Path | None = None) -> R
     return Rendered(template=name, text=_PLACEHOLDER.sub(lambda m: values[m.group(1)], text))
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def env_lines(env: Mapping[str, str]) -> str:
-    """ENV instructions with JSON-quoted values (Dockerfile accepts "..." with JSON escapes)."""
-    return "\n".join(f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.items()))
+    """ENV instructions, one per variable, each value in double quotes with `\\` and `"` escaped (a `$` is
+    left for the Dockerfile's own substitution: recipes write ${RVPORT_JOBS}). Recipes are checked on load
+    (env names, no control characters); a name or value that could end the line or the instruction is
+    refused here too, so that no value ever writes an instruction of its own."""
+    for k, v in env.items():
+        if not _ENV_NAME.fullmatch(k) or _CONTROL.search(v):
+            raise ValueError(f"environment variable {k!r}={v!r} cannot be written as one ENV instruction")
+    return "\n".join(f"ENV {k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(env.items()))
 
 
 # The build script: resources/scripts/build-prologue.sh, then the recipe's commands. Its prologue sets
