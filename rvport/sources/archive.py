@@ -182,7 +182,13 @@ def _place(root: Path, dest: Path, *, name: str, label: str, at: str | None, scr
             hint="choose a dest that no other source has (e.g. _deps/NAME)",
         )
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as e:
+            raise RecipeError(
+                f"source {name!r}: its dest {label!r} passes through a file of another source{where}",
+                hint="choose a dest that no other source has (e.g. _deps/NAME)",
+            ) from e
         if not dest.exists():
             os.replace(root, dest)
             return

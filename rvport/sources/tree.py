@@ -154,7 +154,13 @@ def _prepare(recipe: Recipe, fetched: tuple[Fetched, ...], options: FetchOptions
             "vendor": recipe.vendor,
             "lock": recipe.lock.to_json() if recipe.lock else None,
         }
-        atomic_write_text(final.parent / f"{key}.json", json.dumps(meta, sort_keys=True, indent=2) + "\n")
+        try:
+            atomic_write_text(final.parent / f"{key}.json", json.dumps(meta, sort_keys=True, indent=2) + "\n")
+        except OSError as e:
+            if e.errno in NO_SPACE:
+                shutil.rmtree(final, ignore_errors=True)  # no tree without its record
+                raise disk_error(e, final.parent, f"recording the tree of {recipe.ref}") from e
+            raise
     return PreparedTree(recipe=recipe.ref, key=key, path=final, fetched=fetched, reused=False)
 
 

@@ -441,7 +441,10 @@ MAIN = _tar([("demo-1.0/", "d", None), ("demo-1.0/README", "f", b"main\n"), ("de
 EXTRA = _tar([("extra-1.0/", "d", None), ("extra-1.0/README", "f", b"extra\n")])
 
 
-@pytest.mark.parametrize("dest, why", [(".", "would replace README"), ("afile", "already a file")])
+@pytest.mark.parametrize(
+    "dest, why",
+    [(".", "would replace README"), ("afile", "already a file"), ("afile/sub", "passes through a file")],
+)
 def test_an_extra_source_never_replaces_the_main_sources_files(tmp_path, dest, why):
     from rvport.catalogue.recipes import load_catalogue
     from rvport.sources import Cache, FetchOptions, prepare_tree
