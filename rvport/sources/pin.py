@@ -94,10 +94,15 @@ def _tree_of(fetcher: Fetcher, f: Fetched) -> tuple[Fetched, str]:
     """The tree digest of a fetched git archive, read once (and checked against its cache name on the way)."""
     for _ in range(2):
         try:
-            return f, archive_tree(f.path, name=f.filename, exclude=f.source.exclude, blob=True)
+            return f, _tree(fetcher, f)
         except CorruptEntry as e:
             f = fetcher.refetch(f, e)
-    return f, archive_tree(f.path, name=f.filename, exclude=f.source.exclude, blob=True)
+    return f, _tree(fetcher, f)
+
+
+def _tree(fetcher: Fetcher, f: Fetched) -> str:
+    limits = fetcher.options.limits
+    return archive_tree(f.path, name=f.filename, exclude=f.source.exclude, blob=True, limits=limits)
 
 
 def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None = None) -> list[Pinned]:
