@@ -379,6 +379,11 @@ def _one_file_name(name: str) -> bool:
     )
 
 
+# A relative path in the source tree (files' and lock's dest): recipe.schema.json's rel_path, checked here so
+# that the message says what it is for.
+_REL_PATH = re.compile(r"[A-Za-z0-9_.+@=,~-]+(/[A-Za-z0-9_.+@=,~-]+)*")
+
+
 def _dotdot(d: LDict, key: str, file: str, problems: list[Problem]) -> None:
     """A relative path of the recipe (its schema already holds it to rel_path) must not climb with `..`."""
     if key in d and ".." in PurePosixPath(d[key]).parts:
@@ -461,13 +466,14 @@ def _tree_lock(v: LDict, file: str, problems: list[Problem]) -> TreeLock | None:
     lock = TreeLock(path=d["path"], sha256=d["sha256"], line=d.line)
     p = PurePosixPath(d["path"])
     want = LOCK_NAMES.get(v.get("vendor") or "")
-    if not d["path"].strip() or p.is_absolute() or ".." in p.parts or str(p) == ".":
+    if not _REL_PATH.fullmatch(d["path"]) or ".." in p.parts or str(p) == ".":
         problems.append(
             Problem(
                 message=f"lock {d['path']!r} is not a path inside the source tree",
                 file=file,
                 line=line_of(d, "path") or d.line,
-                hint="write its path relative to the tree's top, e.g. ml-binding/Cargo.lock",
+                hint="write its path relative to the tree's top, e.g. ml-binding/Cargo.lock (letters, digits "
+                "and _ . + @ = , ~ - between single slashes)",
             )
         )
     elif want is None:
@@ -822,7 +828,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
         for j, f in enumerate(v.get("files", [])):
             dest = PurePosixPath(f["dest"])
             if (
-                not f["dest"].strip()
+                not _REL_PATH.fullmatch(f["dest"])
                 or dest.is_absolute()
                 or ".." in dest.parts
                 or str(dest) == "."
@@ -836,7 +842,8 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                         file=file,
                         line=line_of(v["files"], j) or vline,
                         hint="write a path relative to the tree's top directory, with the file "
-                        f"name, e.g. smoke/main.go ({RVPORT_DIR}/ is rvport's own)",
+                        f"name, e.g. smoke/main.go ({RVPORT_DIR}/ is rvport's own; letters, digits and "
+                        "_ . + @ = , ~ - between single slashes)",
                     )
                 )
         problems += _same_dest(v, file, vline)
