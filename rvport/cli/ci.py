@@ -7,12 +7,15 @@ case per stage with its verify and smoke results, and for a failed stage the err
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from rvport.cli.outputs import cannot_write
 from rvport.fileio import atomic_write_text
+from rvport.safetext import clean_xml, md_code, md_text, printable
 
+_BACKTICKS = re.compile("`+")
 TIMING_ORDER = ("fetch", "base", "toolchain", "build", "verify", "smoke", "runtime", "check")
 
 
@@ -27,7 +30,14 @@ def _size(n: int | None) -> str:
 
 
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A name or value in a Markdown table cell: one line, nothing Markdown or HTML would act on."""
+    return md_text(str(text))
+
+
+def _fence(lines: list[str]) -> str:
+    """A code fence longer than any run of backticks in the lines, so that none of them can end it."""
+    runs = [len(r) for line in lines for r in _BACKTICKS.findall(line)]
+    return "`" * max([3] + [n + 1 for n in runs])
 
 
 def stage_time(stage: dict) -> float:
@@ -53,13 +63,14 @@ def summary_markdown(doc: dict) -> str:
     icon = {"ok": "✅", "failed": "❌", "interrupted": "⏹️"}.get(status, "")
     profile = (doc.get("profile") or {}).get("name", "?")
     lines = [
-        f"## rvport build: {status} {icon}".rstrip(),
+        f"## rvport build: {_cell(status)} {icon}".rstrip(),
         "",
-        f"profile `{profile}`, tag `{doc.get('tag')}`, {len(stages)} stage(s), {doc.get('duration_s', 0)} s",
+        f"profile `{md_code(str(profile))}`, tag `{md_code(str(doc.get('tag')))}`, {len(stages)} stage(s), "
+        f"{_cell(doc.get('duration_s', 0))} s",
     ]
     if doc.get("failing_stage"):
-        lines[-1] += f"; failing stage: **{doc['failing_stage']}**"
-    cached = [s["recipe"] for s in stages if s.get("status") == "cached"]
+        lines[-1] += f"; failing stage: **{_cell(doc['failing_stage'])}**"
+    cached = [_cell(s["recipe"]) for s in stages if s.get("status") == "cached"]
     lines += [
         "",
         f"Cache hits: {len(cached)} of {len(stages)} stage(s) reused verified artifacts"
@@ -91,16 +102,31 @@ def summary_markdown(doc: dict) -> str:
     if arts:
         lines += ["| artifact | size | sha256 |", "|---|---:|---|"]
         for a in arts:
-            lines.append(f"| `{_cell(a['path'])}` | {_size(a.get('size'))} | `{a.get('sha256', '')}` |")
+            path, sha = md_code(str(a["path"])), md_code(str(a.get("sha256", "")))
+            lines.append(f"| `{path}` | {_size(a.get('size'))} | `{sha}` |")
     else:
         lines.append("none")
     for s in stages:
         if s.get("status") in ("failed", "interrupted") and (s.get("error") or s.get("log_tail")):
-            lines += ["", f"<details><summary>{s['recipe']}: {s['status']}</summary>", "", "```text"]
-            lines += (s.get("error") or "").splitlines()
+            body = [printable(line, lines=False) for line in (s.get("error") or "").splitlines()]
             if s.get("log_tail"):
-                lines += ["", "--- log tail ---", *s["log_tail"][-30:]]
-            lines += ["```", "", "</details>"]
+                body += [
+                    "",
+                    "--- log tail ---",
+                    *(printable(str(x), lines=False) for x in s["log_tail"][-30:]),
+                ]
+            fence = _fence(body)
+            summary = f"{_cell(s['recipe'])}: {_cell(s['status'])}"
+            lines += [
+                "",
+                f"<details><summary>{summary}</summary>",
+                "",
+                f"{fence}text",
+                *body,
+                fence,
+                "",
+                "</details>",
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -183,6 +209,7 @@ def junit_xml(doc: dict) -> str:
         elif s.get("status") == "not run":
             ET.SubElement(case, "skipped", message="not run: an earlier stage failed or was interrupted")
         ET.SubElement(case, "system-out").text = "\n".join(out)
+    clean_xml(suites)  # any name, message or log line: well-formed XML, no terminal controls
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 

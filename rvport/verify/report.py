@@ -11,6 +11,7 @@ from rich.text import Text
 
 from rvport.errors import UsageError
 from rvport.fileio import atomic_write_text
+from rvport.safetext import clean_xml, printable
 from rvport.verify.model import ArtifactResult, VerifyReport
 from rvport.verify.policy import Verdict
 
@@ -51,7 +52,13 @@ def render_table(report: VerifyReport, console: Console, *, every_member: bool =
     table.add_column("reason", overflow="fold", min_width=len("reason"))
     for a in report.artifacts:
         for path, member, verdict, reason in _rows(a, every_member):
-            table.add_row(Text(path), Text(member), _verdict(verdict), Text(reason))
+            # names on one line, every control shown escaped: a member name cannot draw over the table
+            table.add_row(
+                Text(printable(path, lines=False)),
+                Text(printable(member, lines=False)),
+                _verdict(verdict),
+                Text(printable(reason)),
+            )
     console.print(table, crop=False)
     n, bad = len(report.artifacts), len(report.failed)
     if report.ok:
@@ -98,6 +105,7 @@ def to_junit(report: VerifyReport) -> str:
         out = [f"{m.name or a.path}: {'; '.join(m.notes)}" for m in a.members if m.notes] + list(a.notes)
         if out:
             ET.SubElement(case, "system-out").text = "\n".join(out)
+    clean_xml(suites)  # any file or member name: well-formed XML, no terminal controls
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
