@@ -25,7 +25,7 @@ from pathlib import Path
 
 import requests
 
-from rvport import proc
+from rvport import proc, resources
 from rvport.errors import RvportError
 from rvport.sources.fetch import ca_bundle
 
@@ -157,7 +157,8 @@ class Prefetch:
         out = self.rootfs.with_name(self.rootfs.name + ".debs")
         try:
             rc = proc.stream(
-                ["sh", "-c", 'exec "$@" > "$0"', str(out), *self.print_debs], on_line=lambda _l: None
+                ["sh", str(resources.builtin("scripts", "stdout-to.sh")), str(out), *self.print_debs],
+                on_line=lambda _l: None,
             )
             if rc != 0:
                 self.why_not = f"debootstrap --print-debs: {proc.describe_status(rc)}"
