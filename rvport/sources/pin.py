@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport.catalogue.recipes import BUILTIN, Recipe, Source, SourceKind, load_recipe_file
+from rvport.catalogue.yamlsrc import MAX_BYTES
 from rvport.errors import IntegrityError, Problem, RecipeError, UsageError
+from rvport.fileio import read_regular
 from rvport.sources.archive import archive_tree
 from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions
@@ -132,8 +134,10 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
             else:
                 values[s.name] = f.sha256
             fetched.append(f)
-    path = recipe.file
-    original = path.read_text(encoding="utf-8")
+    # A recipe that is a symbolic link is edited where it points (the link stays a link); the file is read as
+    # the loader reads it (a regular file, bounded) and written whole (atomic_write_text).
+    path = recipe.file.resolve()
+    original = read_regular(path, limit=MAX_BYTES, what="recipe file", error=RecipeError).decode("utf-8")
     mode = stat.S_IMODE(path.stat().st_mode)  # the rewritten file keeps the permissions it had
     text = original
     lines_written: dict[str, int] = {}
@@ -147,7 +151,7 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
         for f in fetched
     }
     atomic_write_text(path, text, mode=mode)
-    recipes, problems = load_recipe_file(path, _recipes_root(recipe))
+    recipes, problems = load_recipe_file(recipe.file, _recipes_root(recipe))
     again = next((r for r in recipes if r.version == recipe.version), None)
     got = {s.name: getattr(s, _pin_key(s)) for s in again.sources} if again else {}
     if problems or any(got.get(f.source.name) != values[f.source.name] for f in fetched):
@@ -221,7 +225,6 @@ def check_pinned_files(recipes: Iterable[Recipe]) -> None:
 
 
 def _recipes_root(recipe: Recipe) -> Path:
-    for pf in (*recipe.patches, *recipe.lockfiles, *recipe.files):
-        rel_parts = Path(pf.rel).parts
-        return Path(*pf.path.parts[: len(pf.path.parts) - len(rel_parts)])
+    """The recipe directory: a recipe is NAME.yaml directly in it (recipes._load_dir); its pinned files'
+    paths are resolved, so they cannot tell it when a link is on the way."""
     return recipe.file.parent

@@ -384,3 +384,28 @@ def test_a_device_or_a_huge_recipe_is_refused(tmp_path, monkeypatch):
 )
 def test_schema_patterns_end_at_the_very_end(rx, text, ok):
     assert bool(pattern(rx).search(text)) is ok
+
+
+# ---- rvport pin edits a linked recipe where it points, whole
+
+
+def test_pin_edits_the_target_of_a_linked_recipe_and_keeps_the_link(tmp_path):
+    import datetime as dt
+
+    from rvport.sources import pin_recipe
+    from tests.unit.test_sources_tree import MAIN, options, routes, serve, sha, write_recipes
+
+    with serve(routes()) as srv:
+        root = write_recipes(tmp_path / "recipes", srv.base)
+        shared = tmp_path / "shared" / "demo-recipe.yaml"
+        shared.parent.mkdir()
+        (root / "demo.yaml").rename(shared)
+        shared.chmod(0o640)
+        (root / "demo.yaml").symlink_to(shared)
+        recipe = load_catalogue(root).resolve("demo")
+        (pinned,) = pin_recipe(recipe, options(tmp_path), today=dt.date(2026, 1, 2))
+        assert pinned.sha256 == sha(MAIN)
+        assert (root / "demo.yaml").is_symlink() and (root / "demo.yaml").resolve() == shared
+        assert f"sha256: {sha(MAIN)}" in shared.read_text() and shared.stat().st_mode & 0o777 == 0o640
+        assert sorted(p.name for p in shared.parent.iterdir()) == ["demo-recipe.yaml"]  # no temporary left
+        assert load_catalogue(root).resolve("demo").sources[0].sha256 == sha(MAIN)
