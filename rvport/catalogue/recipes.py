@@ -397,6 +397,9 @@ def _dotdot(d: LDict, key: str, file: str, problems: list[Problem]) -> None:
         )
 
 
+PINNED_MAX_BYTES = 64 << 20  # a patch, lock file or shipped file (the largest built-in one is 90 KiB)
+
+
 def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedFile:
     """A file shipped with the recipe: a regular file inside the recipe directory `root`, links resolved (a
     pinned file naming a host file outside it would be read, and its digest shown, by a mismatch)."""
@@ -408,8 +411,11 @@ def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedF
         where = "is not inside the recipe directory (no '..', no link that leads out of it)"
     else:
         try:
-            if not stat.S_ISREG(os.stat(path).st_mode):
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
                 where = "is not a regular file"
+            elif st.st_size > PINNED_MAX_BYTES:
+                where = f"is {st.st_size} bytes, over the cap of {PINNED_MAX_BYTES} for a shipped file"
         except OSError:
             where = "does not exist"
     if where:
@@ -948,9 +954,21 @@ class Catalogue:
         raise UsageError(f"recipe {name!r} has no version {version!r}", hint=f"known versions: {known}")
 
 
+_RECIPE_FILE = re.compile(r"[a-z0-9][a-z0-9-]*\.yaml")  # recipe.schema.json's name, as a file name
+
+
 def _load_dir(root: Path, origin: str, problems: list[Problem]) -> dict[str, list[Recipe]]:
     by_name: dict[str, list[Recipe]] = {}
     for path in sorted(root.glob("*.yaml")):
+        if not _RECIPE_FILE.fullmatch(path.name):
+            problems.append(
+                Problem(
+                    message=f"recipe file name {path.name!r} is not NAME.yaml with a recipe name",
+                    file=str(root),
+                    hint="name recipe files after their recipe: lowercase letters, digits and -",
+                )
+            )
+            continue
         recs, probs = load_recipe_file(path, root, origin)
         problems += probs
         for r in recs:

@@ -409,3 +409,19 @@ def test_pin_edits_the_target_of_a_linked_recipe_and_keeps_the_link(tmp_path):
         assert f"sha256: {sha(MAIN)}" in shared.read_text() and shared.stat().st_mode & 0o777 == 0o640
         assert sorted(p.name for p in shared.parent.iterdir()) == ["demo-recipe.yaml"]  # no temporary left
         assert load_catalogue(root).resolve("demo").sources[0].sha256 == sha(MAIN)
+
+
+def test_a_pinned_file_over_the_cap_is_refused(tmp_path, monkeypatch):
+    from rvport.catalogue import recipes
+
+    monkeypatch.setattr(recipes, "PINNED_MAX_BYTES", 4)
+    write(tmp_path, BASE)
+    probs = problems(tmp_path)
+    assert probs and all("over the cap of 4" in p.message for p in probs)
+
+
+def test_a_recipe_file_name_with_control_characters_is_refused_and_shown_escaped(tmp_path):
+    write(tmp_path, BASE)
+    (tmp_path / "\x1b[2Japp.yaml").write_text("schema: 1\n")
+    (p,) = problems(tmp_path)
+    assert "'\\x1b[2Japp.yaml'" in p.message and "\x1b" not in p.render()
