@@ -131,3 +131,25 @@ def load_bases(root: Path | None = None) -> dict[str, BaseSpec]:
             f"{n} problem{'s' if n > 1 else ''} in the base specs under {root}", problems=problems
         )
     return specs
+
+
+def recipe_base_problems(name: str, file: str, line: int | None) -> list[Problem]:
+    """What is wrong with the base a recipe names in `toolchain: base:` (it must be a riscv64 base, `arch:
+    target`), located at the recipe's line; [] when nothing is."""
+    try:
+        spec = load_base(name)
+    except RecipeError as e:
+        return [
+            Problem(message=f"toolchain base {name!r}: {e.message}", file=file, line=line, hint=e.hint)
+        ] + list(e.problems)
+    if spec.arch != "target":
+        return [
+            Problem(
+                message=f"toolchain base {name!r} is for the build platform (arch: build), not for riscv64",
+                file=file,
+                line=line,
+                hint="name a base with arch: target, e.g. debian-trixie (cross stages get the build-platform "
+                "base themselves)",
+            )
+        ]
+    return []

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from packaging.version import InvalidVersion, Version
 
 from rvport import resources
+from rvport.catalogue.bases import recipe_base_problems
 from rvport.catalogue.schema import control_characters, validate
 from rvport.catalogue.yamlsrc import LDict, line_of, load_yaml
 from rvport.errors import Problem, RecipeError, UsageError
@@ -858,6 +859,11 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
         problems += _cargo_home_by_rvport(v, doc, file)
         toolchain = _toolchain(v.get("toolchain"), top_tc)
         problems += _rust_problems(toolchain, file, (v.get("toolchain"), doc.get("toolchain")), vline)
+        base_line = next(
+            (line_of(d, "base") for d in (v.get("toolchain"), doc.get("toolchain")) if d and "base" in d),
+            vline,
+        )
+        problems += recipe_base_problems(toolchain.base, file, base_line)
         recipes.append(
             Recipe(
                 name=doc["name"],

@@ -219,3 +219,25 @@ def test_the_bases_record_is_versioned_and_valid_and_old_or_bad_records_do_not_c
         assert found.reused and found.packages == {"libc6": "9"} and found.release_sha256 == "r" * 64
         jsonschema.validate(json.loads(record.read_text()), manifest.schema("base-record"))  # written again
     assert len(asked) == 3
+
+
+def test_a_recipe_naming_an_unknown_or_build_platform_base_is_located(tmp_path):
+    from rvport.catalogue.recipes import load_catalogue
+
+    text = (resources.builtin("recipes") / "msgspec.yaml").read_text()
+    assert text.count("\n  base: debian-trixie\n") == 1
+    for name, base, says in (
+        ("tiny-sid", "debian-sid", "toolchain base 'debian-sid': base 'debian-sid' not found"),
+        ("tiny-xtc", "debian-trixie-xtc", "is for the build platform (arch: build)"),
+    ):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "msgspec.yaml").write_text(text.replace("\n  base: debian-trixie\n", f"\n  base: {base}\n"))
+        with pytest.raises(RecipeError) as ei:
+            load_catalogue(d)
+        (p,) = [p for p in ei.value.problems if "toolchain base" in p.message]
+        lines = (d / "msgspec.yaml").read_text().splitlines()
+        assert (
+            says in p.message and p.file.endswith("msgspec.yaml") and lines[p.line - 1] == f"  base: {base}"
+        )
+    assert load_catalogue().resolve("msgspec").toolchain.base == "debian-trixie"
