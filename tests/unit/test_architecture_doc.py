@@ -20,11 +20,14 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
 
 def modules(root: Path = PACKAGE) -> list[Path]:
-    """Every .py file of the package, relative to the package's parent (rvport/...); resources hold data."""
+    """Every module of the package, relative to the package's parent (rvport/...); under resources/, only its
+    __init__.py is one (the rest is data, and scripts run in stages or on the host: docs/architecture.md lists
+    them under "Where resources live")."""
     return [
         p.relative_to(root.parent)
         for p in sorted(root.rglob("*.py"))
-        if "resources" not in p.relative_to(root).parts[:-1]
+        if p.relative_to(root).parts[0] != "resources"
+        or p.relative_to(root).parts == ("resources", "__init__.py")
     ]
 
 
