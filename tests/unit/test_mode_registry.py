@@ -58,7 +58,7 @@ def test_a_request_or_auto_always_finds_a_mode_for_every_kind():
 
 
 def test_the_bases_a_mode_names_are_base_specs():
-    specs = {p.stem for p in resources.builtin("toolchains").glob("*.yaml")}
+    specs = {p.stem for p in resources.builtin("bases").glob("*.yaml")}
     for f in modes.MODES.values():
         assert set(f.bases) <= specs, f.mode
 
