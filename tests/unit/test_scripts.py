@@ -16,14 +16,6 @@ from rvport import resources
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = resources.builtin("scripts")
 
-# Scripts whose findings are known and kept for now, with why (each is checked to still have findings, so the
-# entry goes when the script is made clean): their bytes are part of the accelerated prefix image's key
-# (accelerated.prefix_key), so quoting them rebuilds every prefix image; their variables hold single words.
-KNOWN: dict[str, str] = {
-    "xtc-assemble.sh": "part of the accelerated prefix key (unquoted single-word variables)",
-    "xtc-setup.sh": "part of the accelerated prefix key (unquoted single-word variables)",
-}
-
 
 def _is_shell(path: Path) -> bool:
     first = path.read_text(encoding="utf-8").partition("\n")[0]
@@ -80,9 +72,6 @@ def test_shellcheck_finds_nothing(script: Path):
         text=True,
         timeout=120,
     )
-    if script.parent == SCRIPTS and script.name in KNOWN:
-        assert cp.returncode != 0, f"{script.name} is clean now: remove it from KNOWN"
-        return
     assert cp.returncode == 0, cp.stdout + cp.stderr
 
 

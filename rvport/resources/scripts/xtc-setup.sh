@@ -8,40 +8,40 @@ set -eu
 P=/opt/xtc
 T=riscv64-linux-gnu
 fail() { echo "rvport accelerated: $*" >&2; exit 3; }
-local_include() { ls -A /usr/local/include 2>/dev/null | sort; }
+local_include() { find /usr/local/include -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort; }
 if [ "${1:-}" = after-build ]; then
   added=$(local_include | comm -13 $P/local-include.list -)
-  [ -z "$added" ] || fail "the build added $(echo $added) to /usr/local/include after the cross compiler's \
+  [ -z "$added" ] || fail "the build added $(echo "$added" | paste -sd ' ' -) to /usr/local/include after the cross compiler's \
 include directories were made; its compiles may not have seen them: build this recipe with --mode qemu"
   exit 0
 fi
 V=$(cat $P/gcc-major)
 cross=$(cat $P/gcc-version)
 # 1. the version check, against the stage's own compiler files (the runner checks package versions first)
-test -d /usr/lib/gcc/$T/$V || fail "the stage has no GCC $V (/usr/lib/gcc/$T/$V); the cross compiler is GCC $cross"
-test -d /usr/include/c++/$V || fail "the stage has no libstdc++ $V headers (/usr/include/c++/$V)"
+test -d /usr/lib/gcc/$T/"$V" || fail "the stage has no GCC $V (/usr/lib/gcc/$T/$V); the cross compiler is GCC $cross"
+test -d /usr/include/c++/"$V" || fail "the stage has no libstdc++ $V headers (/usr/include/c++/$V)"
 # 2. the build platform's loader and shared libraries
 loader=$(cat $P/host/loader-path)
 multiarch=$(cat $P/host/multiarch)
 test ! -e "$loader" || fail "$loader already exists in the stage"
-test ! -e /usr/lib/$multiarch || fail "/usr/lib/$multiarch already exists in the stage"
+test ! -e /usr/lib/"$multiarch" || fail "/usr/lib/$multiarch already exists in the stage"
 mkdir -p "$(dirname "$loader")"
 ln -s $P/host/"$(basename "$loader")" "$loader"
-ln -s $P/host/lib /usr/lib/$multiarch
+ln -s $P/host/lib /usr/lib/"$multiarch"
 # 3. the stage's GCC $V files, linked per file (a real directory: the driver resolves paths inside it);
 #    the LTO plugin stays the prefix's own (the native linker loads it). One cp per tree: every process
 #    here is emulated.
 G=$P/lib/gcc-cross/$T/$V
-cp -rsL /usr/lib/gcc/$T/$V/. $G/
-rm -rf $G/plugin $G/liblto_plugin.so
-ln -s ../../../../libexec/gcc-cross/$T/$V/liblto_plugin.so $G/liblto_plugin.so
+cp -rsL /usr/lib/gcc/$T/"$V"/. "$G"/
+rm -rf "$G"/plugin "$G"/liblto_plugin.so
+ln -s ../../../../libexec/gcc-cross/$T/"$V"/liblto_plugin.so "$G"/liblto_plugin.so
 # 4. headers. The cross driver searches GCC's own, then its tooldir's include $P/$T/include, then
 #    /usr/include/$T and /usr/include: the stage's GCC searches /usr/local/include where the tooldir's is,
 #    so /usr/local/include's entries are linked there. C++ headers: $P/$T/include/c++/$V.
 I=$P/$T/include
 mkdir -p $I/c++
-cp -rsL /usr/include/c++/$V $I/c++/
-ln -s /usr/include/$T/c++/$V $I/c++/$V/$T
+cp -rsL /usr/include/c++/"$V" $I/c++/
+ln -s /usr/include/$T/c++/"$V" $I/c++/"$V"/$T
 test ! -e /usr/local/include/c++ || fail "the stage has /usr/local/include/c++, where the cross compiler keeps its \
 C++ headers: build this recipe with --mode qemu"
 for e in /usr/local/include/* /usr/local/include/.[!.]*; do
@@ -64,10 +64,10 @@ link_target() {   # $1: a target's directory under the sysroot's rustlib, $2: wh
   if [ -e "$d" ]; then
     [ "$(readlink -f "$d")" = "$(readlink -f "$2")" ] || fail "$d already exists in the stage"
   else
-    mkdir -p $S/lib/rustlib && ln -s "$2" "$d"
+    mkdir -p "$S"/lib/rustlib && ln -s "$2" "$d"
   fi
 }
-link_target $H $P/rust/lib/rustlib/$H
+link_target "$H" $P/rust/lib/rustlib/"$H"
 link_target $R /usr/lib/rustlib/$R
 # the compiler must accept the stage's standard library (an rlib of another rustc version is refused)
 cd /tmp
