@@ -256,8 +256,8 @@ def test_a_cargo_kind_is_a_rust_stage_without_naming_rust():
 
 def test_rust_scripts_check_the_standard_library_and_the_native_linker():
     a, s = acc.assemble_sh(), acc.setup_sh()
-    assert "cp -a /usr/lib/rustlib/$H $P/rust/lib/rustlib/" in a  # the build platform's own std
-    assert "$N/$M/bin/ld" in a and "libc-dev-files" in a  # collect2 finds ld in the tooldir
+    assert 'cp -a /usr/lib/rustlib/"$H" $P/rust/lib/rustlib/' in a  # the build platform's own std
+    assert '$N/"$M"/bin/ld' in a and "libc-dev-files" in a  # collect2 finds ld in the tooldir
     assert "--target $R -o xtc-probe.rlib" in s and "cannot use the stage's riscv64 standard library" in s
     assert "-C linker=$P/native/bin/cc" in s and "./xtc-host" in s
     assert "PYO3_CROSS_LIB_DIR" in s and 'sysconfig.get_path("stdlib")' in s
@@ -279,11 +279,11 @@ def test_scripts_cover_the_pitfalls():
     # no unprefixed as/ld on PATH: binutils are copied with their triplet prefix only
     assert "for t in as ld ld.bfd" in a and "cp -a /usr/bin/$T-$t $P/bin/" in a
     # the gcc-cross version directory is a real directory of per-file links; the LTO plugin stays native
-    assert "cp -rsL /usr/lib/gcc/$T/$V/. $G/" in s and "rm -rf $G/plugin $G/liblto_plugin.so" in s
+    assert 'cp -rsL /usr/lib/gcc/$T/"$V"/. "$G"/' in s and 'rm -rf "$G"/plugin "$G"/liblto_plugin.so' in s
     # g++'s target directory for the stage's c++config.h
-    assert "ln -s /usr/include/$T/c++/$V $I/c++/$V/$T" in s
+    assert 'ln -s /usr/include/$T/c++/"$V" $I/c++/"$V"/$T' in s
     # the stage must have the cross compiler's GCC version
-    assert "test -d /usr/lib/gcc/$T/$V || fail" in s
+    assert 'test -d /usr/lib/gcc/$T/"$V" || fail' in s
     # /usr/local/include is searched where the stage's own GCC searches it (the tooldir include), and a build
     # that adds entries there afterwards is refused
     assert 'ln -s "$e" $I/' in s and "local_include > $P/local-include.list" in s
