@@ -24,16 +24,23 @@ _TYPES = {
 }
 
 
+_ASCII_CLASSES = {"\\d": "0-9", "\\w": "A-Za-z0-9_"}
+
+
 @cache
 def pattern(source: str) -> re.Pattern[str]:
     """A schema `pattern` as JSON Schema means it: an ECMA 262 regex, searched for, in which `$` (outside a
     character class) matches only at the very end of the string. Python's `$` also matches before a final
-    newline, so "abc\\n" would pass "^[a-z]+$": every such `$` becomes `\\Z`."""
+    newline, so "abc\\n" would pass "^[a-z]+$": every such `$` becomes `\\Z`. `\\d` and `\\w` are ASCII, as
+    in ECMA 262 (Python's `\\d` also matches other scripts' digits)."""
     out, i, in_class = [], 0, False
     while i < len(source):
         c = source[i]
         if c == "\\":
-            out.append(source[i : i + 2])
+            esc = source[i : i + 2]
+            if esc in _ASCII_CLASSES:  # ECMA's \d and \w are ASCII; Python's match any script's digits
+                esc = _ASCII_CLASSES[esc] if in_class else f"[{_ASCII_CLASSES[esc]}]"
+            out.append(esc)
             i += 2
             continue
         if in_class:
@@ -157,9 +164,12 @@ def _check(
 
 
 # C0 controls, DEL and C1 controls: none may stand in a recipe's text (a newline would end a Dockerfile
-# instruction, an escape sequence would reach the terminal), except a newline or tab in multi-line text.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_CONTROL_MULTILINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# instruction, an escape sequence would reach the terminal), except a newline or tab in multi-line text. Nor
+# may the invisible characters that reorder or hide text on a terminal (bidi controls, zero-width
+# characters, line and paragraph separators, the byte order mark).
+_INVISIBLE = "\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
+_CONTROL_MULTILINE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 
 
 def control_characters(doc: Any, *, file: str, multiline: re.Pattern[str] | None = None) -> list[Problem]:
@@ -191,6 +201,6 @@ def _control(value: str, where: str, file: str, line: int | None) -> Problem:
         message=f"{where}: holds control characters ({', '.join(found)}): {value!r}"[:300],
         file=file,
         line=line,
-        hint="remove them: no control characters (newline and tab only in descriptions, notes, scripts and "
-        "build commands)",
+        hint="remove them: no control or invisible formatting characters (newline and tab only in "
+        "descriptions, notes, scripts and build commands)",
     )

@@ -281,7 +281,18 @@ def test_a_link_inside_the_recipe_directory_is_fine(tmp_path):
     ],
 )
 @pytest.mark.parametrize(
-    "text", ["\x1b[2J\x1b[HFAKE: all artifacts PASS", "a\x07", "\x9b31m", "a\rb", "\x00"], ids=repr
+    "text",
+    [
+        "\x1b[2J\x1b[HFAKE: all artifacts PASS",
+        "a\x07",
+        "\x9b31m",
+        "a\rb",
+        "\x00",
+        "\u202eevil",
+        "a\u200bb",
+        "\u2028",
+    ],
+    ids=repr,
 )
 def test_control_characters_in_text_fields_are_refused(tmp_path, where, text):
     write(tmp_path, with_value(where, text))
@@ -380,6 +391,10 @@ def test_a_device_or_a_huge_recipe_is_refused(tmp_path, monkeypatch):
         ("^https?://", "https://x/y", True),  # unanchored at the end: a prefix
         (r"^a\$$", "a$", True),
         (r"^a\$$", "a$\n", False),
+        (r"^\d{4}-\d{2}$", "2026-01", True),
+        (r"^\d{4}-\d{2}$", "\u0662\u0660\u0662\u0666-01", False),  # other scripts' digits are not \d
+        (r"^[\w.]+$", "a_b.c", True),
+        (r"^[\w.]+$", "\u00e9", False),
     ],
 )
 def test_schema_patterns_end_at_the_very_end(rx, text, ok):
