@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport import manifest
+from rvport import manifest, proc
 from rvport.build import buildx, check, modes, render, runtime, sidebyside
 from rvport.build.images import BaseImage
 from rvport.build.prepare import Preparer
@@ -230,7 +230,10 @@ class Runner:
             failing = next((r.stage.name for r in self.records if r.status == "interrupted"), None)
             self._write_result(started, status, failing)
             raise
-        doc = self._write_result(started, status, failing)
+        # result.json and provenance.json of a finished run are written whole and together: a Ctrl-C now is
+        # raised once both are (the CLI then shows them and says "interrupted"), never between them
+        with proc.uninterruptible():
+            doc = self._write_result(started, status, failing)
         if error is not None:
             raise error
         return doc

@@ -433,6 +433,7 @@ def main() -> None:
     except typer.Exit as e:
         raise SystemExit(e.exit_code) from None
     except typer.Abort:
+        ui().err.print("[yellow]interrupted[/]")
         raise SystemExit(int(ExitCode.INTERRUPTED)) from None
     except Exception as e:  # command-line usage errors (typer's exceptions) and bugs
         if isinstance(e, _usage_errors()):
