@@ -175,8 +175,13 @@ class Reporter:
         while not self._stop.wait(every):
             self.tick()
 
-    def _print(self, text: str) -> None:
+    def _print(self, text: str, *, raw: str = "") -> None:
+        """A line; its text is escaped by the console (SafeConsole). raw: our own control sequence before it
+        (a GitLab section marker), written as it is: no Live view runs in CI mode, and the console writes
+        each print at once."""
         with self._lock:
+            if raw:
+                self.console.file.write(raw)
             self.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     def add(self, name: str, mode: str) -> None:
@@ -200,8 +205,8 @@ class Reporter:
         elif self.ci == "gitlab":
             self._section += 1
             self._print(
-                f"\x1b[0Ksection_start:{int(time.time())}:rvport_{self._section}"
-                f"[collapsed=true]\r\x1b[0K{title}"
+                title,
+                raw=f"\x1b[0Ksection_start:{int(time.time())}:rvport_{self._section}[collapsed=true]\r\x1b[0K",
             )
         else:
             self._print(f"[{self._ts()}] {title}")
@@ -216,6 +221,10 @@ class Reporter:
 
     def line(self, name: str, text: str) -> None:
         self._record(name, text)
+        if self.ci == "github" and text.lstrip().startswith("::"):
+            text = (
+                "\u200b" + text
+            )  # a build's output cannot give GitHub a workflow command (::endgroup::, ...)
         if self.ci:
             self._print(text)
 
@@ -261,7 +270,7 @@ class Reporter:
         if self.ci == "github":
             self._print("::endgroup::")
         elif self.ci == "gitlab":
-            self._print(f"\x1b[0Ksection_end:{int(time.time())}:rvport_{self._section}\r\x1b[0K")
+            self._print("", raw=f"\x1b[0Ksection_end:{int(time.time())}:rvport_{self._section}\r\x1b[0K")
         self._print(f"[{self._ts()}] {name}: {status} ({v.elapsed:.1f}s)")
 
     def note(self, text: str) -> None:

@@ -208,3 +208,22 @@ def test_the_live_reporter_keeps_the_plain_reporters_state_and_prints_none_of_it
         == views[1]
         == ("ok", "building (no network)", 7, ["#7 [build 3/5] RUN make"], "build 3/5] RUN make")
     )
+
+
+def test_ci_lines_escape_controls_keep_our_own_markers_and_give_github_no_commands():
+    from rvport.cli.console import SafeConsole
+
+    for ci in ("github", "gitlab", "generic"):
+        buf = io.StringIO()
+        rep = Reporter(SafeConsole(file=buf, width=60, no_color=True), ci)
+        rep.add("demo\x1b[2J", "qemu")
+        rep.begin("demo\x1b[2J", "build")
+        rep.line("demo\x1b[2J", "\x1b[1;1HFAKE: all artifacts PASS")
+        rep.line("demo\x1b[2J", "  ::endgroup::")
+        rep.end("demo\x1b[2J", "ok")
+        out = buf.getvalue()
+        assert "\x1b[2J" not in out and "\x1b[1;1H" not in out and "\\x1b[1;1HFAKE" in out, (ci, out)
+        if ci == "github":
+            assert "\u200b  ::endgroup::" in out and out.count("\n::endgroup::") == 1
+        if ci == "gitlab":  # GitLab's own section markers still reach the log raw
+            assert out.count("\x1b[0Ksection_start:") == 1 and out.count("\x1b[0Ksection_end:") == 1
