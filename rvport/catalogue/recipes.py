@@ -784,7 +784,12 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             )
         ]
     problems = validate(doc, recipe_schema(), file=file)
-    problems += control_characters(doc, file=file, multiline=MULTILINE)
+    said = {p.message.split(": ", 1)[0] for p in problems}  # a value the schema refused is not named twice
+    problems += [
+        p
+        for p in control_characters(doc, file=file, multiline=MULTILINE)
+        if p.message.split(": ", 1)[0] not in said
+    ]
     if problems:
         return [], problems
     if doc["name"] != path.stem:

@@ -440,3 +440,32 @@ def test_a_recipe_file_name_with_control_characters_is_refused_and_shown_escaped
     (tmp_path / "\x1b[2Japp.yaml").write_text("schema: 1\n")
     (p,) = problems(tmp_path)
     assert "'\\x1b[2Japp.yaml'" in p.message and "\x1b" not in p.render()
+
+
+# ---- through the command line: exit 3, every problem located, nothing raw on the terminal
+
+
+def test_the_cli_reports_hostile_recipes_with_exit_3_and_no_raw_escapes(tmp_path):
+    from tests.fixtures.cli import rvport_process
+
+    root = tmp_path / "recipes"
+    write(root, with_value("description", "\x1b[2J\x1b[HFAKE: all artifacts PASS"))
+    doc = with_value("toolchain.debian", ["gcc\nRUN id"])
+    doc["name"] = "inj"
+    doc["env"]["A\nADD https://example.invalid/x /x"] = "x"
+    doc["versions"][0]["version"] = "1.0\n"
+    write(root, doc)
+    (root / "deep.yaml").write_text("a: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    (root / "keys.yaml").write_text("? [a, b]\n: 1\n")
+    os.mkfifo(root / "fifo.yaml")
+    cp = rvport_process(
+        ("plan", "app", "--recipes", str(root), "-o", str(tmp_path / "out")),
+        env={**os.environ, "COLUMNS": "300"},
+        main="app",
+        timeout=120,
+    )
+    assert cp.returncode == 3 and "Traceback" not in cp.stderr, cp.stderr
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", cp.stdout + cp.stderr)
+    for where in ("app.yaml:3:", "inj.yaml:", "deep.yaml:1:", "keys.yaml:1:", "fifo.yaml:"):
+        assert where in cp.stderr, where
+    assert not (tmp_path / "out").exists()
