@@ -67,8 +67,51 @@ class BuildOptions(RunOptions):
     cache_from: Path | None = None  # buildx --cache-from type=local,src=DIR
 
 
+ARTIFACT_RECORD_SCHEMA = 1  # artifacts/<key>/manifest.json
+
+
 def _key(*parts: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def artifact_record(
+    *,
+    recipe: str,
+    key: str,
+    verify: dict | None,
+    smoke: dict | None,
+    build_command: str | None,
+    manylinux: list,
+    rust: dict | None,
+    files: Path,
+) -> dict:
+    """An artifact cache entry's record (artifacts/<key>/manifest.json; artifact-record.schema.json): what a
+    cached stage reports again (verdicts, smoke test, build command, wheel repairs, Rust) and its files."""
+    return {
+        "schema": ARTIFACT_RECORD_SCHEMA,
+        "kind": "rvport-artifact-record",
+        "recipe": recipe,
+        "key": key,
+        "verify": verify,
+        "smoke": smoke,
+        "build_command": build_command,
+        "manylinux": manylinux,
+        "rust": rust,
+        "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()],
+    }
+
+
+def read_artifact_record(path: Path) -> dict | None:
+    """An artifact cache entry's record as this rvport writes it, or None when there is none it reads (absent,
+    unreadable, of another schema): the stage is then built again and the entry replaced. A record written
+    before records carried `schema` has the fields of schema 1, its verify reports those of schema 1."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema", ARTIFACT_RECORD_SCHEMA) != ARTIFACT_RECORD_SCHEMA:
+        return None
+    return {**doc, "verify": _current_verify(doc.get("verify"))}
 
 
 def _current_verify(verify: dict | None) -> dict | None:
@@ -340,11 +383,10 @@ class Runner:
             str(self.opts.verify),
         )
         store = self.cache_root / "artifacts" / rec.key
-        if (store / "manifest.json").is_file() and not self.opts.no_cache:
+        meta = None if self.opts.no_cache else read_artifact_record(store / "manifest.json")
+        if meta is not None:
             self.rep.step(name, "unchanged inputs: reusing verified artifacts")
-            meta = json.loads((store / "manifest.json").read_text())
             rec.verify, rec.smoke, rec.rust = meta.get("verify"), meta.get("smoke"), meta.get("rust")
-            rec.verify = _current_verify(rec.verify)
             rec.build_command = meta.get("build_command")
             rec.manylinux = meta.get("manylinux") or []
             rec.status = "cached"
@@ -447,16 +489,16 @@ class Runner:
                     image = modes.smoke_image(env, base).tag
                     self.rep.step(st.name, "smoke test in a clean riscv64 container")
                     self._smoke(env, files, image)  # sets rec.smoke; a failing test raises SmokeFailed
-            meta = {
-                "recipe": st.recipe.ref,
-                "key": rec.key,
-                "verify": rec.verify,
-                "smoke": rec.smoke,
-                "build_command": rec.build_command,
-                "manylinux": rec.manylinux,
-                "rust": rec.rust,
-                "files": [_describe(p, files) for p in sorted(files.rglob("*")) if p.is_file()],
-            }
+            meta = artifact_record(
+                recipe=st.recipe.ref,
+                key=rec.key,
+                verify=rec.verify,
+                smoke=rec.smoke,
+                build_command=rec.build_command,
+                manylinux=rec.manylinux,
+                rust=rec.rust,
+                files=files,
+            )
             (out / "manifest.json").write_text(manifest.dumps(meta))
             store.parent.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(store, ignore_errors=True)

@@ -2,7 +2,7 @@
 rvport/resources/schemas/ (the provenance statement is in-toto's: its standard fields are left as they are).
 The documents themselves are validated where they are made: plan.json (test_planner, test_cli), result.json
 (test_prepare, test_smoke), verify reports (test_verify_logic), bases records (test_baseimage); reproduce.json
-here."""
+and the artifact cache's records here."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ DOCUMENTS = {
     "reproduce.json": ("reproduce", 1),
     "verify --json": ("verify", 2),
     "cache_dir/bases/<key>.json": ("base-record", 1),
+    "cache_dir/artifacts/<key>/manifest.json": ("artifact-record", 1),
 }
 
 
@@ -60,3 +61,45 @@ def test_reproduce_json_as_written_is_valid(tmp_path):
     assert {d["artifact"] for d in doc["differences"]} == {"lib/w-1.0-py3-none-any.whl", "only-here.txt"}
     assert next(d for d in doc["differences"] if d["artifact"] == "only-here.txt")["second"] is None
     assert path.read_text() == json.dumps(doc, sort_keys=True, indent=2) + "\n"
+
+
+def test_the_artifact_cache_record_as_written_is_valid_and_old_or_bad_ones_are_no_entry(tmp_path):
+    from rvport.build.runner import ARTIFACT_RECORD_SCHEMA, artifact_record, read_artifact_record
+    from rvport.catalogue.profiles import get_profile
+    from rvport.verify import verify_paths
+
+    files = tmp_path / "files"
+    (files / "lib").mkdir(parents=True)
+    (files / "lib" / "notes.txt").write_text("not an ELF file")
+    report = verify_paths([files / "lib" / "notes.txt"], get_profile("rv64gc")).to_json()
+    record = artifact_record(
+        recipe="tiny==1.0",
+        key="a" * 64,
+        verify={"ok": True, "reports": [report]},
+        smoke={"status": "passed", "output": ["ok"]},
+        build_command="docker buildx build --network none .",
+        manylinux=[],
+        rust=None,
+        files=files,
+    )
+    jsonschema.validate(record, manifest.schema("artifact-record"))
+    assert record["schema"] == ARTIFACT_RECORD_SCHEMA == 1 and record["files"][0]["path"] == "lib/notes.txt"
+    path = manifest.write(tmp_path / "manifest.json", record)
+    assert read_artifact_record(path) == record
+
+    # as written before records and reports had `schema`: read, its reports as this rvport writes them
+    old_report = {
+        ("schema_version" if k == "schema" else k): (1 if k == "schema" else v) for k, v in report.items()
+    }
+    old = {k: v for k, v in record.items() if k not in ("schema", "kind")} | {
+        "verify": {"ok": True, "reports": [old_report]}
+    }
+    path.write_text(json.dumps(old))
+    read = read_artifact_record(path)
+    assert read is not None and read["verify"]["reports"] == [report]
+    jsonschema.validate(read["verify"]["reports"][0], manifest.schema("verify"))
+
+    for bad in ("{not json", json.dumps(dict(record, schema=99)), "[]"):
+        path.write_text(bad)
+        assert read_artifact_record(path) is None  # no cache entry: the stage is built again
+    assert read_artifact_record(tmp_path / "none.json") is None
