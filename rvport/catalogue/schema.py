@@ -1,8 +1,8 @@
 """A small JSON Schema interpreter for the subset our schema files use, with located errors.
 
-The schema files under rvport/data/ are the single source of truth for document shapes; tests also validate
-shipped files with the full `jsonschema` package. This interpreter exists so that the runtime reports every
-problem with its file and line (and needs no extra dependency).
+The schema files under rvport/resources/schemas/ are the single source of truth for document shapes; tests
+also validate shipped files with the full `jsonschema` package. This interpreter exists so that the runtime
+reports every problem with its file and line (and needs no extra dependency).
 """
 
 from __future__ import annotations
