@@ -14,6 +14,9 @@ Comments and layout are kept; the file is re-read afterwards and restored if the
 from __future__ import annotations
 
 import datetime as dt
+import errno
+import hashlib
+import os
 import re
 import stat
 from collections.abc import Iterable
@@ -25,7 +28,7 @@ from rvport.catalogue.yamlsrc import MAX_BYTES
 from rvport.errors import IntegrityError, Problem, RecipeError, UsageError
 from rvport.fileio import read_regular
 from rvport.sources.archive import archive_tree
-from rvport.sources.cache import CorruptEntry, atomic_write_text, sha256_file
+from rvport.sources.cache import CorruptEntry, atomic_write_text
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions
 
 _LEAD = re.compile(r"^(\s*(?:-\s+)*)(\S)")
@@ -195,7 +198,7 @@ def check_pinned_files(recipes: Iterable[Recipe]) -> None:
                     continue
                 seen.add((r.ref, pf.path))
                 try:
-                    actual = sha256_file(pf.path)
+                    actual = _sha256_regular(pf.path)
                 except OSError as e:
                     problems.append(
                         Problem(
@@ -222,6 +225,19 @@ def check_pinned_files(recipes: Iterable[Recipe]) -> None:
             problems=problems,
             hint="restore the file; if the change is intended, put its new sha256 in the recipe",
         )
+
+
+def _sha256_regular(path: Path) -> str:
+    """The sha256 of a regular file. It is opened without blocking and checked on the open descriptor, so a
+    FIFO or device put where a pinned file was (after the recipe loaded) is refused, never waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        h = hashlib.sha256()
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def _recipes_root(recipe: Recipe) -> Path:

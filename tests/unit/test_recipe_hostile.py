@@ -469,3 +469,24 @@ def test_the_cli_reports_hostile_recipes_with_exit_3_and_no_raw_escapes(tmp_path
     for where in ("app.yaml:3:", "inj.yaml:", "deep.yaml:1:", "keys.yaml:1:", "fifo.yaml:"):
         assert where in cp.stderr, where
     assert not (tmp_path / "out").exists()
+
+
+def test_a_pinned_file_swapped_for_a_fifo_after_loading_is_refused_not_waited_on(tmp_path):
+    from rvport.errors import IntegrityError
+    from rvport.sources.pin import check_pinned_files
+
+    write(tmp_path, BASE)
+    recipe = load_catalogue(tmp_path, builtin=False).resolve("app")
+    (tmp_path / "app" / "start.sh").unlink()
+    os.mkfifo(tmp_path / "app" / "start.sh")
+    done = []
+
+    def check():
+        with pytest.raises(IntegrityError) as e:
+            check_pinned_files([recipe])
+        done.append(e.value.render())
+
+    t = threading.Thread(target=check, daemon=True)
+    t.start()
+    t.join(20)
+    assert done and "not a regular file" in done[0]
