@@ -29,29 +29,31 @@ class LList(list):
     item_lines: list[int]
 
 
+class _Refused(yaml.MarkedYAMLError):
+    """YAML that parses but that rvport does not read: too deep, anchors and aliases, a key not a value."""
+
+
 class _Loader(yaml.SafeLoader):
     _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
-            raise yaml.composer.ComposerError(
+            raise _Refused(
                 None,
                 None,
                 f"alias *{event.anchor} found: anchors and aliases are not accepted",
                 event.start_mark,
             )
         if getattr(event, "anchor", None):
-            raise yaml.composer.ComposerError(
+            raise _Refused(
                 None,
                 None,
                 f"anchor &{event.anchor} found: anchors and aliases are not accepted",
                 event.start_mark,
             )
         if self._depth >= MAX_DEPTH:
-            raise yaml.composer.ComposerError(
-                None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark
-            )
+            raise _Refused(None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
         self._depth += 1
         try:
             return super().compose_node(parent, index)
@@ -65,14 +67,14 @@ def _map(loader: _Loader, node: yaml.MappingNode) -> LDict:
     d.key_lines = {}
     for knode, vnode in node.value:
         if not isinstance(knode, yaml.ScalarNode):
-            raise yaml.constructor.ConstructorError(
+            raise _Refused(
                 None, None, "a mapping key must be a plain value, not a list or mapping", knode.start_mark
             )
         key = loader.construct_object(knode, deep=True)
         try:
             hash(key)
         except TypeError:
-            raise yaml.constructor.ConstructorError(
+            raise _Refused(
                 None, None, f"a mapping key must be a plain value, not {type(key).__name__}", knode.start_mark
             ) from None
         if key in d:
@@ -122,6 +124,14 @@ def load_yaml(path: Path) -> tuple[Any, Problem | None]:
         )
     try:
         return yaml.load(text, Loader=_Loader), None  # noqa: S506 - SafeLoader subclass
+    except _Refused as e:
+        return None, Problem(
+            message=f"YAML not accepted: {e.problem}",
+            file=str(path),
+            line=e.problem_mark.line + 1 if e.problem_mark else None,
+            hint="write every value out (no &anchors, *aliases or << merges), nest at most "
+            f"{MAX_DEPTH} levels, and use plain values as keys",
+        )
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else None
