@@ -35,6 +35,8 @@ def _values(enum: type) -> Callable[[], list[str]]:
 MIRRORS: dict[tuple[str, str], Callable[[], list[str]]] = {
     ("plan", "/properties/mode/enum"): _values(Mode),
     ("plan", "/properties/stages/items/properties/mode/enum"): lambda: [m.value for m in modes.buildable()],
+    ("reproduce", "/properties/mode/enum"): _values(Mode),
+    ("result", "/properties/stages/items/properties/mode/enum"): lambda: [m.value for m in modes.buildable()],
     ("recipe", "/properties/kind/enum"): _values(Kind),
     ("recipe", "/properties/modes/items/enum"): lambda: [m.value for m in modes.buildable()],
     ("verify", "/properties/isa/enum"): _values(IsaLevel),
