@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 
 from rvport import resources
-from rvport.catalogue.schema import validate
+from rvport.catalogue.schema import control_characters, validate
 from rvport.catalogue.yamlsrc import line_of, load_yaml
 from rvport.errors import Problem, RecipeError
 
@@ -72,6 +72,7 @@ def load_toolchain_file(path: Path) -> tuple[ToolchainSpec | None, list[Problem]
             )
         ]
     problems = validate(doc, toolchain_schema(), file=file)
+    problems += control_characters(doc, file=file, multiline=re.compile("description"))
     if problems:
         return None, problems
     if doc["name"] != path.stem:

@@ -490,3 +490,15 @@ def test_a_pinned_file_swapped_for_a_fifo_after_loading_is_refused_not_waited_on
     t.start()
     t.join(20)
     assert done and "not a regular file" in done[0]
+
+
+def test_a_toolchain_file_is_held_to_the_same_rules(tmp_path):
+    from rvport.catalogue.toolchains import load_toolchain_file
+
+    good = (Path(__file__).parents[2] / "rvport/resources/toolchains/go-1.25.14.yaml").read_text()
+    path = tmp_path / "go-1.25.14.yaml"
+    path.write_text(good)
+    assert load_toolchain_file(path)[1] == []
+    path.write_text(good.replace("GOTOOLCHAIN: local", '"A\\nRUN id": "\\e[2J"'))
+    spec, probs = load_toolchain_file(path)
+    assert spec is None and {p.line for p in probs} == {10}, probs
