@@ -15,6 +15,7 @@ lists dpkg-query writes (base images, toolchain images, accelerated stages).
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import shutil
@@ -30,6 +31,7 @@ from rvport.build import bootstrap, buildx, rootfs_image
 from rvport.catalogue.bases import BaseSpec, load_base
 from rvport.errors import HostNotReady, RvportError
 from rvport.host import normalize_arch
+from rvport.sources import debarchive
 from rvport.sources.cache import atomic_write_text
 from rvport.target import DEBIAN_ARCH, DOCKER_PLATFORM
 from rvport.target import PLATFORM as RISCV64
@@ -52,6 +54,8 @@ class BaseImage:
     packages: dict[str, str] = field(default_factory=dict)
     reused: bool = False
     duration_s: float | None = None  # how long making it took (rootfs and load); None when it was found
+    release_valid_until: str | None = None  # the suite's signed Release's Valid-Until, when it has one
+    expired_release_accepted: bool = False  # made with --allow-expired-release: apt ignores Valid-Until
 
     def to_json(self) -> dict:
         return {
@@ -65,6 +69,8 @@ class BaseImage:
             "packages": dict(sorted(self.packages.items())),
             "reused": self.reused,
             "duration_s": None if self.duration_s is None else round(self.duration_s, 2),
+            "release_valid_until": self.release_valid_until,
+            "expired_release_accepted": self.expired_release_accepted,
         }
 
 
@@ -95,13 +101,23 @@ def host_debian_mirror(
     return None
 
 
-def base_key(spec: BaseSpec, platform: str, mirror: str | None, method: str = bootstrap.CLASSIC) -> str:
+def base_key(
+    spec: BaseSpec,
+    platform: str,
+    mirror: str | None,
+    method: str = bootstrap.CLASSIC,
+    *,
+    expired_accepted: bool = False,
+) -> str:
+    """The base image's key: its inputs. A base whose suite's expired Release was accepted carries an
+    apt.conf.d file (debarchive.APT_CONF_TEXT), so it is another image; other keys stay as they were."""
     doc = {
         "spec": spec.text_sha256,
         "platform": platform,
         "mirror": mirror or "debootstrap-default",
         "v": 1,
         **bootstrap.key_part(method),
+        **({"apt_conf": debarchive.APT_CONF_TEXT} if expired_accepted else {}),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
@@ -320,6 +336,30 @@ def _release_digest(rootfs: Path) -> str | None:
     return None
 
 
+def _release_check(
+    spec: BaseSpec, release: debarchive.Release, accepted: tuple[str, ...], say: Callable[[str], None]
+) -> bool:
+    """check_expiry now, said when an expired Release is accepted (never silent)."""
+    now = dt.datetime.now(dt.UTC)
+    if debarchive.check_expiry(release, suite=spec.suite, now=now, accepted=accepted):
+        say(
+            f"bootstrap: Debian {spec.suite}'s Release expired (Valid-Until {release.valid_until_text}); "
+            "accepted by --allow-expired-release: apt in this base ignores Valid-Until"
+        )
+        return True
+    return False
+
+
+def _rootfs_release(rootfs: Path) -> debarchive.Release | None:
+    """The Release debootstrap fetched and checked (its InRelease verified again here)."""
+    lists = rootfs / "var/lib/apt/lists"
+    for f in sorted(lists.glob("*_InRelease")):
+        return debarchive.parse_release(debarchive.verify_signed(f), where=str(f))
+    for f in sorted(lists.glob("*_Release")):
+        return debarchive.parse_release(f.read_text(errors="replace"), where=str(f))
+    return None
+
+
 def ensure_base(
     spec: BaseSpec,
     *,
@@ -328,9 +368,16 @@ def ensure_base(
     log_path: Path,
     on_line: Callable[[str], None] | None = None,
     image_override: str | None = None,
+    allow_expired: tuple[str, ...] = (),
+    ca_bundle: Path | None = None,
 ) -> BaseImage:
     """The base image for `platform`, made (debootstrap, then loaded as one layer: rootfs_image) only when not
-    already present."""
+    already present.
+
+    The suite's Release must be valid (Valid-Until not passed), or its suite in `allow_expired` (the user's
+    --allow-expired-release): checked before debootstrap from the signed InRelease of the host's mirror
+    (debarchive), or from the one debootstrap fetched when no mirror is known, and again when a base is reused
+    (from its record). An accepted base carries debarchive.APT_CONF_TEXT and has a key of its own."""
     ref = image_override or spec.image
     if ref:
         info = buildx.image_info(ref)
@@ -352,7 +399,9 @@ def ensure_base(
         )
     mirror = host_debian_mirror()
     method, why = bootstrap_method(platform)
-    key = base_key(spec, platform, mirror, method)
+    accepting = spec.suite in allow_expired
+    key = base_key(spec, platform, mirror, method, expired_accepted=accepting)
+    say = on_line or (lambda _l: None)
     arch = DEBIAN_ARCH.get(platform)
     if arch is None:
         raise HostNotReady(f"no Debian architecture for platform {platform}")
@@ -367,6 +416,12 @@ def ensure_base(
                 "packages": installed_packages(tag, platform),
             }
             write_base_record(meta_path, dict(meta, tag=tag, spec=spec.name))
+        valid_until = meta.get("release_valid_until")
+        if valid_until:  # a base made while its Release was valid is refused once that has expired
+            recorded = debarchive.parse_release(
+                f"Suite: {spec.suite}\nValid-Until: {valid_until}\n", where=str(meta_path)
+            )
+            _release_check(spec, recorded, allow_expired, say)
         return BaseImage(
             spec=spec.name,
             tag=tag,
@@ -377,6 +432,8 @@ def ensure_base(
             release_sha256=meta.get("release_sha256"),
             packages=meta.get("packages", {}),
             reused=True,
+            release_valid_until=valid_until,
+            expired_release_accepted=accepting,
         )
     if proc.which("debootstrap") is None:
         raise HostNotReady(
@@ -385,10 +442,16 @@ def ensure_base(
             "image by digest with --base-image",
         )
     started = time.monotonic()
+    signed = None
+    if mirror:  # the Release's expiry checked before anything is made
+        from rvport.sources.fetch import https_session
+
+        with https_session(ca_bundle) as session:
+            signed = debarchive.fetch_release(mirror, spec.suite, session=session, tmp=_tmp_root(cache_dir))
+        _release_check(spec, signed.release, allow_expired, say)
     work = Path(tempfile.mkdtemp(prefix="rvport-base-", dir=_tmp_root(cache_dir)))
     try:
         rootfs = work / "rootfs"
-        say = on_line or (lambda _l: None)
         say(f"bootstrap: {method} ({why})")
         req = bootstrap.Request(
             arch=arch,
@@ -417,6 +480,18 @@ def ensure_base(
             ) from e
         packages = parse_dpkg_status((rootfs / "var/lib/dpkg/status").read_text(errors="replace"))
         release = _release_digest(rootfs)
+        fetched = _rootfs_release(
+            rootfs
+        )  # what debootstrap used: checked too (the only check without a mirror)
+        if fetched is not None:
+            _release_check(spec, fetched, allow_expired, say if signed is None else (lambda _l: None))
+        valid_until = (fetched.valid_until_text if fetched else None) or (
+            signed.release.valid_until_text if signed else None
+        )
+        if accepting:
+            conf = rootfs / "etc/apt/apt.conf.d" / debarchive.APT_CONF_NAME
+            conf.write_text(debarchive.APT_CONF_TEXT)
+            conf.chmod(0o644)
         # apt lists and caches are not part of the image
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for p in (rootfs / junk).glob("*"):
@@ -434,6 +509,7 @@ def ensure_base(
                 "org.rvport.key": key,
                 "org.rvport.release": release or "",
                 "org.rvport.bootstrap": method,
+                **({"org.rvport.allow-expired-release": spec.suite} if accepting else {}),
             },
             made_by=f"rvport: {spec.name} bootstrapped ({method})",
             log_path=log_path,
@@ -448,6 +524,8 @@ def ensure_base(
                 "mirror": mirror,
                 "spec": spec.name,
                 "bootstrap": method,
+                "release_valid_until": valid_until,
+                "expired_release_accepted": accepting,
             },
         )
         made = BaseImage(
@@ -459,6 +537,8 @@ def ensure_base(
             source="debootstrap",
             release_sha256=release,
             packages=packages,
+            release_valid_until=valid_until,
+            expired_release_accepted=accepting,
         )
     finally:
         bootstrap.remove_tree(work)
@@ -506,8 +586,11 @@ class Bases:
         log_dir: Path,
         override: str | None = None,
         images: dict[str, BaseImage] | None = None,
+        allow_expired: tuple[str, ...] = (),
+        ca_bundle: Path | None = None,
     ):
         self.cache_dir, self.log_dir, self.override = cache_dir, log_dir, override
+        self.allow_expired, self.ca_bundle = allow_expired, ca_bundle
         self.images: dict[str, BaseImage] = {} if images is None else images
         self.failed: dict[str, RvportError] = {}  # a base that could not be made is not tried again
 
@@ -535,6 +618,8 @@ class Bases:
                         log_path=self.log_dir / f"base-{spec}.log",
                         on_line=on_line,
                         image_override=self.override if platform == RISCV64 else None,
+                        allow_expired=self.allow_expired,
+                        ca_bundle=self.ca_bundle,
                     )
                 except RvportError as e:
                     self.failed[key] = e

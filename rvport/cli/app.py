@@ -104,6 +104,22 @@ MANYLINUX_OPT = typer.Option(
     "compatible tag the wheel allows), a policy such as 2_31, or off (keep linux_riscv64).",
 )
 BASE_IMAGE_OPT = base_image_option("Use this image as the riscv64 base instead of bootstrapping one.")
+EXPIRED_OPT = typer.Option(
+    None,
+    "--allow-expired-release",
+    metavar="SUITE",
+    help="Accept this Debian suite's Release although its Valid-Until has passed (a frozen copy you trust); "
+    "repeatable; also RVPORT_ALLOW_EXPIRED_RELEASE=SUITE[,SUITE]. Shown in plan.json and result.json.",
+)
+
+
+def _allowed_expired(values: list[str] | None) -> tuple[str, ...]:
+    """--allow-expired-release and RVPORT_ALLOW_EXPIRED_RELEASE, read here at the edge only."""
+    import os
+
+    from rvport.sources.debarchive import accepted_suites
+
+    return accepted_suites(values or (), os.environ)
 
 
 @app.command(short_help="Resolve recipes into a plan, with every pin, before anything runs.")
@@ -123,6 +139,7 @@ def plan(
     base_image: str | None = base_image_option(
         "With --format bake: the riscv64 base image instead of a bootstrapped one."
     ),
+    allow_expired_release: list[str] | None = EXPIRED_OPT,
     recipes_dir: list[Path] | None = RECIPES_OPT,
     cache_dir: Path | None = CACHE_OPT,
     mirror: Path | None = MIRROR_OPT,
@@ -155,6 +172,7 @@ def plan(
         mirror,
         offline,
         manylinux=manylinux,
+        allow_expired=(expired := _allowed_expired(allow_expired_release)),
     )
     u = ui()
     u.console.print(views.plan_table(p), crop=False)
@@ -165,7 +183,16 @@ def plan(
     if fmt == "bake":
         from rvport.build.bake import BakeOptions, export, runtime_notes
 
-        bpath = export(p, BakeOptions(output=output, fetch=fopts, builder=builder, base_image=base_image))
+        bpath = export(
+            p,
+            BakeOptions(
+                output=output,
+                fetch=fopts,
+                builder=builder,
+                base_image=base_image,
+                allow_expired_release=expired,
+            ),
+        )
         u.console.print(
             f"wrote {bpath} (contexts in {output / 'bake'}); run: docker buildx bake -f {bpath} "
             "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)),
@@ -188,6 +215,7 @@ def build(
     builder: str | None = BUILDER_OPT,
     manylinux: str = MANYLINUX_OPT,
     base_image: str | None = BASE_IMAGE_OPT,
+    allow_expired_release: list[str] | None = EXPIRED_OPT,
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke tests and runtime checks."),
     no_cache: bool = typer.Option(
         False,
@@ -245,6 +273,7 @@ def build(
         offline,
         ca=ca_bundle,
         manylinux=manylinux,
+        allow_expired=(expired := _allowed_expired(allow_expired_release)),
     )
     u = ui()
     if cache_to is not None or cache_from is not None:
@@ -261,6 +290,7 @@ def build(
         fetch=fopts,
         builder=builder,
         base_image=base_image,
+        allow_expired_release=expired,
         smoke=not no_smoke,
         no_cache=no_cache,
         cache_to=cache_to,
@@ -298,6 +328,7 @@ def prepare(
     output: Path = OUT_OPT,
     builder: str | None = BUILDER_OPT,
     base_image: str | None = BASE_IMAGE_OPT,
+    allow_expired_release: list[str] | None = EXPIRED_OPT,
     tag: str = TAG_OPT,
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test images."),
     tags: Path | None = typer.Option(
@@ -338,10 +369,13 @@ def prepare(
         mirror,
         offline,
         ca=ca_bundle,
+        allow_expired=(expired := _allowed_expired(allow_expired_release)),
     )
     u = ui()
     # the options of the build this prepares for: the same cache, CA bundle, builder, riscv64 base and smoke
-    opts = RunOptions(output=output, fetch=fopts, builder=builder, base_image=base_image)
+    opts = RunOptions(
+        output=output, fetch=fopts, builder=builder, base_image=base_image, allow_expired_release=expired
+    )
     rep = reporter(u.err, u.ci, u.live)
     for s in p.stages:
         rep.add(s.name, s.mode.value)

@@ -25,6 +25,7 @@ def request(
     jobs: int | None,
     builder: str | None,
     manylinux: str = "auto",
+    allow_expired: tuple[str, ...] = (),
 ) -> Request:
     """What the command line asks for; a bad value is a UsageError before anything is loaded."""
     from rvport.catalogue import modes
@@ -53,6 +54,7 @@ def request(
         jobs=jobs,
         builder=builder,
         manylinux=manylinux,
+        allow_expired_release=allow_expired,
     )
 
 
@@ -86,6 +88,7 @@ def from_options(
     offline,
     ca=None,
     manylinux="auto",
+    allow_expired=(),
 ) -> tuple[Plan, FetchOptions]:
     """request, the catalogue (with the user's recipe directories), the fetch options, resolve: the plan and
     the
@@ -93,7 +96,7 @@ def from_options(
     from rvport.catalogue.recipes import load_catalogue
     from rvport.sources import fetch_options
 
-    req = request(recipes, all_, profile, mode, tag, jobs, builder, manylinux)
+    req = request(recipes, all_, profile, mode, tag, jobs, builder, manylinux, allow_expired)
     cat = load_catalogue(recipes_dir)
     fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca)
     return resolve(req, cat, fopts), fopts

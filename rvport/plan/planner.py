@@ -52,6 +52,7 @@ class Request:
     jobs: int | None = None  # None: bounded by cores and memory
     builder: str | None = None
     manylinux: str = "auto"  # wheel repair: auto, off, or a policy such as manylinux_2_31_riscv64
+    allow_expired_release: tuple[str, ...] = ()  # Debian suites whose expired Release the user accepts
 
 
 RUNTIME_REPO = "rvport"  # runtime images are <RUNTIME_REPO>/<recipe>:<--tag>
@@ -204,6 +205,12 @@ class Plan:
             "order": [s.name for s in self.stages],
             "stages": [s.to_json() for s in self.stages],
             "warnings": list(self.warnings),
+            # only when asked: plans without it stay as they were
+            **(
+                {"allow_expired_release": list(self.request.allow_expired_release)}
+                if self.request.allow_expired_release
+                else {}
+            ),
         }
 
 
@@ -409,7 +416,33 @@ def make_plan(
                 runtime=runtime_image(r, req.tag, key),
             )
         )
+    warnings += expired_release_notes(req.allow_expired_release, stages)
     return Plan(request=req, host=host, stages=tuple(stages), warnings=tuple(warnings))
+
+
+def expired_release_notes(accepted: tuple[str, ...], stages: list[Stage]) -> list[str]:
+    """The notes that say an expired Release is accepted (never silent): one per riscv64 base of the plan
+    whose suite is accepted, and one per accepted suite that no base of the plan uses."""
+    if not accepted:
+        return []
+    from rvport.catalogue.bases import load_base
+
+    notes, used = [], set()
+    for name in sorted({s.recipe.toolchain.base for s in stages}):
+        suite = load_base(name).suite
+        if suite in accepted:
+            used.add(suite)
+            notes.append(
+                f"base {name}: an expired Release of Debian {suite} is accepted (--allow-expired-release "
+                f"{suite}); apt in this base ignores Valid-Until"
+            )
+    notes += [
+        f"--allow-expired-release {s}: no riscv64 base of this plan is of that suite (a build-platform base "
+        "of it still accepts it)"
+        for s in accepted
+        if s not in used
+    ]
+    return notes
 
 
 def manylinux_platform(choice: str) -> str | None:

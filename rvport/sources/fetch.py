@@ -311,6 +311,11 @@ class _Session(requests.Session):
         return super().request(method, url, *args, **kwargs)
 
 
+def https_session(bundle: Path | None = None) -> requests.Session:
+    """A session that verifies TLS against `bundle` (default: ca_bundle()'s choice), as every fetch does."""
+    return _Session(bundle or ca_bundle())
+
+
 class _Retry(Exception):
     pass
 

@@ -77,7 +77,13 @@ def test_the_shipped_bases_keep_their_image_keys(name, platform, method):
 
 def test_the_bases_are_a_catalogue_of_their_own():
     specs = load_bases()
-    assert set(specs) == {"debian-trixie", "debian-trixie-xtc", "debian-trixie-xtc-rust"}
+    assert set(specs) == {
+        "debian-trixie",
+        "debian-trixie-xtc",
+        "debian-trixie-xtc-rust",
+        "debian-sid",
+        "debian-sid-xtc",
+    }
     assert all(
         isinstance(s, BaseSpec) and s.file.parent == resources.builtin("bases") for s in specs.values()
     )
@@ -172,15 +178,35 @@ def fake_engine(monkeypatch):
     monkeypatch.setattr(images, "host_debian_mirror", lambda: "http://mirror.example/debian")
     monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
     monkeypatch.setattr(buildx, "image_info", lambda ref: engine.get(ref))
+    # the suite's signed Release (trixie's has no Valid-Until; sid's, as here, expired on 6 November 2026)
+    releases = {
+        "trixie": "Suite: stable\nCodename: trixie\n",
+        "sid": "Suite: unstable\nCodename: sid\nValid-Until: Fri, 06 Nov 2026 08:08:01 UTC\n",
+    }
+    monkeypatch.setattr(
+        images.debarchive,
+        "fetch_release",
+        lambda mirror, suite, **_: images.debarchive.SignedRelease(
+            release=images.debarchive.parse_release(releases[suite]), inrelease_sha256="0" * 64, url=mirror
+        ),
+    )
+    engine["made"] = {}
 
     def make_rootfs(req, rootfs, **_):
+        engine["made"][req.suite] = engine["made"].get(req.suite, 0) + 1
+        (rootfs / "etc/apt/apt.conf.d").mkdir(parents=True)
         (rootfs / "var/lib/dpkg").mkdir(parents=True)
         (rootfs / "var/lib/dpkg/status").write_text(
             "Package: libc6\nStatus: install ok installed\nVersion: 2.41\n"
         )
 
-    def load(rootfs, scratch, *, tag, **_):
-        engine[tag] = {"id": "sha256:" + "1" * 64, "labels": {"org.rvport.release": "r" * 64}}
+    def load(rootfs, scratch, *, tag, labels, **_):
+        conf = rootfs / "etc/apt/apt.conf.d/99rvport-allow-expired-release"
+        engine[tag] = {
+            "id": "sha256:" + "1" * 64,
+            "labels": {**labels, "org.rvport.release": "r" * 64},
+            "apt_conf": conf.read_text() if conf.is_file() else None,
+        }
         return engine[tag]["id"]
 
     monkeypatch.setattr(bootstrap, "make_rootfs", make_rootfs)
@@ -227,7 +253,7 @@ def test_a_recipe_naming_an_unknown_or_build_platform_base_is_located(tmp_path):
     text = (resources.builtin("recipes") / "msgspec.yaml").read_text()
     assert text.count("\n  base: debian-trixie\n") == 1
     for name, base, says in (
-        ("tiny-sid", "debian-sid", "toolchain base 'debian-sid': base 'debian-sid' not found"),
+        ("tiny-none", "debian-nosuch", "toolchain base 'debian-nosuch': base 'debian-nosuch' not found"),
         ("tiny-xtc", "debian-trixie-xtc", "is for the build platform (arch: build)"),
     ):
         d = tmp_path / name
@@ -241,3 +267,51 @@ def test_a_recipe_naming_an_unknown_or_build_platform_base_is_located(tmp_path):
             says in p.message and p.file.endswith("msgspec.yaml") and lines[p.line - 1] == f"  base: {base}"
         )
     assert load_catalogue().resolve("msgspec").toolchain.base == "debian-trixie"
+
+
+def test_an_expired_release_is_refused_before_anything_is_made_and_made_when_accepted(fake_engine, tmp_path):
+    """sid's Release expired: refused (exit 4) before debootstrap; accepted, the base carries the apt.conf.d
+    file, a label and a key of its own, and says so in its record and result.json's entry."""
+    import json
+
+    from rvport.build import images
+    from rvport.errors import ExitCode
+    from rvport.sources.debarchive import ExpiredRelease
+
+    args = dict(platform="linux/riscv64", cache_dir=tmp_path / "cache", log_path=tmp_path / "base.log")
+    sid = load_base("debian-sid")
+    with pytest.raises(ExpiredRelease) as e:
+        images.ensure_base(sid, **args)
+    assert e.value.exit_code == ExitCode.INTEGRITY and "--allow-expired-release sid" in e.value.render()
+    assert fake_engine["made"] == {}  # nothing was made
+    lines: list[str] = []
+    made = images.ensure_base(sid, **args, allow_expired=("sid",), on_line=lines.append)
+    assert fake_engine["made"] == {"sid": 1}
+    image = fake_engine[made.tag]
+    assert 'Acquire::Check-Valid-Until "false";' in image["apt_conf"]
+    assert image["labels"]["org.rvport.allow-expired-release"] == "sid"
+    assert made.to_json()["expired_release_accepted"] is True
+    assert made.to_json()["release_valid_until"] == "Fri, 06 Nov 2026 08:08:01 UTC"
+    assert any("accepted by --allow-expired-release" in ln for ln in lines)
+    record = json.loads((tmp_path / "cache" / "bases" / f"{made.key}.json").read_text())
+    assert record["expired_release_accepted"] is True
+    # reused while accepted; the trixie base (no Valid-Until) is made without the file and with its old key
+    again = images.ensure_base(sid, **args, allow_expired=("sid",))
+    assert again.reused and again.key == made.key and fake_engine["made"] == {"sid": 1}
+    trixie = images.ensure_base(load_base("debian-trixie"), **args, allow_expired=("sid",))
+    assert fake_engine[trixie.tag]["apt_conf"] is None and not trixie.expired_release_accepted
+
+
+def test_a_base_recorded_with_a_valid_until_is_refused_once_it_has_passed(fake_engine, tmp_path):
+    import json
+
+    from rvport.build import images
+    from rvport.sources.debarchive import ExpiredRelease
+
+    args = dict(platform="linux/riscv64", cache_dir=tmp_path / "cache", log_path=tmp_path / "base.log")
+    made = images.ensure_base(load_base("debian-trixie"), **args)
+    record = tmp_path / "cache" / "bases" / f"{made.key}.json"
+    doc = json.loads(record.read_text())
+    record.write_text(json.dumps(dict(doc, release_valid_until="Fri, 06 Nov 2026 08:08:01 UTC")))
+    with pytest.raises(ExpiredRelease):
+        images.ensure_base(load_base("debian-trixie"), **args)
