@@ -17,6 +17,17 @@ if str(_ROOT) not in sys.path:  # so `tests.fixtures` imports however pytest is 
 from tests.fixtures.elfs import ElfFixtures, write_fixtures  # noqa: E402
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test marked `integration` or `network` (it needs the engine, QEMU or a registry) lives in
+    tests/integration, never here: the unit suite runs without them (README, "Run the test suite")."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if item.path.is_relative_to(here):
+            for name in ("integration", "network"):
+                if item.get_closest_marker(name):
+                    raise pytest.UsageError(f"{item.nodeid} is marked {name}: move it to tests/integration")
+
+
 @pytest.fixture(scope="session")
 def elf_fixtures(tmp_path_factory: pytest.TempPathFactory) -> ElfFixtures:
     """riscv64, x86-64 and Go ELF files, archives of them, written once per session (in milliseconds)."""
