@@ -471,7 +471,11 @@ def main() -> None:
         raise SystemExit(int(ExitCode.INTERRUPTED)) from None
     except Exception as e:  # command-line usage errors (typer's exceptions) and bugs
         if isinstance(e, _usage_errors()):
-            e.show()  # type: ignore[attr-defined]
+            import io
+
+            shown = io.StringIO()  # typer's message quotes the command line: printed escaped, as all else
+            e.show(file=shown)  # type: ignore[attr-defined]
+            ui().err.print(shown.getvalue().rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
             raise SystemExit(int(ExitCode.USAGE)) from None
         u = ui()
         u.err.print(f"internal error: {type(e).__name__}: {e}", markup=False, highlight=False)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -74,6 +74,8 @@ def verify_wheel(
     readable = True
     whole: tuple[int | None, str | None] | None = None
     try:
+        with open(path, "rb") as f:
+            _check_directory_size(f, limits)
         with open(path, "rb") as f, zipfile.ZipFile(f) as zf:
             infos = [i for i in zf.infolist() if not i.is_dir()]
             check("files in the wheel", len(infos), "wheel_members", limits.wheel_members)
@@ -217,6 +219,20 @@ def _read_member(
     except OverLimit as e:
         return _Read(over=str(e))
     return _Read(size=m.size, digest=m.digest, results=tuple(results))
+
+
+CD_ENTRY_MIN = 46  # bytes of a zip central directory entry with an empty name
+
+
+def _check_directory_size(f: BinaryIO, limits: Limits) -> None:
+    """Before zipfile builds an entry for every file: the central directory's size (from the end record)
+    bounds how many files it can list; over wheel_members, OverLimit. Nothing is checked when the end record
+    cannot be found (zipfile then says the file is not a zip)."""
+    end_record = getattr(zipfile, "_EndRecData", None)  # zipfile's own reader of the end record
+    rec = end_record(f) if end_record is not None else None
+    if rec:
+        room = rec[5] // CD_ENTRY_MIN  # _ECD_SIZE
+        check("files its zip directory has room for", room, "wheel_members", limits.wheel_members)
 
 
 def _read_small(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits) -> bytes:

@@ -132,3 +132,16 @@ def test_junit_and_summary_of_a_result_with_hostile_names(tmp_path):
         fence = opening.removesuffix("text")  # longer than the log's own ``` line: that cannot end the block
         assert len(fence) == 4 and md.splitlines().count(fence) == 1
     assert md_text("a|b<i>[x](y)") == "a\\|b\\<i\\>\\[x\\]\\(y\\)"
+
+
+def test_a_command_line_mistake_is_shown_escaped():
+    cp = subprocess.run(
+        [sys.executable, "-c", "from rvport.cli.app import main; main()", "bogus\x1b[2J\u202e"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        check=False,
+    )
+    assert cp.returncode == 2 and "Traceback" not in cp.stderr, cp.stderr
+    assert "\x1b[2J" not in cp.stderr and "\u202e" not in cp.stderr and "bogus\\x1b[2J\\u202e" in cp.stderr
+    assert "Usage:" in cp.stderr

@@ -153,7 +153,9 @@ def test_a_member_that_inflates_over_the_cap_fails_the_wheel_without_being_infla
     report = verify_paths([wheel], get_profile("rv64gc"), limits=Limits(wheel_bytes=32 * MiB))
     assert any("over a verify cap" in r and "(wheel_bytes)" in r for r in report.artifacts[0].reasons)
     report = verify_paths([wheel], get_profile("rv64gc"), limits=Limits(wheel_members=2))
-    assert any("over a verify cap: files in the wheel: 4" in r for r in report.artifacts[0].reasons)
+    assert any(
+        "over a verify cap: files its zip directory has room for" in r for r in report.artifacts[0].reasons
+    )
     assert verify_paths([wheel], get_profile("rv64gc")).artifacts[0].reasons == ()
 
 
@@ -252,3 +254,14 @@ def test_default_limits_are_far_above_real_artifacts():
     assert lim.member_bytes >= 2 << 30 and lim.file_bytes >= 8 << 30 and lim.sections >= 65_536
     assert lim.table_bytes >= 64 * MiB and lim.elf_read_bytes >= 4 * lim.table_bytes
     assert set(lim.to_json()) >= {"file_bytes", "member_bytes", "kept_bytes", "sections", "tables"}
+
+
+def test_a_zip_directory_with_room_for_too_many_files_is_refused_before_it_is_parsed(tmp_path):
+    wheel = tmp_path / "many-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for i in range(3000):
+            zf.writestr(f"m/{i}", b"")
+    report = verify_paths([wheel], get_profile("rv64gc"), limits=Limits(wheel_members=1000))
+    (reason,) = report.artifacts[0].reasons
+    assert reason.startswith("over a verify cap: files its zip directory has room for: ")
+    assert reason.endswith("over the cap of 1000 (wheel_members); its files not judged")
