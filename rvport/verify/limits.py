@@ -23,7 +23,7 @@ class Limits:
     "over a verify cap: ..." naming the cap."""
 
     file_bytes: int = 16 * GiB  # an artifact file (wheel, archive, ELF file): larger ones are not read
-    wheel_members: int = 500_000  # files in one wheel
+    wheel_members: int = 200_000  # files in one wheel (a torch wheel has about 15,000)
     member_bytes: int = 4 * GiB  # one wheel member, inflated (the zip directory's size; never inflated past)
     wheel_bytes: int = 32 * GiB  # all of one wheel's members, inflated
     metadata_bytes: int = 64 * MiB  # a wheel's RECORD or WHEEL file, inflated

@@ -16,6 +16,7 @@ from rvport.verify.model import ArtifactResult, VerifyReport
 from rvport.verify.policy import Verdict
 
 _STYLE = {Verdict.PASS: "green", Verdict.FAIL: "bold red"}
+TABLE_ROWS = 200  # rows per artifact in the table: a crafted wheel can fail every one of 100,000 members
 
 
 def _verdict(v: Verdict) -> Text:
@@ -39,6 +40,11 @@ def _rows(a: ArtifactResult, every_member: bool) -> list[tuple[str, str, Verdict
             rows.append((a.path, f"{passing} ELF file(s)", Verdict.PASS, "ok"))
     if not rows:
         rows.append((a.path, "-", a.verdict, "; ".join(a.notes) or ("ok" if a.ok else "failed")))
+    if len(rows) > TABLE_ROWS:
+        more = len(rows) - TABLE_ROWS + 1
+        rows = rows[: TABLE_ROWS - 1] + [
+            (a.path, "...", a.verdict, f"{more} more rows: --json FILE has them all")
+        ]
     return rows
 
 

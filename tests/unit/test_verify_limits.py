@@ -265,3 +265,24 @@ def test_a_zip_directory_with_room_for_too_many_files_is_refused_before_it_is_pa
     (reason,) = report.artifacts[0].reasons
     assert reason.startswith("over a verify cap: files its zip directory has room for: ")
     assert reason.endswith("over the cap of 1000 (wheel_members); its files not judged")
+
+
+def test_the_table_shows_at_most_its_rows_per_artifact_and_says_how_many_more(tmp_path):
+    import io
+
+    from rvport.cli.console import SafeConsole
+    from rvport.verify.report import TABLE_ROWS, render_table
+
+    wheel = tmp_path / "many-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for i in range(1000):
+            zf.writestr(f"m/{i}", b"")
+        zf.writestr("many-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-any\n")
+        zf.writestr("many-1.0.dist-info/RECORD", "")
+    report = verify_paths([wheel], get_profile("rv64gc"))
+    n = len(report.artifacts[0].reasons)
+    assert n > 1000  # every file "not listed in RECORD": all of them in the report
+    out = io.StringIO()
+    render_table(report, SafeConsole(file=out, width=200))
+    text = out.getvalue()
+    assert text.count("not listed in RECORD") == TABLE_ROWS - 1 and f"{n - TABLE_ROWS + 1} more rows" in text
