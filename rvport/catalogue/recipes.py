@@ -22,8 +22,9 @@ from packaging.version import InvalidVersion, Version
 from rvport import resources
 from rvport.catalogue.bases import recipe_base_problems
 from rvport.catalogue.schema import control_characters, validate
-from rvport.catalogue.yamlsrc import LDict, line_of, load_yaml
-from rvport.errors import Problem, RecipeError, UsageError
+from rvport.catalogue.yamlsrc import MAX_BYTES, LDict, line_of, load_yaml
+from rvport.errors import Problem, RecipeError, RvportError, UsageError
+from rvport.fileio import read_regular
 from rvport.target import CARGO_HOME, RVPORT_DIR
 
 BUILTIN = "built-in"
@@ -1046,12 +1047,14 @@ def load_catalogue(user: Path | list[Path] | None = None, *, builtin: bool = Tru
 
 
 def _depends_line(r: Recipe) -> int | None:
+    """The line of `depends:` in the recipe file, read again as the loader reads it (regular, bounded)."""
     try:
-        for i, line in enumerate(r.file.read_text().splitlines(), 1):
-            if line.strip().startswith("depends:"):
-                return i
-    except OSError:
-        pass
+        text = read_regular(r.file, limit=MAX_BYTES, error=RecipeError).decode("utf-8", errors="replace")
+    except RvportError:
+        return None
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.strip().startswith("depends:"):
+            return i
     return None
 
 
