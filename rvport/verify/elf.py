@@ -284,6 +284,7 @@ class _Section:
 
 # pyelftools' names for e_machine and e_type values (a value listed twice takes its last name, as there).
 WANTED_NAMES = (b".riscv.attributes", b".go.buildinfo", b".symtab", b".dynsym")
+_WANTED = {n: n.decode() for n in WANTED_NAMES}
 _MACHINES = {v: k for k, v in ENUM_E_MACHINE.items() if not k.startswith("_")}
 _TYPES = {v: k for k, v in ENUM_E_TYPE.items() if not k.startswith("_")}
 PT_LOAD = 1
@@ -439,15 +440,20 @@ def _section_table(r: _Reads, hdr: _Header) -> list[_Section]:
         shstrndx = first[6] if shstrndx == 0xFFFF else shstrndx
     check("section headers", shnum, "sections", r.limits.sections)
     raw = r.at(shoff, shnum * shentsize, "section header table")
-    rows = [struct.unpack_from(fmt, raw, i * shentsize) for i in range(shnum)]
+    if shentsize == width:
+        rows = list(struct.iter_unpack(fmt, raw))
+    else:
+        rows = [struct.unpack_from(fmt, raw, i * shentsize) for i in range(shnum)]
     names = b""
     if 0 < shstrndx < shnum:
         row = rows[shstrndx]
         names = r.at(row[4], row[5], "section name table") if row[1] != 8 else b""  # 8: SHT_NOBITS
     out = []
+    longest = max(len(n) for n in WANTED_NAMES) + 1
     for row in rows:
-        # only the names looked for are compared (never decoded: a crafted table could make each long)
-        name = next((n.decode() for n in WANTED_NAMES if names.startswith(n + b"\0", row[0])), "")
+        # only the names looked for are recognised, over a few bytes (a crafted table could make each long)
+        end = names.find(b"\0", row[0], row[0] + longest)
+        name = _WANTED.get(names[row[0] : end], "") if end >= 0 else ""
         out.append(
             _Section(
                 name=name,
