@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, replace
 from functools import partial
 
-from rvport.build import modes, runtime, sidebyside
+from rvport.build import debpins, modes, runtime, sidebyside
 from rvport.build.images import BaseImage
 from rvport.build.progress import Progress
 from rvport.build.stage import LoadedToolchains, RunOptions, StageEnv, StageRecord
@@ -90,6 +90,12 @@ class Preparer:
         self._ended: float | None = None  # when the last task ended
 
     def run(self) -> list[Prepared]:
+        for (
+            st
+        ) in self.plan.stages:  # pinned Debian packages: in the archive's signed index, or nothing is made
+            debpins.check_recipe_pins(
+                st.recipe, self.opts.fetch, allow_expired=self.opts.allow_expired_release
+            )
         self.make()
         for st in self.plan.stages:
             if st.name in self.errors:

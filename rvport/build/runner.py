@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport import manifest, proc
-from rvport.build import buildx, check, modes, render, runtime, sidebyside
+from rvport.build import buildx, check, debpins, modes, render, runtime, sidebyside
 from rvport.build.images import BaseImage
 from rvport.build.prepare import Preparer
 from rvport.build.progress import Progress
@@ -290,6 +290,10 @@ class Runner:
             try:
                 with env.timer("fetch"):
                     tree = prepare_tree(rec.stage.recipe, self.opts.fetch)
+                    # pinned Debian packages: in the archive's signed index, or nothing is built
+                    rec.debian_pins = debpins.check_recipe_pins(
+                        rec.stage.recipe, self.opts.fetch, allow_expired=self.opts.allow_expired_release
+                    )
             except KeyboardInterrupt:
                 rec.status = "interrupted"
                 raise

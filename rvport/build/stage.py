@@ -83,6 +83,7 @@ class StageRecord:
     toolchain_packages: dict[str, str] = field(default_factory=dict)
     toolchain: dict | None = None  # cross stages: the cross toolchain used (rvport/build/modes/cross.py)
     rust: dict | None = None  # stages that compile Rust: rustc and cargo --version, rustc's host
+    debian_pins: dict | None = None  # `toolchain: pins:` as the signed index has them (build/debpins.py)
     key: str | None = None
     build_command: str | None = None  # the buildx command that built the artifacts (kept with cached ones)
     runtime: dict | None = None  # the runtime image made after the stage: {tag, image_id, key, made},
@@ -114,6 +115,7 @@ class StageRecord:
             "toolchain_packages": self.toolchain_packages,
             "toolchain": self.toolchain,
             "rust": self.rust,
+            "debian_pins": self.debian_pins,
             "build_command": self.build_command,
             "runtime": self.runtime,
             "error": self.error,

@@ -250,14 +250,36 @@ class TreeLock:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DebianPin:
+    """A Debian package of the base's suite (riscv64) by exact version and the .deb's sha256 from the
+    archive's signed index (`toolchain: pins:`)."""
+
+    name: str
+    version: str
+    sha256: str
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "version": self.version, "sha256": self.sha256}
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecipeToolchain:
     base: str = "debian-trixie"
     debian: tuple[str, ...] = ()
     go: str | None = None
     rust: str | None = None
+    pins: tuple[DebianPin, ...] = ()  # installed at exactly these versions, checked against the signed index
+
+    @property
+    def apt_packages(self) -> tuple[str, ...]:
+        """What apt installs: the packages by name, and the pinned ones as name=version."""
+        return self.debian + tuple(f"{p.name}={p.version}" for p in self.pins)
 
     def to_json(self) -> dict:
-        return {"base": self.base, "debian": list(self.debian), "go": self.go, "rust": self.rust}
+        d = {"base": self.base, "debian": list(self.debian), "go": self.go, "rust": self.rust}
+        if self.pins:  # only where there are some: other plans stay as they were
+            d["pins"] = [p.to_json() for p in self.pins]
+        return d
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -663,6 +685,9 @@ def _toolchain(d: dict | None, base: RecipeToolchain | None = None) -> RecipeToo
         debian=tuple(d.get("debian", base.debian)),
         go=d.get("go", base.go),
         rust=d.get("rust", base.rust),
+        pins=tuple(DebianPin(name=p["name"], version=p["version"], sha256=p["sha256"]) for p in d["pins"])
+        if "pins" in d
+        else base.pins,
     )
 
 

@@ -144,6 +144,8 @@ def recipe_detail(r: Recipe) -> Table:
         + (f"; go {tc.go}" if tc.go else "")
         + (f"; rust {tc.rust}" if tc.rust else ""),
     )
+    if tc.pins:
+        row("debian pins", "\n".join(f"{p.name} {p.version} (sha256 {p.sha256})" for p in tc.pins))
     row("env", "\n".join(f"{k}={v}" for k, v in sorted(r.env.items())) or "-")
     row("build", "\n".join(r.build))
     row("outputs", ", ".join(f"{o.glob} ({o.type}, isa {o.isa})" for o in r.outputs))

@@ -245,3 +245,92 @@ def test_the_sid_bases_mirror_trixies():
     assert xtc.arch == "build" and {"gcc-16-riscv64-linux-gnu", "g++-16-riscv64-linux-gnu"} <= set(
         xtc.packages
     )
+
+
+# ------------------------------------------------------------------- a recipe's pins against a served archive
+@pytest.fixture
+def archive(keyring, tmp_path):
+    """A tiny Debian archive served over HTTP on localhost: dists/sid/InRelease (signed with the throwaway
+    key, an expired Valid-Until) and main/binary-riscv64/Packages.xz."""
+    import functools
+    import hashlib
+    import http.server
+    import lzma
+    import threading
+
+    home, ring = keyring
+    root = tmp_path / "www"
+    d = root / "dists/sid/main/binary-riscv64"
+    d.mkdir(parents=True)
+    xz = lzma.compress(PACKAGES.encode())
+    (d / "Packages.xz").write_bytes(xz)
+    text = RELEASE.format(sha=hashlib.sha256(xz).hexdigest(), size=len(xz))
+    _clearsign(home, text, root / "dists/sid/InRelease")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}", ring, root
+    server.shutdown()
+
+
+def _vllm_like(pins):
+    from dataclasses import replace
+
+    from rvport.catalogue.recipes import DebianPin, load_catalogue
+
+    r = load_catalogue().resolve("vllm")
+    return replace(r, toolchain=replace(r.toolchain, pins=tuple(DebianPin(**p.to_json()) for p in pins)))
+
+
+def test_a_recipes_pins_are_checked_against_the_signed_index_and_recorded(archive, tmp_path):
+    from rvport.build import debpins
+    from rvport.sources import fetch_options
+
+    mirror, ring, _ = archive
+    fo = fetch_options(cache_dir=tmp_path / "cache")
+    recipe = _vllm_like([TORCH])
+    with pytest.raises(debarchive.ExpiredRelease):  # sid's Release has expired: refused by default
+        debpins.check_recipe_pins(recipe, fo, mirror=mirror, keyring=ring)
+    doc = debpins.check_recipe_pins(recipe, fo, mirror=mirror, keyring=ring, allow_expired=("sid",))
+    assert doc["expired_release_accepted"] is True and doc["suite"] == "sid"
+    assert doc["packages"][0] | {} == dict(
+        name="python3-torch",
+        version="2.14.1+dfsg-1",
+        architecture="riscv64",
+        filename="pool/main/p/pytorch/python3-torch_2.14.1+dfsg-1_riscv64.deb",
+        size=12512760,
+        sha256=TORCH.sha256,
+    )
+    cached = list((tmp_path / "cache" / "sha256").iterdir())  # the index, kept by its digest
+    assert len(cached) == 1
+    moved = DebPin(name="python3-torch", version="2.13.0-1", sha256=TORCH.sha256)
+    with pytest.raises(SourceUnavailable, match=r"the archive has 2\.14\.1\+dfsg-1"):
+        debpins.check_recipe_pins(
+            _vllm_like([moved]), fo, mirror=mirror, keyring=ring, allow_expired=("sid",)
+        )
+
+
+def test_an_index_that_is_not_the_signed_releases_is_refused(archive, tmp_path):
+    from rvport.build import debpins
+    from rvport.sources import fetch_options
+
+    mirror, ring, root = archive
+    (root / "dists/sid/main/binary-riscv64/Packages.xz").write_bytes(b"not the signed one")
+    debpins._indexes.clear()
+    fo = fetch_options(cache_dir=tmp_path / "cache")
+    with pytest.raises(IntegrityError, match="is not the signed Release's"):
+        debpins.check_recipe_pins(
+            _vllm_like([TORCH]), fo, mirror=mirror, keyring=ring, allow_expired=("sid",)
+        )
+    assert not list((tmp_path / "cache").rglob("*.part"))  # nothing half-written left
+
+
+def test_pins_reach_apt_as_exact_versions_and_plans_without_pins_are_unchanged():
+    from rvport.catalogue.recipes import load_catalogue
+
+    cat = load_catalogue()
+    vllm = cat.resolve("vllm").toolchain
+    assert vllm.base == "debian-sid" and "python3-torch=2.14.1+dfsg-1" in vllm.apt_packages
+    assert {p.name for p in vllm.pins} == {"python3-torch", "libtorch-dev", "libtorch2.14"}
+    assert "pins" in vllm.to_json() and "pins" not in cat.resolve("msgspec").toolchain.to_json()

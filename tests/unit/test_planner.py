@@ -66,9 +66,9 @@ def test_plan_json_validates_and_holds_every_pin(cat):
 
 
 def test_dependency_pulled_in_first(cat):
-    p = plan(cat, "vllm")
-    assert [s.name for s in p.stages] == ["torch", "vllm"]
-    assert p.stage("vllm").depends == ("torch",)
+    p = plan(cat, "semantic-router")
+    assert [s.name for s in p.stages] == ["glide-ffi", "router-ml-binding", "semantic-router"]
+    assert p.stage("semantic-router").depends == ("glide-ffi", "router-ml-binding")
 
 
 def test_modes_on_x86(cat):

@@ -96,4 +96,6 @@ def smoke_image(env: StageEnv, base: BaseImage) -> Toolchain:
     """The image a stage's smoke test runs in: the riscv64 base plus the recipe's smoke packages (the base
     itself
     when there are none)."""
-    return env.with_packages(base, env.stage.recipe.smoke_debian, "smoke")
+    recipe = env.stage.recipe
+    pinned = tuple(f"{p.name}={p.version}" for p in recipe.toolchain.pins)  # what was built against
+    return env.with_packages(base, recipe.smoke_debian + pinned, "smoke")

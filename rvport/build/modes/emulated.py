@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 def riscv64_toolchain(env: StageEnv) -> Toolchain:
     """The riscv64 base plus the recipe's Debian packages (emulated and accelerated stages)."""
     recipe = env.stage.recipe
-    return env.with_packages(env.base(recipe.toolchain.base, PLATFORM), recipe.toolchain.debian, "build")
+    return env.with_packages(
+        env.base(recipe.toolchain.base, PLATFORM), recipe.toolchain.apt_packages, "build"
+    )
 
 
 def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:

@@ -1,0 +1,87 @@
+"""A recipe's pinned Debian packages (`toolchain: pins:`) checked against the archive before anything is
+built.
+
+The archive is the host's mirror (its apt sources, images.host_debian_mirror); the suite is the recipe's
+base's; the architecture riscv64, component main. The suite's InRelease is verified with gpgv, its
+Valid-Until checked
+(an expired one needs --allow-expired-release, as for the base), the Packages index checked against the
+Release's SHA256 and cached by that digest (rvport.sources.debarchive). Every pin must be in the index at its
+version with its sha256: else the run stops, naming what the archive holds now. apt then installs exactly
+those versions in the stage's images and checks each .deb against the same signed index.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from pathlib import Path
+
+from rvport.catalogue.bases import load_base
+from rvport.catalogue.recipes import Recipe
+from rvport.errors import HostNotReady, SourceUnavailable
+from rvport.sources import debarchive
+from rvport.sources.fetch import FetchOptions, https_session
+
+ARCH = "riscv64"
+COMPONENT = "main"
+
+_indexes: dict[tuple[str, str, str], dict] = {}  # (mirror, suite, Packages.xz sha256) -> parsed index
+_guard = threading.Lock()
+
+
+def check_recipe_pins(
+    recipe: Recipe,
+    fetch: FetchOptions,
+    *,
+    allow_expired: tuple[str, ...] = (),
+    mirror: str | None = None,
+    keyring: Path = debarchive.DEFAULT_KEYRING,
+) -> dict | None:
+    """None for a recipe without pins; else what result.json records of them (suite, the Release's date and
+    Valid-Until, whether an expired one was accepted, each package: name, version, sha256, filename, size)."""
+    pins = recipe.toolchain.pins
+    if not pins:
+        return None
+    from rvport.build.images import host_debian_mirror
+
+    suite = load_base(recipe.toolchain.base).suite
+    mirror = mirror or host_debian_mirror()
+    if not mirror:
+        raise HostNotReady(
+            f"{recipe.ref}: its Debian pins are checked against the archive, and the host's apt sources name "
+            "no Debian mirror",
+            hint="add the Debian mirror to /etc/apt/sources.list.d (a deb822 .sources file)",
+        )
+    if fetch.offline:
+        raise SourceUnavailable(
+            f"{recipe.ref}: its Debian pins need Debian {suite}'s signed index, and --offline is set",
+            hint="run without --offline (apt needs the archive to install them anyway)",
+        )
+    with https_session(fetch.ca_bundle) as session:
+        signed = debarchive.fetch_release(
+            mirror, suite, session=session, keyring=keyring, tmp=fetch.cache.tmpdir()
+        )
+        accepted = debarchive.check_expiry(
+            signed.release, suite=suite, now=dt.datetime.now(dt.UTC), accepted=allow_expired
+        )
+        rel = f"{COMPONENT}/binary-{ARCH}/Packages.xz"
+        key = (mirror, suite, signed.release.sha256.get(rel, ("", 0))[0])
+        with _guard:
+            index = _indexes.get(key)
+            if index is None:
+                index = debarchive.fetch_packages_index(
+                    mirror, suite, signed, component=COMPONENT, arch=ARCH, session=session, cache=fetch.cache
+                )
+                _indexes[key] = index
+    found = debarchive.check_pins(
+        [debarchive.DebPin(name=p.name, version=p.version, sha256=p.sha256) for p in pins],
+        index,
+        where=f"{recipe.ref}: Debian {suite} ({ARCH}, {mirror})",
+    )
+    return {
+        "suite": suite,
+        "architecture": ARCH,
+        "release": {**signed.release.to_json(), "inrelease_sha256": signed.inrelease_sha256},
+        "expired_release_accepted": accepted,
+        "packages": [p.to_json() for p in found],
+    }
