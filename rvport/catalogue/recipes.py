@@ -429,7 +429,6 @@ def _pinned(d: LDict, root: Path, file: str, problems: list[Problem]) -> PinnedF
     pinned file naming a host file outside it would be read, and its digest shown, by a mismatch)."""
     top = root.resolve()
     path = (top / d["file"]).resolve()
-    _dotdot(d, "dest", file, problems)
     where = None
     if ".." in PurePosixPath(d["file"]).parts or not path.is_relative_to(top):
         where = "is not inside the recipe directory (no '..', no link that leads out of it)"
@@ -885,6 +884,9 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                     )
                 )
         problems += _same_dest(v, file, vline)
+        for key in ("patches", "lockfiles"):  # files' dest is checked above, runtime files' by _image_path
+            for pf in v.get(key, []):
+                _dotdot(pf, "dest", file, problems)
         env = {**(doc.get("env") or {}), **(v.get("env") or {})}
         problems += _pinned_by_rvport(v.get("env"), file)
         problems += _cargo_home_by_rvport(v, doc, file)

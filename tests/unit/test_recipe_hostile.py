@@ -502,3 +502,15 @@ def test_a_toolchain_file_is_held_to_the_same_rules(tmp_path):
     path.write_text(good.replace("GOTOOLCHAIN: local", '"A\\nRUN id": "\\e[2J"'))
     spec, probs = load_toolchain_file(path)
     assert spec is None and {p.line for p in probs} == {10}, probs
+
+
+@pytest.mark.parametrize("key", ["patches", "lockfiles"])
+def test_a_patch_or_lock_file_dest_stays_inside_the_tree(tmp_path, key):
+    doc = copy.deepcopy(BASE)
+    doc["versions"][0][key] = [{"file": "app/start.sh", "sha256": hashlib.sha256(SHIPPED).hexdigest()}]
+    write(tmp_path, doc)
+    load_catalogue(tmp_path, builtin=False)
+    doc["versions"][0][key][0]["dest"] = "sub/../../up"
+    write(tmp_path, doc)
+    (p,) = problems(tmp_path)
+    assert "climbs out with '..'" in p.message and p.line
