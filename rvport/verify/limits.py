@@ -22,10 +22,10 @@ class Limits:
     """Caps on the work verify does per artifact. Over one, the artifact fails with the reason
     "over a verify cap: ..." naming the cap."""
 
-    file_bytes: int = 16 * GiB  # an artifact file (wheel, archive, ELF file): larger ones are not read
+    file_bytes: int = 8 * GiB  # an artifact file (wheel, archive, ELF file): larger ones are not read
     wheel_members: int = 200_000  # files in one wheel (a torch wheel has about 15,000)
     member_bytes: int = 4 * GiB  # one wheel member, inflated (the zip directory's size; never inflated past)
-    wheel_bytes: int = 32 * GiB  # all of one wheel's members, inflated
+    wheel_bytes: int = 16 * GiB  # all of one wheel's members, inflated
     metadata_bytes: int = 64 * MiB  # a wheel's RECORD or WHEEL file, inflated
     kept_bytes: int = 512 * MiB  # of one member held in memory (an ar archive in a wheel, a big ELF's tables)
     ar_members: int = 1_000_000  # members of one ar archive
