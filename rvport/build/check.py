@@ -66,7 +66,7 @@ def ensure(
     if not fresh and path.is_file():
         try:
             record = json.loads(path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # rvport's own record, but read defensively
             record = None
         if isinstance(record, dict) and record.get("status") == "passed" and record.get("key") == key:
             env.step("runtime check: passed before with these images (reused)")

@@ -558,7 +558,7 @@ def read_base_record(path: Path) -> dict | None:
     fields of schema 1."""
     try:
         doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(doc, dict) or doc.get("schema", BASE_RECORD_SCHEMA) != BASE_RECORD_SCHEMA:
         return None

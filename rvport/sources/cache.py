@@ -171,7 +171,9 @@ class Cache:
         """
         try:
             doc = json.loads(self.ref_path(source).read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(doc, dict):
             return None
         digest = doc.get("sha256", "")
         if doc.get("origin") != source.origin or not HEX64.match(digest) or not self.blob(digest).is_file():

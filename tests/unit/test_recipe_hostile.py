@@ -514,3 +514,15 @@ def test_a_patch_or_lock_file_dest_stays_inside_the_tree(tmp_path, key):
     write(tmp_path, doc)
     (p,) = problems(tmp_path)
     assert "climbs out with '..'" in p.message and p.line
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, "[1, 2]", '"x"', "{"])
+def test_a_cache_ref_that_is_deep_or_not_a_mapping_is_no_entry(tmp_path, text):
+    from rvport.catalogue.recipes import Source, SourceKind
+    from rvport.sources import Cache
+
+    cache = Cache(root=tmp_path)
+    src = Source(name="s", kind=SourceKind.URL, url="https://example.invalid/a.tar.gz", sha256=None)
+    cache.ref_path(src).parent.mkdir(parents=True)
+    cache.ref_path(src).write_text(text)
+    assert cache.read_ref(src) is None
