@@ -198,7 +198,12 @@ def find_sdist(
         if r.status_code != 200:
             misses.append(f"{index}: HTTP {r.status_code}")
             continue
-        files = parse_simple_page(r.content, r.headers.get("Content-Type", ""), r.url)
+        try:
+            files = parse_simple_page(r.content, r.headers.get("Content-Type", ""), r.url)
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+            # a page that is not the simple API's JSON (bad JSON, too deep, another shape): that index misses
+            misses.append(f"{index}: its project page cannot be read ({type(e).__name__})")
+            continue
         for filename, url, digest in files:
             wanted = (
                 filename == source.filename

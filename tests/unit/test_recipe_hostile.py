@@ -526,3 +526,23 @@ def test_a_cache_ref_that_is_deep_or_not_a_mapping_is_no_entry(tmp_path, text):
     cache.ref_path(src).parent.mkdir(parents=True)
     cache.ref_path(src).write_text(text)
     assert cache.read_ref(src) is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 100_000 + b"]" * 100_000, b"{not json", b"[1]", b'{"files": [{"url": 1}]}', b'{"files": 3}'],
+)
+def test_an_index_page_that_is_not_the_simple_api_is_a_miss_not_an_internal_error(tmp_path, body):
+    from rvport.catalogue.recipes import Source, SourceKind
+    from rvport.errors import SourceUnavailable
+    from rvport.sources.fetch import IndexConfig
+    from rvport.sources.pypi import find_sdist
+    from tests.unit.test_sources_tree import Route, serve
+
+    routes = {"/simple/demo/": Route(body=body, content_type="application/vnd.pypi.simple.v1+json")}
+    with serve(routes) as srv:
+        import requests
+
+        src = Source(name="sdist", kind=SourceKind.PYPI, project="demo", version="1.0", sha256="a" * 64)
+        with pytest.raises(SourceUnavailable, match="project page cannot be read"):
+            find_sdist(requests.Session(), src, IndexConfig(index_url=srv.url("/simple"), origin="test"))
