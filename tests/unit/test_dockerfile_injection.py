@@ -93,6 +93,16 @@ FIELDS = [
     ("outputs.0.glob", "value"),
     ("smoke.script", "value"),
     ("description", "value"),
+    ("homepage", "value"),
+    ("toolchain.go", "value"),
+    ("versions.0.sources.0.url", "value"),
+    ("versions.0.sources.2.git.tag", "value"),
+    ("versions.0.note", "value"),
+    (
+        "build.0",
+        "value",
+    ),  # commands are shell by design: they go to the build script, never a Dockerfile line
+    ("runtime.check.script", "value"),
 ]
 
 # what stands in for the payload in the benign twin
@@ -114,6 +124,13 @@ BENIGN_VALUE = {
     "outputs.0.glob": "app*",
     "smoke.script": "#!/bin/sh\ntrue\n",
     "description": "plain",
+    "homepage": "https://example.invalid/app",
+    "toolchain.go": "go-1.25.14",
+    "versions.0.sources.0.url": "https://example.invalid/other-1.0.tar.gz",
+    "versions.0.sources.2.git.tag": "v2",
+    "versions.0.note": "plain",
+    "build.0": "make",
+    "runtime.check.script": "true",
 }
 
 
