@@ -8,7 +8,8 @@ run.
 
 Each method makes the base from nothing with rvport's own ensure_base: a fresh cache directory and a copy of
 the spec with a bench-only comment line, so the image key and tag are new (rvport/bench-base:...) and no
-existing base is reused or touched; packages are downloaded again by each. RVPORT_BOOTSTRAP picks the method.
+existing base is reused or touched; packages are downloaded again by each. The method is forced through
+ensure_base(bootstrap_forced=...), as RVPORT_BOOTSTRAP does for the CLI.
 Printed: each method's wall time (with the load average meanwhile), split into bootstrap (rootfs) and the
 rest (the layer written and loaded into the engine), read from its log; the ratio; and the check that both
 bases hold the same packages at the same versions and the same Release file. Then the two images' file trees
@@ -24,7 +25,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import tarfile
@@ -77,13 +77,14 @@ def make(method: str, spec_name: str, platform: str, work: Path) -> dict:
         if line.startswith("bootstrap: deferred work"):  # dpkg has configured everything
             marks.setdefault("configured", now)
 
-    os.environ["RVPORT_BOOTSTRAP"] = method
-    try:
-        base = images.ensure_base(
-            spec, platform=platform, cache_dir=work / "cache", log_path=log, on_line=on_line
-        )
-    finally:
-        os.environ.pop("RVPORT_BOOTSTRAP", None)
+    base = images.ensure_base(
+        spec,
+        platform=platform,
+        cache_dir=work / "cache",
+        log_path=log,
+        on_line=on_line,
+        bootstrap_forced=method,
+    )
     total = time.monotonic() - t0
     tag = f"rvport/bench-base:{method}-{base.key[:12]}"
     subprocess.run(["docker", "tag", base.tag, tag], check=True)

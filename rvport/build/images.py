@@ -129,16 +129,14 @@ def _foreign(platform: str) -> bool:
     return platform != DOCKER_PLATFORM.get(normalize_arch(_platform.machine()))
 
 
-def bootstrap_method(platform: str) -> tuple[str, str]:
-    """(method, why) for a base of `platform` on this host (bootstrap.choose_method); RVPORT_BOOTSTRAP
-    (`debootstrap` or `split`) overrides the choice."""
-    import os
-
+def bootstrap_method(platform: str, forced: str | None = None) -> tuple[str, str]:
+    """(method, why) for a base of `platform` on this host (bootstrap.choose_method); `forced`
+    (RVPORT_BOOTSTRAP, read by the CLI: `debootstrap` or `split`) overrides the choice."""
     return bootstrap.choose_method(
         foreign=_foreign(platform),
         dpkg=proc.which("dpkg"),
         filters=bootstrap.host_dpkg_filters(),
-        forced=os.environ.get("RVPORT_BOOTSTRAP"),
+        forced=forced,
     )
 
 
@@ -370,6 +368,7 @@ def ensure_base(
     image_override: str | None = None,
     allow_expired: tuple[str, ...] = (),
     ca_bundle: Path | None = None,
+    bootstrap_forced: str | None = None,
 ) -> BaseImage:
     """The base image for `platform`, made (debootstrap, then loaded as one layer: rootfs_image) only when not
     already present.
@@ -377,7 +376,8 @@ def ensure_base(
     The suite's Release must be valid (Valid-Until not passed), or its suite in `allow_expired` (the user's
     --allow-expired-release): checked before debootstrap from the signed InRelease of the host's mirror
     (debarchive), or from the one debootstrap fetched when no mirror is known, and again when a base is reused
-    (from its record). An accepted base carries debarchive.APT_CONF_TEXT and has a key of its own."""
+    (from its record). An accepted base carries debarchive.APT_CONF_TEXT and has a key of its own.
+    `bootstrap_forced` (RVPORT_BOOTSTRAP, read by the CLI) overrides the method chosen for this host."""
     ref = image_override or spec.image
     if ref:
         info = buildx.image_info(ref)
@@ -398,7 +398,7 @@ def ensure_base(
             reused=True,
         )
     mirror = host_debian_mirror()
-    method, why = bootstrap_method(platform)
+    method, why = bootstrap_method(platform, bootstrap_forced)
     accepting = spec.suite in allow_expired
     key = base_key(spec, platform, mirror, method, expired_accepted=accepting)
     say = on_line or (lambda _l: None)
@@ -585,12 +585,14 @@ class Bases:
         cache_dir: Path,
         log_dir: Path,
         override: str | None = None,
+        bootstrap: str | None = None,
         images: dict[str, BaseImage] | None = None,
         allow_expired: tuple[str, ...] = (),
         ca_bundle: Path | None = None,
     ):
         self.cache_dir, self.log_dir, self.override = cache_dir, log_dir, override
         self.allow_expired, self.ca_bundle = allow_expired, ca_bundle
+        self.bootstrap = bootstrap  # RVPORT_BOOTSTRAP, read by the CLI: None chooses the method per host
         self.images: dict[str, BaseImage] = {} if images is None else images
         self.failed: dict[str, RvportError] = {}  # a base that could not be made is not tried again
 
@@ -620,6 +622,7 @@ class Bases:
                         image_override=self.override if platform == RISCV64 else None,
                         allow_expired=self.allow_expired,
                         ca_bundle=self.ca_bundle,
+                        bootstrap_forced=self.bootstrap,
                     )
                 except RvportError as e:
                     self.failed[key] = e

@@ -50,6 +50,7 @@ class RunOptions:
     builder: str | None = None
     base_image: str | None = None  # a digest-pinned image instead of the bootstrapped riscv64 base
     allow_expired_release: tuple[str, ...] = ()  # suites whose expired Release the user accepts
+    bootstrap: str | None = None  # how a base is made (RVPORT_BOOTSTRAP, read by the CLI): None: per host
 
     def bases(self, images: dict[str, BaseImage] | None = None) -> Bases:
         """The run's base images, made or found once (logs in OUTPUT/logs; base_image replaces the riscv64
@@ -59,6 +60,7 @@ class RunOptions:
             cache_dir=self.fetch.cache.root,
             log_dir=self.output / "logs",
             override=self.base_image,
+            bootstrap=self.bootstrap,
             images=images,
             allow_expired=self.allow_expired_release,
             ca_bundle=self.fetch.ca_bundle,

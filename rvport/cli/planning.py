@@ -4,8 +4,8 @@ checked."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rvport.cli.console import ui
 from rvport.errors import UsageError
@@ -16,45 +16,39 @@ if TYPE_CHECKING:
     from rvport.sources.fetch import FetchOptions
 
 
-def request(
-    recipes: Sequence[str] | None,
-    all_: bool,
-    profile: str,
-    mode: str,
-    tag: str,
-    jobs: int | None,
-    builder: str | None,
-    manylinux: str = "auto",
-    allow_expired: tuple[str, ...] = (),
-) -> Request:
-    """What the command line asks for; a bad value is a UsageError before anything is loaded."""
-    from rvport.catalogue import modes
+def request(o: Any, *, tag: str | None = None) -> Request:
+    """What the command line asks for: `o` is the options value of plan, build, prepare or reproduce
+    (rvport/cli/settings.py), its values checked already; `tag` replaces its --tag (reproduce has none)."""
     from rvport.catalogue.profiles import get_profile
     from rvport.plan.planner import Mode, Request
 
-    try:
-        mode_v = Mode(mode)
-    except ValueError:
-        raise UsageError(f"unknown mode {mode!r}", hint=f"choose {modes.choices_text()}") from None
-    if all_ and recipes:
+    all_ = getattr(o, "all", False)
+    if all_ and o.recipes:
         raise UsageError(
             "give recipe names or --all, not both", hint="drop --all to use only the named recipes"
         )
-    if jobs is not None and jobs < 1:
-        raise UsageError(
-            f"--jobs {jobs}: give 1 or more",
-            hint="or leave --jobs out: rvport then runs as many as the cores and memory allow",
-        )
     return Request(
-        refs=tuple(recipes or ()),
+        refs=tuple(o.recipes),
         all=all_,
-        profile=get_profile(profile),
-        mode=mode_v,
-        tag=tag,
-        jobs=jobs,
-        builder=builder,
-        manylinux=manylinux,
-        allow_expired_release=allow_expired,
+        profile=get_profile(o.profile),
+        mode=Mode(o.mode),
+        tag=o.tag if tag is None else tag,
+        jobs=getattr(o, "jobs", None),
+        builder=o.builder,
+        manylinux=getattr(o, "manylinux", "auto"),
+        allow_expired_release=getattr(o, "allow_expired_release", ()),
+    )
+
+
+def fetch_options(o: Any, *, cache_dir: Path | None = None) -> FetchOptions:
+    """The fetch options of a verb's options value `o`; `cache_dir` replaces its --cache-dir (reproduce)."""
+    from rvport.sources import fetch_options
+
+    return fetch_options(
+        cache_dir=cache_dir or getattr(o, "cache_dir", None),
+        mirror=o.mirror,
+        offline=o.offline,
+        ca=getattr(o, "ca_bundle", None),
     )
 
 
@@ -74,31 +68,14 @@ def resolve(req: Request, cat: Catalogue, fopts: FetchOptions) -> Plan:
     return plan
 
 
-def from_options(
-    recipes,
-    all_,
-    profile,
-    mode,
-    tag,
-    jobs,
-    builder,
-    recipes_dir,
-    cache_dir,
-    mirror,
-    offline,
-    ca=None,
-    manylinux="auto",
-    allow_expired=(),
-) -> tuple[Plan, FetchOptions]:
+def from_options(o: Any) -> tuple[Plan, FetchOptions]:
     """request, the catalogue (with the user's recipe directories), the fetch options, resolve: the plan and
-    the
-    fetch options of one command line."""
+    the fetch options of one command line (`o`: the options value of plan, build or prepare)."""
     from rvport.catalogue.recipes import load_catalogue
-    from rvport.sources import fetch_options
 
-    req = request(recipes, all_, profile, mode, tag, jobs, builder, manylinux, allow_expired)
-    cat = load_catalogue(recipes_dir)
-    fopts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca)
+    req = request(o)
+    cat = load_catalogue(list(o.recipes_dir))
+    fopts = fetch_options(o)
     return resolve(req, cat, fopts), fopts
 
 

@@ -10,45 +10,11 @@ from rich.text import Text
 
 from rvport.catalogue.recipes import Recipe, load_catalogue
 from rvport.catalogue.tools import tools
-from rvport.cli import outputs
+from rvport.cli import settings
 from rvport.cli.console import ui
 from rvport.errors import RvportError, UsageError
 from rvport.plan.planner import WHEEL_KINDS
 from rvport.sources import Fetched, Fetcher, fetch_options, pin_recipe, prepare_tree
-
-CACHE_OPT = typer.Option(
-    None,
-    "--cache-dir",
-    envvar="RVPORT_CACHE_DIR",
-    show_envvar=True,
-    metavar="DIR",
-    help="Download cache (default: $XDG_CACHE_HOME/rvport or ~/.cache/rvport).",
-)
-MIRROR_OPT = typer.Option(
-    None,
-    "--mirror",
-    envvar="RVPORT_MIRROR",
-    show_envvar=True,
-    metavar="DIR",
-    help="Directory of source archives consulted before the network (see docs/sources.md).",
-)
-OFFLINE_OPT = typer.Option(False, "--offline", help="Never use the network; fail when a source is missing.")
-CA_OPT = typer.Option(
-    None,
-    "--ca-bundle",
-    envvar="RVPORT_CA_BUNDLE",
-    show_envvar=True,
-    metavar="FILE",
-    help="CA certificates to verify TLS with (default: REQUESTS_CA_BUNDLE, SSL_CERT_FILE, "
-    "PIP_CERT, CURL_CA_BUNDLE, the system bundle, certifi).",
-)
-RECIPES_OPT = typer.Option(
-    None,
-    "--recipes",
-    metavar="DIR",
-    help="A directory of your own recipes, layered over the built-in catalogue (repeatable; "
-    "the first wins). Default: RVPORT_RECIPE_PATH, directories joined with ':'.",
-)
 
 
 def _size(n: int) -> str:
@@ -89,45 +55,27 @@ def _select(recipes: list[str], all_: bool, root: list[Path] | None) -> list[Rec
     return [cat.resolve(ref) for ref in recipes]
 
 
-def fetch(
-    recipes: list[str] | None = typer.Argument(
-        None, metavar="RECIPE[==VERSION]", show_default=False, hidden=True
-    ),
-    all_: bool = typer.Option(False, "--all", help="Every version of every recipe."),
-    to: Path | None = typer.Option(
-        None, "--to", metavar="DIR", help="Also copy every source into this mirror directory."
-    ),
-    tree: bool = typer.Option(
-        False, "--tree", help="Also prepare the source trees (patches, vendored crates)."
-    ),
-    from_git: list[Path] | None = typer.Option(
-        None,
-        "--from-git",
-        metavar="CLONE",
-        help="Take git sources from this local clone (or git bundle) at their pinned commit instead of the "
-        "mirror or the network; checked against their tree digest (repeatable). With --to, fills a mirror.",
-    ),
-    cache_dir: Path | None = CACHE_OPT,
-    mirror: Path | None = MIRROR_OPT,
-    offline: bool = OFFLINE_OPT,
-    ca_bundle: Path | None = CA_OPT,
-    recipes_dir: list[Path] | None = RECIPES_OPT,
-) -> None:
+@settings.command(settings.FETCH)
+def fetch(o) -> None:
     """Download and verify sources (SHA256, tree digests) into the cache; optionally fill a mirror for offline
     hosts.
 
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
-    outputs.check_dir(to)
-    selected = _select(list(recipes or []), all_, recipes_dir)
+    selected = _select(list(o.recipes), o.all_versions, list(o.recipes_dir))
     opts = fetch_options(
-        cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle, to=to, from_git=from_git or ()
+        cache_dir=o.cache_dir,
+        mirror=o.mirror,
+        offline=o.offline,
+        ca=o.ca_bundle,
+        to=o.to,
+        from_git=o.from_git,
     )
     u = ui()
     rows: list[tuple[str, Fetched]] = []
     try:
         with Fetcher(options=opts) as fetcher:
             for r in selected:
-                if tree:
+                if o.tree:
                     # unpacking checks each archive while reading it; a reused tree reads none, so check those
                     # here
                     pt = prepare_tree(r, opts, fetcher=fetcher)
@@ -149,23 +97,17 @@ def fetch(
             u.console.print(_table(rows), crop=False)
         raise
     u.console.print(_table(rows), crop=False)
-    if to:
-        u.err.print(f"mirror filled: {to} (use it with --mirror {to})", markup=False)
+    if o.to:
+        u.err.print(f"mirror filled: {o.to} (use it with --mirror {o.to})", markup=False)
 
 
-def pin(
-    recipe: str = typer.Argument(..., metavar="RECIPE[==VERSION]", hidden=True),
-    cache_dir: Path | None = CACHE_OPT,
-    mirror: Path | None = MIRROR_OPT,
-    offline: bool = OFFLINE_OPT,
-    ca_bundle: Path | None = CA_OPT,
-    recipes_dir: list[Path] | None = RECIPES_OPT,
-) -> None:
+@settings.command(settings.PIN)
+def pin(o) -> None:
     """Record the digest of sources without a published one in your recipe YAML (later fetches must match):
     the
     SHA256 of an archive, the tree digest of a git source."""
-    r = load_catalogue(recipes_dir).resolve(recipe)
-    opts = fetch_options(cache_dir=cache_dir, mirror=mirror, offline=offline, ca=ca_bundle)
+    r = load_catalogue(list(o.recipes_dir)).resolve(o.recipe)
+    opts = fetch_options(cache_dir=o.cache_dir, mirror=o.mirror, offline=o.offline, ca=o.ca_bundle)
     pinned = pin_recipe(r, opts)
     u = ui()
     if not pinned:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from rvport.catalogue.profiles import get_profile
-from rvport.cli import outputs
+from rvport.cli import settings
 from rvport.cli.console import ui
-from rvport.cli.options import DEFAULT_PROFILE, profile_option
+from rvport.cli.settings import DEFAULT_PROFILE
 from rvport.errors import UsageError, VerifyFailed
 from rvport.verify import isa_level, verify_paths
-from rvport.verify.policy import IsaLevel
 from rvport.verify.provenance import load as load_provenance
 from rvport.verify.report import render_table, write_json, write_junit
 
@@ -25,60 +22,22 @@ app = typer.Typer(
 
 
 @app.command("artifacts")
-def artifacts(
-    paths: list[Path] = typer.Argument(..., metavar="PATH", hidden=True),
-    profile: str | None = profile_option(
-        default=None, extra="[default: the provenance's profile with --provenance, else rvv256]"
-    ),
-    isa: str = typer.Option(
-        IsaLevel.RUNS_ON.value,
-        "--isa",
-        metavar="runs-on|carries",
-        help="runs-on: everything an artifact needs is within the profile (it runs on the "
-        "profile's CPUs); carries: it also carries every extension the profile promises "
-        "(catches a silent scalar fallback). Older names: baseline, profile.",
-    ),
-    export: list[str] = typer.Option(
-        [],
-        "--export",
-        metavar="NAME",
-        help="A function every artifact must export (defined, global or weak, "
-        "STT_FUNC): in a shared object's dynamic symbols or some member of "
-        "an archive. Repeat it, or separate names with commas.",
-    ),
-    provenance: Path | None = typer.Option(
-        None,
-        "--provenance",
-        metavar="FILE",
-        help="A build's provenance.json (in-toto SLSA v1): each artifact must "
-        "be one of its subjects, with the same sha256.",
-    ),
-    json_out: Path | None = typer.Option(
-        None, "--json", metavar="FILE", help="Write the report as JSON to FILE."
-    ),
-    junit_out: Path | None = typer.Option(
-        None, "--junit", metavar="FILE", help="Write JUnit XML to FILE (one case per artifact)."
-    ),
-    every_member: bool = typer.Option(
-        False, "--all", help="Show a row for every ELF file, not only failures."
-    ),
-) -> None:
+@settings.command(settings.VERIFY_ARTIFACTS)
+def artifacts(o) -> None:
     """Verify artifacts against a target profile. Exit 0 if all pass, 1 if any fails, 2 on usage errors.
 
     Each PATH is a wheel, an ar archive (.a), an ELF file (.so, executable, object) or a directory, searched
     for them recursively. Only regular files are read: a FIFO, socket or device fails at once."""
-    prov = load_provenance(provenance) if provenance is not None else None
-    prof = get_profile(profile or (prov.profile if prov is not None and prov.profile else DEFAULT_PROFILE))
+    prov = load_provenance(o.provenance) if o.provenance is not None else None
+    prof = get_profile(o.profile or (prov.profile if prov is not None and prov.profile else DEFAULT_PROFILE))
     # Checked here, not by a click Choice, so a bad value is an rvport UsageError (exit 2).
-    level = isa_level(isa)
-    for out in (json_out, junit_out):
-        outputs.check_file(out, make_parents=False)
-    report = verify_paths(list(paths), prof, isa=level, exports=_names(export), provenance=prov)
-    if json_out is not None:
-        write_json(report, json_out)
-    if junit_out is not None:
-        write_junit(report, junit_out)
-    render_table(report, ui().console, every_member=every_member)
+    level = isa_level(o.isa)
+    report = verify_paths(list(o.paths), prof, isa=level, exports=_names(o.export), provenance=prov)
+    if o.json_out is not None:
+        write_json(report, o.json_out)
+    if o.junit_out is not None:
+        write_junit(report, o.junit_out)
+    render_table(report, ui().console, every_member=o.every_member)
     if not report.ok:
         raise VerifyFailed(
             f"{len(report.failed)} of {len(report.artifacts)} artifact(s) failed verification "

@@ -174,7 +174,7 @@ def fake_engine(monkeypatch):
     from rvport.build import buildx, images, rootfs_image
 
     engine: dict[str, dict] = {}
-    monkeypatch.setattr(images, "bootstrap_method", lambda platform: (bootstrap.SPLIT, "test"))
+    monkeypatch.setattr(images, "bootstrap_method", lambda platform, forced=None: (bootstrap.SPLIT, "test"))
     monkeypatch.setattr(images, "host_debian_mirror", lambda: "http://mirror.example/debian")
     monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
     monkeypatch.setattr(buildx, "image_info", lambda ref: engine.get(ref))

@@ -267,8 +267,7 @@ def test_ctrl_c_while_bootstrapping_leaves_no_rootfs_no_record_and_no_image(tmp_
     from rvport.build import buildx, images, rootfs_image
 
     built = []
-    monkeypatch.setenv("RVPORT_BOOTSTRAP", method)
-    monkeypatch.setattr(images, "bootstrap_method", lambda platform: (method, "test"))
+    monkeypatch.setattr(images, "bootstrap_method", lambda platform, forced=None: (method, "test"))
     monkeypatch.setattr(buildx, "image_info", lambda ref: None)
     monkeypatch.setattr(rootfs_image, "load_rootfs", lambda *a, **k: built.append(a))
     monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
@@ -317,7 +316,7 @@ def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tm
     from rvport.build import buildx, images, rootfs_image
 
     engine: dict[str, dict] = {}
-    monkeypatch.setattr(images, "bootstrap_method", lambda platform: (bootstrap.SPLIT, "test"))
+    monkeypatch.setattr(images, "bootstrap_method", lambda platform, forced=None: (bootstrap.SPLIT, "test"))
     monkeypatch.setattr(images, "host_debian_mirror", lambda: None)
     monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
     monkeypatch.setattr(buildx, "image_info", lambda ref: engine.get(ref))
@@ -678,7 +677,7 @@ def test_packages_are_fetched_ahead_but_for_a_foreign_base_made_the_classic_way(
 ):
     from rvport.build import buildx, images, rootfs_image
 
-    monkeypatch.setattr(images, "bootstrap_method", lambda p: (method, "test"))
+    monkeypatch.setattr(images, "bootstrap_method", lambda p, forced=None: (method, "test"))
     monkeypatch.setattr(images, "_foreign", lambda p: p != "linux/amd64")
     monkeypatch.setattr(images, "host_debian_mirror", lambda: "http://mirror.example/debian")
     monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")

@@ -167,7 +167,7 @@ def test_every_profile_option_defaults_to_rvv256():
     assert set(found) == {"plan", "build", "artifacts", "reproduce", "prepare"}
     # verify artifacts: None means the provenance's profile with --provenance, else DEFAULT_PROFILE (rvv256)
     assert {v for k, v in found.items() if k != "artifacts"} == {"rvv256"} and found["artifacts"] is None
-    from rvport.cli.options import DEFAULT_PROFILE
+    from rvport.cli.settings import DEFAULT_PROFILE
 
     assert DEFAULT_PROFILE == "rvv256"
 

@@ -1,0 +1,677 @@
+"""The one table of settings: every argument and option of every verb, and every RVPORT_* environment
+variable.
+
+Each `Setting` says its destination (the field of the verb's options value and the Typer parameter's name),
+its flags, type, default, metavar, help, choices, the check of its value, the environment variable that gives
+its default and which verbs use it. From the table come:
+
+- the Typer parameters of every verb (`command` turns a function of one options value into a Typer command);
+- the verb's one frozen, keyword-only options value (`options_type`, built by `make_options`), checked once;
+- the environment defaults: RVPORT_* variables are read here and nowhere deeper (lower layers are given the
+  values in their options);
+- docs/commands.md (scripts/commands-doc renders the Typer app; tests/unit/test_settings.py checks the app
+  against this table, and tests/unit/test_ci_files.py the document against the app).
+
+Several settings may share a flag when they mean different things in different verbs (`--all`: every
+recipe, every version of every recipe, every ELF row); one verb never has two settings with one flag. A
+setting used by several verbs with a different default or help in one of them says so in `per_verb`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache, partial
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from rvport.catalogue import modes
+from rvport.catalogue.profiles import get_profile, load_profiles
+from rvport.cli import outputs
+from rvport.errors import UsageError
+from rvport.verify.policy import IsaLevel
+
+DEFAULT_PROFILE = "rvv256"
+
+
+# the verbs, as their command paths below `rvport` ("" is `rvport` itself: the global options)
+GLOBAL = ""
+PLAN, BUILD, PREPARE, REPRODUCE = "plan", "build", "prepare", "reproduce"
+FETCH, PIN, DOCTOR = "fetch", "pin", "doctor"
+RECIPES_LIST, RECIPES_SHOW, VERIFY_ARTIFACTS = "recipes list", "recipes show", "verify artifacts"
+VERBS = (
+    GLOBAL,
+    FETCH,
+    PIN,
+    REPRODUCE,
+    PLAN,
+    BUILD,
+    PREPARE,
+    DOCTOR,
+    VERIFY_ARTIFACTS,
+    RECIPES_LIST,
+    RECIPES_SHOW,
+)
+PLANNING = frozenset({PLAN, BUILD, PREPARE, REPRODUCE})  # verbs that make a plan
+SOURCING = frozenset({PLAN, BUILD, PREPARE, REPRODUCE, FETCH, PIN})  # verbs that locate or fetch sources
+CATALOGUE = SOURCING | {RECIPES_LIST, RECIPES_SHOW}  # verbs that load the recipe catalogue
+
+
+@dataclass(frozen=True, kw_only=True)
+class Setting:
+    dest: str  # the options value's field; the Typer parameter's name
+    verbs: frozenset[str]
+    type: Any  # the annotation Typer reads (list[X] | None: repeatable; the options value holds a tuple)
+    flags: tuple[str, ...] = ()  # empty: an argument, or (with env) a setting of the environment alone
+    argument: bool = False
+    default: Any = None
+    metavar: str | None = None
+    help: str = ""
+    env: str | None = None  # the RVPORT_* variable that gives the default
+    env_shown: bool = False  # Typer reads `env` and shows it in --help; else `parse_env` reads it here
+    parse_env: Callable[[str], Any] = str
+    # the value from the command line's and the environment's together (instead of the environment's as the
+    # default when the command line gives none)
+    combine: Callable[[Any, Mapping[str, str]], Any] | None = None
+    choices: tuple[str, ...] = ()  # a value outside them: "unknown NOUN 'x'" (exit 2), NOUN the flag's name
+    check: Callable[[Any], None] | None = (
+        None  # raises UsageError on a bad value (a given one, or the default)
+    )
+    required: bool = False
+    hidden: bool = False
+    show_default: bool = True
+    callback: Callable[[Any], Any] | None = None
+    is_eager: bool = False
+    per_verb: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # {verb: {field: value}}
+
+    def for_verb(self, verb: str) -> Setting:
+        """This setting as `verb` sees it (its per_verb fields applied)."""
+        return dataclasses.replace(self, per_verb={}, **self.per_verb.get(verb, {}))
+
+    @property
+    def on_command_line(self) -> bool:
+        return self.argument or bool(self.flags)
+
+    def parameter(self) -> typer.models.ParameterInfo:
+        """The Typer argument or option."""
+        common: dict[str, Any] = {"metavar": self.metavar, "hidden": self.hidden}
+        if self.argument:
+            if not self.show_default:
+                common["show_default"] = False
+            return typer.Argument(... if self.required else self.default, **common)
+        extra: dict[str, Any] = {}
+        if self.env and self.env_shown:
+            extra.update(envvar=self.env, show_envvar=True)
+        if self.callback is not None:
+            extra.update(callback=self.callback, is_eager=self.is_eager)
+        return typer.Option(self.default, *self.flags, help=self.help or None, **common, **extra)
+
+    def from_env(self, environ: Mapping[str, str]) -> Any:
+        """The value the environment gives (read here, at the edge, for settings Typer does not read)."""
+        if self.env is None or self.env_shown or self.combine is not None:
+            return None
+        raw = environ.get(self.env, "")
+        return self.parse_env(raw) if raw else None
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def _check_jobs(jobs: int | None) -> None:
+    if jobs is not None and jobs < 1:
+        raise UsageError(
+            f"--jobs {jobs}: give 1 or more",
+            hint="or leave --jobs out: rvport then runs as many as the cores and memory allow",
+        )
+
+
+def _check_pinned(base_image: str | None) -> None:
+    """--base-image names its image by digest (no tag that could move)."""
+    if base_image and "@sha256:" not in base_image:
+        raise UsageError(
+            f"--base-image {base_image!r} is not pinned by digest", hint="name it as REF@sha256:<64 hex>"
+        )
+
+
+def _check_mode(mode: str) -> None:
+    """--mode: auto or a mode of the registry (read when checked, so a mode added to it is accepted)."""
+    if mode not in modes.choices():
+        raise UsageError(f"unknown mode {mode!r}", hint=f"choose {modes.choices_text()}")
+
+
+def _check_profile(name: str | None) -> None:
+    if name is not None:
+        get_profile(name)
+
+
+_report_file = partial(
+    outputs.check_file, make_parents=False
+)  # verify's --json, --junit: an existing directory
+
+
+def _truthy(value: str) -> bool:
+    return value.lower() in ("1", "true", "yes")
+
+
+def _path_list(value: str) -> tuple[Path, ...]:
+    return tuple(Path(p) for p in value.split(os.pathsep) if p)
+
+
+def _expired_suites(values: tuple[str, ...] | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """--allow-expired-release and RVPORT_ALLOW_EXPIRED_RELEASE together."""
+    from rvport.sources.debarchive import accepted_suites
+
+    return accepted_suites(values or (), environ)
+
+
+def _or_list(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from rvport import __version__
+
+        print(f"rvport {__version__}")
+        raise typer.Exit(0)
+
+
+def _profile_help(extra: str = "") -> str:
+    return f"Target profile: {', '.join(load_profiles())} (docs/profiles.md)." + (
+        f" {extra}" if extra else ""
+    )
+
+
+_RECIPE_ARG = "RECIPE[==VERSION]"
+_BASE_IMAGE = "REF@sha256:DIGEST"
+
+# ----------------------------------------------------------------------------------------------- the table
+SETTINGS: tuple[Setting, ...] = (
+    # global options (`rvport --ci build ...`)
+    Setting(
+        dest="debug",
+        verbs=frozenset({GLOBAL}),
+        type=bool,
+        flags=("--debug",),
+        default=False,
+        help="Show full commands and tracebacks.",
+    ),
+    Setting(
+        dest="ci",
+        verbs=frozenset({GLOBAL}),
+        type=bool,
+        flags=("--ci",),
+        default=False,
+        help="Behave as in CI: plain timestamped progress, folded groups.",
+    ),
+    Setting(
+        dest="version",
+        verbs=frozenset({GLOBAL}),
+        type=bool,
+        flags=("--version",),
+        default=False,
+        help="Print the version.",
+        callback=_print_version,
+        is_eager=True,
+    ),
+    # arguments
+    Setting(
+        dest="recipes",
+        verbs=PLANNING | {FETCH},
+        type=list[str] | None,
+        argument=True,
+        metavar=_RECIPE_ARG,
+        show_default=False,
+        hidden=True,
+        per_verb={PREPARE: {"metavar": f"[{_RECIPE_ARG}...]", "hidden": False, "show_default": True}},
+    ),
+    Setting(
+        dest="recipe",
+        verbs=frozenset({PIN, RECIPES_SHOW}),
+        type=str,
+        argument=True,
+        required=True,
+        metavar=_RECIPE_ARG,
+        hidden=True,
+    ),
+    Setting(
+        dest="paths",
+        verbs=frozenset({VERIFY_ARTIFACTS}),
+        type=list[Path],
+        argument=True,
+        required=True,
+        metavar="PATH",
+        hidden=True,
+    ),
+    # what to plan and how
+    Setting(
+        dest="all",
+        verbs=frozenset({PLAN, BUILD, PREPARE}),
+        type=bool,
+        flags=("--all",),
+        default=False,
+        help="Every recipe (default versions).",
+    ),
+    Setting(
+        dest="all_versions",
+        verbs=frozenset({FETCH}),
+        type=bool,
+        flags=("--all",),
+        default=False,
+        help="Every version of every recipe.",
+    ),
+    Setting(
+        dest="profile",
+        verbs=PLANNING | {VERIFY_ARTIFACTS},
+        type=str,
+        flags=("--profile", "-p"),
+        default=DEFAULT_PROFILE,
+        metavar="PROFILE",
+        help=_profile_help(),
+        check=_check_profile,
+        per_verb={
+            VERIFY_ARTIFACTS: {
+                "type": str | None,
+                "default": None,
+                "help": _profile_help(
+                    f"[default: the provenance's profile with --provenance, else {DEFAULT_PROFILE}]"
+                ),
+            }
+        },
+    ),
+    Setting(
+        dest="mode",
+        verbs=PLANNING,
+        type=str,
+        flags=("--mode", "-m"),
+        default="auto",
+        metavar="MODE",
+        help=modes.help_text(),  # the mode registry's (rvport/catalogue/modes.py)
+        check=_check_mode,
+        per_verb={REPRODUCE: {"help": modes.help_text(" The same in both builds.")}},
+    ),
+    Setting(
+        dest="tag",
+        verbs=frozenset({PLAN, BUILD, PREPARE}),
+        type=str,
+        flags=("--tag", "-t"),
+        default="local",
+        metavar="TAG",
+        help="Tag for the images and the result.",
+    ),
+    Setting(
+        dest="output",
+        verbs=PLANNING,
+        type=Path,
+        flags=("--output", "-o"),
+        default=Path("out"),
+        metavar="DIR",
+        help="Output directory (plan.json, result.json, artifacts/, logs/).",
+        check=outputs.check_dir,
+        per_verb={
+            REPRODUCE: {
+                "default": Path("reproduce"),
+                "help": "Directory for both builds (DIR/first, DIR/second) and DIR/reproduce.json.",
+            }
+        },
+    ),
+    Setting(
+        dest="jobs",
+        verbs=frozenset({PLAN, BUILD, REPRODUCE}),
+        type=int | None,
+        flags=("--jobs", "-j"),
+        metavar="N",
+        help="Parallel compile jobs, 1 or more (default: bounded by cores and memory).",
+        check=_check_jobs,
+    ),
+    Setting(
+        dest="builder",
+        verbs=PLANNING | {DOCTOR},
+        type=str | None,
+        flags=("--builder",),
+        metavar="NAME",
+        help="A buildx builder (remote BuildKit, kubernetes, native riscv64 node).",
+    ),
+    Setting(
+        dest="manylinux",
+        verbs=frozenset({PLAN, BUILD, REPRODUCE}),
+        type=str,
+        flags=("--manylinux",),
+        default="auto",
+        metavar="auto|off|2_X",
+        help="Repair wheels to a manylinux tag in the stage (auditwheel): auto (the most compatible tag the "
+        "wheel allows), a policy such as 2_31, or off (keep linux_riscv64).",
+    ),
+    Setting(
+        dest="format",
+        verbs=frozenset({PLAN}),
+        type=str,
+        flags=("--format",),
+        default="json",
+        metavar="json|bake",
+        help="json (plan.json) or bake (docker-bake.json too).",
+        choices=("json", "bake"),
+    ),
+    Setting(
+        dest="base_image",
+        verbs=frozenset({PLAN, BUILD, PREPARE}),
+        type=str | None,
+        flags=("--base-image",),
+        metavar=_BASE_IMAGE,
+        help="Use this image as the riscv64 base instead of bootstrapping one.",
+        check=_check_pinned,
+        per_verb={
+            PLAN: {"help": "With --format bake: the riscv64 base image instead of a bootstrapped one."}
+        },
+    ),
+    Setting(
+        dest="allow_expired_release",
+        verbs=frozenset({PLAN, BUILD, PREPARE}),
+        type=list[str] | None,
+        flags=("--allow-expired-release",),
+        metavar="SUITE",
+        env="RVPORT_ALLOW_EXPIRED_RELEASE",
+        combine=_expired_suites,
+        help="Accept this Debian suite's Release although its Valid-Until has passed (a frozen copy you "
+        "trust); repeatable; also RVPORT_ALLOW_EXPIRED_RELEASE=SUITE[,SUITE]. Shown in plan.json and "
+        'result.json (docs/bootstrap.md, "Debian sid").',
+    ),
+    Setting(
+        dest="bootstrap",
+        verbs=PLANNING,
+        type=str | None,
+        env="RVPORT_BOOTSTRAP",
+        help="How the riscv64 base is made when it must be: debootstrap or split (default: chosen per host; "
+        "docs/bootstrap.md).",
+    ),
+    # build and prepare
+    Setting(
+        dest="no_smoke",
+        verbs=frozenset({BUILD, PREPARE, REPRODUCE}),
+        type=bool,
+        flags=("--no-smoke",),
+        default=False,
+        help="Skip the smoke tests and runtime checks.",
+        per_verb={PREPARE: {"help": "Skip the smoke test images."}},
+    ),
+    Setting(
+        dest="no_cache",
+        verbs=frozenset({BUILD}),
+        type=bool,
+        flags=("--no-cache",),
+        default=False,
+        help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used "
+        "(images and sources still are).",
+    ),
+    Setting(
+        dest="junit",
+        verbs=frozenset({BUILD}),
+        type=Path | None,
+        flags=("--junit",),
+        metavar="FILE",
+        help="Write JUnit XML here: one test case per stage.",
+        check=outputs.check_file,
+    ),
+    Setting(
+        dest="summary",
+        verbs=frozenset({BUILD}),
+        type=Path | None,
+        flags=("--summary",),
+        metavar="FILE",
+        help="Append a Markdown summary here (default on GitHub Actions: $GITHUB_STEP_SUMMARY).",
+    ),
+    Setting(
+        dest="cache_to",
+        verbs=frozenset({BUILD}),
+        type=Path | None,
+        flags=("--cache-to",),
+        metavar="DIR",
+        help="Export the buildx layer cache to DIR (needs a docker-container builder).",
+        check=outputs.check_dir,
+    ),
+    Setting(
+        dest="cache_from",
+        verbs=frozenset({BUILD}),
+        type=Path | None,
+        flags=("--cache-from",),
+        metavar="DIR",
+        help="Import the buildx layer cache from DIR.",
+    ),
+    Setting(
+        dest="tags",
+        verbs=frozenset({PREPARE}),
+        type=Path | None,
+        flags=("--tags",),
+        metavar="FILE",
+        help="Write the images' tags here, one a line (for docker save).",
+        check=outputs.check_file,
+    ),
+    # fetch
+    Setting(
+        dest="to",
+        verbs=frozenset({FETCH}),
+        type=Path | None,
+        flags=("--to",),
+        metavar="DIR",
+        help="Also copy every source into this mirror directory.",
+        check=outputs.check_dir,
+    ),
+    Setting(
+        dest="tree",
+        verbs=frozenset({FETCH}),
+        type=bool,
+        flags=("--tree",),
+        default=False,
+        help="Also prepare the source trees (patches, vendored crates).",
+    ),
+    Setting(
+        dest="from_git",
+        verbs=frozenset({FETCH}),
+        type=list[Path] | None,
+        flags=("--from-git",),
+        metavar="CLONE",
+        help="Take git sources from this local clone (or git bundle) at their pinned commit instead of the "
+        "mirror or the network; checked against their tree digest (repeatable). With --to, fills a mirror.",
+    ),
+    # verify artifacts
+    Setting(
+        dest="isa",
+        verbs=frozenset({VERIFY_ARTIFACTS}),
+        type=str,
+        flags=("--isa",),
+        default=IsaLevel.RUNS_ON.value,
+        metavar="runs-on|carries",
+        help="runs-on: everything an artifact needs is within the profile (it runs on the profile's CPUs); "
+        "carries: it also carries every extension the profile promises (catches a silent scalar fallback). "
+        "Older names: baseline, profile.",
+    ),
+    Setting(
+        dest="export",
+        verbs=frozenset({VERIFY_ARTIFACTS}),
+        type=list[str],
+        flags=("--export",),
+        default=[],
+        metavar="NAME",
+        help="A function every artifact must export (defined, global or weak, STT_FUNC): in a shared "
+        "object's "
+        "dynamic symbols or some member of an archive. Repeat it, or separate names with commas.",
+    ),
+    Setting(
+        dest="provenance",
+        verbs=frozenset({VERIFY_ARTIFACTS}),
+        type=Path | None,
+        flags=("--provenance",),
+        metavar="FILE",
+        help="A build's provenance.json (in-toto SLSA v1): each artifact must be one of its subjects, with "
+        "the same sha256.",
+    ),
+    Setting(
+        dest="json_out",
+        verbs=frozenset({VERIFY_ARTIFACTS}),
+        type=Path | None,
+        flags=("--json",),
+        metavar="FILE",
+        help="Write the report as JSON to FILE.",
+        check=_report_file,
+    ),
+    Setting(
+        dest="junit_out",
+        verbs=frozenset({VERIFY_ARTIFACTS}),
+        type=Path | None,
+        flags=("--junit",),
+        metavar="FILE",
+        help="Write JUnit XML to FILE (one case per artifact).",
+        check=_report_file,
+    ),
+    Setting(
+        dest="every_member",
+        verbs=frozenset({VERIFY_ARTIFACTS}),
+        type=bool,
+        flags=("--all",),
+        default=False,
+        help="Show a row for every ELF file, not only failures.",
+    ),
+    # recipes and sources
+    Setting(
+        dest="recipes_dir",
+        verbs=CATALOGUE,
+        type=list[Path] | None,
+        flags=("--recipes",),
+        metavar="DIR",
+        env="RVPORT_RECIPE_PATH",
+        parse_env=_path_list,
+        help="A directory of your own recipes, layered over the built-in catalogue (repeatable; the first "
+        "wins). Default: RVPORT_RECIPE_PATH, directories joined with ':'.",
+    ),
+    Setting(
+        dest="cache_dir",
+        verbs=SOURCING - {REPRODUCE},
+        type=Path | None,
+        flags=("--cache-dir",),
+        metavar="DIR",
+        env="RVPORT_CACHE_DIR",
+        env_shown=True,
+        help="Download cache (default: $XDG_CACHE_HOME/rvport or ~/.cache/rvport).",
+    ),
+    Setting(
+        dest="mirror",
+        verbs=SOURCING,
+        type=Path | None,
+        flags=("--mirror",),
+        metavar="DIR",
+        env="RVPORT_MIRROR",
+        env_shown=True,
+        help="Directory of source archives consulted before the network (see docs/sources.md).",
+    ),
+    Setting(
+        dest="offline",
+        verbs=SOURCING,
+        type=bool,
+        flags=("--offline",),
+        default=False,
+        env="RVPORT_OFFLINE",
+        parse_env=_truthy,
+        help="Never use the network; fail when a source is missing.",
+    ),
+    Setting(
+        dest="ca_bundle",
+        verbs=SOURCING - {PLAN},
+        type=Path | None,
+        flags=("--ca-bundle",),
+        metavar="FILE",
+        env="RVPORT_CA_BUNDLE",
+        env_shown=True,
+        help="CA certificates to verify TLS with (default: REQUESTS_CA_BUNDLE, SSL_CERT_FILE, PIP_CERT, "
+        "CURL_CA_BUNDLE, the system bundle, certifi).",
+    ),
+)
+
+
+# --------------------------------------------------------------------------------------------- the verbs
+def settings_of(verb: str) -> tuple[Setting, ...]:
+    """The settings `verb` uses, as it sees them, in table order (the order of its --help)."""
+    if verb not in VERBS:
+        raise KeyError(f"no verb {verb!r} in the settings table")
+    return tuple(s.for_verb(verb) for s in SETTINGS if verb in s.verbs)
+
+
+def _value_type(annotation: Any) -> Any:
+    """The options value's type of a setting: a repeatable one (list[X] | None) holds tuple[X, ...]."""
+    args = typing.get_args(annotation)
+    inner = (
+        [a for a in args if a is not type(None)] if isinstance(annotation, types.UnionType) else [annotation]
+    )
+    if len(inner) == 1 and typing.get_origin(inner[0]) is list:
+        return tuple[typing.get_args(inner[0])[0], ...]
+    return annotation
+
+
+def _options_name(verb: str) -> str:
+    return "".join(w.capitalize() for w in (verb or "global").split()) + "Options"
+
+
+@cache
+def options_type(verb: str) -> type:
+    """The frozen, keyword-only options value of `verb`: one field per setting, defaulting to its default."""
+    fields = []
+    for s in settings_of(verb):
+        vt = _value_type(s.type)
+        default = () if vt is not s.type else s.default
+        fields.append((s.dest, vt, field(default=default)))
+    cls = dataclasses.make_dataclass(_options_name(verb), fields, frozen=True, kw_only=True)
+    cls.__module__ = __name__
+    return cls
+
+
+def make_options(verb: str, values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Any:
+    """The options value of `verb` from the command line's `values`: the environment's defaults filled in
+    (RVPORT_* read here, at the edge), every value checked by its setting, in table order."""
+    environ = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for s in settings_of(verb):
+        value = values.get(s.dest, s.default) if s.on_command_line else s.default
+        if s.combine is not None:
+            value = s.combine(value, environ)
+        elif not value:
+            env_value = s.from_env(environ)
+            if env_value is not None:
+                value = env_value
+        if s.choices and value not in s.choices:
+            noun = (s.flags[0] if s.flags else s.dest).lstrip("-")
+            raise UsageError(f"unknown {noun} {value!r}", hint=f"choose {_or_list(s.choices)}")
+        if s.check is not None:
+            s.check(value)
+        if _value_type(s.type) is not s.type:
+            value = tuple(value or ())
+        out[s.dest] = value
+    return options_type(verb)(**out)
+
+
+def command(verb: str) -> Callable[[Callable[[Any], None]], Callable[..., None]]:
+    """Decorator: a function of `verb`'s options value becomes a Typer command with the table's parameters."""
+
+    def wrap(body: Callable[[Any], None]) -> Callable[..., None]:
+        params = [
+            inspect.Parameter(
+                s.dest, inspect.Parameter.KEYWORD_ONLY, default=s.parameter(), annotation=s.type
+            )
+            for s in settings_of(verb)
+            if s.on_command_line
+        ]
+
+        def run(**values: Any) -> None:
+            body(make_options(verb, values))
+
+        run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        run.__name__, run.__qualname__, run.__doc__ = body.__name__, body.__qualname__, body.__doc__
+        run.__module__ = body.__module__
+        run.verb = verb  # type: ignore[attr-defined]
+        return run
+
+    return wrap
