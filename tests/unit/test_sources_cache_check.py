@@ -69,7 +69,7 @@ def write_recipe(root: Path, url: str) -> Path:
         textwrap.dedent(f"""\
         schema: 1
         name: demo
-        kind: python-wheel
+        kind: go-binary  # not a wheel kind: `rvport fetch` adds no tool (auditwheel) from the package index
         build: [make]
         versions:
           - version: "1.0"

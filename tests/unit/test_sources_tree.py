@@ -67,7 +67,7 @@ def write_recipes(
     text = textwrap.dedent(f"""\
         schema: 1
         name: demo
-        kind: python-wheel
+        kind: go-binary  # not a wheel kind: `rvport fetch` adds no tool (auditwheel) from the package index
         build:
           - make
         versions:
