@@ -145,3 +145,21 @@ def test_a_command_line_mistake_is_shown_escaped():
     assert cp.returncode == 2 and "Traceback" not in cp.stderr, cp.stderr
     assert "\x1b[2J" not in cp.stderr and "\u202e" not in cp.stderr and "bogus\\x1b[2J\\u202e" in cp.stderr
     assert "Usage:" in cp.stderr
+
+
+def test_the_live_view_keeps_its_cursor_movements_and_escapes_the_build_output():
+    import time
+
+    from rvport.cli.progress import LiveReporter
+
+    buf = io.StringIO()
+    rep = LiveReporter(SafeConsole(file=buf, force_terminal=True, width=100), None)
+    rep.add("demo", "qemu")
+    with rep:
+        rep.begin("demo", "build")
+        rep.line("demo", "hello \x1b[31mred\x1b[2J")
+        time.sleep(0.3)
+        rep.end("demo", "ok")
+    out = buf.getvalue()
+    assert "\x1b[?25l" in out or "\x1b[2K" in out  # Rich's own control sequences (hide cursor, erase line)
+    assert "\x1b[31mred" not in out and "\x1b[2J" not in out and "\\x1b[31mred" in out
