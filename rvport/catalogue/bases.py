@@ -2,16 +2,19 @@
 
 A base is data: a Debian suite, variant, components and package set made with debootstrap (`kind:
 debootstrap`), for the riscv64 target (`arch: target`, every stage's base) or for the build platform (`arch:
-build`: cross toolchains, the accelerated prefix), or an image named by digest (`image:`) instead. The
+build`: cross toolchains, the accelerated prefix), or an image named by digest (`image:`) instead. A riscv64
+base says which CPython its python3 is (`python: "3.13"`): `--python` selects the base by it. The
 built-in specs ship in rvport/resources/bases/; RVPORT_BASES names another directory. The image a spec
 becomes is rvport.build.images: its tag carries a digest of the spec file's bytes (`text_sha256`), so moving a
-file changes nothing and editing one makes a new image.
+file changes nothing and editing one makes a new image (except its `python:` line, which describes the image).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -34,8 +37,21 @@ class BaseSpec:
     packages: tuple[str, ...]
     arch: str  # "target" (riscv64) or "build" (the host's platform)
     image: str | None  # a digest-pinned image replaces debootstrap
+    python: str | None = None  # the CPython its python3 is (MAJOR.MINOR): what --python selects it by
     file: Path
-    text_sha256: str  # the spec file's bytes: what the base image's tag is a digest of
+    text_sha256: (
+        str  # the spec file's bytes (less its `python:` line): what the base image's tag is a digest of
+    )
+
+
+# A spec's `python:` line says what the image is, it does not change what is made: the image's key is over the
+# file's bytes without it, so saying a base's Python never makes its image again.
+_PYTHON_LINE = re.compile(rb"^python:[^\n]*\n?", re.MULTILINE)
+
+
+def spec_digest(data: bytes) -> str:
+    """sha256 of a spec file's bytes, its top-level `python:` line left out."""
+    return hashlib.sha256(_PYTHON_LINE.sub(b"", data)).hexdigest()
 
 
 @cache
@@ -84,8 +100,9 @@ def load_base_file(path: Path) -> tuple[BaseSpec | None, list[Problem]]:
         packages=tuple(doc["packages"]),
         arch=doc.get("arch", "target"),
         image=doc.get("image"),
+        python=doc.get("python"),
         file=path,
-        text_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        text_sha256=spec_digest(path.read_bytes()),
     )
     return spec, []
 
@@ -133,9 +150,34 @@ def load_bases(root: Path | None = None) -> dict[str, BaseSpec]:
     return specs
 
 
-def recipe_base_problems(name: str, file: str, line: int | None) -> list[Problem]:
+def python_bases(bases: Mapping[str, BaseSpec]) -> dict[str, BaseSpec]:
+    """The riscv64 base of each Python (`python:` of the `arch: target` specs), by version. Two riscv64 bases
+    of one Python are refused: --python could not say which one it means."""
+    by: dict[str, BaseSpec] = {}
+    for spec in sorted(bases.values(), key=lambda b: b.name):
+        if spec.arch != "target" or spec.python is None:
+            continue
+        other = by.get(spec.python)
+        if other is not None:
+            raise RecipeError(
+                f"two riscv64 bases give Python {spec.python}: {other.name} and {spec.name}",
+                problems=[
+                    Problem(
+                        message=f"Python {spec.python} is also {other.name}'s",
+                        file=str(spec.file),
+                        line=None,
+                        hint="one riscv64 base per Python: drop `python:` from one of them",
+                    )
+                ],
+            )
+        by[spec.python] = spec
+    return by
+
+
+def recipe_base_problems(name: str, file: str, line: int | None, python: str | None = None) -> list[Problem]:
     """What is wrong with the base a recipe names in `toolchain: base:` (it must be a riscv64 base, `arch:
-    target`), located at the recipe's line; [] when nothing is."""
+    target`, and the base of the Python the recipe pins in `toolchain: python:`, if it pins one), located at
+    the recipe's line; [] when nothing is."""
     try:
         spec = load_base(name)
     except RecipeError as e:
@@ -150,6 +192,16 @@ def recipe_base_problems(name: str, file: str, line: int | None) -> list[Problem
                 line=line,
                 hint="name a base with arch: target, e.g. debian-trixie (cross stages get the build-platform "
                 "base themselves)",
+            )
+        ]
+    if python is not None and spec.python != python:
+        return [
+            Problem(
+                message=f"toolchain python {python!r} is not the Python of base {name!r} "
+                f"({spec.python or 'none given'})",
+                file=file,
+                line=line,
+                hint="pin the Python the base gives (its `python:`), or name the base of that Python",
             )
         ]
     return []

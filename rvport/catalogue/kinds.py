@@ -39,6 +39,9 @@ class KindFacts:
     kind: Kind
     job_memory_gib: float  # memory one compile job may need: bounds --jobs on a small host
     installs_wheels: bool  # its smoke test pip-installs the wheels it made
+    # its artifacts are built for one CPython (cpXY wheels): planned once per --python; a kind without a
+    # Python (a static library, a Go binary) is planned once, on its recipe's own base, whatever --python says
+    per_python: bool = False
     cross: CrossToolchain | None = None
 
     @property
@@ -55,11 +58,13 @@ KINDS: Mapping[Kind, KindFacts] = {
     for k in (
         KindFacts(
             kind=Kind.PYTHON_WHEEL,
+            per_python=True,
             job_memory_gib=1.5,
             installs_wheels=True,
         ),
         KindFacts(
             kind=Kind.TORCH_WHEEL,
+            per_python=True,
             job_memory_gib=4.0,
             installs_wheels=True,
         ),

@@ -269,6 +269,7 @@ class RecipeToolchain:
     go: str | None = None
     rust: str | None = None
     pins: tuple[DebianPin, ...] = ()  # installed at exactly these versions, checked against the signed index
+    python: str | None = None  # the one CPython it builds for (its base's): --python plans no other for it
 
     @property
     def apt_packages(self) -> tuple[str, ...]:
@@ -279,6 +280,8 @@ class RecipeToolchain:
         d = {"base": self.base, "debian": list(self.debian), "go": self.go, "rust": self.rust}
         if self.pins:  # only where there are some: other plans stay as they were
             d["pins"] = [p.to_json() for p in self.pins]
+        if self.python is not None:
+            d["python"] = self.python
         return d
 
 
@@ -687,6 +690,7 @@ def _toolchain(d: dict | None, base: RecipeToolchain | None = None) -> RecipeToo
         pins=tuple(DebianPin(name=p["name"], version=p["version"], sha256=p["sha256"]) for p in d["pins"])
         if "pins" in d
         else base.pins,
+        python=d.get("python", base.python),
     )
 
 
@@ -896,7 +900,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             (line_of(d, "base") for d in (v.get("toolchain"), doc.get("toolchain")) if d and "base" in d),
             vline,
         )
-        problems += recipe_base_problems(toolchain.base, file, base_line)
+        problems += recipe_base_problems(toolchain.base, file, base_line, python=toolchain.python)
         recipes.append(
             Recipe(
                 name=doc["name"],

@@ -11,10 +11,11 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rvport import resources
 from rvport.catalogue import modes
+from rvport.catalogue.bases import BaseSpec, load_bases, python_bases
 from rvport.catalogue.kinds import KINDS, compiles_go, compiles_rust
 from rvport.catalogue.modes import Mode
 from rvport.catalogue.profiles import Profile
@@ -53,6 +54,30 @@ class Request:
     builder: str | None = None
     manylinux: str = "auto"  # wheel repair: auto, off, or a policy such as manylinux_2_31_riscv64
     allow_expired_release: tuple[str, ...] = ()  # Debian suites whose expired Release the user accepts
+    # --python: the CPythons (MAJOR.MINOR) to build wheels for, each on the riscv64 base that gives it;
+    # empty: each recipe on its own base, as it names it (stage ids without a Python suffix)
+    pythons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PythonTarget:
+    """One Python of the plan's matrix: its version and the riscv64 base that gives it (the base's
+    `python:`)."""
+
+    version: str  # MAJOR.MINOR, e.g. 3.14
+    base: str  # the riscv64 base spec whose python3 it is
+
+    @property
+    def abi(self) -> str:
+        """The wheel's ABI tag, also the stage id's suffix: cp314."""
+        return "cp" + self.version.replace(".", "")
+
+    @property
+    def interpreter(self) -> str:
+        return f"python{self.version}"
+
+    def to_json(self) -> dict:
+        return {"version": self.version, "base": self.base, "interpreter": self.interpreter, "abi": self.abi}
 
 
 RUNTIME_REPO = "rvport"  # runtime images are <RUNTIME_REPO>/<recipe>:<--tag>
@@ -108,7 +133,9 @@ class RuntimeImage:
         }
 
 
-def runtime_image(recipe: Recipe, tag: str, stage_key_: str) -> RuntimeImage | None:
+def runtime_image(
+    recipe: Recipe, tag: str, stage_key_: str, python: PythonTarget | None = None
+) -> RuntimeImage | None:
     """The runtime image of a stage, or None when the recipe declares none. Its key covers the stage's key
     (the artifacts), the base, the packages, every file's pin and how it is run, so a new configuration makes
     a new image without rebuilding the artifacts."""
@@ -122,6 +149,8 @@ def runtime_image(recipe: Recipe, tag: str, stage_key_: str) -> RuntimeImage | N
         )
     doc = {"stage": stage_key_, "base": recipe.toolchain.base, "runtime": rt.to_json()}
     key = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    # one image per Python in a --python plan: rvport/<recipe>:<tag>-cp314
+    tag = f"{tag}-{python.abi}" if python else tag
     return RuntimeImage(
         tag=f"{RUNTIME_REPO}/{recipe.name}:{tag}", base=recipe.toolchain.base, key=key, spec=rt
     )
@@ -142,14 +171,18 @@ class Stage:
     key: str  # content address of the stage's inputs (dependencies' keys included)
     tools: tuple[Tool, ...] = ()  # rvport's own pinned tools the stage runs (in /rvport/tools)
     runtime: RuntimeImage | None = None  # the image the artifacts run in, made after the stage (`runtime:`)
+    python: PythonTarget | None = None  # --python: the Python this stage builds for (its base is its)
 
     @property
     def name(self) -> str:
-        return self.recipe.name
+        """The stage's id: the recipe's name, with the Python's ABI tag in a --python plan (msgspec-cp314)."""
+        return stage_id(self.recipe.name, self.python)
 
     def to_json(self) -> dict:
         r = self.recipe
+        python = {"id": self.name, "python": self.python.to_json()} if self.python else {}
         return {
+            **python,
             "recipe": r.name,
             "version": r.version,
             "kind": r.kind.value,
@@ -188,6 +221,7 @@ class Plan:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
     def stage(self, name: str) -> Stage:
+        """A stage by its id (the recipe's name, or msgspec-cp314 in a --python plan)."""
         for s in self.stages:
             if s.name == name:
                 return s
@@ -211,7 +245,57 @@ class Plan:
                 if self.request.allow_expired_release
                 else {}
             ),
+            **({"pythons": list(self.request.pythons)} if self.request.pythons else {}),
         }
+
+
+def stage_id(recipe: str, python: PythonTarget | None) -> str:
+    return f"{recipe}-{python.abi}" if python else recipe
+
+
+_PYTHON = re.compile(r"3\.(0|[1-9][0-9]?)")
+
+
+def python_matrix(pythons: Sequence[str], bases: Mapping[str, BaseSpec]) -> tuple[PythonTarget, ...]:
+    """--python's versions, each with the riscv64 base that gives it (the bases' `python:`): a version that is
+    not MAJOR.MINOR, one given twice, or one no base gives is refused, naming the Pythons the bases give."""
+    by = python_bases(bases)
+    have = ", ".join(f"{v} ({b.name})" for v, b in sorted(by.items())) or "none"
+    out: list[PythonTarget] = []
+    for v in pythons:
+        if not _PYTHON.fullmatch(v):
+            raise UsageError(
+                f"--python {v!r} is not a CPython version such as 3.13", hint=f"the bases give: {have}"
+            )
+        if any(t.version == v for t in out):
+            raise UsageError(f"--python {v} given twice", hint="name each Python once")
+        if v not in by:
+            raise UsageError(
+                f"no riscv64 base gives Python {v}",
+                hint=f"the bases give: {have}; a base says its Python in `python:` (bases/*.yaml)",
+            )
+        out.append(PythonTarget(version=v, base=by[v].name))
+    return tuple(out)
+
+
+def recipe_pythons(recipe: Recipe, matrix: Sequence[PythonTarget]) -> tuple[PythonTarget | None, ...]:
+    """The Pythons a recipe is planned for: none asked (or a kind without a Python: a static library, a Go
+    binary): once, on its own base (None); else each Python asked, on that Python's base. A recipe that pins
+    its Python (`toolchain: python:`) is planned for it alone, and refused when it is not asked."""
+    if not matrix or not KINDS[recipe.kind].per_python:
+        return (None,)
+    pin = recipe.toolchain.python
+    if pin is None:
+        return tuple(matrix)
+    own = tuple(t for t in matrix if t.version == pin)
+    if not own:
+        asked = ", ".join(t.version for t in matrix)
+        raise UsageError(
+            f"{recipe.ref} builds for Python {pin} alone (toolchain: python: in {recipe.file}), "
+            f"not for --python {asked}",
+            hint=f"add {pin} to --python, or plan {recipe.name} without it",
+        )
+    return own
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -319,6 +403,7 @@ def stage_key(
     commands: Sequence[str],
     dep_keys: Sequence[str],
     tools: Sequence[Tool] = (),
+    python: PythonTarget | None = None,
 ) -> str:
     doc = {
         "recipe": recipe.ref,
@@ -343,12 +428,20 @@ def stage_key(
         doc["lock"] = recipe.lock.to_json()
     if tools:
         doc["tools"] = [[t.name, t.source.sha256, t.script_sha256] for t in tools]
+    if python:
+        doc["python"] = python.to_json()
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
 def make_plan(
-    cat: Catalogue, req: Request, host: HostFacts, locate: Callable[[Source], str] = lambda s: "unknown"
+    cat: Catalogue,
+    req: Request,
+    host: HostFacts,
+    locate: Callable[[Source], str] = lambda s: "unknown",
+    bases: Mapping[str, BaseSpec] | None = None,
 ) -> Plan:
+    """The plan of a request. With --python (req.pythons), every recipe of a kind with a Python is a stage per
+    Python, on that Python's base (`bases`: the base specs, by default the catalogue's bases/)."""
     if req.all:
         roots = [cat.default(n) for n in cat.selected_by_all]
     else:
@@ -359,15 +452,24 @@ def make_plan(
     keys: dict[str, str] = {}
     warnings: list[str] = []
     repair = manylinux_platform(req.manylinux)
-    for r in _resolve_order(cat, roots):
+    matrix = python_matrix(req.pythons, load_bases() if bases is None else bases) if req.pythons else ()
+    order = _resolve_order(cat, roots)
+    planned = [(r, py) for r in order for py in recipe_pythons(r, matrix)]
+    for r, py in planned:
+        if py is not None:
+            r = replace(r, toolchain=replace(r.toolchain, base=py.base))
         mode, reason = decide_mode(r, req.mode, host)
         jobs = bound_jobs(r.kind, host, req.jobs)
         env = stage_env(r, req.profile, mode, jobs)
         build = r.build + ((RUST_RECORD,) if compiles_rust(r) else ())
         r, commands, tools = with_repair(r, env, build, repair)
-        deps = tuple(d.partition("==")[0] for d in r.depends)
-        key = stage_key(r, req.profile, mode, env, commands, [keys[d] for d in deps], tools)
-        keys[r.name] = key
+        # a dependency built per Python is this stage's Python's; one built once is that one
+        deps = tuple(
+            stage_id(n, py) if stage_id(n, py) in keys else n
+            for n in (d.partition("==")[0] for d in r.depends)
+        )
+        key = stage_key(r, req.profile, mode, env, commands, [keys[d] for d in deps], tools, py)
+        keys[stage_id(r.name, py)] = key
         locations = {s.name: locate(s) for s in r.sources}
         unpinned = [s.name for s in r.sources if not s.pinned]
         if unpinned:
@@ -413,11 +515,13 @@ def make_plan(
                 source_locations=locations,
                 key=key,
                 tools=tools,
-                runtime=runtime_image(r, req.tag, key),
+                runtime=runtime_image(r, req.tag, key, py),
+                python=py,
             )
         )
     warnings += expired_release_notes(req.allow_expired_release, stages)
-    return Plan(request=req, host=host, stages=tuple(stages), warnings=tuple(warnings))
+    # a recipe planned per Python warns once
+    return Plan(request=req, host=host, stages=tuple(stages), warnings=tuple(dict.fromkeys(warnings)))
 
 
 def expired_release_notes(accepted: tuple[str, ...], stages: list[Stage]) -> list[str]:

@@ -1,0 +1,168 @@
+"""--python: a stage per recipe and Python, each on the riscv64 base that gives it (the bases' `python:`), and
+the refusals (a Python no base gives, one given twice, a recipe pinned to another Python). No Docker."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+
+import jsonschema
+import pytest
+
+from rvport import resources
+from rvport.catalogue.bases import load_bases, python_bases, recipe_base_problems
+from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.recipes import load_catalogue
+from rvport.errors import RecipeError, UsageError
+from rvport.host import HostFacts
+from rvport.plan.planner import Mode, Request, make_plan, python_matrix, recipe_pythons
+
+X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalogue()
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory):
+    """The shipped bases and a riscv64 base of Python 3.14 (written here, so the test does not depend on which
+    sid specs have landed)."""
+    d = tmp_path_factory.mktemp("bases")
+    for p in resources.directory("bases").glob("*.yaml"):
+        shutil.copy(p, d / p.name)
+    text = (d / "debian-trixie.yaml").read_text()
+    (d / "test-py314.yaml").write_text(
+        text.replace("name: debian-trixie", "name: test-py314").replace('python: "3.13"', 'python: "3.14"')
+    )
+    return load_bases(d)
+
+
+def plan(cat, bases, *refs, pythons=(), all_=False, mode=Mode.AUTO):
+    req = Request(refs=refs, all=all_, profile=get_profile("rvv256"), mode=mode, pythons=tuple(pythons))
+    return make_plan(cat, req, X86, bases=bases)
+
+
+def test_the_shipped_riscv64_base_says_its_python():
+    by = python_bases(load_bases())
+    assert by["3.13"].name == "debian-trixie"
+    assert all(b.arch == "target" for b in by.values())
+
+
+def test_a_stage_per_recipe_and_python(cat, bases):
+    p = plan(cat, bases, "msgspec", pythons=("3.13", "3.14"))
+    assert [s.name for s in p.stages] == ["msgspec-cp313", "msgspec-cp314"]
+    a, b = p.stages
+    assert (a.recipe.toolchain.base, b.recipe.toolchain.base) == ("debian-trixie", "test-py314")
+    assert a.key != b.key
+    doc = p.to_json()
+    assert doc["pythons"] == ["3.13", "3.14"]
+    assert doc["order"] == ["msgspec-cp313", "msgspec-cp314"]
+    s = doc["stages"][1]
+    assert s["id"] == "msgspec-cp314" and s["recipe"] == "msgspec"
+    assert s["python"] == {
+        "version": "3.14",
+        "base": "test-py314",
+        "interpreter": "python3.14",
+        "abi": "cp314",
+    }
+    assert s["toolchain"]["base"] == "test-py314"
+    jsonschema.validate(json.loads(json.dumps(doc)), json.loads(resources.schema_text("plan")))
+
+
+def test_one_python_given_names_the_stage_by_it(cat, bases):
+    p = plan(cat, bases, "msgspec", pythons=("3.14",))
+    assert [s.name for s in p.stages] == ["msgspec-cp314"]
+
+
+def test_without_python_the_plan_is_as_before(cat, bases):
+    p = plan(cat, bases, "msgspec")
+    doc = p.to_json()
+    assert "pythons" not in doc and "python" not in doc["stages"][0] and "id" not in doc["stages"][0]
+    assert [s.name for s in p.stages] == ["msgspec"]
+    # the key of the default plan's stage is not the key of either Python's stage
+    keys = {s.key for s in plan(cat, bases, "msgspec", pythons=("3.13", "3.14")).stages}
+    assert p.stages[0].key not in keys
+
+
+def test_kinds_without_a_python_are_planned_once_on_their_own_base(cat, bases):
+    p = plan(cat, bases, all_=True, pythons=("3.13", "3.14"))
+    by_recipe: dict[str, list] = {}
+    for s in p.stages:
+        by_recipe.setdefault(s.recipe.name, []).append(s)
+    for name, stages in by_recipe.items():
+        if stages[0].recipe.kind.value in ("python-wheel", "torch-wheel"):
+            assert [s.python.abi for s in stages] == ["cp313", "cp314"], name
+        else:
+            assert len(stages) == 1 and stages[0].python is None and stages[0].name == name
+    # every dependency is a stage planned earlier, of the same Python where it has one
+    seen: set[str] = set()
+    for s in p.stages:
+        assert set(s.depends) <= seen, s.name
+        for d in s.depends:
+            dep = p.stage(d)
+            assert dep.python is None or dep.python == s.python
+        seen.add(s.name)
+
+
+def test_an_unknown_python_is_refused_naming_what_exists(cat, bases):
+    with pytest.raises(UsageError) as e:
+        plan(cat, bases, "msgspec", pythons=("3.12",))
+    assert "3.12" in e.value.message
+    assert "3.13 (debian-trixie)" in e.value.hint and "3.14 (test-py314)" in e.value.hint
+    assert e.value.exit_code == 2
+
+
+@pytest.mark.parametrize("bad", ["3", "cp314", "3.14.1", "python3.14", "", "2.7", "3.014"])
+def test_a_python_that_is_not_a_version_is_refused(cat, bases, bad):
+    with pytest.raises(UsageError, match="not a CPython version"):
+        plan(cat, bases, "msgspec", pythons=(bad,))
+
+
+def test_a_python_given_twice_is_refused(cat, bases):
+    with pytest.raises(UsageError, match="3.13 given twice"):
+        plan(cat, bases, "msgspec", pythons=("3.13", "3.14", "3.13"))
+
+
+def test_a_recipe_pinned_to_another_python_is_refused(cat, bases):
+    r = cat.default("msgspec")
+    pinned = dataclasses.replace(r, toolchain=dataclasses.replace(r.toolchain, python="3.14"))
+    m = python_matrix(("3.13", "3.14"), bases)
+    # planned for its own Python alone
+    assert [t.abi for t in recipe_pythons(pinned, m)] == ["cp314"]
+    with pytest.raises(UsageError, match=r"msgspec.* builds for Python 3.14 alone") as e:
+        recipe_pythons(pinned, python_matrix(("3.13",), bases))
+    assert "add 3.14 to --python" in e.value.hint
+
+
+def test_a_recipe_pin_must_be_its_bases_python():
+    assert recipe_base_problems("debian-trixie", "r.yaml", 4, python="3.13") == []
+    (p,) = recipe_base_problems("debian-trixie", "r.yaml", 4, python="3.14")
+    assert p.line == 4 and "not the Python of base 'debian-trixie' (3.13)" in p.message
+
+
+def test_two_riscv64_bases_of_one_python_are_refused(bases, tmp_path):
+    twin = dataclasses.replace(bases["test-py314"], name="twin")
+    with pytest.raises(RecipeError, match="two riscv64 bases give Python 3.14"):
+        python_bases({**bases, "twin": twin})
+
+
+def test_a_runtime_image_per_python(cat, bases):
+    p = plan(cat, bases, "msgspec", pythons=("3.13", "3.14"))
+    assert all(s.runtime is None for s in p.stages)  # msgspec has none: the tag rule is in runtime_image
+    from rvport.plan.planner import PythonTarget, runtime_image
+
+    r = next(r for n in cat.selected_by_all if (r := cat.default(n)).runtime is not None)
+    img = runtime_image(r, "local", "0" * 64, PythonTarget(version="3.14", base="test-py314"))
+    assert img is not None and img.tag == f"rvport/{r.name}:local-cp314"
+
+
+def test_a_bases_python_line_is_not_part_of_its_image_key():
+    from rvport.catalogue.bases import spec_digest
+
+    text = b"schema: 1\nname: b\nsuite: sid\npackages: [python3]\n"
+    said = text.replace(b"suite: sid\n", b'suite: sid\npython: "3.14"  # its python3\n')
+    assert spec_digest(said) == spec_digest(text)
+    assert spec_digest(text.replace(b"python3]", b"python3, gcc]")) != spec_digest(text)
