@@ -37,6 +37,7 @@ def request(o: Any, *, tag: str | None = None) -> Request:
         builder=o.builder,
         manylinux=getattr(o, "manylinux", "auto"),
         allow_expired_release=getattr(o, "allow_expired_release", ()),
+        pythons=getattr(o, "python", ()),
     )
 
 

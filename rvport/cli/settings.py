@@ -169,6 +169,20 @@ def _expired_suites(values: tuple[str, ...] | None, environ: Mapping[str, str]) 
     return accepted_suites(values or (), environ)
 
 
+def _python_list(values: tuple[str, ...] | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """--python, repeated or a comma list (3.13,3.14), in the order given; the planner checks each version
+    against the bases' `python:` (unknown, twice). An empty item is refused here."""
+    out: list[str] = []
+    for value in values or ():
+        for item in value.split(","):
+            if not item.strip():
+                raise UsageError(
+                    f"--python {value!r} has an empty item", hint="give versions such as 3.13,3.14"
+                )
+            out.append(item.strip())
+    return tuple(out)
+
+
 def _or_list(names: tuple[str, ...]) -> str:
     return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
 
@@ -346,6 +360,17 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="auto|off|2_X",
         help="Repair wheels to a manylinux tag in the stage (auditwheel): auto (the most compatible tag the "
         "wheel allows), a policy such as 2_31, or off (keep linux_riscv64).",
+    ),
+    Setting(
+        dest="python",
+        verbs=PLANNING,
+        type=list[str] | None,
+        flags=("--python",),
+        metavar="3.N[,3.N]",
+        combine=_python_list,
+        help="Build wheels for these CPythons (a comma list, or repeated), each on the riscv64 base that "
+        "gives it (its spec's python:); stage ids get the ABI tag (msgspec-cp314). Default: each recipe on "
+        "its own base. Kinds without a Python are built once (docs/wheels.md).",
     ),
     Setting(
         dest="format",

@@ -67,6 +67,8 @@ def plan_table(plan: Plan) -> Table:
         if s.recipe.lock:
             srcs += f"\nlock {s.recipe.lock.path}: {s.recipe.lock.sha256[:16]}… (in the source)"
         recipe = Text.assemble(s.recipe.ref, "\n", (s.recipe.kind.value, "dim"))
+        if s.python is not None:
+            recipe.append(f"\n{s.name}: Python {s.python.version} on {s.python.base}", "dim")
         if s.runtime is not None:
             recipe.append(f"\nruntime image {s.runtime.tag}", "dim")
             if s.runtime.spec.check is not None:

@@ -278,6 +278,28 @@ def python_matrix(pythons: Sequence[str], bases: Mapping[str, BaseSpec]) -> tupl
     return tuple(out)
 
 
+def on_python_base(
+    recipe: Recipe, py: PythonTarget, requested: Mode, bases: Mapping[str, BaseSpec]
+) -> Recipe:
+    """The recipe as its stage for `py` builds it: on the Python's base, with only the modes whose own
+    build-platform bases (the mode registry's `bases`: the cross compilers, the accelerated prefix) are of that
+    base's Debian suite, since their compilers must be the base's. A mode asked for that is not is refused."""
+    suite = bases[py.base].suite
+
+    def fits(mode: str) -> bool:
+        own = modes.facts(Mode(mode)).bases
+        return all(bases[b].suite == suite for b in own if b in bases)
+
+    kept = tuple(m for m in recipe.modes if fits(m))
+    if requested != Mode.AUTO and requested.value in recipe.modes and requested.value not in kept:
+        raise UsageError(
+            f"--mode {requested.value} cannot build {recipe.ref} for Python {py.version}: its build-platform "
+            f"bases are not of Debian {suite}, the suite of {py.base}",
+            hint=f"use one of {', '.join(kept) or 'no mode'} for Python {py.version}, or --mode auto",
+        )
+    return replace(recipe, toolchain=replace(recipe.toolchain, base=py.base), modes=kept)
+
+
 def recipe_pythons(recipe: Recipe, matrix: Sequence[PythonTarget]) -> tuple[PythonTarget | None, ...]:
     """The Pythons a recipe is planned for: none asked (or a kind without a Python: a static library, a Go
     binary): once, on its own base (None); else each Python asked, on that Python's base. A recipe that pins
@@ -452,12 +474,13 @@ def make_plan(
     keys: dict[str, str] = {}
     warnings: list[str] = []
     repair = manylinux_platform(req.manylinux)
-    matrix = python_matrix(req.pythons, load_bases() if bases is None else bases) if req.pythons else ()
+    specs = (load_bases() if bases is None else bases) if req.pythons else {}
+    matrix = python_matrix(req.pythons, specs) if req.pythons else ()
     order = _resolve_order(cat, roots)
     planned = [(r, py) for r in order for py in recipe_pythons(r, matrix)]
     for r, py in planned:
         if py is not None:
-            r = replace(r, toolchain=replace(r.toolchain, base=py.base))
+            r = on_python_base(r, py, req.mode, specs)
         mode, reason = decide_mode(r, req.mode, host)
         jobs = bound_jobs(r.kind, host, req.jobs)
         env = stage_env(r, req.profile, mode, jobs)
