@@ -282,8 +282,9 @@ def on_python_base(
     recipe: Recipe, py: PythonTarget, requested: Mode, bases: Mapping[str, BaseSpec]
 ) -> Recipe:
     """The recipe as its stage for `py` builds it: on the Python's base, with only the modes whose own
-    build-platform bases (the mode registry's `bases`: the cross compilers, the accelerated prefix) are of that
-    base's Debian suite, since their compilers must be the base's. A mode asked for that is not is refused."""
+    build-platform bases (the mode registry's `bases`: the cross compilers, the accelerated prefix) are of
+    that base's Debian suite, since their compilers must be the base's. A mode asked for that is not is
+    refused."""
     suite = bases[py.base].suite
 
     def fits(mode: str) -> bool:
