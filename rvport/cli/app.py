@@ -78,6 +78,13 @@ def plan(o) -> None:
             u.console.print(Text.assemble(("note:", "yellow"), f" {note}"))
 
 
+def _say_accepted(p) -> None:  # type: ignore[no-untyped-def]
+    """An accepted expired Release is said at the terminal too (plan.json and result.json record it)."""
+    for w in p.warnings:
+        if "--allow-expired-release" in w:
+            ui().err.print(Text.assemble(("note:", "yellow"), f" {w}"))
+
+
 # ------------------------------------------------------------------------------------------------ build
 @app.command(short_help="Run the plan in buildx stages; export, verify and record the artifacts.")
 @settings.command(settings.BUILD)
@@ -93,6 +100,7 @@ def build(o) -> None:
     p, fopts = planning.from_options(o)
     output, builder, junit = o.output, o.builder, o.junit
     u = ui()
+    _say_accepted(p)
     if o.cache_to is not None or o.cache_from is not None:
         from rvport.build.buildx import check_cache_export
 
@@ -156,6 +164,7 @@ def prepare(o) -> None:
     p, fopts = planning.from_options(o)
     tags = o.tags
     u = ui()
+    _say_accepted(p)
     # the options of the build this prepares for: the same cache, CA bundle, builder, riscv64 base and smoke
     opts = RunOptions(
         output=o.output,
