@@ -289,11 +289,11 @@ class Runner:
             self.rep.step(rec.stage.name, "fetching and preparing sources")
             try:
                 with env.timer("fetch"):
-                    tree = prepare_tree(rec.stage.recipe, self.opts.fetch)
-                    # pinned Debian packages: in the archive's signed index, or nothing is built
+                    # pinned Debian packages first: in the signed index, or nothing is fetched or built
                     rec.debian_pins = debpins.check_recipe_pins(
                         rec.stage.recipe, self.opts.fetch, allow_expired=self.opts.allow_expired_release
                     )
+                    tree = prepare_tree(rec.stage.recipe, self.opts.fetch)
             except KeyboardInterrupt:
                 rec.status = "interrupted"
                 raise
