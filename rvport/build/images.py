@@ -413,6 +413,7 @@ def ensure_base(
         if meta is None:  # made with another cache directory (or its record unreadable): ask the image itself
             meta = {
                 "release_sha256": info["labels"].get("org.rvport.release"),
+                "release_valid_until": info["labels"].get("org.rvport.release-valid-until") or None,
                 "packages": installed_packages(tag, platform),
             }
             write_base_record(meta_path, dict(meta, tag=tag, spec=spec.name))
@@ -508,6 +509,7 @@ def ensure_base(
                 "org.rvport.base": spec.name,
                 "org.rvport.key": key,
                 "org.rvport.release": release or "",
+                **({"org.rvport.release-valid-until": valid_until} if valid_until else {}),
                 "org.rvport.bootstrap": method,
                 **({"org.rvport.allow-expired-release": spec.suite} if accepting else {}),
             },

@@ -315,3 +315,25 @@ def test_a_base_recorded_with_a_valid_until_is_refused_once_it_has_passed(fake_e
     record.write_text(json.dumps(dict(doc, release_valid_until="Fri, 06 Nov 2026 08:08:01 UTC")))
     with pytest.raises(ExpiredRelease):
         images.ensure_base(load_base("debian-trixie"), **args)
+
+
+def test_a_base_found_without_its_record_is_checked_from_its_label(fake_engine, tmp_path):
+    """Made while accepted, found from another cache directory: its Valid-Until comes from the image's label,
+    so the expiry is still checked (and recorded)."""
+    from rvport.build import images
+
+    sid = load_base("debian-sid")
+    made = images.ensure_base(
+        sid,
+        platform="linux/riscv64",
+        cache_dir=tmp_path / "c1",
+        log_path=tmp_path / "l",
+        allow_expired=("sid",),
+    )
+    assert (
+        fake_engine[made.tag]["labels"]["org.rvport.release-valid-until"] == "Fri, 06 Nov 2026 08:08:01 UTC"
+    )
+    other = dict(platform="linux/riscv64", cache_dir=tmp_path / "c2", log_path=tmp_path / "l")
+    found = images.ensure_base(sid, **other, allow_expired=("sid",))
+    assert found.reused and found.release_valid_until == "Fri, 06 Nov 2026 08:08:01 UTC"
+    assert found.expired_release_accepted
