@@ -105,6 +105,7 @@ def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] 
     toolchains = BakeTargets(root, stage_ca_bundle(opts.fetch))
     targets: dict[str, dict] = {}
     stages: list[str] = []
+    by_python: dict[str, list[str]] = {}  # --python: a group per Python (cp313: its stages' targets)
     for st in plan.stages:
         tree = prepare_tree(st.recipe, opts.fetch)
         env = StageEnv(
@@ -140,11 +141,14 @@ def bake_document(plan: Plan, opts: BakeOptions, *, bases: dict[str, BaseImage] 
             "output": [f"type=local,dest={out_root / st.name}"],
         }
         stages.append(name)
+        if st.python is not None:
+            by_python.setdefault(st.python.abi, []).append(name)
     return {
         "group": {
             "default": {"targets": list(stages)},
             "stages": {"targets": stages},
             "toolchains": {"targets": list(toolchains.targets)},
+            **{abi: {"targets": names} for abi, names in by_python.items()},
         },
         "target": {**toolchains.targets, **targets},
     }

@@ -355,6 +355,7 @@ class Runner:
             "images_ahead": self.ahead,
             "stages": [r.to_json() for r in self.records],
             "artifacts": [dict(a, recipe=r.stage.name) for r in self.records for a in r.artifacts],
+            **({"pythons": list(self.plan.request.pythons)} if self.plan.request.pythons else {}),
         }
         manifest.write(self.opts.output / "result.json", doc)
         provenance.write_beside(

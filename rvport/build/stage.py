@@ -96,8 +96,10 @@ class StageRecord:
 
     def to_json(self) -> dict:
         s = self.stage
+        python = {"id": s.name, "python": s.python.to_json()} if s.python else {}
         return {
-            "recipe": s.name,
+            **python,  # --python: the stage's id (msgspec-cp314) and its Python
+            "recipe": s.recipe.name,
             "version": s.recipe.version,
             "kind": s.recipe.kind.value,
             "mode": s.mode.value,

@@ -56,6 +56,11 @@ def smoke_word(stage: dict) -> str:
     return s.get("status", "-") if s else "-"
 
 
+def _stage_id(s: dict) -> str:
+    """A result.json stage's id: the recipe's name, or with --python the recipe and Python (msgspec-cp314)."""
+    return s.get("id") or s["recipe"]
+
+
 def summary_markdown(doc: dict) -> str:
     """A GitHub job summary: status, stages with verdicts and cache hits, timings, artifacts with sha256."""
     stages = doc.get("stages", [])
@@ -68,9 +73,11 @@ def summary_markdown(doc: dict) -> str:
         f"profile `{md_code(str(profile))}`, tag `{md_code(str(doc.get('tag')))}`, {len(stages)} stage(s), "
         f"{_cell(doc.get('duration_s', 0))} s",
     ]
+    if doc.get("pythons"):
+        lines[-1] += ", Python " + ", ".join(_cell(v) for v in doc["pythons"])
     if doc.get("failing_stage"):
         lines[-1] += f"; failing stage: **{_cell(doc['failing_stage'])}**"
-    cached = [_cell(s["recipe"]) for s in stages if s.get("status") == "cached"]
+    cached = [_cell(_stage_id(s)) for s in stages if s.get("status") == "cached"]
     lines += [
         "",
         f"Cache hits: {len(cached)} of {len(stages)} stage(s) reused verified artifacts"
@@ -80,7 +87,7 @@ def summary_markdown(doc: dict) -> str:
     lines += ["| stage | version | mode | status | verify | smoke | time |", "|---|---|---|---|---|---|---:|"]
     for s in stages:
         lines.append(
-            f"| {_cell(s['recipe'])} | {_cell(s.get('version', ''))} | {_cell(s.get('mode', ''))} | "
+            f"| {_cell(_stage_id(s))} | {_cell(s.get('version', ''))} | {_cell(s.get('mode', ''))} | "
             f"{_cell(s.get('status', ''))} | {verify_word(s)} | {smoke_word(s)} | {stage_time(s):.1f} s |"
         )
     lines += [
@@ -93,7 +100,7 @@ def summary_markdown(doc: dict) -> str:
     for s in stages:
         t = s.get("timings") or {}
         lines.append(
-            f"| {_cell(s['recipe'])} | "
+            f"| {_cell(_stage_id(s))} | "
             + " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in TIMING_ORDER)
             + " |"
         )
@@ -116,7 +123,7 @@ def summary_markdown(doc: dict) -> str:
                     *(printable(str(x), lines=False) for x in s["log_tail"][-30:]),
                 ]
             fence = _fence(body)
-            summary = f"{_cell(s['recipe'])}: {_cell(s['status'])}"
+            summary = f"{_cell(_stage_id(s))}: {_cell(s['status'])}"
             lines += [
                 "",
                 f"<details><summary>{summary}</summary>",
@@ -163,7 +170,7 @@ def junit_xml(doc: dict) -> str:
             suite,
             "testcase",
             classname=f"rvport.{profile}",
-            name=f"{s['recipe']}=={s.get('version', '')}",
+            name=f"{_stage_id(s)}=={s.get('version', '')}",
             time=f"{stage_time(s)}",
         )
         props = ET.SubElement(case, "properties")
@@ -173,6 +180,11 @@ def junit_xml(doc: dict) -> str:
             ("verify", verify_word(s)),
             ("smoke", smoke_word(s)),
             ("cache", "hit" if s.get("status") == "cached" else "miss"),
+            *(
+                (("python", s["python"].get("version", "")), ("abi", s["python"].get("abi", "")))
+                if s.get("python")
+                else ()
+            ),
         ):
             ET.SubElement(props, "property", name=k, value=str(v))
         out = [f"status: {s.get('status')}", f"verify: {verify_word(s)}", f"smoke: {smoke_word(s)}"]

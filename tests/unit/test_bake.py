@@ -390,3 +390,34 @@ def test_a_runtime_image_is_no_bake_target_and_the_export_says_rvport_build_make
         "`rvport build tinyrt==1.0` makes it from the verified artifacts (docs/ci.md)"
     ]
     assert bake.runtime_notes(_plan(setup[0], "tinylib")) == []
+
+
+def test_a_python_matrix_is_a_target_per_stage_and_a_group_per_python(setup):
+    cat, fopts, out = setup
+    sid = dataclasses.replace(
+        BASE,
+        spec="debian-sid",
+        tag="rvport/base:debian-sid-riscv64-0123456789ab",
+        image_id="sha256:" + "3" * 64,
+    )
+    req = Request(
+        refs=("tinylib",),
+        profile=get_profile("rvv256"),
+        mode=Mode.QEMU,
+        manylinux="off",
+        pythons=("3.13", "3.14"),
+    )
+    p = make_plan(cat, req, X86)
+    doc = bake.bake_document(
+        p, bake.BakeOptions(output=out, fetch=fopts), bases={**bases(), "debian-sid@linux/riscv64": sid}
+    )
+    assert doc["group"]["stages"]["targets"] == ["tinylib-cp313", "tinylib-cp314"]
+    assert {"tinylib-cp313-toolchain", "tinylib-cp314-toolchain"} <= set(doc["target"])
+    assert doc["group"]["cp313"] == {"targets": ["tinylib-cp313"]}
+    assert doc["group"]["cp314"] == {"targets": ["tinylib-cp314"]}
+    # each Python's toolchain image starts from its own base
+    froms = {
+        n: (out / "bake" / f"tinylib-{n}-toolchain" / "Dockerfile").read_text() for n in ("cp313", "cp314")
+    }
+    assert BASE.tag in froms["cp313"] and sid.tag not in froms["cp313"]
+    assert sid.tag in froms["cp314"] and BASE.tag not in froms["cp314"]

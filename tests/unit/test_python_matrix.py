@@ -194,3 +194,32 @@ def test_the_command_line_takes_a_comma_list_or_repeats(tmp_path):
         r = run(*[a for v in bad for a in ("--python", v)], "-o", str(tmp_path / "q"))
         assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, r.stderr
         assert not (tmp_path / "q" / "plan.json").exists()
+
+
+def test_result_record_summary_and_junit_show_the_matrix(cat, bases):
+    import xml.etree.ElementTree as ET
+
+    from rvport.build.stage import StageRecord
+    from rvport.cli import ci
+
+    p = plan(cat, bases, "msgspec", pythons=("3.13", "3.14"))
+    recs = [StageRecord(stage=s, status="ok").to_json() for s in p.stages]
+    assert [(r["id"], r["recipe"], r["python"]["abi"]) for r in recs] == [
+        ("msgspec-cp313", "msgspec", "cp313"),
+        ("msgspec-cp314", "msgspec", "cp314"),
+    ]
+    schema = json.loads(resources.schema_text("result"))
+    stage_schema = schema["properties"]["stages"]["items"]
+    for r in recs:
+        jsonschema.validate(json.loads(json.dumps(r)), stage_schema)
+    # without --python the record is as it was: no id, no python
+    (plain,) = [StageRecord(stage=s).to_json() for s in plan(cat, bases, "msgspec").stages]
+    assert "id" not in plain and "python" not in plain and plain["recipe"] == "msgspec"
+
+    doc = {"status": "ok", "profile": {"name": "rvv256"}, "pythons": ["3.13", "3.14"], "stages": recs}
+    md = ci.summary_markdown(doc)
+    assert "Python 3.13, 3.14" in md
+    assert "| msgspec-cp313 |" in md and "| msgspec-cp314 |" in md
+    cases = ET.fromstring(ci.junit_xml(doc)).iter("testcase")
+    got = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}["abi"] for c in cases}
+    assert got == {"msgspec-cp313==0.23.0": "cp313", "msgspec-cp314==0.23.0": "cp314"}
