@@ -301,21 +301,34 @@ def on_python_base(
     return replace(recipe, toolchain=replace(recipe.toolchain, base=py.base), modes=kept)
 
 
-def recipe_pythons(recipe: Recipe, matrix: Sequence[PythonTarget]) -> tuple[PythonTarget | None, ...]:
+def recipe_pythons(
+    recipe: Recipe, matrix: Sequence[PythonTarget], bases_python: Mapping[str, str] | None = None
+) -> tuple[PythonTarget | None, ...]:
     """The Pythons a recipe is planned for: none asked (or a kind without a Python: a static library, a Go
     binary): once, on its own base (None); else each Python asked, on that Python's base. A recipe that pins
-    its Python (`toolchain: python:`) is planned for it alone, and refused when it is not asked."""
+    its Python (`toolchain: python:`, or Debian `pins:` of its base, whose Python it then is) is planned for
+    it alone, and refused when it is not asked."""
     if not matrix or not KINDS[recipe.kind].per_python:
         return (None,)
+    bases_python = bases_python or {}
     pin = recipe.toolchain.python
+    if pin is None and recipe.toolchain.pins:
+        # Debian packages pinned by version and digest are its base's suite's: the recipe is its base's, and
+        # so is its Python (vllm: Debian sid's torch)
+        pin = bases_python.get(recipe.toolchain.base)
+        if pin is None:
+            raise UsageError(
+                f"{recipe.ref} pins Debian packages of base {recipe.toolchain.base}, which says no Python",
+                hint=f"plan {recipe.name} without --python, or give the base a `python:`",
+            )
     if pin is None:
         return tuple(matrix)
     own = tuple(t for t in matrix if t.version == pin)
+    why = "toolchain: python:" if recipe.toolchain.python else f"toolchain: pins: of {recipe.toolchain.base}"
     if not own:
         asked = ", ".join(t.version for t in matrix)
         raise UsageError(
-            f"{recipe.ref} builds for Python {pin} alone (toolchain: python: in {recipe.file}), "
-            f"not for --python {asked}",
+            f"{recipe.ref} builds for Python {pin} alone ({why} in {recipe.file}), not for --python {asked}",
             hint=f"add {pin} to --python, or plan {recipe.name} without it",
         )
     return own
@@ -478,7 +491,8 @@ def make_plan(
     specs = (load_bases() if bases is None else bases) if req.pythons else {}
     matrix = python_matrix(req.pythons, specs) if req.pythons else ()
     order = _resolve_order(cat, roots)
-    planned = [(r, py) for r in order for py in recipe_pythons(r, matrix)]
+    bases_python = {name: b.python for name, b in specs.items() if b.python}
+    planned = [(r, py) for r in order for py in recipe_pythons(r, matrix, bases_python)]
     for r, py in planned:
         if py is not None:
             r = on_python_base(r, py, req.mode, specs)

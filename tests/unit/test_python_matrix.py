@@ -83,7 +83,9 @@ def test_kinds_without_a_python_are_planned_once_on_their_own_base(cat, bases):
     for s in p.stages:
         by_recipe.setdefault(s.recipe.name, []).append(s)
     for name, stages in by_recipe.items():
-        if stages[0].recipe.kind.value in ("python-wheel", "torch-wheel"):
+        if stages[0].recipe.toolchain.pins:  # vllm: Debian sid's torch, so sid's Python alone
+            assert [s.python.abi for s in stages] == ["cp314"], name
+        elif stages[0].recipe.kind.value in ("python-wheel", "torch-wheel"):
             assert [s.python.abi for s in stages] == ["cp313", "cp314"], name
         else:
             assert len(stages) == 1 and stages[0].python is None and stages[0].name == name
@@ -223,3 +225,14 @@ def test_result_record_summary_and_junit_show_the_matrix(cat, bases):
     cases = ET.fromstring(ci.junit_xml(doc)).iter("testcase")
     got = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}["abi"] for c in cases}
     assert got == {"msgspec-cp313==0.23.0": "cp313", "msgspec-cp314==0.23.0": "cp314"}
+
+
+def test_a_recipe_with_debian_pins_is_its_bases_python(cat, bases):
+    """vllm pins Debian sid's torch (toolchain: pins:): it builds for sid's Python alone."""
+    p = plan(cat, bases, "vllm", pythons=("3.13", "3.14"))
+    (st,) = [s for s in p.stages if s.recipe.name == "vllm"]
+    assert st.name == "vllm-cp314" and st.recipe.toolchain.base == "debian-sid"
+    with pytest.raises(
+        UsageError, match=r"vllm.* builds for Python 3.14 alone \(toolchain: pins: of debian-sid"
+    ):
+        plan(cat, bases, "vllm", pythons=("3.13",))
