@@ -72,7 +72,7 @@ class BakeTargets:
 
     def make(self, env: StageEnv, base: BaseImage, rendered: render.Rendered, what: str) -> Toolchain:
         name = env.stage.name
-        tag, key = toolchain_tag(name, what, base.image_id, rendered)
+        tag, key = toolchain_tag(env.stage.recipe.name, what, base.image_id, rendered)  # as the runner
         tc_dir = self.root / f"{name}-toolchain"
         tc_dir.mkdir(parents=True)
         (tc_dir / "Dockerfile").write_text(rendered.text)

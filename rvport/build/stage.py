@@ -243,7 +243,8 @@ class LoadedToolchains:
         self.fetch = fetch
 
     def make(self, env: StageEnv, base: BaseImage, rendered: render.Rendered, what: str) -> Toolchain:
-        tag, key = toolchain_tag(env.stage.name, what, base.image_id, rendered)
+        # named by the recipe, not the stage id: a --python stage shares the image of a plan without --python
+        tag, key = toolchain_tag(env.stage.recipe.name, what, base.image_id, rendered)
         env.step(f"{what} image {tag}")
         ca = stage_ca_bundle(self.fetch)
         image = ensure_image(
