@@ -77,7 +77,23 @@ def from_options(o: Any) -> tuple[Plan, FetchOptions]:
     req = request(o)
     cat = load_catalogue(list(o.recipes_dir))
     fopts = fetch_options(o)
-    return resolve(req, cat, fopts), fopts
+    plan = resolve(req, cat, fopts)
+    _one_base_for_base_image(plan, getattr(o, "base_image", None))
+    return plan, fopts
+
+
+def _one_base_for_base_image(plan: Plan, base_image: str | None) -> None:
+    """--base-image stands for every riscv64 base of the run: a --python plan whose stages are on several
+    (trixie for 3.13, sid for 3.14) would build them all on the one image, so it is refused."""
+    if not base_image or not plan.request.pythons:
+        return
+    used = sorted({s.recipe.toolchain.base for s in plan.stages if s.python is not None})
+    if len(used) > 1:
+        raise UsageError(
+            f"--base-image stands for one riscv64 base, and --python {','.join(plan.request.pythons)} "
+            f"builds on {', '.join(used)}",
+            hint="leave --base-image out, or give --python one Python",
+        )
 
 
 def _warn_jobs(plan: Plan, jobs: int | None) -> None:

@@ -236,3 +236,16 @@ def test_a_recipe_with_debian_pins_is_its_bases_python(cat, bases):
         UsageError, match=r"vllm.* builds for Python 3.14 alone \(toolchain: pins: of debian-sid"
     ):
         plan(cat, bases, "vllm", pythons=("3.13",))
+
+
+def test_base_image_with_two_pythons_is_refused(tmp_path):
+    import os
+
+    from tests.fixtures.cli import rvport_process
+
+    image = "example/base@sha256:" + "1" * 64
+    args = ("plan", "msgspec", "--offline", "--base-image", image, "-o", str(tmp_path / "p"))
+    r = rvport_process((*args, "--python", "3.13,3.14"), timeout=120, env=dict(os.environ))
+    assert r.returncode == 2 and "--base-image stands for one riscv64 base" in r.stderr, r.stderr
+    r = rvport_process((*args, "--python", "3.14"), timeout=120, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
