@@ -70,6 +70,7 @@ def reproduce(o) -> None:
             bootstrap=o.bootstrap,
             smoke=not o.no_smoke,
             no_cache=True,
+            allow_expired_release=o.allow_expired_release,  # --python 3.14: sid's frozen Release
         )
         with rep:
             Runner(plan, opts, rep).run()

@@ -396,7 +396,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="allow_expired_release",
-        verbs=frozenset({PLAN, BUILD, PREPARE}),
+        verbs=frozenset({PLAN, BUILD, PREPARE, REPRODUCE}),
         type=list[str] | None,
         flags=("--allow-expired-release",),
         metavar="SUITE",
