@@ -676,12 +676,17 @@ def test_packages_are_fetched_ahead_but_for_a_foreign_base_made_the_classic_way(
     tmp_path, monkeypatch, platform, method, ahead
 ):
     from rvport.build import buildx, images, rootfs_image
+    from rvport.sources import debarchive
 
     monkeypatch.setattr(images, "bootstrap_method", lambda p, forced=None: (method, "test"))
     monkeypatch.setattr(images, "_foreign", lambda p: p != "linux/amd64")
     monkeypatch.setattr(images, "host_debian_mirror", lambda: "http://mirror.example/debian")
     monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
     monkeypatch.setattr(buildx, "image_info", lambda ref: None)
+    # the suite's signed Release, as the mirror would serve it (valid: trixie's has no Valid-Until)
+    release = debarchive.parse_release("Suite: stable\nCodename: trixie\n", where="InRelease")
+    signed = debarchive.SignedRelease(release=release, inrelease_sha256="0" * 64, url="http://mirror.example")
+    monkeypatch.setattr(debarchive, "fetch_release", lambda *a, **k: signed)
     seen = []
 
     def make_rootfs(req, rootfs, *, method, log_path, on_line, fetch_ahead):
