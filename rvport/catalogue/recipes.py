@@ -1021,9 +1021,8 @@ def _load_dir(root: Path, origin: str, problems: list[Problem]) -> dict[str, lis
 
 def load_catalogue(user: Path | list[Path] | None = None, *, builtin: bool = True) -> Catalogue:
     """The built-in catalogue with the user's recipe directories layered over it (a user recipe of the same
-    name replaces the built-in one, with all its versions). `user` defaults to RVPORT_RECIPES. Every problem
-    of
-    every file is collected and raised together."""
+    name replaces the built-in one, with all its versions). `user`: the command line's --recipes (or its
+    RVPORT_RECIPE_PATH). Every problem of every file is collected and raised together."""
     dirs = [d.resolve() for d in resources.user_recipe_dirs(user)]
     problems: list[Problem] = []
     for d in dirs:

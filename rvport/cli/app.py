@@ -32,7 +32,13 @@ register_reproduce(app)  # reproduce (rvport/cli/reproduce.py)
 @app.callback()
 @settings.command(settings.GLOBAL)
 def main_options(o) -> None:
+    from rvport import resources
+    from rvport.verify import pool
+
     configure(force_ci=o.ci, debug=o.debug)
+    # the environment's settings for the whole run (rvport/cli/settings.py), handed to the layers below
+    resources.configure(bases=o.bases_dir, toolchains=o.toolchains_dir, dockerfiles=o.dockerfiles_dir)
+    pool.configure(o.verify_threads)
 
 
 # ------------------------------------------------------------------------------------------------- plan

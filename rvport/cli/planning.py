@@ -50,6 +50,7 @@ def fetch_options(o: Any, *, cache_dir: Path | None = None) -> FetchOptions:
         mirror=o.mirror,
         offline=o.offline,
         ca=getattr(o, "ca_bundle", None),
+        unpack_limit=o.unpack_limit,
     )
 
 

@@ -158,6 +158,12 @@ def _truthy(value: str) -> bool:
     return value.lower() in ("1", "true", "yes")
 
 
+def _threads(value: str) -> int | None:
+    """RVPORT_VERIFY_THREADS: a count of 1 or more; anything else is ignored (the CPUs), as it always was."""
+    value = value.strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 def _path_list(value: str) -> tuple[Path, ...]:
     return tuple(Path(p) for p in value.split(os.pathsep) if p)
 
@@ -222,6 +228,39 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--ci",),
         default=False,
         help="Behave as in CI: plain timestamped progress, folded groups.",
+    ),
+    # the environment alone: where the shipped resources are replaced, how many threads verification uses
+    Setting(
+        dest="bases_dir",
+        verbs=frozenset({GLOBAL}),
+        type=Path | None,
+        env="RVPORT_BASES",
+        parse_env=Path,
+        help="A directory of base image specs instead of the built-in resources/bases/.",
+    ),
+    Setting(
+        dest="toolchains_dir",
+        verbs=frozenset({GLOBAL}),
+        type=Path | None,
+        env="RVPORT_TOOLCHAINS",
+        parse_env=Path,
+        help="A directory of toolchain specs instead of the built-in resources/toolchains/.",
+    ),
+    Setting(
+        dest="dockerfiles_dir",
+        verbs=frozenset({GLOBAL}),
+        type=Path | None,
+        env="RVPORT_DOCKERFILES",
+        parse_env=Path,
+        help="A directory of stage Dockerfile templates instead of the built-in resources/dockerfiles/.",
+    ),
+    Setting(
+        dest="verify_threads",
+        verbs=frozenset({GLOBAL}),
+        type=int | None,
+        env="RVPORT_VERIFY_THREADS",
+        parse_env=_threads,
+        help="Threads that verify an artifact's members (1: none; default: the CPUs this process may use).",
     ),
     Setting(
         dest="version",
@@ -572,6 +611,13 @@ SETTINGS: tuple[Setting, ...] = (
         parse_env=_path_list,
         help="A directory of your own recipes, layered over the built-in catalogue (repeatable; the first "
         "wins). Default: RVPORT_RECIPE_PATH, directories joined with ':'.",
+    ),
+    Setting(
+        dest="unpack_limit",
+        verbs=SOURCING,
+        type=str | None,
+        env="RVPORT_UNPACK_LIMIT",
+        help="The most bytes one source archive may unpack to, e.g. 32G (docs/sources.md).",
     ),
     Setting(
         dest="cache_dir",

@@ -69,6 +69,7 @@ def fetch(o) -> None:
         ca=o.ca_bundle,
         to=o.to,
         from_git=o.from_git,
+        unpack_limit=o.unpack_limit,
     )
     u = ui()
     rows: list[tuple[str, Fetched]] = []
@@ -107,7 +108,13 @@ def pin(o) -> None:
     the
     SHA256 of an archive, the tree digest of a git source."""
     r = load_catalogue(list(o.recipes_dir)).resolve(o.recipe)
-    opts = fetch_options(cache_dir=o.cache_dir, mirror=o.mirror, offline=o.offline, ca=o.ca_bundle)
+    opts = fetch_options(
+        cache_dir=o.cache_dir,
+        mirror=o.mirror,
+        offline=o.offline,
+        ca=o.ca_bundle,
+        unpack_limit=o.unpack_limit,
+    )
     pinned = pin_recipe(r, opts)
     u = ui()
     if not pinned:

@@ -9,19 +9,19 @@
     schemas/       JSON Schemas of recipes, toolchains, bases and the documents rvport writes
     profiles.yaml, isa.yaml
 
-Each directory can be replaced by an environment variable (RVPORT_BASES, RVPORT_TOOLCHAINS,
-RVPORT_DOCKERFILES), and the command line passes its own flags through the same functions. Recipes are
-different: user recipe directories (`--recipes DIR`, repeatable, or RVPORT_RECIPE_PATH, several joined with
-':') are layered over the built-in ones.
+Each directory can be replaced by another (RVPORT_BASES, RVPORT_TOOLCHAINS, RVPORT_DOCKERFILES: read by
+the command line, rvport/cli/settings.py, which hands them to `configure`). Recipes are different: user
+recipe directories (`--recipes DIR`, repeatable, or RVPORT_RECIPE_PATH, several joined with ':', read by the
+command line too) are layered over the built-in ones.
 """
 
 from __future__ import annotations
 
-import os
 from importlib import resources
 from pathlib import Path
 
-ENV = {"bases": "RVPORT_BASES", "toolchains": "RVPORT_TOOLCHAINS", "dockerfiles": "RVPORT_DOCKERFILES"}
+# bases/, toolchains/ or dockerfiles/ replaced by another directory for this process (`configure`)
+OVERRIDES: dict[str, Path] = {}
 
 
 def builtin(*parts: str) -> Path:
@@ -30,13 +30,24 @@ def builtin(*parts: str) -> Path:
     return Path(str(root.joinpath(*parts)))
 
 
+def configure(**dirs: Path | None) -> None:
+    """Replace bases/, toolchains/ or dockerfiles/ by another directory (None: the built-in one again). The
+    command line calls it with RVPORT_BASES, RVPORT_TOOLCHAINS and RVPORT_DOCKERFILES."""
+    for name, d in dirs.items():
+        if name not in ("bases", "toolchains", "dockerfiles"):
+            raise KeyError(name)
+        if d is None:
+            OVERRIDES.pop(name, None)
+        else:
+            OVERRIDES[name] = d
+
+
 def directory(name: str, override: Path | None = None) -> Path:
-    """bases/, toolchains/ or dockerfiles/: the flag's directory, else its environment variable's, else the
-    built-in one."""
+    """bases/, toolchains/ or dockerfiles/: the given directory, else the one `configure` was given, else
+    the built-in one."""
     if override is not None:
         return override
-    env = os.environ.get(ENV.get(name, ""), "")
-    return Path(env) if env else builtin(name)
+    return OVERRIDES.get(name) or builtin(name)
 
 
 def text(*parts: str) -> str:
@@ -62,11 +73,8 @@ def schema_text(name: str) -> str:
 
 
 def user_recipe_dirs(flag: Path | list[Path] | None = None) -> list[Path]:
-    """User recipe directories, highest priority first: the flag's, else RVPORT_RECIPE_PATH
-    (':'-separated)."""
+    """User recipe directories, highest priority first (the command line's --recipes, or its
+    RVPORT_RECIPE_PATH)."""
     if isinstance(flag, Path):
         return [flag]
-    if flag:
-        return list(flag)
-    env = os.environ.get("RVPORT_RECIPE_PATH", "")
-    return [Path(p) for p in env.split(os.pathsep) if p]
+    return list(flag or ())

@@ -36,10 +36,9 @@ CHUNK = 1 << 16
 
 
 def default_cache_dir(env: dict[str, str] | None = None) -> Path:
-    """RVPORT_CACHE_DIR, else $XDG_CACHE_HOME/rvport, else ~/.cache/rvport."""
+    """$XDG_CACHE_HOME/rvport, else ~/.cache/rvport (the command line's --cache-dir or RVPORT_CACHE_DIR, when
+    given, is passed as the cache directory instead)."""
     env = dict(os.environ) if env is None else env
-    if env.get("RVPORT_CACHE_DIR"):
-        return Path(env["RVPORT_CACHE_DIR"]).expanduser()
     xdg = env.get("XDG_CACHE_HOME")
     if xdg and Path(xdg).is_absolute():
         return Path(xdg) / "rvport"

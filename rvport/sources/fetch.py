@@ -144,19 +144,18 @@ def fetch_options(
     from_git: Sequence[str | os.PathLike[str]] = (),
     unpack_limit: str | None = None,
 ) -> FetchOptions:
-    """Options from CLI values, falling back to RVPORT_CACHE_DIR / RVPORT_MIRROR / RVPORT_OFFLINE /
-    RVPORT_UNPACK_LIMIT."""
+    """Options from the command line's values (RVPORT_CACHE_DIR, RVPORT_MIRROR, RVPORT_OFFLINE and
+    RVPORT_UNPACK_LIMIT are read there, rvport/cli/settings.py); `env` gives XDG_CACHE_HOME and the CA
+    bundle's variables."""
     env = dict(os.environ) if env is None else dict(env)
     root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir(env)
-    mirror = mirror or env.get("RVPORT_MIRROR") or None
     mirror_path = Path(mirror).expanduser() if mirror else None
     if mirror_path is not None and not mirror_path.is_dir():
         raise UsageError(
             f"mirror {mirror_path} is not a directory",
             hint="create it with `rvport fetch --all --to DIR` on a connected host",
         )
-    offline = offline or env.get("RVPORT_OFFLINE", "").lower() in ("1", "true", "yes")
-    limit = unpack_limit or env.get(LIMIT_ENV) or None
+    limit = unpack_limit or None
     limits = Limits()
     if limit:
         try:

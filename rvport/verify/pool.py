@@ -16,17 +16,23 @@ from typing import TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
-THREADS_ENV = "RVPORT_VERIFY_THREADS"
+THREADS: int | None = None  # set by `configure` (the command line's RVPORT_VERIFY_THREADS); None: the CPUs
 PARALLEL_MIN_COST = 16 << 20  # below this much work (bytes), threads cost more than they save
 BATCH_COST = 4 << 20  # small items go to a thread in batches of about this much work
 BATCH_ITEMS = 256
 
 
+def configure(threads: int | None) -> None:
+    """How many threads verification may use (1: no threads at all; None: the CPUs this process may run on).
+    The command line calls it with RVPORT_VERIFY_THREADS."""
+    global THREADS
+    THREADS = threads if threads is not None and threads > 0 else None
+
+
 def thread_count() -> int:
-    """RVPORT_VERIFY_THREADS when set (1: no threads at all), else the CPUs this process may run on."""
-    env = os.environ.get(THREADS_ENV, "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
+    """What `configure` was given, else the CPUs this process may run on."""
+    if THREADS:
+        return THREADS
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

@@ -97,11 +97,11 @@ def test_the_bases_are_a_catalogue_of_their_own():
 def test_rvport_bases_names_another_directory(tmp_path, monkeypatch):
     text = (resources.builtin("bases") / "debian-trixie.yaml").read_text()
     (tmp_path / "debian-trixie.yaml").write_text(text.replace("  - ccache\n", ""))
-    monkeypatch.setenv("RVPORT_BASES", str(tmp_path))
+    monkeypatch.setitem(resources.OVERRIDES, "bases", tmp_path)  # the command line's RVPORT_BASES
     assert default_bases_dir() == tmp_path
     mine = load_base("debian-trixie")
     assert mine.file == tmp_path / "debian-trixie.yaml" and "ccache" not in mine.packages
-    monkeypatch.setenv("RVPORT_BASES", str(tmp_path / "none"))
+    monkeypatch.setitem(resources.OVERRIDES, "bases", tmp_path / "none")
     with pytest.raises(RecipeError, match="base directory .* not found") as ei:
         load_base("debian-trixie")
     assert "RVPORT_BASES" in (ei.value.hint or "")

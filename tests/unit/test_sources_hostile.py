@@ -497,14 +497,17 @@ def test_a_full_disk_while_downloading_is_exit_6_and_leaves_nothing(tmp_path, mo
 
 
 def test_the_unpack_limit_is_read_from_the_environment(tmp_path):
+    from rvport.cli.planning import fetch_options
+    from rvport.cli.settings import make_options
     from rvport.errors import UsageError
-    from rvport.sources import fetch_options
 
-    opts = fetch_options(cache_dir=tmp_path, env={"RVPORT_UNPACK_LIMIT": "2G"})
-    assert opts.limits.max_bytes == 2 << 30
-    assert fetch_options(cache_dir=tmp_path, env={}).limits == Limits()
+    def opts(env):  # RVPORT_UNPACK_LIMIT is read at the command line's edge, then passed down
+        return fetch_options(make_options("fetch", {"cache_dir": tmp_path}, environ=env))
+
+    assert opts({"RVPORT_UNPACK_LIMIT": "2G"}).limits.max_bytes == 2 << 30
+    assert opts({}).limits == Limits()
     with pytest.raises(UsageError, match="not a size"):
-        fetch_options(cache_dir=tmp_path, env={"RVPORT_UNPACK_LIMIT": "lots"})
+        opts({"RVPORT_UNPACK_LIMIT": "lots"})
 
 
 # ------------------------------------------------------------------------- file names and mirrors

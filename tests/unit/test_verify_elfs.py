@@ -288,7 +288,7 @@ def test_wheel_same_report_on_threads_and_kept_in_ranges(elf_fixtures: ElfFixtur
     files = {f"demo/{n}": elf_fixtures.read(n) for n in names}
     whl = make_wheel(tmp_path, "demo", "1.0", TAG39, files | {"demo/__init__.py": b"x = 1\n"})
     plain = one(whl, "rvv256", "runs-on").to_json()
-    monkeypatch.setenv("RVPORT_VERIFY_THREADS", "3")
+    monkeypatch.setattr(pool, "THREADS", 3)
     monkeypatch.setattr(pool, "PARALLEL_MIN_COST", 0)
     monkeypatch.setattr(pool, "BATCH_COST", 1)
     monkeypatch.setattr(members, "AHEAD_MIN", 0)

@@ -66,9 +66,11 @@ def run_bounded(code: str, *, address_space: int, timeout: float = 120) -> dict:
         import json, resource, sys, time
         resource.setrlimit(resource.RLIMIT_AS, ({address_space}, {address_space}))
         sys.path.append({str(Path(__file__).resolve().parents[2])!r})
+        from rvport.verify import pool
+        pool.configure(1)  # no threads (RVPORT_VERIFY_THREADS=1 on the command line)
         """
     )
-    env = dict(os.environ, RVPORT_VERIFY_THREADS="1")
+    env = dict(os.environ)
     cp = subprocess.run(
         [sys.executable, "-c", prologue + textwrap.dedent(code)],
         capture_output=True,

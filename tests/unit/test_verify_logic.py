@@ -580,7 +580,7 @@ def test_minimal_elf_reads_as_riscv():
 def test_member_read_once_hashes_and_keeps_elf(tmp_path, method, monkeypatch):
     elf = _riscv_elf() + bytes(range(256)) * 4000
     whl = _wheel(tmp_path, {"demo/_x.so": elf, "demo/a.py": b"x = 1\n" * 1000}, method=method)
-    monkeypatch.setenv("RVPORT_VERIFY_THREADS", "2")  # threads even on a one-CPU machine
+    monkeypatch.setattr(pool, "THREADS", 2)  # threads even on a one-CPU machine (RVPORT_VERIFY_THREADS)
     for ahead in (1 << 40, 0):  # inline, and inflated on a helper thread
         monkeypatch.setattr(members, "AHEAD_MIN", ahead)
         m = _read(whl, "demo/_x.so")
@@ -715,7 +715,7 @@ def test_wheel_verdicts_same_alone_and_on_threads(tmp_path, monkeypatch):
     )
     profile = get_profile("rv64gc")
     alone = verify_wheel(whl, profile, IsaLevel.CARRIES)
-    monkeypatch.setenv("RVPORT_VERIFY_THREADS", "3")
+    monkeypatch.setattr(pool, "THREADS", 3)
     monkeypatch.setattr(pool, "PARALLEL_MIN_COST", 0)
     monkeypatch.setattr(pool, "BATCH_COST", 1)
     monkeypatch.setattr(members, "AHEAD_MIN", 0)
