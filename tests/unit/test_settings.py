@@ -162,3 +162,20 @@ def test_mode_help_and_choices_come_from_the_mode_registry(tmp_path):
         assert "qemu, cross or accelerated" not in path.read_text(), path
     for name in modes.choices():
         assert settings.make_options("plan", {"mode": name, "output": tmp_path}, environ={}).mode == name
+
+
+def test_docs_commands_md_is_generated_from_the_app_and_the_table():
+    """docs/commands.md's command and environment sections are what scripts/commands-doc writes (run it)."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.SourceFileLoader("commands_doc", str(ROOT / "scripts/commands-doc"))
+    spec = importlib.util.spec_from_loader("commands_doc", loader)
+    assert spec is not None
+    doc = importlib.util.module_from_spec(spec)
+    loader.exec_module(doc)
+    text = (ROOT / "docs/commands.md").read_text()
+    assert doc.render(text) == text, "docs/commands.md is stale: run scripts/commands-doc"
+    for s in settings.SETTINGS:
+        if s.env:
+            assert f"| `{s.env}` |" in text, s.env
