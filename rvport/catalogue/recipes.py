@@ -1031,7 +1031,7 @@ def load_catalogue(user: Path | list[Path] | None = None, *, builtin: bool = Tru
                 Problem(
                     message=f"recipe directory {d} not found",
                     file=str(d),
-                    hint="give --recipes (or RVPORT_RECIPES) an existing directory of NAME.yaml files",
+                    hint="give --recipes (or RVPORT_RECIPE_PATH) an existing directory of NAME.yaml files",
                 )
             )
     if problems:
