@@ -89,6 +89,8 @@ class ModeFacts:
 
 
 _XTC = ("debian-trixie-xtc", "debian-trixie-xtc-rust")  # a build-platform base, and that plus its rustc-web
+# sid's build-platform base, riscv64 cross GCC 16 (no rustc-web: a sid stage compiling Rust has none)
+_XTC_SID = ("debian-sid-xtc",)
 
 MODES: Mapping[Mode, ModeFacts] = {
     f.mode: f
@@ -138,7 +140,7 @@ MODES: Mapping[Mode, ModeFacts] = {
             hosts=Hosts.BUILD_HOSTS,
             auto=2,
             emulated=True,
-            bases=_XTC,
+            bases=_XTC + _XTC_SID,  # the stage's suite picks one (build/modes/accelerated.py)
             requested="requested: riscv64 stage under QEMU with its compilers running as native "
             "{arch} cross compilers",
             chosen="auto: riscv64 stage under QEMU with its compilers running as native "

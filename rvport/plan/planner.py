@@ -288,8 +288,8 @@ def on_python_base(
     suite = bases[py.base].suite
 
     def fits(mode: str) -> bool:
-        own = modes.facts(Mode(mode)).bases
-        return all(bases[b].suite == suite for b in own if b in bases)
+        own = [b for b in modes.facts(Mode(mode)).bases if b in bases]
+        return not own or any(bases[b].suite == suite for b in own)  # a mode may have a base per suite
 
     kept = tuple(m for m in recipe.modes if fits(m))
     if requested != Mode.AUTO and requested.value in recipe.modes and requested.value not in kept:

@@ -319,3 +319,33 @@ def test_proven_recipes_run_accelerated_under_auto_on_x86_64(name):
     st = make_plan(cat, Request(refs=(name,), profile=get_profile("rvv256")), host).stages[0]
     assert st.mode is Mode.ACCELERATED and st.platform == "linux/riscv64" and st.emulated
     assert st.env["QEMU_CPU"] == get_profile("rvv256").qemu_cpu
+
+
+SID_STAGE = {k.replace("14", "16"): "16.2.0-4" for k in STAGE if "14" in k} | {
+    "binutils-riscv64-linux-gnu": "2.47.50.20261021-1"
+}
+SID_CROSS = {k.replace("14", "16"): "16.2.0-3cross1" for k in CROSS if "14" in k} | {
+    "binutils-riscv64-linux-gnu": "2.47.50.20261021-1"
+}
+
+
+def test_sids_gcc_16_revision_pair_is_accepted_and_says_so():
+    compared = acc.check_versions(SID_STAGE, SID_CROSS, "16")
+    assert compared["gcc-16"] == "16.2.0-4 (cross 16.2.0-3cross1: accepted revision pair)"
+    assert compared["binutils-riscv64-linux-gnu"] == "2.47.50.20261021-1"
+
+
+def test_a_revision_pair_not_listed_is_still_refused():
+    stage = dict(SID_STAGE, **{"gcc-16": "16.2.0-5"})
+    with pytest.raises(acc.ToolchainMismatch, match=r"stage gcc-16 16.2.0-5 != cross"):
+        acc.check_versions(stage, SID_CROSS, "16")
+    cross = dict(SID_CROSS, **{"gcc-16-riscv64-linux-gnu": "16.2.0-4cross1"})  # the pair reversed
+    with pytest.raises(acc.ToolchainMismatch):
+        acc.check_versions(dict(SID_STAGE, **{"gcc-16": "16.2.0-3"}), cross, "16")
+
+
+def test_the_build_platform_base_is_of_the_stage_suite():
+    assert acc.xtc_base("debian-sid", rust=False) == "debian-sid-xtc"
+    assert acc.xtc_base("debian-trixie", rust=False) == "debian-trixie-xtc"
+    assert acc.xtc_base("debian-trixie", rust=True) == "debian-trixie-xtc-rust"
+    assert acc.xtc_base("no-such-base", rust=False) == "debian-trixie-xtc"

@@ -161,12 +161,16 @@ def test_a_bases_python_line_is_not_part_of_its_image_key():
 
 
 def test_modes_whose_build_platform_bases_are_another_suite_are_not_used(cat, bases):
-    """The accelerated prefix and the cross compilers are trixie's (GCC 14): a sid stage (GCC 16) builds
-    emulated; asked for, accelerated is refused for 3.14 alone."""
+    """The accelerated prefix has a build-platform base per suite (trixie's GCC 14, sid's GCC 16): a sid
+    stage runs accelerated too. Without sid's base, a sid stage (GCC 16) builds emulated; asked for,
+    accelerated is refused for 3.14 alone."""
     p = plan(cat, bases, "msgspec", pythons=("3.13", "3.14"))
+    assert [s.mode for s in p.stages] == [Mode.ACCELERATED, Mode.ACCELERATED]
+    trixie_only = {k: v for k, v in bases.items() if k != "debian-sid-xtc"}
+    p = plan(cat, trixie_only, "msgspec", pythons=("3.13", "3.14"))
     assert [s.mode for s in p.stages] == [Mode.ACCELERATED, Mode.QEMU]
     with pytest.raises(UsageError, match="--mode accelerated cannot build msgspec.* for Python 3.14") as e:
-        plan(cat, bases, "msgspec", pythons=("3.13", "3.14"), mode=Mode.ACCELERATED)
+        plan(cat, trixie_only, "msgspec", pythons=("3.13", "3.14"), mode=Mode.ACCELERATED)
     assert "native, qemu" in e.value.hint
     assert (
         plan(cat, bases, "msgspec", pythons=("3.13",), mode=Mode.ACCELERATED).stages[0].mode

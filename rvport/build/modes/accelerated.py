@@ -33,9 +33,10 @@ from rvport.build.images import BaseImage, ensure_image, installed_packages
 from rvport.build.modes.emulated import riscv64_toolchain
 from rvport.build.stage import StageEnv, Toolchain
 from rvport.catalogue import kinds, modes
+from rvport.catalogue.bases import load_base
 from rvport.catalogue.kinds import KINDS
 from rvport.catalogue.recipes import Kind
-from rvport.errors import BuildFailed, HostNotReady
+from rvport.errors import BuildFailed, HostNotReady, RecipeError
 from rvport.target import BUILD_HOSTS, DOCKER_PLATFORM, HOST_RUST_TARGET, TRIPLET
 from rvport.target import PLATFORM as RISCV64
 
@@ -43,8 +44,9 @@ if TYPE_CHECKING:
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
-# the prefix's build-platform base, and that plus the build platform's rustc-web (the mode registry's)
-XTC_BASE, XTC_RUST_BASE = modes.facts(modes.Mode.ACCELERATED).bases
+# the prefix's build-platform base, and that plus the build platform's rustc-web (the mode registry's); then
+# the other suites' build-platform bases: a stage takes the one of its riscv64 base's suite (xtc_base)
+XTC_BASE, XTC_RUST_BASE, *XTC_OTHER_SUITES = modes.facts(modes.Mode.ACCELERATED).bases
 PREFIX = "/opt/xtc"
 PREFIX_FORMAT = 2  # bump when the prefix layout changes
 
@@ -118,6 +120,19 @@ def host_platform(arch: str) -> str:
 _SUFFIX = re.compile(r"(cross\d+|\+b\d+)+$")
 
 
+# Source versions of one upstream GCC release, one Debian revision apart, accepted as a pair (stage, cross):
+# the compiler proper differs (another snapshot of the release branch), while the headers, libgcc and
+# libstdc++ the cross compiler builds against are the stage's own. Identical machine code is then NOT
+# promised; each pair names what its revision changes and how it was compared (docs/accelerated.md).
+REVISIONS_ACCEPTED: Mapping[tuple[str, str], str] = {
+    (
+        "16.2.0-4",
+        "16.2.0-3",
+    ): "Debian sid's riscv64 gcc-16 against its amd64 cross gcc-16: the gcc-16 branch of "
+    "2026-10-24 against that of 2026-09-18 (docs/accelerated.md, 'GCC 16 on sid')",
+}
+
+
 def source_version(version: str) -> str:
     """A Debian version without the cross rebuild and binNMU suffixes: 14.2.0-19cross1 -> 14.2.0-19."""
     return _SUFFIX.sub("", version)
@@ -160,7 +175,9 @@ def check_versions(
         elif s_ver is None:
             if complete:
                 problems.append(f"the stage has no {s_name} (the cross compiler is {c_name} {c_ver})")
-        elif source_version(s_ver) != source_version(c_ver):
+        elif (pair := (source_version(s_ver), source_version(c_ver))) in REVISIONS_ACCEPTED:
+            compared[s_name] = f"{s_ver} (cross {c_ver}: accepted revision pair)"
+        elif pair[0] != pair[1]:
             problems.append(f"stage {s_name} {s_ver} != cross {c_name} {c_ver}")
         else:
             compared[s_name] = s_ver
@@ -270,13 +287,33 @@ def ensure_prefix(
     )
 
 
+def xtc_base(riscv64_base: str, rust: bool) -> str:
+    """The build-platform base of a stage on `riscv64_base`: the one of the same Debian suite (sid's for a sid
+    stage, its cross GCC 16 matching sid's gcc-16), else trixie's (whose version check then names what
+    differs). Rust stages have trixie's base with rustc-web only."""
+    if not rust:
+        try:
+            suite = load_base(riscv64_base).suite
+        except RecipeError:  # a base given by digest or unknown here: the default, checked by versions later
+            suite = None
+        for name in XTC_OTHER_SUITES:
+            if suite is not None and load_base(name).suite == suite:
+                return name
+    return XTC_RUST_BASE if rust else XTC_BASE
+
+
 class Accelerated:
     """The mode: the riscv64 stage's own toolchain image, and a Dockerfile that takes the prefix image."""
 
     def bases(self, stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
         """The build-platform base of the prefix: with the build platform's rustc when the stage compiles
         Rust."""
-        return ((XTC_RUST_BASE if kinds.compiles_rust(stage.recipe) else XTC_BASE, host_platform(host.arch)),)
+        return (
+            (
+                xtc_base(stage.recipe.toolchain.base, kinds.compiles_rust(stage.recipe)),
+                host_platform(host.arch),
+            ),
+        )
 
     def toolchain(self, env: StageEnv) -> Toolchain:
         return riscv64_toolchain(env)
