@@ -6,7 +6,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # PyYAML built without libyaml: the Python parser alone
+    CParser = None
+
+from rvport import resources
 from rvport.errors import Problem, RecipeError, RvportError
 from rvport.fileio import read_regular
 
@@ -33,7 +42,10 @@ class _Refused(yaml.MarkedYAMLError):
     """YAML that parses but that rvport does not read: too deep, anchors and aliases, a key not a value."""
 
 
-class _Loader(yaml.SafeLoader):
+class _Checks(Composer):
+    """The composer, refusing what rvport does not read before it is built: an alias or anchor, a node nested
+    deeper than MAX_DEPTH. Both loaders below compose their nodes through it."""
+
     _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
@@ -59,6 +71,26 @@ class _Loader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+
+class _Loader(_Checks, yaml.SafeLoader):
+    """PyYAML's own Python parser: the reference, and the one that words every error."""
+
+
+_CLoader: type | None = None
+if CParser is not None:
+
+    class _CLoader(_Checks, CParser, SafeConstructor, Resolver):  # type: ignore[no-redef]
+        """libyaml's parser (about 7 times faster), with the same composer, checks, constructors and
+        resolvers as _Loader: only the events come from C, so the values and their lines are the same.
+        CParser's own composition in C would skip the checks; _Checks (a Composer) comes first in the MRO,
+        so get_single_node and compose_node are the Python composer's."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
 
 
 def _map(loader: _Loader, node: yaml.MappingNode) -> LDict:
@@ -91,13 +123,38 @@ def _seq(loader: _Loader, node: yaml.SequenceNode) -> LList:
     return lst
 
 
-# Dates stay strings (`date: 2026-11-29`): documents compare and store them as text.
-_Loader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
+for _cls in (_Loader, _CLoader):
+    if _cls is None:
+        continue
+    # Dates stay strings (`date: 2026-11-29`): documents compare and store them as text.
+    _cls.yaml_implicit_resolvers = {
+        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+        for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
+    _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
+
+
+def _parse(text: str, *, fast: bool) -> Any:
+    """The document in `text`. With `fast`, libyaml's parser reads it (when PyYAML has it), and a document
+    it does not take is read again by the Python parser, which words and locates the refusal. The two
+    parsers do not take quite the same documents (libyaml takes a tab, or a `?` inside a flow mapping's
+    plain value, where the Python parser stops), so only rvport's own files are read fast:
+    tests/unit/test_yamlsrc.py proves both parsers read each of them to the same values and lines."""
+    if fast and _CLoader is not None:
+        try:
+            return yaml.load(text, Loader=_CLoader)  # noqa: S506 - SafeConstructor
+        except Exception:  # noqa: BLE001 - any refusal: the Python parser says what and where
+            pass
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+
+
+def _shipped(path: Path) -> bool:
+    """Is `path` one of the files rvport ships (resources/), not one from outside?"""
+    try:
+        return path.resolve().is_relative_to(resources.builtin().resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 def load_yaml(path: Path) -> tuple[Any, Problem | None]:
@@ -123,7 +180,7 @@ def load_yaml(path: Path) -> tuple[Any, Problem | None]:
             hint="save the file as UTF-8 (re-encode it, e.g. iconv -f latin1 -t utf-8)",
         )
     try:
-        return yaml.load(text, Loader=_Loader), None  # noqa: S506 - SafeLoader subclass
+        return _parse(text, fast=_shipped(path)), None
     except _Refused as e:
         return None, Problem(
             message=f"YAML not accepted: {e.problem}",
