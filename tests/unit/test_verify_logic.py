@@ -947,3 +947,13 @@ def test_recipe_outputs_declare_exports(tmp_path):
     )
     with pytest.raises(RecipeError):
         load_catalogue(tmp_path)
+
+
+def test_gcc16_platform_properties_and_counters_are_tolerated():
+    """Debian sid's GCC 16 links its crt files, built with its default arch, into every shared object: their
+    ziccamoa, ziccif, ziccrse and zicntr reach the arch string (msgspec cp314, found building it)."""
+    sid = "rv64i2p1_m2p0_a2p1_f2p2_d2p2_c2p0_ziccamoa1p0_ziccif1p0_ziccrse1p0_zicntr2p0_zicsr2p0_zifencei2p0"
+    for profile in ("rv64gc", "rvv256"):
+        assert judge_elf(facts(arch=sid), get_profile(profile), IsaLevel.RUNS_ON).ok
+    # an extension with instructions of its own still is not
+    assert not judge_elf(facts(arch=sid + "_zba1p0"), get_profile("rv64gc"), IsaLevel.RUNS_ON).ok
