@@ -1,5 +1,5 @@
-"""msgspec built for two Pythons in one run, for real: cp313 on the trixie base (accelerated on an x86_64 or
-aarch64 host), cp314 on the sid base (qemu: the accelerated prefix is trixie's GCC), each repaired,
+"""msgspec built for two Pythons in one run, for real: cp313 on the trixie base, cp314 on the sid base
+(accelerated on an x86_64 or aarch64 host, each with its own suite's cross compilers), each repaired,
 verified and smoke-tested in a container of its own base. sid's frozen Release is accepted. Minutes under
 QEMU (the sid base is made once if the engine lacks it)."""
 
@@ -60,8 +60,9 @@ def test_one_wheel_per_python_each_on_its_base(built):
         (wheel,) = (out / "artifacts" / sid).glob("*.whl")
         assert f"-{abi}-{abi}-manylinux_" in wheel.name, wheel.name
         with zipfile.ZipFile(wheel) as z:
-            assert any(n.endswith(f".{abi}-riscv64-linux-gnu.so") for n in z.namelist()), z.namelist()
-    assert by_id["msgspec-cp314"]["mode"] == "qemu"
+            assert any(n.endswith(f".cpython-{abi[2:]}-riscv64-linux-gnu.so") for n in z.namelist()), (
+                z.namelist()
+            )
 
 
 def test_the_reports_show_the_matrix(built):
