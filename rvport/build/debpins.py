@@ -13,7 +13,6 @@ those versions in the stage's images and checks each .deb against the same signe
 from __future__ import annotations
 
 import datetime as dt
-import threading
 from pathlib import Path
 
 from rvport.catalogue.bases import load_base
@@ -24,9 +23,6 @@ from rvport.sources.fetch import FetchOptions, https_session
 
 ARCH = "riscv64"
 COMPONENT = "main"
-
-_indexes: dict[tuple[str, str, str], dict] = {}  # (mirror, suite, Packages.xz sha256) -> parsed index
-_guard = threading.Lock()
 
 
 def check_recipe_pins(
@@ -64,15 +60,10 @@ def check_recipe_pins(
         accepted = debarchive.check_expiry(
             signed.release, suite=suite, now=dt.datetime.now(dt.UTC), accepted=allow_expired
         )
-        rel = f"{COMPONENT}/binary-{ARCH}/Packages.xz"
-        key = (mirror, suite, signed.release.sha256.get(rel, ("", 0))[0])
-        with _guard:
-            index = _indexes.get(key)
-            if index is None:
-                index = debarchive.fetch_packages_index(
-                    mirror, suite, signed, component=COMPONENT, arch=ARCH, session=session, cache=fetch.cache
-                )
-                _indexes[key] = index
+        # the index is kept in the download cache by its digest: a second stage reads it from there
+        index = debarchive.fetch_packages_index(
+            mirror, suite, signed, component=COMPONENT, arch=ARCH, session=session, cache=fetch.cache
+        )
     found = debarchive.check_pins(
         [debarchive.DebPin(name=p.name, version=p.version, sha256=p.sha256) for p in pins],
         index,

@@ -247,6 +247,9 @@ def check_pins(
 
 
 # ------------------------------------------------------------------------------------------------- fetching
+MAX_INRELEASE = 16 << 20  # bytes; Debian's are a few hundred KiB
+
+
 def _get(session, url: str, *, what: str):  # type: ignore[no-untyped-def]
     import requests
 
@@ -283,7 +286,14 @@ def fetch_release(
     with tempfile.TemporaryDirectory(prefix="rvport-release-", dir=tmp) as d:
         path = Path(d) / "InRelease"
         with _get(session, url, what=f"Debian {suite}'s Release") as r, open(path, "wb") as f:
+            got = 0
             for chunk in r.iter_content(1 << 16):
+                got += len(chunk)
+                if got > MAX_INRELEASE:  # read before its signature is checked: bounded
+                    raise IntegrityError(
+                        f"{url}: more than {MAX_INRELEASE} bytes, which no InRelease file is",
+                        hint="check the mirror in the host's apt sources, or the proxy in front of it",
+                    )
                 f.write(chunk)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         text = verify_signed(path, keyring)
@@ -311,11 +321,15 @@ def fetch_packages_index(
             if not blob.is_file():
                 part = cache.part_path(f"deb-{sha}")
                 h = hashlib.sha256()
+                got = 0
                 with _get(session, url, what=f"Debian {suite}'s {rel}") as r, open(part, "wb") as f:
                     for chunk in r.iter_content(1 << 16):
+                        got += len(chunk)
+                        if got > size:  # the signed Release says how big it is: no byte more is taken
+                            break
                         f.write(chunk)
                         h.update(chunk)
-                if h.hexdigest() != sha:
+                if got != size or h.hexdigest() != sha:
                     part.unlink(missing_ok=True)
                     raise IntegrityError(
                         f"{url}: sha256 {h.hexdigest()} is not the signed Release's {sha} ({size} bytes)",
