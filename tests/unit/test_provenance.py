@@ -317,8 +317,9 @@ def test_bad_provenance_files_are_usage_errors(tmp_path, text, msg):
 
 
 def rvport(*args: str) -> subprocess.CompletedProcess:
-    """The CLI in a process of its own with a minimal environment (tests/fixtures/cli.py)."""
-    return rvport_process(args, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, main="app", timeout=None)
+    """The CLI in a process of its own with a minimal environment (tests/fixtures/cli.py), its tables wide
+    enough that a reason is never wrapped, however long the temporary path (pytest-xdist adds to it)."""
+    return rvport_process(args, env={"COLUMNS": "500", "PATH": "/usr/bin:/bin"}, main="app", timeout=None)
 
 
 def test_cli_provenance(tmp_path):
