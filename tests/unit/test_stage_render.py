@@ -250,10 +250,12 @@ def test_plan_names_remote_sources_and_the_mirror_way_out(cat):
     pl = make_plan(
         cat, Request(refs=(), all=True, profile=get_profile("rvv256")), X86, locate=lambda s: "network"
     )
-    for name in ("torch", "vllm", "glide-ffi", "semantic-router"):
+    # vllm's rv64gc build needs its sdist alone (PyPI) until oneDNN's source is pinned (docs/heavy-recipes.md)
+    for name in ("torch", "glide-ffi", "semantic-router"):
         (w,) = [w for w in pl.warnings if w.startswith(f"{name}==") and "downloaded at build time" in w]
         assert "from github.com" in w and "--mirror DIR" in w and "rvport fetch --all --to DIR" in w
-    assert not any(w.startswith("msgspec==") and "downloaded" in w for w in pl.warnings)  # PyPI is reachable
+    for name in ("msgspec", "vllm"):  # PyPI is reachable
+        assert not any(w.startswith(f"{name}==") and "downloaded" in w for w in pl.warnings)
 
 
 def rustc_web(recipe):
