@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from rvport.verify.buffer import SizedReader
 from rvport.verify.limits import DEFAULT_LIMITS, Limits, check
 
 AR_MAGIC = b"!<arch>\n"
@@ -31,29 +32,13 @@ class ArEntry:
     size: int
 
 
-class Window(io.RawIOBase):
+class Window(SizedReader):
     """A read-only, seekable view of `size` bytes at `offset` of a seekable stream: an archive member read
     where it lies, never copied whole."""
 
     def __init__(self, stream: BinaryIO, offset: int, size: int) -> None:
         super().__init__()
         self._stream, self._offset, self._size, self._pos = stream, offset, size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        if base + offset < 0:
-            raise ValueError(f"negative seek position {base + offset}")
-        self._pos = base + offset
-        return self._pos
 
     def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]  # any writable buffer
         out = memoryview(buffer).cast("B")

@@ -12,27 +12,12 @@ class NotKept(LookupError):
     """A read of bytes that were not kept."""
 
 
-class BufferFile(io.RawIOBase):
-    def __init__(
-        self,
-        buffer: bytes | bytearray,
-        *,
-        pieces: list[tuple[int, bytes | bytearray]] | None = None,
-        size: int | None = None,
-    ) -> None:
-        """buffer: the member's first bytes (all of them when size is None); pieces: (offset, bytes) further
-        on,
-        sorted and not overlapping; size: the member's size when only those were kept."""
-        super().__init__()
-        self._starts = [0] + [at for at, _ in pieces or []]
-        self._views = [memoryview(buffer).cast("B")] + [memoryview(b).cast("B") for _, b in pieces or []]
-        self._size = len(buffer) if size is None else size
-        self.complete = size is None or (len(buffer) == size and not pieces)
-        self._pos = 0
+class SizedReader(io.RawIOBase):
+    """A read-only, seekable binary stream of `_size` bytes, its position in `_pos`; subclasses give
+    `readinto`."""
 
-    @property
-    def size(self) -> int:
-        return self._size
+    _size: int
+    _pos: int
 
     def readable(self) -> bool:
         return True
@@ -49,6 +34,28 @@ class BufferFile(io.RawIOBase):
             raise ValueError(f"negative seek position {base + offset}")
         self._pos = base + offset
         return self._pos
+
+
+class BufferFile(SizedReader):
+    def __init__(
+        self,
+        buffer: bytes | bytearray,
+        *,
+        pieces: list[tuple[int, bytes | bytearray]] | None = None,
+        size: int | None = None,
+    ) -> None:
+        """buffer: the member's first bytes (all of them when size is None); pieces: (offset, bytes) further
+        on, sorted and not overlapping; size: the member's size when only those were kept."""
+        super().__init__()
+        self._starts = [0] + [at for at, _ in pieces or []]
+        self._views = [memoryview(buffer).cast("B")] + [memoryview(b).cast("B") for _, b in pieces or []]
+        self._size = len(buffer) if size is None else size
+        self.complete = size is None or (len(buffer) == size and not pieces)
+        self._pos = 0
+
+    @property
+    def size(self) -> int:
+        return self._size
 
     def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]  # any writable buffer
         out = memoryview(buffer).cast("B")
