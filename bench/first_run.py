@@ -607,8 +607,7 @@ def _seconds(v: float | None, width: int) -> str:
 def _with_bases_together(steps: dict, other: dict) -> dict:
     """`steps` with the bases together as one row when `other` has only that row (its result.json timed no
     base on its own, the row is its stages' "base" timings): the sum of this run's own base rows, None if one
-    is
-    unknown."""
+    is unknown."""
     if BASES_TOGETHER not in other or BASES_TOGETHER in steps:
         return steps
     own = [v for k, v in steps.items() if k.startswith(("riscv64 base", "build-platform base"))]

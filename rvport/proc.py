@@ -179,8 +179,7 @@ def stop_streams() -> None:
     """Stop every program `stream()` runs now, on any thread (SIGTERM to its process group, SIGKILL when it
     lingers): each of those `stream()` calls then returns the program's exit status (killed by SIGTERM), so
     the code around it fails and cleans up as after any failed program. Until `resume_streams()`, `stream()`
-    starts
-    no new program (CommandFailed): work on other threads ends at its next program."""
+    starts no new program (CommandFailed): work on other threads ends at its next program."""
     _stopping.set()
     with _streams_lock:
         running = list(_streams)

@@ -468,8 +468,7 @@ DEFERRED = (PY3COMPILE, UPDATE_CA)
 def update_ca_batch(calls: list[list[str]]) -> list[list[str]]:
     """The update-ca-certificates runs that stand for the recorded calls: one, with --fresh when any call had
     it and with its hooks (ca-certificates' postinst skips them, `--hooksdir ""`, and leaves them to its
-    trigger's
-    plain call); calls with any other option are run as they were."""
+    trigger's plain call); calls with any other option are run as they were."""
     if not calls:
         return []
     known = [
@@ -538,8 +537,7 @@ def py_compile_batch(
 ) -> tuple[dict[tuple[str, ...], list[str]], list[list[str]]]:
     """({(interpreter, *options, module): files}, calls of any other form, to be run as they were): the
     recorded `INTERPRETER [-E -S -O ...] MODULE FILE...` calls of the py_compile module `module`, their files
-    gathered
-    (once each) by interpreter and options."""
+    gathered (once each) by interpreter and options."""
     groups: dict[tuple[str, ...], list[str]] = {}
     others: list[list[str]] = []
     for argv in calls:
@@ -604,8 +602,7 @@ def deferred_runs(
     rootfs), argvs to run after them all). update-ca-certificates once (certificate_runs), unless
     `certificates` is False (EarlyWork made them); the bytecode (bytecode_jobs) but the jobs `done` already
     (EarlyWork), its files split by directory into `parts` runs; calls of any other form afterwards, as they
-    were (they may
-    write where the batches do)."""
+    were (they may write where the batches do)."""
     tasks: list[tuple[str, list[list[str]]]] = []
     ca = certificate_runs(calls.get(UPDATE_CA, []))
     if ca and certificates:

@@ -125,8 +125,7 @@ class Preparer:
         """Hand the work to `pool`: first every base the stages need (the riscv64 base on one worker, the
         build-platform bases on the other), then the images that start from a build-platform base alone
         (modes: `early`), then each stage's images (a stage's task waits for the bases it needs; a base that
-        failed fails
-        it, so does its early task's failure)."""
+        failed fails it, so does its early task's failure)."""
         self.logs.mkdir(parents=True, exist_ok=True)
         self._started = time.monotonic()
         needed = dict.fromkeys(b for st in self.plan.stages for b in modes.bases(st, self.plan.host))

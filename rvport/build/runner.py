@@ -309,8 +309,7 @@ class Runner:
         its own are made, in plan order; the first stage that failed, with its error. Leaving early (a
         failure, an interrupt) stops the image making still going on. How long the image making took, from its
         start to its last task's end, and each stage's images go to result.json (images_ahead; the bases' own
-        times are in
-        base_images)."""
+        times are in base_images)."""
         prep = Preparer(
             self.plan, self.opts, self.rep, smoke=self.opts.smoke, bases=self.bases, for_build=True
         )
@@ -409,8 +408,7 @@ class Runner:
     def _check(self, env: StageEnv, base: BaseImage, made: runtime.MadeImage, files: Path) -> None:
         """The runtime check (rvport/build/check.py) into stages[].runtime.check; run when the image was made
         or the stage built now, else a kept passing result of the same images is reused; --no-smoke skips it.
-        A
-        failing check fails the stage (exit 7, as a failing smoke test)."""
+        A failing check fails the stage (exit 7, as a failing smoke test)."""
         rec = env.record
         assert rec.runtime is not None
         if not self.opts.smoke:

@@ -214,8 +214,7 @@ class StageEnv:
     def riscv64_env(self) -> dict[str, str]:
         """The environment of every riscv64 container the stage runs once it is built (the smoke test, a
         runtime check's service and client): QEMU's CPU is the profile's, so emulated code sees exactly the
-        profile's
-        ISA; a native riscv64 engine ignores it. The one place for that rule."""
+        profile's ISA; a native riscv64 engine ignores it. The one place for that rule."""
         return {"QEMU_CPU": self.profile.qemu_cpu}
 
     @contextlib.contextmanager

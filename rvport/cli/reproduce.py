@@ -34,8 +34,7 @@ def reproduce(o) -> None:
     Name recipes as NAME or NAME==VERSION. Each build has a fresh cache directory (sources fetched again,
     trees prepared again, no artifact cache) and BuildKit's --no-cache; base and toolchain images are reused.
     A difference names the wheel members (contents, times, modes, order), archive members and ELF sections
-    that
-    differ."""
+    that differ."""
     from rvport.build.runner import BuildOptions, Runner
     from rvport.catalogue.recipes import load_catalogue
     from rvport.cli.progress import reporter

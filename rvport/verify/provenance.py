@@ -202,8 +202,7 @@ def _dependencies(
 def _vendored(recipe: str, p: Mapping[str, Any], s: Mapping[str, Any]) -> dict | None:
     """Vendored crates or Go modules, named by the digest of the lock that pins them: the recipe's pinned lock
     file when it has one, else the tree's own lock file the recipe pins (`lock:`), else the source archive
-    that
-    carries it (Cargo.lock or go.sum inside it)."""
+    that carries it (Cargo.lock or go.sum inside it)."""
     tool = p["vendor"]
     lock_name = LOCK_NAMES.get(tool, "")
     pinned = [pf for pf in p.get("lockfiles", []) if (pf.get("dest") or pf["file"]).endswith(lock_name)]
@@ -260,8 +259,7 @@ def write_beside(
 ) -> Path | None:
     """OUTPUT/provenance.json for a run that finished with artifacts; written whole or not at all. For a
     failed or interrupted run, none: a statement left from an earlier run is removed, so it never sits beside
-    a
-    result.json it does not describe."""
+    a result.json it does not describe."""
     path = output / FILENAME
     if result.get("status") != "ok" or not result.get("artifacts"):
         path.unlink(missing_ok=True)

@@ -221,8 +221,7 @@ def test_the_runtime_check_routes_before_and_after_a_restart_and_leaves_nothing(
         assert again["runtime"]["check"] == dict(chk, reused=True)
 
         # 3. a seeded failing check (a new check: the same image, no new build): exit 7, the client's output
-        # and
-        # the service's logs recorded and shown, nothing left behind
+        # and the service's logs recorded and shown, nothing left behind
         write_recipe(recipes, name, f, s, expect="goodbye")
         cp = rvport("build", name, *common)
         assert cp.returncode == 7, cp.stdout + cp.stderr

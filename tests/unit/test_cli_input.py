@@ -471,8 +471,7 @@ def test_an_unwritable_directory_is_refused():
 def _in_child_without_privileges(fn) -> str:
     """fn() in a forked child that has dropped root (to nobody) when the tests run as root, since root may
     read and write whatever the modes say; its result as a string. A fork, not a new Python process: nobody
-    might not
-    reach the interpreter's own files."""
+    might not reach the interpreter's own files."""
     uid = gid = None
     if os.geteuid() == 0:
         import pwd

@@ -1,7 +1,6 @@
 """`rvport prepare` without Docker: the images it makes are the runner's (made by modes.setup in a StageEnv
 with the runner's LoadedToolchains: same Dockerfiles, same tags), made once, and an image already in the
-engine is
-not made again. Docker is replaced at its door (buildx); everything between runs as it is."""
+engine is not made again. Docker is replaced at its door (buildx); everything between runs as it is."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """SLSA provenance v1 (in-toto Statement v1): made from result.json and plan.json documents as the runner
 writes them, validated against the schema written from the specifications; written atomically beside
-result.json; and
-artifacts checked against it (`verify artifacts --provenance`). No Docker."""
+result.json; and artifacts checked against it (`verify artifacts --provenance`). No Docker."""
 
 from __future__ import annotations
 

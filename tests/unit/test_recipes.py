@@ -319,8 +319,7 @@ def test_two_files_with_one_dest_are_refused_on_load(tmp_path, entries, line, sa
 def test_a_vendoring_cargo_recipe_may_not_set_cargo_home(tmp_path, top, version, line):
     """The planner's CARGO_HOME (the tree's cargo home with the vendored-source replacement) would be
     overridden by the recipe's env, and cargo would go to the network: refused on load. Without vendoring it
-    is the
-    recipe's own business."""
+    is the recipe's own business."""
     text = GOOD.format(name="a", digest="a" * 64, extra="    vendor: cargo\n" + version).replace(
         "build: [echo build]\n", top + "build: [echo build]\n"
     )

@@ -35,8 +35,7 @@ class StageMode(Protocol):
     def early(self, env: StageEnv) -> None:
         """Make the mode's images that start from its own bases alone, not from the riscv64 base (the
         accelerated prefix, the cross toolchain image): `rvport build` and `rvport prepare` make them while
-        the riscv64 base
-        is still being made. `toolchain` and `dockerfile` find them made."""
+        the riscv64 base is still being made. `toolchain` and `dockerfile` find them made."""
 
     def toolchain(self, env: StageEnv) -> Toolchain:
         """The image the stage builds FROM (made through env; recorded in env.record where it says more)."""
@@ -75,8 +74,7 @@ def bases(stage: Stage, host: HostFacts) -> tuple[tuple[str, str], ...]:
 def setup(env: StageEnv) -> StageSetup:
     """A stage's images and Dockerfile, made in the engine as `rvport build` and `rvport prepare` both make
     them: the riscv64 base, the mode's toolchain image, the Dockerfile (an accelerated stage's prefix image
-    made and
-    its compilers checked). What they are is recorded in env.record (result.json) and env.used."""
+    made and its compilers checked). What they are is recorded in env.record (result.json) and env.used."""
     mode = of(env.stage.mode)
     base = env.base(env.stage.recipe.toolchain.base, RISCV64)
     env.record.images["base"] = base.image_id
