@@ -25,8 +25,13 @@ def _editable() -> bool:
     return bool(text) and bool(json.loads(text).get("dir_info", {}).get("editable"))
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # after collection, so that test paths given relative to the checkout are found (also by xdist's workers,
+    # which collect them again)
     os.chdir(tempfile.mkdtemp(prefix="rvport-tests-cwd-"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
     import rvport
 
     where = Path(rvport.__file__).resolve()
