@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -141,7 +142,7 @@ def test_the_same_version_with_another_digest_is_an_integrity_error():
 
 # ------------------------------------------------------------------------------- the signature, with gpg
 @pytest.fixture(scope="module")
-def keyring(tmp_path_factory) -> tuple[Path, Path]:
+def keyring(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
     """(GNUPGHOME with a throwaway signing key, its public keyring file)."""
     if shutil.which("gpg") is None or shutil.which("gpgv") is None:
         pytest.skip("gpg and gpgv are needed to make and check a signature")
@@ -155,7 +156,11 @@ def keyring(tmp_path_factory) -> tuple[Path, Path]:
     )
     ring = home / "ring.gpg"
     subprocess.run([*gpg, "--output", str(ring), "--export"], check=True, capture_output=True)
-    return home, ring
+    yield home, ring
+    # gpg started an agent for this home: stop it, so that no daemon outlives the test run
+    subprocess.run(
+        ["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False, capture_output=True
+    )
 
 
 def _clearsign(home: Path, text: str, dest: Path) -> Path:
