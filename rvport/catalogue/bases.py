@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from rvport import resources
-from rvport.catalogue.schema import validate
+from rvport.catalogue.schema import control_characters, validate
 from rvport.catalogue.yamlsrc import line_of, load_yaml
 from rvport.errors import Problem, RecipeError
 
@@ -80,6 +80,7 @@ def load_base_file(path: Path) -> tuple[BaseSpec | None, list[Problem]]:
             )
         ]
     problems = validate(doc, base_schema(), file=file)
+    problems += control_characters(doc, file=file)  # as a recipe's and a toolchain file's strings
     if problems:
         return None, problems
     if doc["name"] != path.stem:

@@ -57,6 +57,22 @@ def test_bad_spec_is_located(tmp_path):
         load_base("nope", tmp_path)
 
 
+@pytest.mark.parametrize(
+    "field",
+    ['suite: "trixie\\nmain"', "suite: ../../x", "components: [main, 'a b']", 'suite: "tri\\x1bxie"'],
+)
+def test_a_base_specs_suite_and_components_are_names_without_control_characters(tmp_path, field):
+    (tmp_path / "b.yaml").write_text(
+        "schema: 1\nname: b\nkind: debootstrap\npackages: [ok]\n"
+        + ("" if field.startswith("suite") else "suite: trixie\n")
+        + field
+        + "\n"
+    )
+    with pytest.raises(RecipeError) as ei:
+        load_base("b", tmp_path)
+    assert ei.value.problems and all(p.line for p in ei.value.problems)
+
+
 # The base image's tag is a digest of its inputs, the spec file's bytes among them (not its path): these are
 # the keys of the shipped specs (no mirror) since before they moved from toolchains/ to bases/. Editing a spec
 # makes a new image on purpose; then update its keys here.
