@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from rvport import resources
 from rvport.catalogue.bases import recipe_base_problems
+from rvport.catalogue.profiles import load_profiles
 from rvport.catalogue.schema import control_characters, validate
 from rvport.catalogue.yamlsrc import MAX_BYTES, LDict, line_of, load_yaml
 from rvport.errors import Problem, RecipeError, RvportError, UsageError
@@ -61,7 +62,12 @@ class Source:
     cmake_var: str | None = None  # handed to CMake as -D<var>=<dir> (FetchContent source dirs)
     tree: str | None = None  # "sha256:<hex>": the digest of the unpacked tree (docs/sources.md)
     exclude: tuple[str, ...] = ()  # paths left out of the tree digest, and removed from the prepared tree
+    profiles: tuple[str, ...] = ()  # the profiles whose builds need it (empty: every profile)
     line: int | None = None
+
+    def serves(self, profile: str) -> bool:
+        """Whether a build for `profile` needs this source (the planner leaves out the others)."""
+        return not self.profiles or profile in self.profiles
 
     @property
     def pinned(self) -> bool:
@@ -120,6 +126,8 @@ class Source:
                 d[k] = v
         if self.exclude:
             d["exclude"] = list(self.exclude)
+        if self.profiles:
+            d["profiles"] = list(self.profiles)
         if self.fetch_url:
             d["fetch_url"] = self.fetch_url
         return d
@@ -348,6 +356,7 @@ def _source(d: LDict, file: str, problems: list[Problem]) -> Source:
         recorded=(d.get("recorded") or {}).get("date"),
         tree=d.get("tree"),
         exclude=tuple(d.get("exclude", ())),
+        profiles=tuple(d.get("profiles", ())),
         line=d.line,
     )
     if common["exclude"] and not common["tree"]:
@@ -484,6 +493,37 @@ def _same_dest(v: LDict, file: str, vline: int | None) -> list[Problem]:
                 )
             else:
                 taken[dest] = what
+    return out
+
+
+def _source_profiles(v: LDict, file: str, vline: int | None) -> list[Problem]:
+    """A source's `profiles:` must name profiles of profiles.yaml, and the first source (the tree every build
+    starts from) serves every profile."""
+    known = load_profiles()
+    out = []
+    for i, s in enumerate(v["sources"]):
+        names = s.get("profiles") or []
+        line = line_of(s, "profiles") or line_of(v["sources"], i) or vline
+        if names and i == 0:
+            out.append(
+                Problem(
+                    message=f"source {s['name']!r} is the tree every build starts from: it cannot be "
+                    "for some profiles only",
+                    file=file,
+                    line=line,
+                    hint="remove its profiles:, or list the source after the one that is the tree",
+                )
+            )
+        for n in names:
+            if n not in known:
+                out.append(
+                    Problem(
+                        message=f"source {s['name']!r}: profiles names {n!r}, which is not a profile",
+                        file=file,
+                        line=line,
+                        hint=f"choose from {', '.join(known)} (rvport/resources/profiles.yaml)",
+                    )
+                )
     return out
 
 
@@ -888,6 +928,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                     )
                 )
         problems += _same_dest(v, file, vline)
+        problems += _source_profiles(v, file, vline)
         for key in ("patches", "lockfiles"):  # files' dest is checked above, runtime files' by _image_path
             for pf in v.get(key, []):
                 _dotdot(pf, "dest", file, problems)

@@ -301,6 +301,13 @@ def on_python_base(
     return replace(recipe, toolchain=replace(recipe.toolchain, base=py.base), modes=kept)
 
 
+def for_profile(recipe: Recipe, profile: str) -> Recipe:
+    """The recipe as a build for `profile` needs it: without the sources it names other profiles for
+    (`profiles:`), so they are neither fetched nor unpacked, and the stage's key does not depend on them."""
+    kept = tuple(s for s in recipe.sources if s.serves(profile))
+    return recipe if len(kept) == len(recipe.sources) else replace(recipe, sources=kept)
+
+
 def recipe_pythons(
     recipe: Recipe, matrix: Sequence[PythonTarget], bases_python: Mapping[str, str] | None = None
 ) -> tuple[PythonTarget | None, ...]:
@@ -496,6 +503,7 @@ def make_plan(
     for r, py in planned:
         if py is not None:
             r = on_python_base(r, py, req.mode, specs)
+        r = for_profile(r, req.profile.name)
         mode, reason = decide_mode(r, req.mode, host)
         jobs = bound_jobs(r.kind, host, req.jobs)
         env = stage_env(r, req.profile, mode, jobs)

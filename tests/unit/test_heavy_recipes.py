@@ -88,8 +88,9 @@ def test_vllm_flags(cat):
         ("libtorch2.14", "2.14.1+dfsg-1"),
         ("libtorch-dev", "2.14.1+dfsg-1"),
     }
-    # rv64gc needs no oneDNN: the sdist is the one source (oneDNN for the vector profiles is not pinned yet)
-    (sdist,) = r.sources
+    # the sdist, and oneDNN for the vector profiles only (tests/unit/test_source_profiles.py)
+    sdist, onednn = r.sources
+    assert onednn.name == "onednn" and "rv64gc" not in onednn.profiles
     assert (sdist.project, sdist.version) == ("vllm", "0.33.0")
     assert sdist.sha256 == "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"
     assert env["FETCHCONTENT_SOURCE_DIR_ONEDNN"] == "/src/_deps/onednn"

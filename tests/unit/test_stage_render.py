@@ -250,11 +250,11 @@ def test_plan_names_remote_sources_and_the_mirror_way_out(cat):
     pl = make_plan(
         cat, Request(refs=(), all=True, profile=get_profile("rvv256")), X86, locate=lambda s: "network"
     )
-    # vllm's rv64gc build needs its sdist alone (PyPI) until oneDNN's source is pinned (docs/heavy-recipes.md)
-    for name in ("torch", "glide-ffi", "semantic-router"):
+    # vllm's vector builds need oneDNN's git source too (rv64gc the sdist alone: test_source_profiles)
+    for name in ("torch", "vllm", "glide-ffi", "semantic-router"):
         (w,) = [w for w in pl.warnings if w.startswith(f"{name}==") and "downloaded at build time" in w]
         assert "from github.com" in w and "--mirror DIR" in w and "rvport fetch --all --to DIR" in w
-    for name in ("msgspec", "vllm"):  # PyPI is reachable
+    for name in ("msgspec",):  # PyPI is reachable
         assert not any(w.startswith(f"{name}==") and "downloaded" in w for w in pl.warnings)
 
 
