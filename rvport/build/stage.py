@@ -115,6 +115,8 @@ class StageRecord:
             "verify": self.verify,
             "smoke": self.smoke,
             "manylinux": self.manylinux,
+            # wheel kinds: whether the stage repairs its wheels, and who decided why (plan.json's)
+            **({"wheel_repair": dict(s.wheel_repair)} if s.wheel_repair is not None else {}),
             "sources": self.sources,
             "toolchain_packages": self.toolchain_packages,
             "toolchain": self.toolchain,

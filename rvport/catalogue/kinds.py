@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from rvport.catalogue import modes
-from rvport.catalogue.recipes import RUST_WEB, Kind, Recipe
+from rvport.catalogue.recipes import RUST_WEB, WHEEL_KINDS, Kind, Recipe
 from rvport.target import GOARCH, PLATFORM, RUST_TARGET, TRIPLET
 
 
@@ -38,11 +38,15 @@ class CrossToolchain:
 class KindFacts:
     kind: Kind
     job_memory_gib: float  # memory one compile job may need: bounds --jobs on a small host
-    installs_wheels: bool  # its smoke test pip-installs the wheels it made
     # its artifacts are built for one CPython (cpXY wheels): planned once per --python; a kind without a
     # Python (a static library, a Go binary) is planned once, on its recipe's own base, whatever --python says
     per_python: bool = False
     cross: CrossToolchain | None = None
+
+    @property
+    def installs_wheels(self) -> bool:
+        """Its artifacts are wheels: its smoke test pip-installs them (recipes.WHEEL_KINDS)."""
+        return self.kind in WHEEL_KINDS
 
     @property
     def modes(self) -> frozenset[str]:
@@ -60,18 +64,15 @@ KINDS: Mapping[Kind, KindFacts] = {
             kind=Kind.PYTHON_WHEEL,
             per_python=True,
             job_memory_gib=1.5,
-            installs_wheels=True,
         ),
         KindFacts(
             kind=Kind.TORCH_WHEEL,
             per_python=True,
             job_memory_gib=4.0,
-            installs_wheels=True,
         ),
         KindFacts(
             kind=Kind.CARGO_STATICLIB,
             job_memory_gib=2.0,
-            installs_wheels=False,
             cross=CrossToolchain(
                 # the riscv64 standard library beside the host's rustc: Multi-Arch: same, so only at the
                 # host rustc's exact version (checked again in the image: same_version)
@@ -91,7 +92,6 @@ KINDS: Mapping[Kind, KindFacts] = {
         KindFacts(
             kind=Kind.GO_BINARY,
             job_memory_gib=1.5,
-            installs_wheels=False,
             cross=CrossToolchain(
                 packages=(*_C, "golang-go"),
                 env={

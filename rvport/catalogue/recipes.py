@@ -39,6 +39,11 @@ class Kind(StrEnum):
     TORCH_WHEEL = "torch-wheel"
 
 
+# The kinds whose artifacts are wheels: their smoke tests pip-install them (kinds.KindFacts.installs_wheels),
+# their stages repair them to a manylinux tag unless the recipe says otherwise (`manylinux:`)
+WHEEL_KINDS = frozenset({Kind.PYTHON_WHEEL, Kind.TORCH_WHEEL})
+
+
 class SourceKind(StrEnum):
     PYPI = "pypi"
     URL = "url"
@@ -324,6 +329,9 @@ class Recipe:
     outputs: tuple[Output, ...] = ()
     smoke: str | None = None
     smoke_debian: tuple[str, ...] = ()
+    # `manylinux: {repair: false, reason: ...}`: why its wheels are never repaired, whatever --manylinux says
+    # (a wheel linked against the system's libraries, e.g. Debian's libtorch); None: --manylinux decides
+    no_repair: str | None = None
     runtime: Runtime | None = None  # the image the artifacts run in (`runtime:`), made after the stage
     modes: tuple[str, ...] = ("native", "qemu")
     hermetic: bool = True
@@ -830,6 +838,22 @@ def _cargo_home_by_rvport(v: dict, doc: dict, file: str) -> list[Problem]:
     return out
 
 
+def _repair_problems(doc: LDict, file: str) -> list[Problem]:
+    """`manylinux:` (the recipe's own wheel repair choice) only where a stage makes wheels."""
+    if "manylinux" not in doc or Kind(doc["kind"]) in WHEEL_KINDS:
+        return []
+    return [
+        Problem(
+            message=f"manylinux: a {doc['kind']} recipe makes no wheels to repair",
+            file=file,
+            line=line_of(doc, "manylinux"),
+            hint="remove `manylinux:`; it is for the kinds that make wheels ("
+            + ", ".join(sorted(k.value for k in WHEEL_KINDS))
+            + ")",
+        )
+    ]
+
+
 # The recipe text that may span lines (newlines and tabs allowed): prose, scripts and build commands.
 # Nothing else may hold a control character (schema.control_characters).
 MULTILINE = re.compile(
@@ -881,6 +905,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                 )
             )
     problems += _pinned_by_rvport(doc.get("env"), file)
+    problems += _repair_problems(doc, file)
     recipes: list[Recipe] = []
     top_tc = _toolchain(doc.get("toolchain"))
     runtime = _runtime(doc, root, file, problems)
@@ -970,6 +995,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                 ),
                 smoke=(doc.get("smoke") or {}).get("script"),
                 smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])),
+                no_repair=(doc.get("manylinux") or {}).get("reason"),
                 runtime=runtime,
                 modes=tuple(doc.get("modes", ["native", "qemu"])),
                 hermetic=bool(v.get("hermetic", True)),

@@ -35,7 +35,7 @@ BUILD_DIR = "/src"
 PREFIX_MAP_CFLAGS = (f"-ffile-prefix-map={BUILD_DIR}=.",)
 PREFIX_MAP_RUSTFLAGS = f"--remap-path-prefix={BUILD_DIR}=."
 # Kinds whose outputs are wheels: after the build, the stage repairs them to a manylinux tag (auditwheel).
-WHEEL_KINDS = frozenset(k for k, f in KINDS.items() if f.installs_wheels)
+WHEEL_KINDS = frozenset(k for k, f in KINDS.items() if f.installs_wheels)  # recipes.WHEEL_KINDS
 # A stage that compiles Rust records the Rust it used, in every mode, after its build commands (the command of
 # resources/scripts/rust-record.sh: rustc, cargo, rustc's host). The runner takes the file out of the
 # artifacts into result.json (stages[].rust).
@@ -172,6 +172,7 @@ class Stage:
     tools: tuple[Tool, ...] = ()  # rvport's own pinned tools the stage runs (in /rvport/tools)
     runtime: RuntimeImage | None = None  # the image the artifacts run in, made after the stage (`runtime:`)
     python: PythonTarget | None = None  # --python: the Python this stage builds for (its base is its)
+    wheel_repair: Mapping[str, object] | None = None  # wheel kinds: repaired or not, and why (wheel_repair)
 
     @property
     def name(self) -> str:
@@ -210,6 +211,8 @@ class Stage:
             "hermetic": r.hermetic,
             "tools": [t.to_json() for t in self.tools],
             "runtime": self.runtime.to_json() if self.runtime else None,
+            # wheel kinds only: other plans stay as they were
+            **({"wheel_repair": dict(self.wheel_repair)} if self.wheel_repair is not None else {}),
         }
 
 
@@ -509,6 +512,9 @@ def make_plan(
         env = stage_env(r, req.profile, mode, jobs)
         build = r.build + ((RUST_RECORD,) if compiles_rust(r) else ())
         r, commands, tools = with_repair(r, env, build, repair)
+        note = repair_note(r, req.manylinux)
+        if note:
+            warnings.append(note)
         # a dependency built per Python is this stage's Python's; one built once is that one
         deps = tuple(
             stage_id(n, py) if stage_id(n, py) in keys else n
@@ -563,6 +569,7 @@ def make_plan(
                 tools=tools,
                 runtime=runtime_image(r, req.tag, key, py),
                 python=py,
+                wheel_repair=wheel_repair(r, req.manylinux, repair),
             )
         )
     warnings += expired_release_notes(req.allow_expired_release, stages)
@@ -615,9 +622,36 @@ def with_repair(
     recipe: Recipe, env: dict[str, str], commands: tuple[str, ...], platform: str | None
 ) -> tuple[Recipe, tuple[str, ...], tuple[Tool, ...]]:
     """A wheel stage that repairs its wheels: its script runs after the build commands, and the pinned tool is
-    handed to the stage (what auditwheel needs from Debian is in the riscv64 base, debian-trixie.yaml)."""
-    if recipe.kind not in WHEEL_KINDS or platform is None:
+    handed to the stage (what auditwheel needs from Debian is in the riscv64 base, debian-trixie.yaml). A
+    recipe that says its wheels are not repaired (`manylinux: repair: false`) is never repaired."""
+    if recipe.kind not in WHEEL_KINDS or platform is None or recipe.no_repair is not None:
         return recipe, commands, ()
     t = tool("auditwheel")
     env["RVPORT_MANYLINUX"] = platform
     return recipe, commands + (f"sh /rvport/tools/{t.script} {platform}",), (t,)
+
+
+def wheel_repair(recipe: Recipe, asked: str, platform: str | None) -> dict | None:
+    """A wheel stage's repair as plan.json and result.json show it (stages[].wheel_repair): whether its wheels
+    are repaired, to which platform, and who decided (the recipe's `manylinux:` or --manylinux) and why. None
+    for the kinds that make no wheels."""
+    if recipe.kind not in WHEEL_KINDS:
+        return None
+    if recipe.no_repair is not None:
+        return {"repair": False, "platform": None, "by": "recipe", "reason": recipe.no_repair}
+    return {
+        "repair": platform is not None,
+        "platform": platform,
+        "by": "--manylinux",
+        "reason": f"--manylinux {asked.strip()}",
+    }
+
+
+def repair_note(recipe: Recipe, asked: str) -> str | None:
+    """The plan's note when --manylinux asks for a repair the recipe does not do (never silent)."""
+    if recipe.kind not in WHEEL_KINDS or recipe.no_repair is None or asked.strip() == "off":
+        return None
+    return (
+        f"{recipe.ref}: --manylinux {asked.strip()} has no effect: the recipe does not repair its wheels "
+        f"(manylinux: repair: false in {recipe.file.name}): {recipe.no_repair}"
+    )
