@@ -513,7 +513,8 @@ class Runner:
 
         reports, failures = [], []
         for o in st.recipe.outputs:
-            report = verify_paths(_matches(files, o.glob), self.profile, isa=o.isa, exports=o.exports)
+            # the stage's profile: what its compiler was given (rvv256-bf16's zfbfmin where GCC accepts it)
+            report = verify_paths(_matches(files, o.glob), st.profile, isa=o.isa, exports=o.exports)
             doc = report.to_json()
             for a in doc["artifacts"]:  # paths relative to the stage's output, not a temporary directory
                 a["path"] = str(Path(a["path"]).relative_to(files))
@@ -523,7 +524,8 @@ class Runner:
             ]
         if failures:
             raise VerifyFailed(
-                f"{st.recipe.ref}: artifacts failed verification for profile {self.profile.name}",
+                f"{st.recipe.ref}: artifacts failed verification for profile {st.profile.name} "
+                f"(-march={st.profile.march})",
                 hint="the verdicts are in result.json (stages[].verify)",
                 problems=[Problem(message=f) for f in failures[:10]],
             )

@@ -6,7 +6,8 @@ build`: cross toolchains, the accelerated prefix), or an image named by digest (
 base says which CPython its python3 is (`python: "3.13"`): `--python` selects the base by it. The
 built-in specs ship in rvport/resources/bases/; RVPORT_BASES names another directory. The image a spec
 becomes is rvport.build.images: its tag carries a digest of the spec file's bytes (`text_sha256`), so moving a
-file changes nothing and editing one makes a new image (except its `python:` line, which describes the image).
+file changes nothing and editing one makes a new image (except its `python:` and `gcc:` lines, which describe
+the image).
 """
 
 from __future__ import annotations
@@ -38,20 +39,20 @@ class BaseSpec:
     arch: str  # "target" (riscv64) or "build" (the host's platform)
     image: str | None  # a digest-pinned image replaces debootstrap
     python: str | None = None  # the CPython its python3 is (MAJOR.MINOR): what --python selects it by
+    gcc: int | None = None  # the major version of its gcc: which -march extensions it accepts (profiles)
     file: Path
-    text_sha256: (
-        str  # the spec file's bytes (less its `python:` line): what the base image's tag is a digest of
-    )
+    # the spec file's bytes (less its `python:` and `gcc:` lines): what the base image's tag is a digest of
+    text_sha256: str
 
 
-# A spec's `python:` line says what the image is, it does not change what is made: the image's key is over the
-# file's bytes without it, so saying a base's Python never makes its image again.
-_PYTHON_LINE = re.compile(rb"^python:[^\n]*\n?", re.MULTILINE)
+# A spec's `python:` and `gcc:` lines say what the image is, they do not change what is made: the image's key
+# is over the file's bytes without them, so saying a base's Python or GCC never makes its image again.
+_DESCRIBING_LINES = re.compile(rb"^(python|gcc):[^\n]*\n?", re.MULTILINE)
 
 
 def spec_digest(data: bytes) -> str:
-    """sha256 of a spec file's bytes, its top-level `python:` line left out."""
-    return hashlib.sha256(_PYTHON_LINE.sub(b"", data)).hexdigest()
+    """sha256 of a spec file's bytes, its top-level `python:` and `gcc:` lines left out."""
+    return hashlib.sha256(_DESCRIBING_LINES.sub(b"", data)).hexdigest()
 
 
 @cache
@@ -102,6 +103,7 @@ def load_base_file(path: Path) -> tuple[BaseSpec | None, list[Problem]]:
         arch=doc.get("arch", "target"),
         image=doc.get("image"),
         python=doc.get("python"),
+        gcc=doc.get("gcc"),
         file=path,
         text_sha256=spec_digest(path.read_bytes()),
     )

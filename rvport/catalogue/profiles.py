@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 import yaml
@@ -25,6 +25,19 @@ class Profile:
     requires: frozenset[str]
     qemu_cpu: str
     knobs: Mapping[str, str]
+    # extensions the profile's CPUs have that only newer compilers accept in -march: name -> the GCC major
+    # from which a stage's compiler (its base's `gcc:`) gets them in its march and requires (for_gcc)
+    gcc_adds: Mapping[str, int] = field(default_factory=dict)
+
+    def for_gcc(self, major: int | None) -> Profile:
+        """The profile as a stage whose GCC is `major` (None: not known) builds for it: the extensions of
+        `gcc_adds` that this GCC accepts join -march (after the single-letter ones) and `requires`. The CPU
+        contract (QEMU CPU, what verify allows) is the same whatever the compiler."""
+        added = sorted(e for e, since in self.gcc_adds.items() if major is not None and major >= since)
+        if not added:
+            return self
+        head, *rest = self.march.split("_")
+        return replace(self, march="_".join([head, *added, *rest]), requires=self.requires | set(added))
 
     @property
     def cflags(self) -> tuple[str, ...]:
@@ -38,7 +51,7 @@ class Profile:
     def allowed(self) -> frozenset[str]:
         """Every extension an object built for this profile may carry."""
         isa = isa_rules()
-        return expand(parse_march(self.march)) | frozenset(isa["tolerated"])
+        return expand(parse_march(self.march) | set(self.gcc_adds)) | frozenset(isa["tolerated"])
 
     @property
     def cpuinfo(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -59,6 +72,7 @@ class Profile:
             "knobs": dict(self.knobs),
             "requires": sorted(self.requires),
             "float_abi": self.float_abi,
+            **({"gcc_adds": dict(sorted(self.gcc_adds.items()))} if self.gcc_adds else {}),
         }
 
 
@@ -134,6 +148,7 @@ def load_profiles() -> dict[str, Profile]:
             requires=frozenset(p["requires"]),
             qemu_cpu=p["qemu_cpu"],
             knobs={k: str(v) for k, v in (p.get("knobs") or {}).items()},
+            gcc_adds={k: int(v) for k, v in (p.get("gcc_adds") or {}).items()},
         )
     return out
 

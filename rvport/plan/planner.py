@@ -168,6 +168,7 @@ class Stage:
     commands: tuple[str, ...]
     depends: tuple[str, ...]  # recipe names, already earlier in the plan
     source_locations: Mapping[str, str]
+    profile: Profile  # the request's profile as this stage's compiler serves it (Profile.for_gcc)
     key: str  # content address of the stage's inputs (dependencies' keys included)
     tools: tuple[Tool, ...] = ()  # rvport's own pinned tools the stage runs (in /rvport/tools)
     runtime: RuntimeImage | None = None  # the image the artifacts run in, made after the stage (`runtime:`)
@@ -190,6 +191,13 @@ class Stage:
             "file": str(r.file),
             "mode": self.mode.value,
             "mode_reason": self.mode_reason,
+            # the -march this stage compiles with and what its artifacts must carry (for_gcc: rvv256-bf16's
+            # zfbfmin where the base's GCC accepts it)
+            "profile": {
+                "name": self.profile.name,
+                "march": self.profile.march,
+                "requires": sorted(self.profile.requires),
+            },
             "platform": self.platform,
             "emulated": self.emulated,
             "jobs": self.jobs,
@@ -302,6 +310,14 @@ def on_python_base(
             hint=f"use one of {', '.join(kept) or 'no mode'} for Python {py.version}, or --mode auto",
         )
     return replace(recipe, toolchain=replace(recipe.toolchain, base=py.base), modes=kept)
+
+
+def stage_profile(profile: Profile, recipe: Recipe, bases: Mapping[str, BaseSpec]) -> Profile:
+    """The profile as the stage's compiler serves it: extensions of the profile's `gcc_adds` join its -march
+    and requires where the GCC of the recipe's base (`gcc:` of its spec) accepts them; a base that does not
+    say its GCC gets none."""
+    spec = bases.get(recipe.toolchain.base)
+    return profile.for_gcc(spec.gcc if spec else None)
 
 
 def for_profile(recipe: Recipe, profile: str) -> Recipe:
@@ -498,7 +514,7 @@ def make_plan(
     keys: dict[str, str] = {}
     warnings: list[str] = []
     repair = manylinux_platform(req.manylinux)
-    specs = (load_bases() if bases is None else bases) if req.pythons else {}
+    specs = (load_bases() if bases is None else bases) if req.pythons or req.profile.gcc_adds else {}
     matrix = python_matrix(req.pythons, specs) if req.pythons else ()
     order = _resolve_order(cat, roots)
     bases_python = {name: b.python for name, b in specs.items() if b.python}
@@ -509,7 +525,8 @@ def make_plan(
         r = for_profile(r, req.profile.name)
         mode, reason = decide_mode(r, req.mode, host)
         jobs = bound_jobs(r.kind, host, req.jobs)
-        env = stage_env(r, req.profile, mode, jobs)
+        profile = stage_profile(req.profile, r, specs)
+        env = stage_env(r, profile, mode, jobs)
         build = r.build + ((RUST_RECORD,) if compiles_rust(r) else ())
         r, commands, tools = with_repair(r, env, build, repair)
         note = repair_note(r, req.manylinux)
@@ -520,7 +537,7 @@ def make_plan(
             stage_id(n, py) if stage_id(n, py) in keys else n
             for n in (d.partition("==")[0] for d in r.depends)
         )
-        key = stage_key(r, req.profile, mode, env, commands, [keys[d] for d in deps], tools, py)
+        key = stage_key(r, profile, mode, env, commands, [keys[d] for d in deps], tools, py)
         keys[stage_id(r.name, py)] = key
         locations = {s.name: locate(s) for s in r.sources}
         unpinned = [s.name for s in r.sources if not s.pinned]
@@ -565,6 +582,7 @@ def make_plan(
                 commands=commands,
                 depends=deps,
                 source_locations=locations,
+                profile=profile,
                 key=key,
                 tools=tools,
                 runtime=runtime_image(r, req.tag, key, py),

@@ -87,12 +87,22 @@ def test_vllm_flags_per_profile(cat, profile):
         assert e["CMAKE_ARGS"] == f"-DVLLM_RVV_VLEN={VLEN[profile]} -DFETCHCONTENT_FULLY_DISCONNECTED=ON"
         assert e["VLLM_RVV_VLEN"] == VLEN[profile]
         assert e["QEMU_CPU"] == p.qemu_cpu
-        assert e["CFLAGS"] == e["CXXFLAGS"] == f"-O2 -march={p.march} -mabi=lp64d -ffile-prefix-map=/src=."
+        # vllm's base is sid (GCC 16): rvv256-bf16 gets zfbfmin back (profiles.yaml gcc_adds)
+        assert (
+            e["CFLAGS"]
+            == e["CXXFLAGS"]
+            == f"-O2 -march={st.profile.march} -mabi=lp64d -ffile-prefix-map=/src=."
+        )
         if profile == "rvv256-bf16":
             assert e["VLLM_CPU_RVV_BF16"] == "1"
         else:
             assert "VLLM_CPU_RVV_BF16" not in e
     assert ("zvfbfmin=true" in env["QEMU_CPU"]) == (profile == "rvv256-bf16")
+    assert ("zfbfmin=true" in env["QEMU_CPU"]) == (profile == "rvv256-bf16")
+    assert st.profile.march == (
+        p.march if profile != "rvv256-bf16" else "rv64gcv_zfbfmin_zvfh_zvfbfmin_zvl256b"
+    )
+    assert st.profile.requires == p.requires | ({"zfbfmin"} if profile == "rvv256-bf16" else set())
     assert (f"vlen={VLEN[profile]}" in env["QEMU_CPU"]) == (profile != "rv64gc")
 
 
