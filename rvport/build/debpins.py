@@ -13,6 +13,8 @@ those versions in the stage's images and checks each .deb against the same signe
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from rvport.catalogue.bases import load_base
@@ -38,19 +40,66 @@ def check_recipe_pins(
     pins = recipe.toolchain.pins
     if not pins:
         return None
+    suite = load_base(recipe.toolchain.base).suite
+    idx = signed_index(
+        suite,
+        fetch,
+        allow_expired=allow_expired,
+        mirror=mirror,
+        keyring=keyring,
+        what=f"{recipe.ref}: its Debian pins",
+    )
+    found = debarchive.check_pins(
+        [debarchive.DebPin(name=p.name, version=p.version, sha256=p.sha256) for p in pins],
+        idx.packages,
+        where=f"{recipe.ref}: Debian {suite} ({ARCH}, {idx.mirror})",
+    )
+    return {**idx.record(), "packages": [p.to_json() for p in found]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SignedIndex:
+    """A suite's riscv64 Packages index as its signed Release vouches for it."""
+
+    suite: str
+    mirror: str
+    signed: debarchive.SignedRelease
+    accepted: bool  # an expired Release accepted by the user
+    packages: Mapping[str, tuple[debarchive.DebPackage, ...]]
+
+    def record(self) -> dict:
+        return {
+            "suite": self.suite,
+            "architecture": ARCH,
+            "release": {**self.signed.release.to_json(), "inrelease_sha256": self.signed.inrelease_sha256},
+            "expired_release_accepted": self.accepted,
+        }
+
+
+def signed_index(
+    suite: str,
+    fetch: FetchOptions,
+    *,
+    allow_expired: tuple[str, ...] = (),
+    mirror: str | None = None,
+    keyring: Path = debarchive.DEFAULT_KEYRING,
+    what: str,
+) -> SignedIndex:
+    """Debian `suite`'s riscv64 main Packages index from the host's mirror: InRelease verified with gpgv, its
+    Valid-Until checked (an expired one only when accepted), Packages.xz checked against it and cached by its
+    digest. `what` names who needs it, for the messages."""
     from rvport.build.images import host_debian_mirror
 
-    suite = load_base(recipe.toolchain.base).suite
     mirror = mirror or host_debian_mirror()
     if not mirror:
         raise HostNotReady(
-            f"{recipe.ref}: its Debian pins are checked against the archive, and the host's apt sources name "
-            "no Debian mirror",
+            f"{what} are checked against the Debian archive, and the host's apt sources name no Debian "
+            "mirror",
             hint="add the Debian mirror to /etc/apt/sources.list.d (a deb822 .sources file)",
         )
     if fetch.offline:
         raise SourceUnavailable(
-            f"{recipe.ref}: its Debian pins need Debian {suite}'s signed index, and --offline is set",
+            f"{what} need Debian {suite}'s signed index, and --offline is set",
             hint="run without --offline (apt needs the archive to install them anyway)",
         )
     with https_session(fetch.ca_bundle) as session:
@@ -64,15 +113,4 @@ def check_recipe_pins(
         index = debarchive.fetch_packages_index(
             mirror, suite, signed, component=COMPONENT, arch=ARCH, session=session, cache=fetch.cache
         )
-    found = debarchive.check_pins(
-        [debarchive.DebPin(name=p.name, version=p.version, sha256=p.sha256) for p in pins],
-        index,
-        where=f"{recipe.ref}: Debian {suite} ({ARCH}, {mirror})",
-    )
-    return {
-        "suite": suite,
-        "architecture": ARCH,
-        "release": {**signed.release.to_json(), "inrelease_sha256": signed.inrelease_sha256},
-        "expired_release_accepted": accepted,
-        "packages": [p.to_json() for p in found],
-    }
+    return SignedIndex(suite=suite, mirror=mirror, signed=signed, accepted=accepted, packages=index)

@@ -9,6 +9,7 @@ import typer
 from rich.text import Text
 
 from rvport.cli import outputs, planning, settings
+from rvport.cli.closure import register as register_closure
 from rvport.cli.console import configure, ui
 from rvport.cli.reproduce import register as register_reproduce
 from rvport.cli.signals import install_handlers
@@ -27,6 +28,7 @@ app = typer.Typer(
 app.add_typer(verify_app, name="verify")
 register_sources(app)  # fetch, pin (rvport/cli/sources.py)
 register_reproduce(app)  # reproduce (rvport/cli/reproduce.py)
+register_closure(app)  # lock (rvport/cli/closure.py)
 
 
 @app.callback()
@@ -37,7 +39,9 @@ def main_options(o) -> None:
 
     configure(force_ci=o.ci, debug=o.debug)
     # the environment's settings for the whole run (rvport/cli/settings.py), handed to the layers below
-    resources.configure(bases=o.bases_dir, toolchains=o.toolchains_dir, dockerfiles=o.dockerfiles_dir)
+    resources.configure(
+        bases=o.bases_dir, toolchains=o.toolchains_dir, dockerfiles=o.dockerfiles_dir, locks=o.locks_dir
+    )
     pool.configure(o.verify_threads)
 
 
@@ -58,6 +62,14 @@ def plan(o) -> None:
     p, fopts = planning.from_options(o)
     u = ui()
     u.console.print(views.plan_table(p), crop=False)
+    for c in p.closures:
+        counts = ", ".join(f"{k} {v}" for k, v in c["counts"].items())
+        u.console.print(
+            f"closure lock of {c['stage']} ({c['abi']}): {c['total']} distributions ({counts}), "
+            f"{c['digest']}",
+            markup=False,
+            highlight=False,
+        )
     for w in p.warnings:
         u.console.print(Text.assemble(("note:", "yellow"), f" {w}"))
     output = o.output

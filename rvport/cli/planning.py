@@ -67,7 +67,47 @@ def resolve(req: Request, cat: Catalogue, fopts: FetchOptions) -> Plan:
     )
     _warn_jobs(plan, req.jobs)
     check_pinned_files(s.recipe for s in plan.stages)
-    return plan
+    return with_closures(plan, cat)
+
+
+def with_closures(plan: Plan, cat: Catalogue) -> Plan:
+    """The plan with the closure lock of each stage whose recipe has one for the stage's Python, each loaded
+    and checked (its digest, that it holds together, that its Debian entries are the recipe's own pins):
+    plan.json shows its digest and counts per origin. A recipe the lock names that the catalogue does not
+    hold (at that version) is a note: the wheelhouse needs its wheel."""
+    from dataclasses import replace
+
+    from rvport.catalogue.bases import load_base
+    from rvport.catalogue.closure import LockConflict, Origin, check_recipe_pins, find_lock
+
+    closures: list[dict] = []
+    notes: list[str] = []
+    for s in plan.stages:
+        r = s.recipe
+        python = s.python.version if s.python else load_base(r.toolchain.base).python
+        if not python:
+            continue
+        lock = find_lock(r.name, r.version, python)
+        if lock is None:
+            continue
+        problems = check_recipe_pins(lock, r.toolchain.pins)
+        if problems:
+            raise LockConflict(
+                f"{r.ref}: its closure lock {lock.file} does not install what the recipe is built against",
+                problems=problems,
+            )
+        for e in lock.by_origin(Origin.RECIPE):
+            have = cat.recipes.get(e.recipe or "", ())
+            if not any(x.version == e.version for x in have):
+                notes.append(
+                    f"{r.ref}'s closure lock needs recipe {e.recipe} {e.version}, which the catalogue does "
+                    "not "
+                    "hold: `rvport wheelhouse` refuses until it is built"
+                )
+        closures.append({"stage": s.name, **lock.summary()})
+    if not closures:
+        return plan
+    return replace(plan, closures=tuple(closures), warnings=tuple(dict.fromkeys((*plan.warnings, *notes))))
 
 
 def from_options(o: Any) -> tuple[Plan, FetchOptions]:

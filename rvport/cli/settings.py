@@ -45,11 +45,13 @@ DEFAULT_PROFILE = "rvv256"
 GLOBAL = ""
 PLAN, BUILD, PREPARE, REPRODUCE = "plan", "build", "prepare", "reproduce"
 FETCH, PIN, DOCTOR = "fetch", "pin", "doctor"
+LOCK = "lock"
 RECIPES_LIST, RECIPES_SHOW, VERIFY_ARTIFACTS = "recipes list", "recipes show", "verify artifacts"
 VERBS = (
     GLOBAL,
     FETCH,
     PIN,
+    LOCK,
     REPRODUCE,
     PLAN,
     BUILD,
@@ -60,7 +62,9 @@ VERBS = (
     RECIPES_SHOW,
 )
 PLANNING = frozenset({PLAN, BUILD, PREPARE, REPRODUCE})  # verbs that make a plan
-SOURCING = frozenset({PLAN, BUILD, PREPARE, REPRODUCE, FETCH, PIN})  # verbs that locate or fetch sources
+SOURCING = frozenset(
+    {PLAN, BUILD, PREPARE, REPRODUCE, FETCH, PIN, LOCK}
+)  # verbs that locate or fetch sources
 CATALOGUE = SOURCING | {RECIPES_LIST, RECIPES_SHOW}  # verbs that load the recipe catalogue
 
 
@@ -255,6 +259,14 @@ SETTINGS: tuple[Setting, ...] = (
         help="A directory of stage Dockerfile templates instead of the built-in resources/dockerfiles/.",
     ),
     Setting(
+        dest="locks_dir",
+        verbs=frozenset({GLOBAL}),
+        type=Path | None,
+        env="RVPORT_LOCKS",
+        parse_env=Path,
+        help="A directory of closure locks and lock policies instead of the built-in resources/locks/.",
+    ),
+    Setting(
         dest="verify_threads",
         verbs=frozenset({GLOBAL}),
         type=int | None,
@@ -285,7 +297,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="recipe",
-        verbs=frozenset({PIN, RECIPES_SHOW}),
+        verbs=frozenset({PIN, LOCK, RECIPES_SHOW}),
         type=str,
         argument=True,
         required=True,
@@ -435,7 +447,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="allow_expired_release",
-        verbs=frozenset({PLAN, BUILD, PREPARE, REPRODUCE}),
+        verbs=frozenset({PLAN, BUILD, PREPARE, REPRODUCE, LOCK}),
         type=list[str] | None,
         flags=("--allow-expired-release",),
         metavar="SUITE",
@@ -541,6 +553,17 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="CLONE",
         help="Take git sources from this local clone (or git bundle) at their pinned commit instead of the "
         "mirror or the network; checked against their tree digest (repeatable). With --to, fills a mirror.",
+    ),
+    # lock
+    Setting(
+        dest="lock_file",
+        verbs=frozenset({LOCK}),
+        type=Path | None,
+        flags=("--output", "-o"),
+        metavar="FILE",
+        help="Write the lock here (default: RECIPE-VERSION-cpXY.yaml in the current directory; the "
+        "catalogue's own are in rvport/resources/locks/).",
+        check=outputs.check_file,
     ),
     # verify artifacts
     Setting(

@@ -230,6 +230,9 @@ class Plan:
     host: HostFacts
     stages: tuple[Stage, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # the closure locks of the planned recipes that have one (rvport.catalogue.closure: Lock.summary()), each
+    # with the stage it belongs to; loaded and checked by the command line (rvport/cli/planning.py)
+    closures: tuple[Mapping[str, object], ...] = ()
 
     def stage(self, name: str) -> Stage:
         """A stage by its id (the recipe's name, or msgspec-cp314 in a --python plan)."""
@@ -257,6 +260,7 @@ class Plan:
                 else {}
             ),
             **({"pythons": list(self.request.pythons)} if self.request.pythons else {}),
+            **({"closures": [dict(c) for c in self.closures]} if self.closures else {}),
         }
 
 

@@ -7,12 +7,13 @@
     scripts/       the shell and Python scripts rvport runs (inside stages, in a new root filesystem, on the
                    host), each a real file taking its parameters as arguments or environment
     schemas/       JSON Schemas of recipes, toolchains, bases and the documents rvport writes
+    locks/         closure locks (RECIPE-VERSION-cpXY.yaml) and what `rvport lock` makes them from
     profiles.yaml, isa.yaml
 
-Each directory can be replaced by another (RVPORT_BASES, RVPORT_TOOLCHAINS, RVPORT_DOCKERFILES: read by
-the command line, rvport/cli/settings.py, which hands them to `configure`). Recipes are different: user
-recipe directories (`--recipes DIR`, repeatable, or RVPORT_RECIPE_PATH, several joined with ':', read by the
-command line too) are layered over the built-in ones.
+Each directory can be replaced by another (RVPORT_BASES, RVPORT_TOOLCHAINS, RVPORT_DOCKERFILES,
+RVPORT_LOCKS: read by the command line, rvport/cli/settings.py, which hands them to `configure`). Recipes are
+different: user recipe directories (`--recipes DIR`, repeatable, or RVPORT_RECIPE_PATH, several joined with
+':', read by the command line too) are layered over the built-in ones.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def configure(**dirs: Path | None) -> None:
     """Replace bases/, toolchains/ or dockerfiles/ by another directory (None: the built-in one again). The
     command line calls it with RVPORT_BASES, RVPORT_TOOLCHAINS and RVPORT_DOCKERFILES."""
     for name, d in dirs.items():
-        if name not in ("bases", "toolchains", "dockerfiles"):
+        if name not in ("bases", "toolchains", "dockerfiles", "locks"):
             raise KeyError(name)
         if d is None:
             OVERRIDES.pop(name, None)
@@ -43,7 +44,8 @@ def configure(**dirs: Path | None) -> None:
 
 
 def directory(name: str, override: Path | None = None) -> Path:
-    """bases/, toolchains/ or dockerfiles/: the given directory, else the one `configure` was given, else
+    """bases/, toolchains/, dockerfiles/ or locks/: the given directory, else the one `configure` was given,
+    else
     the built-in one."""
     if override is not None:
         return override

@@ -165,6 +165,7 @@ class DebPackage:
     filename: str  # the .deb's path in the archive (pool/...)
     size: int
     sha256: str
+    depends: str = ""  # the Depends field as the index has it (not recorded: apt resolves it)
 
     def to_json(self) -> dict:
         return {
@@ -196,6 +197,7 @@ def parse_packages(text: str) -> dict[str, tuple[DebPackage, ...]]:
                 filename=f.get("Filename", ""),
                 size=size,
                 sha256=f.get("SHA256", "").lower(),
+                depends=f.get("Depends", "").replace("\n", " "),
             )
         )
     return {k: tuple(v) for k, v in out.items()}
