@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rvport import resources
 from rvport.catalogue.kinds import KINDS
-from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.profiles import Profile, get_profile
 from rvport.catalogue.recipes import Kind
 
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
@@ -110,6 +110,41 @@ def smoke_commands(kind: Kind, script: str) -> tuple[str, str]:
     install = "sh -eu /rvport/smoke-install.sh /artifacts" if KINDS[kind].installs_wheels else "true"
     run = "sh /rvport/smoke" if script.lstrip().startswith("#!") else "python3 /rvport/smoke"
     return install, run
+
+
+def smoke_dockerfile(
+    *,
+    image: str,
+    qemu_cpu: str,
+    profile: Profile,
+    install: str,
+    run: str,
+    without_vector_cpu: str | None = None,
+    root: Path | None = None,
+) -> Rendered:
+    """The smoke stage's Dockerfile (smoke.Dockerfile): the test in `image` on the profile's QEMU CPU, with
+    RVPORT_PROFILE and RVPORT_VLEN set; with `without_vector_cpu` (`smoke: without_vector:`) the same test
+    again on that CPU."""
+    for what, value in (("QEMU CPU", qemu_cpu), ("QEMU CPU without V", without_vector_cpu or "")):
+        if not _QEMU_CPU.fullmatch(value or "x"):
+            raise ValueError(f"{what} {value!r} cannot be written into the smoke stage")
+    return render(
+        "smoke",
+        {
+            "IMAGE": image,
+            "QEMU_CPU": qemu_cpu,
+            "PROFILE": shlex.quote(profile.name),
+            "VLEN": str(int(profile.vlen)),
+            "INSTALL": install,
+            "RUN": run,
+            "WITHOUT_VECTOR_CPU": shlex.quote(without_vector_cpu) if without_vector_cpu else "''",
+        },
+        root,
+    )
+
+
+# a QEMU CPU model with its properties (profiles.yaml): rv64,v=true,vlen=256,...
+_QEMU_CPU = re.compile(r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+(=[A-Za-z0-9_.-]+)?)*")
 
 
 def smoke_scripts() -> dict[str, str]:

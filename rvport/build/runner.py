@@ -26,7 +26,7 @@ import shutil
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -537,8 +537,14 @@ class Runner:
         lines."""
         st = env.stage
         install, run = render.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
-        rendered = render.render(
-            "smoke", {"IMAGE": image, "QEMU_CPU": env.riscv64_env["QEMU_CPU"], "INSTALL": install, "RUN": run}
+        without_vector = st.smoke_without_vector
+        rendered = render.smoke_dockerfile(
+            image=image,
+            qemu_cpu=env.riscv64_env["QEMU_CPU"],
+            profile=self.profile,
+            install=install,
+            run=run,
+            without_vector_cpu=without_vector["cpu"] if without_vector else None,
         )
         with self._scratch(f"smoke-{st.name}-", f"smoke-out-{st.name}-") as (ctx, out):
             link_tree(files, ctx / "artifacts")
@@ -559,9 +565,11 @@ class Runner:
                 log_path=env.log_path,
                 on_line=env.line,
             )
-            env.record.smoke = smoke_record(st.recipe.ref, out)
+            env.record.smoke = smoke_record(st.recipe.ref, out, without_vector)
             if env.record.smoke["status"] != "passed":
                 raise smoke_failure(st.recipe.ref, env.record.smoke, env.log_path)
+            if (env.record.smoke.get("without_vector") or {}).get("status") == "failed":
+                raise without_vector_failure(st.recipe.ref, env.record.smoke["without_vector"], env.log_path)
 
     def _export(self, rec: StageRecord, store: Path) -> None:
         """Copy the stage's artifacts into OUTPUT/artifacts/<recipe>/ atomically."""
@@ -588,9 +596,18 @@ class Runner:
         self.stage_outputs[rec.stage.name] = final
 
 
-def smoke_record(ref: str, out: Path) -> dict:
+def smoke_record(ref: str, out: Path, without_vector: Mapping[str, str] | None = None) -> dict:
     """The smoke stage's exported log and exit status (smoke.Dockerfile) -> the record of stages[].smoke:
-    {"status": "passed", "output": [...]} or {"status": "failed", "exit_status": N, "output": [...]}."""
+    {"status": "passed", "output": [...]} or {"status": "failed", "exit_status": N, "output": [...]}; with
+    `smoke: without_vector:` (the planner's {"cpu", "expected"}) also the second run's check, `without_vector`
+    (without_vector_record)."""
+    record = _smoke_main_record(ref, out)
+    if without_vector:
+        record["without_vector"] = without_vector_record(ref, out, without_vector)
+    return record
+
+
+def _smoke_main_record(ref: str, out: Path) -> dict:
     try:
         status_text = (out / "rvport-smoke.status").read_text().strip()
         text = (out / "rvport-smoke.log").read_text(errors="replace")
@@ -608,6 +625,78 @@ def smoke_record(ref: str, out: Path) -> dict:
     except ValueError:
         status = -1
     return {"status": "failed", "exit_status": status, "output": lines[-SMOKE_FAILED_LINES:]}
+
+
+SIGILL_STATUS = 128 + 4  # a shell's exit status for a process killed by SIGILL (QEMU kills itself with it)
+_NOT_JUDGED = {
+    "not-run": ("not run", "the smoke test failed, so it was not run again without V"),
+    "not-asked": ("not run", "the smoke stage did not run it (a smoke.Dockerfile of another rvport?)"),
+    "not-emulated": (
+        "skipped",
+        "the CPU without V still shows V in /proc/cpuinfo: the smoke container runs natively on riscv64, "
+        "where QEMU_CPU takes nothing away",
+    ),
+}
+
+
+def without_vector_record(ref: str, out: Path, without_vector: Mapping[str, str]) -> dict:
+    """The smoke test's second run on a QEMU CPU without V (smoke.Dockerfile) -> its record,
+    stages[].smoke.without_vector: the CPU, the outcome expected (`sigill` or `pass`,
+    planner.smoke_without_vector) and observed (`sigill`, `pass` or `exit N`), its exit status, the ISA that
+    CPU showed, and `status`: passed when they agree, failed when not, skipped or not run (with a reason)
+    when it could not be judged."""
+    try:
+        status_text = (out / "rvport-smoke-novector.status").read_text().strip()
+        text = (out / "rvport-smoke-novector.log").read_text(errors="replace")
+    except FileNotFoundError as e:
+        raise BuildFailed(
+            f"{ref}: the smoke stage exported no {Path(e.filename).name}",
+            hint="a smoke.Dockerfile from RVPORT_DOCKERFILES older than this rvport? It must export "
+            "/rvport-smoke-novector.log and /rvport-smoke-novector.status",
+        ) from e
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    isa = lines[0].removeprefix("isa: ").strip() if lines and lines[0].startswith("isa: ") else None
+    record: dict = {**without_vector, "isa": isa, "exit_status": None, "observed": None}
+    if status_text in _NOT_JUDGED:
+        status, reason = _NOT_JUDGED[status_text]
+        return {**record, "status": status, "reason": reason, "output": lines[-SMOKE_PASSED_LINES:]}
+    try:
+        code = int(status_text)
+    except ValueError:
+        code = -1
+    observed = {0: "pass", SIGILL_STATUS: "sigill"}.get(code, f"exit {code}")
+    ok = observed == without_vector["expected"]
+    return {
+        **record,
+        "exit_status": code,
+        "observed": observed,
+        "status": "passed" if ok else "failed",
+        "output": lines[-(SMOKE_PASSED_LINES if ok else SMOKE_FAILED_LINES) :],
+    }
+
+
+def without_vector_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
+    """The error (exit 7, as a failed smoke test) of a run without V whose outcome is not the expected one."""
+    expected, observed = record["expected"], record["observed"]
+    if expected == "sigill" and observed == "pass":
+        why = (
+            "it passed: the kernels ran without the vector extension, so the vector code is not what runs "
+            "(a silent scalar fallback, or no vector code at all)"
+        )
+    elif expected == "sigill":
+        why = f"it ended with {observed} instead: not the illegal instruction a vector kernel meets there"
+    elif observed == "sigill":
+        why = "it died with SIGILL: the artifact needs V where its recipe says it runs without"
+    else:
+        why = f"it ended with {observed}"
+    shown = "\n".join("    " + line for line in record["output"]) or "    (it printed nothing)"
+    err = SmokeFailed(
+        f"{ref}: the smoke test again on a CPU without V (QEMU_CPU {record['cpu']}) must "
+        f"{'die with SIGILL' if expected == 'sigill' else 'pass'}, but {why}; its last lines:\n{shown}",
+        hint=f"stages[].smoke.without_vector in result.json has this run; the full log is {log}",
+    )
+    err.log_tail = list(record["output"])
+    return err
 
 
 def smoke_failure(ref: str, record: dict, log: Path) -> SmokeFailed:

@@ -203,11 +203,15 @@ class StageEnv:
         the other images it makes (the accelerated prefix)."""
         self.used.append(UsedImage(what=what, tag=tag, image_id=image_id, made=made))
 
-    def with_packages(self, base: BaseImage, packages: tuple[str, ...], what: str) -> Toolchain:
-        """`base` plus Debian packages (the toolchain template), or the base itself when there are none."""
+    def with_packages(
+        self, base: BaseImage, packages: tuple[str, ...], what: str, qemu_cpu: str | None = None
+    ) -> Toolchain:
+        """`base` plus Debian packages (the toolchain template), or the base itself when there are none; apt
+        runs on the profile's QEMU CPU unless `qemu_cpu` says another."""
         if not packages:
             return Toolchain(tag=base.tag, image_id=base.image_id)
-        return self.image(base, render.toolchain_dockerfile(base.tag, self.profile.qemu_cpu, packages), what)
+        cpu = qemu_cpu or self.profile.qemu_cpu
+        return self.image(base, render.toolchain_dockerfile(base.tag, cpu, packages), what)
 
     def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:
         return self.images.read(toolchain, path)

@@ -329,6 +329,9 @@ class Recipe:
     outputs: tuple[Output, ...] = ()
     smoke: str | None = None
     smoke_debian: tuple[str, ...] = ()
+    # `smoke: without_vector:` sigill or pass: the smoke test runs again on a QEMU CPU without V and must die
+    # with SIGILL under a vector profile (pass under rv64gc), or pass under all (planner.smoke_without_vector)
+    smoke_without_vector: str | None = None
     # `manylinux: {repair: false, reason: ...}`: why its wheels are never repaired, whatever --manylinux says
     # (a wheel linked against the system's libraries, e.g. Debian's libtorch); None: --manylinux decides
     no_repair: str | None = None
@@ -995,6 +998,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                 ),
                 smoke=(doc.get("smoke") or {}).get("script"),
                 smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])),
+                smoke_without_vector=(doc.get("smoke") or {}).get("without_vector"),
                 no_repair=(doc.get("manylinux") or {}).get("reason"),
                 runtime=runtime,
                 modes=tuple(doc.get("modes", ["native", "qemu"])),

@@ -53,7 +53,21 @@ def verify_word(stage: dict) -> str:
 
 def smoke_word(stage: dict) -> str:
     s = stage.get("smoke")
-    return s.get("status", "-") if s else "-"
+    if not s:
+        return "-"
+    word = s.get("status", "-")
+    wv = s.get("without_vector")
+    return f"{word}; {without_vector_words(wv)}" if wv else word
+
+
+def without_vector_words(wv: dict) -> str:
+    """The smoke test's run without V in a few words: `without V: sigill as expected`, `without V: pass,
+    expected sigill`, `without V: skipped`."""
+    if wv.get("status") in ("passed", "failed"):
+        observed, expected = wv.get("observed"), wv.get("expected")
+        tail = "as expected" if observed == expected else f"expected {expected}"
+        return f"without V: {observed} {tail}" if observed == expected else f"without V: {observed}, {tail}"
+    return f"without V: {wv.get('status', '?')}"
 
 
 def _stage_id(s: dict) -> str:
@@ -198,6 +212,10 @@ def junit_xml(doc: dict) -> str:
                     + (f" ({reasons})" if reasons else "")
                 )
         out += [f"smoke> {line}" for line in (s.get("smoke") or {}).get("output", [])]
+        wv = (s.get("smoke") or {}).get("without_vector")
+        if wv:
+            out.append(f"smoke {without_vector_words(wv)} (QEMU_CPU {wv.get('cpu')})")
+            out += [f"smoke without V> {line}" for line in wv.get("output", [])]
         if s.get("runtime"):
             rt = s["runtime"]
             out.append(

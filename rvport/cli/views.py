@@ -10,6 +10,7 @@ from rich.text import Text
 
 from rvport.build.doctor import Check
 from rvport.catalogue.recipes import BUILTIN, Catalogue, Recipe, RuntimeCheck, Source
+from rvport.cli.ci import smoke_word
 from rvport.plan.planner import Plan
 
 
@@ -194,8 +195,8 @@ def result_table(doc: dict) -> Table:
         title=Text(f"build {doc['status']}: profile {doc['profile']['name']}, tag {doc['tag']}"),
         title_justify="left",
     )
-    for col in ("recipe", "status", "time", "artifacts (sha256)"):
-        t.add_column(col, **_whole(col != "artifacts (sha256)", "artifacts"))
+    for col in ("recipe", "status", "smoke", "time", "artifacts (sha256)"):
+        t.add_column(col, **_whole(col not in ("smoke", "artifacts (sha256)"), "artifacts"))
     for s in doc["stages"]:
         total = sum(s["timings"].values())
         arts = "\n".join(f"{a['path']} {a['size']} B {a['sha256'][:16]}…" for a in s["artifacts"]) or "-"
@@ -203,6 +204,7 @@ def result_table(doc: dict) -> Table:
         t.add_row(
             Text(f"{s['recipe']}=={s['version']}"),
             Text(s["status"], style=style),
+            Text(smoke_word(s)),
             f"{total:.1f}s",
             Text(arts),
         )

@@ -18,7 +18,7 @@ from rvport.catalogue import modes
 from rvport.catalogue.bases import BaseSpec, load_bases, python_bases
 from rvport.catalogue.kinds import KINDS, compiles_go, compiles_rust
 from rvport.catalogue.modes import Mode
-from rvport.catalogue.profiles import Profile
+from rvport.catalogue.profiles import Profile, get_profile
 from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Runtime, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
 from rvport.errors import UsageError
@@ -41,6 +41,9 @@ WHEEL_KINDS = frozenset(k for k, f in KINDS.items() if f.installs_wheels)  # rec
 # artifacts into result.json (stages[].rust).
 RUST_REPORT = ".rvport-rust"
 RUST_RECORD = resources.script_command("rust-record.sh")
+# The profile without the vector extension whose QEMU CPU the smoke test's second run uses (`smoke:
+# without_vector:`): the same kernels on a CPU that cannot run vector code.
+SCALAR_PROFILE = "rv64gc"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,6 +177,15 @@ class Stage:
     runtime: RuntimeImage | None = None  # the image the artifacts run in, made after the stage (`runtime:`)
     python: PythonTarget | None = None  # --python: the Python this stage builds for (its base is its)
     wheel_repair: Mapping[str, object] | None = None  # wheel kinds: repaired or not, and why (wheel_repair)
+    # `smoke: without_vector:`: the smoke test's second run, {"cpu", "expected"} (smoke_without_vector)
+    smoke_without_vector: Mapping[str, str] | None = None
+
+    def _smoke_json(self) -> dict | None:
+        r = self.recipe
+        if not r.smoke:
+            return None
+        wv = {"without_vector": dict(self.smoke_without_vector)} if self.smoke_without_vector else {}
+        return {"script": r.smoke, "debian": list(r.smoke_debian), **wv}
 
     @property
     def name(self) -> str:
@@ -215,7 +227,7 @@ class Stage:
             "lock": r.lock.to_json() if r.lock else None,
             "toolchain": r.toolchain.to_json(),
             "outputs": [{"glob": o.glob, "type": o.type, "isa": o.isa} for o in r.outputs],
-            "smoke": {"script": r.smoke, "debian": list(r.smoke_debian)} if r.smoke else None,
+            "smoke": self._smoke_json(),
             "hermetic": r.hermetic,
             "tools": [t.to_json() for t in self.tools],
             "runtime": self.runtime.to_json() if self.runtime else None,
@@ -488,6 +500,8 @@ def stage_key(
         "smoke_debian": list(recipe.smoke_debian),
         "deps": list(dep_keys),
     }
+    if recipe.smoke and recipe.smoke_without_vector:
+        doc["smoke_without_vector"] = recipe.smoke_without_vector
     if recipe.files:
         doc["files"] = [[p.sha256, p.dest] for p in recipe.files]
     if recipe.lock:
@@ -592,6 +606,7 @@ def make_plan(
                 runtime=runtime_image(r, req.tag, key, py),
                 python=py,
                 wheel_repair=wheel_repair(r, req.manylinux, repair),
+                smoke_without_vector=smoke_without_vector(r, req.profile),
             )
         )
     warnings += expired_release_notes(req.allow_expired_release, stages)
@@ -622,6 +637,18 @@ def expired_release_notes(accepted: tuple[str, ...], stages: list[Stage]) -> lis
         if s not in used
     ]
     return notes
+
+
+def smoke_without_vector(recipe: Recipe, profile: Profile) -> dict[str, str] | None:
+    """The smoke test's second run (`smoke: without_vector:`), as data: the QEMU CPU without V it runs on (the
+    SCALAR_PROFILE's) and the outcome expected. `sigill`: under a profile with V the test must die with
+    SIGILL (its vector code runs, no silent scalar fallback), under one without it must pass; `pass`: it must
+    pass under every profile."""
+    if not recipe.smoke or recipe.smoke_without_vector is None:
+        return None
+    vector = profile.vlen > 0
+    expected = "sigill" if recipe.smoke_without_vector == "sigill" and vector else "pass"
+    return {"cpu": get_profile(SCALAR_PROFILE).qemu_cpu, "expected": expected}
 
 
 def manylinux_platform(choice: str) -> str | None:

@@ -188,8 +188,13 @@ def render_all(cat) -> dict[str, str]:
     )
     out[rendered.template] = rendered.text
     install, run = render.smoke_commands(r.kind, r.smoke or "")
-    rendered = render.render(
-        "smoke", {"IMAGE": "rvport/smoke:under-test", "QEMU_CPU": "rv64", "INSTALL": install, "RUN": run}
+    rendered = render.smoke_dockerfile(
+        image="rvport/smoke:under-test",
+        qemu_cpu="rv64",
+        profile=get_profile("rvv256"),
+        install=install,
+        run=run,
+        without_vector_cpu=get_profile("rv64gc").qemu_cpu,
     )
     out[rendered.template] = rendered.text
     rendered = runtime.dockerfile(stage.runtime, "rvport/runtime-base:under-test", r.ref)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rvport import resources
+from rvport.catalogue.profiles import get_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = resources.builtin("scripts")
@@ -218,5 +219,7 @@ def test_the_smoke_install_script_installs_every_wheel_offline(tmp_path):
     )
     assert render.smoke_commands(Kind.GO_BINARY, "#!/bin/sh\n")[0] == "true"
     assert render.smoke_scripts() == {"rvport-smoke-install.sh": resources.script("smoke-install.sh")}
-    text = render.render("smoke", {"IMAGE": "i", "QEMU_CPU": "max", "INSTALL": "true", "RUN": "true"}).text
+    text = render.smoke_dockerfile(
+        image="i", qemu_cpu="max", profile=get_profile("rv64gc"), install="true", run="true"
+    ).text
     assert "COPY rvport-smoke-install.sh /rvport/smoke-install.sh" in text

@@ -26,16 +26,36 @@ from rvport.sources import Cache, FetchOptions
 SCRIPT = "#!/bin/sh\necho building nothing\necho the smoke marker 7f3a\nexit 3\n"
 
 
-def run_line(tmp_path: Path, script: str) -> tuple[int, Path]:
-    """The rendered smoke stage's RUN line, run by sh with / moved to tmp_path."""
+def smoke_text(install="true", run="true", without_vector_cpu=None, profile="rvv256") -> str:
+    return render.smoke_dockerfile(
+        image="img",
+        qemu_cpu="max",
+        profile=get_profile(profile),
+        install=install,
+        run=run,
+        without_vector_cpu=without_vector_cpu,
+    ).text
+
+
+def run_line(
+    tmp_path: Path, script: str, without_vector_cpu: str | None = None, isa: str = "rv64imafdc_zicsr"
+) -> tuple[int, Path]:
+    """The rendered smoke stage's RUN lines, run in order by sh with / moved to tmp_path; /proc/cpuinfo is a
+    file of ours whose isa line is `isa` (what QEMU shows of the CPU without V)."""
     install, run = render.smoke_commands(Kind.GO_BINARY, script)
-    text = render.render("smoke", {"IMAGE": "img", "QEMU_CPU": "max", "INSTALL": install, "RUN": run}).text
-    line = re.search(r"^RUN (.*?)(?<!\\)$", text.replace("\\\n", " "), re.M).group(1)
+    text = smoke_text(install, run, without_vector_cpu)
+    lines = re.findall(r"^RUN (.*?)(?<!\\)$", text.replace("\\\n", " "), re.M)
+    assert len(lines) == 2
     (tmp_path / "rvport").mkdir()
     (tmp_path / "rvport" / "smoke").write_text(script)
-    line = line.replace("/rvport", f"{tmp_path}/rvport").replace("cd /tmp", f"cd {tmp_path}")
-    cp = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=60)
-    return cp.returncode, tmp_path
+    (tmp_path / "cpuinfo").write_text(f"processor\t: 0\nhart\t\t: 0\nisa\t\t: {isa}\nmmu\t\t: sv57\n")
+    for line in lines:
+        line = line.replace("/rvport", f"{tmp_path}/rvport").replace("cd /tmp", f"cd {tmp_path}")
+        line = line.replace("/proc/cpuinfo", f"{tmp_path}/cpuinfo")
+        cp = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=60)
+        if cp.returncode:
+            return cp.returncode, tmp_path
+    return 0, tmp_path
 
 
 def test_the_smoke_step_succeeds_and_exports_the_output_and_exit_status_of_a_failing_test(tmp_path):
@@ -43,7 +63,7 @@ def test_the_smoke_step_succeeds_and_exports_the_output_and_exit_status_of_a_fai
     assert rc == 0  # the build step never fails: the runner judges
     assert (out / "rvport-smoke.status").read_text().strip() == "3"
     assert "the smoke marker 7f3a" in (out / "rvport-smoke.log").read_text()
-    text = render.render("smoke", {"IMAGE": "i", "QEMU_CPU": "max", "INSTALL": "true", "RUN": "true"}).text
+    text = smoke_text()
     assert "COPY --from=smoke /rvport-smoke.log /rvport-smoke.status /" in text
 
 
@@ -158,3 +178,258 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
     rec.smoke = {"status": "failed", "output": []}  # a failed one names its exit status
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(dict(doc, stages=[rec.to_json()]), manifest.schema("result"))
+
+
+# --- `smoke: without_vector:`: the same test again on a QEMU CPU without V (bug class 2, the silent scalar
+# fallback). The fake test dies with SIGILL when QEMU_CPU is the CPU without V, as a vector kernel does there.
+SIGILL_ON_NOV = (
+    '#!/bin/sh\necho "cpu $QEMU_CPU"\n[ "$QEMU_CPU" = "rv64,v=false" ] && kill -ILL $$\necho kernels ok\n'
+)
+NOV = {"cpu": "rv64,v=false", "expected": "sigill"}
+
+
+def test_the_run_without_v_gets_that_cpu_and_its_sigill_is_recorded_as_expected(tmp_path):
+    rc, out = run_line(tmp_path, SIGILL_ON_NOV, without_vector_cpu="rv64,v=false")
+    assert rc == 0
+    assert (out / "rvport-smoke-novector.status").read_text().strip() == "132"  # 128 + SIGILL
+    rec = smoke_record("x==1", out, NOV)
+    assert rec["status"] == "passed" and "kernels ok" in rec["output"][-1]
+    wv = rec["without_vector"]
+    assert wv == {
+        "cpu": "rv64,v=false",
+        "expected": "sigill",
+        "observed": "sigill",
+        "exit_status": 132,
+        "isa": "rv64imafdc_zicsr",
+        "status": "passed",
+        "output": ["isa: rv64imafdc_zicsr", "cpu rv64,v=false"],
+    }
+
+
+def test_a_test_that_passes_without_v_when_sigill_was_expected_fails_the_stage(tmp_path):
+    """The silent scalar fallback: the vector profile's kernels ran on a CPU without V."""
+    rc, out = run_line(tmp_path, "#!/bin/sh\necho scalar kernels ok\n", without_vector_cpu="rv64,v=false")
+    assert rc == 0
+    rec = smoke_record("x==1", out, NOV)
+    assert rec["status"] == "passed"  # the test itself passed
+    wv = rec["without_vector"]
+    assert (wv["status"], wv["observed"], wv["exit_status"]) == ("failed", "pass", 0)
+    err = runner_mod.without_vector_failure("x==1", wv, Path("/out/logs/x.log"))
+    assert isinstance(err, SmokeFailed) and err.exit_code == ExitCode.BUILD_FAILED == 7
+    text = err.render()
+    assert "QEMU_CPU rv64,v=false" in text and "must die with SIGILL" in text and "silent scalar" in text
+    assert "    scalar kernels ok" in text and err.log_tail == wv["output"]
+
+
+@pytest.mark.parametrize(
+    "status, expected, outcome, observed",
+    [
+        ("0\n", "pass", "passed", "pass"),  # rv64gc: the same kernels pass without V
+        ("132\n", "pass", "failed", "sigill"),  # needs V where it must not
+        ("139\n", "sigill", "failed", "exit 139"),  # a crash is not the SIGILL asked for
+        ("1\n", "pass", "failed", "exit 1"),
+    ],
+)
+def test_each_outcome_without_v_is_judged_against_the_expected_one(
+    tmp_path, status, expected, outcome, observed
+):
+    (tmp_path / "rvport-smoke.log").write_text("ok\n")
+    (tmp_path / "rvport-smoke.status").write_text("0\n")
+    (tmp_path / "rvport-smoke-novector.log").write_text("isa: rv64imafdc\nsomething\n")
+    (tmp_path / "rvport-smoke-novector.status").write_text(status)
+    wv = smoke_record("x==1", tmp_path, {"cpu": "c", "expected": expected})["without_vector"]
+    assert (wv["status"], wv["observed"], wv["exit_status"]) == (outcome, observed, int(status))
+    if outcome == "failed":
+        assert (
+            "x==1: the smoke test again on a CPU without V"
+            in runner_mod.without_vector_failure("x==1", wv, Path("l")).render()
+        )
+
+
+def test_a_cpu_that_still_shows_v_is_a_native_engine_and_the_check_is_skipped_with_its_reason(tmp_path):
+    rc, out = run_line(tmp_path, SIGILL_ON_NOV, without_vector_cpu="rv64,v=false", isa="rv64imafdcv_zvl256b")
+    assert rc == 0
+    wv = smoke_record("x==1", out, NOV)["without_vector"]
+    assert wv["status"] == "skipped" and wv["observed"] is None and wv["isa"] == "rv64imafdcv_zvl256b"
+    assert "natively" in wv["reason"]
+    assert not (out / "rvport-smoke-novector.log").read_text().count("cpu rv64,v=false")  # never run
+
+
+def test_after_a_failing_test_it_is_not_run_again_and_without_the_field_nothing_runs(tmp_path):
+    (tmp_path / "a").mkdir()
+    rc, out = run_line(tmp_path / "a", SCRIPT, "rv64,v=false")
+    assert rc == 0
+    rec = smoke_record("x==1", out, NOV)
+    assert rec["status"] == "failed" and rec["without_vector"]["status"] == "not run"
+    (tmp_path / "b").mkdir()
+    rc, out = run_line(tmp_path / "b", SIGILL_ON_NOV)
+    assert rc == 0 and (out / "rvport-smoke-novector.status").read_text().strip() == "not-asked"
+    assert "without_vector" not in smoke_record("x==1", out)
+    assert "QEMU_CPU" not in (out / "rvport-smoke-novector.log").read_text()
+
+
+def test_an_old_smoke_dockerfile_without_the_second_run_is_a_clear_build_failure(tmp_path):
+    (tmp_path / "rvport-smoke.log").write_text("ok\n")
+    (tmp_path / "rvport-smoke.status").write_text("0\n")
+    with pytest.raises(BuildFailed, match="exported no rvport-smoke-novector"):
+        smoke_record("x==1", tmp_path, NOV)
+
+
+def test_the_smoke_dockerfile_names_the_profile_and_quotes_the_cpu_and_refuses_a_cpu_that_could_inject():
+    text = smoke_text(without_vector_cpu="rv64,v=false,zvfh=false", profile="rvv256")
+    assert "RVPORT_PROFILE=rvv256 RVPORT_VLEN=256" in text
+    assert "cpu=rv64,v=false,zvfh=false;" in text and "ulimit -c 0" in text
+    assert "cpu='';" in smoke_text()
+    assert "RVPORT_VLEN=0" in smoke_text(profile="rv64gc")
+    for bad in ("rv64 ; id", "rv64,v=$(id)", "rv64\nRUN id", "rv64,'x'"):
+        with pytest.raises(ValueError, match="cannot be written into the smoke stage"):
+            smoke_text(without_vector_cpu=bad)
+
+
+def test_the_summary_and_junit_show_the_check():
+    from rvport.cli import ci
+
+    def stage(wv):
+        return {
+            "recipe": "vllm",
+            "status": "ok",
+            "smoke": {"status": "passed", "output": [], "without_vector": wv},
+        }
+
+    ok = {
+        "cpu": "c",
+        "expected": "sigill",
+        "observed": "sigill",
+        "status": "passed",
+        "output": ["isa: rv64i"],
+    }
+    bad = dict(ok, observed="pass", status="failed")
+    assert ci.smoke_word(stage(ok)) == "passed; without V: sigill as expected"
+    assert ci.smoke_word(stage(bad)) == "passed; without V: pass, expected sigill"
+    assert ci.smoke_word(stage({"status": "skipped", "reason": "r"})) == "passed; without V: skipped"
+    assert ci.smoke_word({"smoke": {"status": "passed", "output": []}}) == "passed"
+    md = ci.summary_markdown({"status": "ok", "profile": {"name": "rvv256"}, "stages": [stage(ok)]})
+    assert "passed; without V: sigill as expected" in md
+    xml = ci.junit_xml({"status": "ok", "profile": {"name": "rvv256"}, "stages": [stage(ok)]})
+    assert (
+        "smoke without V: sigill as expected (QEMU_CPU c)" in xml and "smoke without V&gt; isa: rv64i" in xml
+    )
+
+
+def test_the_plan_derives_the_expected_outcome_from_the_profile_and_shows_it(tmp_path):
+    from rvport.plan.planner import smoke_without_vector
+
+    cat = load_catalogue()
+    vllm = cat.resolve("vllm")
+    assert vllm.smoke_without_vector == "sigill"
+    scalar = get_profile("rv64gc").qemu_cpu
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    keys = {}
+    for profile, expected in (
+        ("rv64gc", "pass"),
+        ("rvv128", "sigill"),
+        ("rvv256", "sigill"),
+        ("rvv256-bf16", "sigill"),
+    ):
+        assert smoke_without_vector(vllm, get_profile(profile)) == {"cpu": scalar, "expected": expected}
+        plan = make_plan(cat, Request(refs=("vllm",), profile=get_profile(profile)), host)
+        doc = plan.to_json()
+        jsonschema.validate(doc, manifest.schema("plan"))
+        assert doc["stages"][0]["smoke"]["without_vector"] == {"cpu": scalar, "expected": expected}
+        keys[profile] = plan.stages[0].key
+    # `pass`: it must pass under every profile; no field, or no smoke test: no second run
+    from dataclasses import replace
+
+    assert (
+        smoke_without_vector(replace(vllm, smoke_without_vector="pass"), get_profile("rvv256"))["expected"]
+        == "pass"
+    )
+    assert smoke_without_vector(replace(vllm, smoke_without_vector=None), get_profile("rvv256")) is None
+    assert smoke_without_vector(replace(vllm, smoke=None), get_profile("rvv256")) is None
+    msgspec = make_plan(cat, Request(refs=("msgspec",), profile=get_profile("rvv256")), host).to_json()
+    assert "without_vector" not in msgspec["stages"][0]["smoke"]
+
+
+def test_the_field_is_checked_on_load_and_is_part_of_the_stage_key(tmp_path):
+    from rvport.errors import RecipeError
+
+    (tmp_path / "tiny.yaml").write_text(RECIPE.replace("smoke:\n", "smoke:\n  without_vector: segv\n"))
+    with pytest.raises(RecipeError) as e:
+        load_catalogue(tmp_path)
+    assert any("without_vector" in p.message for p in e.value.problems)
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    keys = []
+    for extra in ("", "  without_vector: sigill\n", "  without_vector: pass\n"):
+        (tmp_path / "tiny.yaml").write_text(RECIPE.replace("smoke:\n", "smoke:\n" + extra))
+        plan = make_plan(
+            load_catalogue(tmp_path), Request(refs=("tiny",), profile=get_profile("rvv256")), host
+        )
+        keys.append(plan.stages[0].key)
+    assert len(set(keys)) == 3
+
+
+def test_one_smoke_image_serves_every_profile():
+    """The smoke image's packages are installed on the scalar profile's CPU: rv64gc and the vector profiles
+    share it (each container gets its profile's CPU when it runs)."""
+    from rvport.build import modes
+
+    cat = load_catalogue()
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    seen = []
+    for profile in ("rv64gc", "rvv256"):
+        stage = make_plan(cat, Request(refs=("vllm",), profile=get_profile(profile)), host).stages[0]
+        env = SimpleNamespace(
+            stage=stage,
+            with_packages=lambda base, pkgs, what, qemu_cpu=None: seen.append((pkgs, what, qemu_cpu)),
+        )
+        modes.smoke_image(env, SimpleNamespace(tag="b", image_id="i"))
+    assert seen[0] == seen[1] and seen[0][1:] == ("smoke", get_profile("rv64gc").qemu_cpu)
+    assert "python3-torch=2.14.1+dfsg-1" in seen[0][0]
+
+
+def test_the_runner_hands_the_cpu_to_the_stage_and_fails_a_stage_whose_vector_code_did_not_run(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "tiny.yaml").write_text(
+        RECIPE.replace("smoke:\n", "smoke:\n  without_vector: sigill\n")
+    )
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    plan = make_plan(
+        load_catalogue(tmp_path / "recipes"), Request(refs=("tiny",), profile=get_profile("rvv256")), host
+    )
+    run = Runner(
+        plan,
+        BuildOptions(output=tmp_path / "out", fetch=FetchOptions(cache=Cache(root=tmp_path / "c"))),
+        rep=SimpleNamespace(),
+    )
+    seen = {}
+
+    def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None):
+        seen["dockerfile"] = spec.dockerfile.read_text()
+        spec.output_dir.mkdir(parents=True, exist_ok=True)
+        (spec.output_dir / "rvport-smoke.log").write_text("kernels ok\n")
+        (spec.output_dir / "rvport-smoke.status").write_text("0\n")
+        (spec.output_dir / "rvport-smoke-novector.log").write_text("isa: rv64imafdc\nkernels ok\n")
+        (spec.output_dir / "rvport-smoke-novector.status").write_text("0\n")
+
+    monkeypatch.setattr(runner_mod.buildx, "build", fake_build)
+    rec = run.records[0]
+    env = SimpleNamespace(
+        stage=rec.stage,
+        record=rec,
+        log_path=tmp_path / "tiny.log",
+        line=lambda _: None,
+        riscv64_env={"QEMU_CPU": get_profile("rvv256").qemu_cpu},
+    )
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "tiny").write_text("not really a binary")
+    with pytest.raises(SmokeFailed, match="must die with SIGILL"):
+        run._smoke(env, files, "rvport/base:under-test")
+    assert f"cpu={get_profile('rv64gc').qemu_cpu};" in seen["dockerfile"]
+    assert "RVPORT_PROFILE=rvv256 RVPORT_VLEN=256" in seen["dockerfile"]
+    wv = rec.smoke["without_vector"]
+    assert rec.smoke["status"] == "passed" and (wv["status"], wv["observed"]) == ("failed", "pass")
+    stage_schema = manifest.schema("result")["properties"]["stages"]["items"]
+    jsonschema.validate(rec.to_json(), stage_schema)

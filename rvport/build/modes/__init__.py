@@ -22,9 +22,10 @@ from rvport.build.images import BaseImage
 from rvport.build.render import Rendered
 from rvport.build.stage import StageEnv, Toolchain
 from rvport.catalogue import modes as registry
+from rvport.catalogue.profiles import get_profile
 from rvport.errors import HostNotReady
 from rvport.host import HostFacts
-from rvport.plan.planner import Mode, Stage
+from rvport.plan.planner import SCALAR_PROFILE, Mode, Stage
 from rvport.target import PLATFORM as RISCV64
 
 
@@ -92,8 +93,11 @@ def setup(env: StageEnv) -> StageSetup:
 
 def smoke_image(env: StageEnv, base: BaseImage) -> Toolchain:
     """The image a stage's smoke test runs in: the riscv64 base plus the recipe's smoke packages (the base
-    itself
-    when there are none)."""
+    itself when there are none). One image per recipe and base, shared by every profile: its packages are
+    installed on the scalar profile's QEMU CPU (Debian's riscv64 packages are rv64gc code, and what apt does
+    reads no CPU feature), and every container made from it is given its profile's CPU when it runs
+    (StageEnv.riscv64_env: the smoke stage, a runtime check's client)."""
     recipe = env.stage.recipe
     pinned = tuple(f"{p.name}={p.version}" for p in recipe.toolchain.pins)  # what was built against
-    return env.with_packages(base, recipe.smoke_debian + pinned, "smoke")
+    scalar = get_profile(SCALAR_PROFILE).qemu_cpu
+    return env.with_packages(base, recipe.smoke_debian + pinned, "smoke", qemu_cpu=scalar)
