@@ -1,5 +1,6 @@
-"""CLI commands for a recipe's runtime closure: `rvport lock` (resolve and write the lock). Parse, call
-rvport.build.lockgen, render. Registered in rvport/cli/app.py (docs/closure.md)."""
+"""CLI commands for a recipe's runtime closure: `rvport lock` (resolve and write the lock) and `rvport
+wheelhouse` (every wheel of the lock, with hashes and the apt list). Parse, call rvport.build.lockgen and
+rvport.build.wheelhouse, render. Registered in rvport/cli/app.py (docs/closure.md)."""
 
 from __future__ import annotations
 
@@ -52,5 +53,58 @@ def lock(o) -> None:
     u.console.print(f"wrote {out} ({made.digest})", markup=False)
 
 
+@settings.command(settings.WHEELHOUSE)
+def wheelhouse(o) -> None:
+    """Put every wheel of a recipe's closure lock into DIR, with DIR/requirements.txt (each wheel by sha256)
+    and DIR/debian-packages.txt (what apt installs first), for an offline install on riscv64.
+
+    The lock is checked first (its digest, its pins against each other and against Debian's signed index
+    now); the index's wheels come through the download cache, checked by sha256; the wheels rvport builds
+    come from --artifacts. Every wheel's requirements must be met by the lock, and every wheel must pass
+    `rvport verify` for --profile. DIR is written whole at the end, or not at all (docs/closure.md)."""
+    from rvport.build import wheelhouse as wh
+    from rvport.catalogue.bases import load_base
+    from rvport.catalogue.closure import find_lock, lock_path
+    from rvport.catalogue.profiles import get_profile
+    from rvport.catalogue.recipes import load_catalogue
+    from rvport.errors import RecipeError
+    from rvport.sources import fetch_options
+
+    cat = load_catalogue(list(o.recipes_dir))
+    recipe = cat.resolve(o.recipe)
+    python = load_base(recipe.toolchain.base).python or "?"
+    lk = find_lock(recipe.name, recipe.version, python)
+    if lk is None:
+        raise RecipeError(
+            f"{recipe.ref} has no closure lock for CPython {python} "
+            f"({lock_path(recipe.name, recipe.version, python)})",
+            hint=f"make one with `rvport lock {recipe.ref}` (docs/closure.md)",
+        )
+    fopts = fetch_options(
+        cache_dir=o.cache_dir, mirror=o.mirror, offline=o.offline, ca=o.ca_bundle, unpack_limit=o.unpack_limit
+    )
+    u = ui()
+    doc = wh.make(
+        lk,
+        wh.Options(
+            output=o.wheelhouse_dir,
+            artifacts=tuple(o.artifacts),
+            profile=get_profile(o.profile),
+            fetch=fopts,
+            allow_expired=o.allow_expired_release,
+        ),
+        log=lambda m: u.err.print(m, markup=False, highlight=False),
+    )
+    u.console.print(counts_table(lk.summary()), crop=False)
+    u.console.print(
+        f"wrote {o.wheelhouse_dir}: {len(doc['wheels'])} wheels, {wh.REQUIREMENTS}, {wh.DEBIAN_LIST} "
+        f"({len(doc['debian'])} packages), {wh.MANIFEST}",
+        markup=False,
+    )
+
+
 def register(app: typer.Typer) -> None:
     app.command("lock", short_help="Resolve a recipe's runtime closure for riscv64 and write its lock.")(lock)
+    app.command(
+        "wheelhouse", short_help="Every wheel of a recipe's closure lock, with hashes, for offline use."
+    )(wheelhouse)

@@ -45,13 +45,14 @@ DEFAULT_PROFILE = "rvv256"
 GLOBAL = ""
 PLAN, BUILD, PREPARE, REPRODUCE = "plan", "build", "prepare", "reproduce"
 FETCH, PIN, DOCTOR = "fetch", "pin", "doctor"
-LOCK = "lock"
+LOCK, WHEELHOUSE = "lock", "wheelhouse"
 RECIPES_LIST, RECIPES_SHOW, VERIFY_ARTIFACTS = "recipes list", "recipes show", "verify artifacts"
 VERBS = (
     GLOBAL,
     FETCH,
     PIN,
     LOCK,
+    WHEELHOUSE,
     REPRODUCE,
     PLAN,
     BUILD,
@@ -63,7 +64,7 @@ VERBS = (
 )
 PLANNING = frozenset({PLAN, BUILD, PREPARE, REPRODUCE})  # verbs that make a plan
 SOURCING = frozenset(
-    {PLAN, BUILD, PREPARE, REPRODUCE, FETCH, PIN, LOCK}
+    {PLAN, BUILD, PREPARE, REPRODUCE, FETCH, PIN, LOCK, WHEELHOUSE}
 )  # verbs that locate or fetch sources
 CATALOGUE = SOURCING | {RECIPES_LIST, RECIPES_SHOW}  # verbs that load the recipe catalogue
 
@@ -146,6 +147,11 @@ def _check_mode(mode: str) -> None:
     """--mode: auto or a mode of the registry (read when checked, so a mode added to it is accepted)."""
     if mode not in modes.choices():
         raise UsageError(f"unknown mode {mode!r}", hint=f"choose {modes.choices_text()}")
+
+
+def _check_wheelhouse_dir(path: Path | None) -> None:
+    if path is None:
+        raise UsageError("rvport wheelhouse needs --output DIR", hint="e.g. --output wheelhouse")
 
 
 def _check_profile(name: str | None) -> None:
@@ -297,7 +303,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="recipe",
-        verbs=frozenset({PIN, LOCK, RECIPES_SHOW}),
+        verbs=frozenset({PIN, LOCK, WHEELHOUSE, RECIPES_SHOW}),
         type=str,
         argument=True,
         required=True,
@@ -332,7 +338,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="profile",
-        verbs=PLANNING | {VERIFY_ARTIFACTS},
+        verbs=PLANNING | {VERIFY_ARTIFACTS, WHEELHOUSE},
         type=str,
         flags=("--profile", "-p"),
         default=DEFAULT_PROFILE,
@@ -447,7 +453,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="allow_expired_release",
-        verbs=frozenset({PLAN, BUILD, PREPARE, REPRODUCE, LOCK}),
+        verbs=frozenset({PLAN, BUILD, PREPARE, REPRODUCE, LOCK, WHEELHOUSE}),
         type=list[str] | None,
         flags=("--allow-expired-release",),
         metavar="SUITE",
@@ -564,6 +570,27 @@ SETTINGS: tuple[Setting, ...] = (
         help="Write the lock here (default: RECIPE-VERSION-cpXY.yaml in the current directory; the "
         "catalogue's own are in rvport/resources/locks/).",
         check=outputs.check_file,
+    ),
+    # wheelhouse
+    Setting(
+        dest="wheelhouse_dir",
+        verbs=frozenset({WHEELHOUSE}),
+        type=Path | None,
+        flags=("--output", "-o"),
+        metavar="DIR",
+        help="The wheelhouse directory (required): new, empty, or a wheelhouse made before (replaced whole, "
+        "at the end).",
+        check=_check_wheelhouse_dir,
+    ),
+    Setting(
+        dest="artifacts",
+        verbs=frozenset({WHEELHOUSE}),
+        type=list[Path] | None,
+        flags=("--artifacts",),
+        metavar="DIR",
+        help="Where the wheels rvport builds are: a build's artifacts directory, e.g. out/artifacts, "
+        "searched recursively (repeatable). Every recipe the lock names must have its wheel there, for the "
+        "profile.",
     ),
     # verify artifacts
     Setting(

@@ -24,6 +24,7 @@ DOCUMENTS = {
     "verify --json": ("verify", 2),
     "cache_dir/bases/<key>.json": ("base-record", 1),
     "cache_dir/artifacts/<key>/manifest.json": ("artifact-record", 1),
+    "wheelhouse.json": ("wheelhouse", 1),
 }
 
 

@@ -1,0 +1,377 @@
+"""`rvport wheelhouse`: every wheel of a recipe's closure lock in one directory, with a requirements file
+that pins each by sha256 and the list of Debian packages apt installs first (docs/closure.md).
+
+    DIR/*.whl                 the lock's index wheels (from the download cache, checked by sha256) and the
+                              recipes' wheels (from the build's artifacts)
+    DIR/requirements.txt      NAME==VERSION --hash=sha256:... for every wheel (pip --require-hashes)
+    DIR/debian-packages.txt   PACKAGE=VERSION for apt-get install, one a line
+    DIR/wheelhouse.json       what was put there: the lock's digest, the profile, each file and its verdict
+
+Before anything is written, everything that can be checked is: the lock (rvport.catalogue.closure), each
+Debian entry against the suite's signed index (a version gone: exit 5; other bytes: exit 4), each recipe's
+wheel found in the artifact directories and fitting the target (missing: exit 5). Then, in a temporary
+directory beside DIR: the index wheels are fetched through the download cache (a changed file: exit 4); every
+wheel's METADATA is read (its name and version are the lock's; each requirement, evaluated for the target,
+is satisfied by the lock: else exit 3, e.g. a vllm wheel built without the lock's edits); every wheel is
+verified for the profile by rvport's verifier (an x86-64 wheel tagged riscv64: exit 1). Only then is the
+temporary directory renamed to DIR (a previous wheelhouse there is replaced); on any error or an interrupt it
+is removed, so DIR is whole or untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from rvport.catalogue import closure
+from rvport.catalogue.closure import Entry, Lock, Origin
+from rvport.catalogue.profiles import Profile
+from rvport.catalogue.recipes import Source, SourceKind
+from rvport.errors import IntegrityError, Problem, SourceUnavailable, UsageError, VerifyFailed
+from rvport.sources.fetch import Fetcher, FetchOptions
+
+MANIFEST = "wheelhouse.json"
+REQUIREMENTS = "requirements.txt"
+DEBIAN_LIST = "debian-packages.txt"
+WHEELHOUSE_SCHEMA = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    output: Path
+    artifacts: tuple[Path, ...]
+    profile: Profile
+    fetch: FetchOptions
+    allow_expired: tuple[str, ...] = ()
+    debian_mirror: str | None = None  # None: the host's (tests give a local archive)
+    keyring: Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placed:
+    entry: Entry
+    source: Path  # where the wheel came from (the cache's blob, or the artifact)
+    filename: str
+
+
+# --------------------------------------------------------------------------------------------- preflight
+def check_output(out: Path) -> None:
+    """DIR may be missing, empty, or a wheelhouse this command made (replaced whole); nothing else."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise UsageError(f"--output {out} is not a directory", hint="name a new directory for the wheelhouse")
+    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
+        raise UsageError(
+            f"--output {out} holds files and is no wheelhouse (no {MANIFEST})",
+            hint="name a new or empty directory: a wheelhouse replaces its directory whole",
+        )
+    parent = out.absolute().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {out}: {parent} is not a directory I can write to")
+
+
+def _wheel_version(filename: str) -> tuple[str, Version] | None:
+    try:
+        name, version, _, _ = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
+        return None
+    return str(name), version
+
+
+def _same_version(have: Version, locked: str) -> bool:
+    """The wheel's version is the lock's: equal, or the same release with a local label (vllm 0.33.0+cpu)."""
+    want = Version(locked)
+    return have == want or (want.local is None and have.public == want.public)
+
+
+def find_recipe_wheels(lock: Lock, artifacts: Sequence[Path], profile: str = "PROFILE") -> list[Placed]:
+    """Each recipe entry's wheel in the artifact directories (searched recursively): one that names the
+    entry's distribution and version and fits the lock's target. Every missing one is named at once."""
+    found: list[Placed] = []
+    missing: list[Problem] = []
+    wheels = sorted(p for d in artifacts for p in d.rglob("*.whl") if p.is_file() and not p.is_symlink())
+    for e in lock.by_origin(Origin.RECIPE):
+        seen = []
+        fit = []
+        for p in wheels:
+            nv = _wheel_version(p.name)
+            if nv is None or canonicalize_name(nv[0]) != e.name:
+                continue
+            seen.append(p.name)
+            if _same_version(nv[1], e.version) and lock.target.wheel_fits(p.name) is not None:
+                fit.append(p)
+        if len(fit) > 1:
+            fit = sorted(fit, key=lambda p: (lock.target.wheel_fits(p.name), p.name))[:1]
+        if fit:
+            found.append(Placed(entry=e, source=fit[0], filename=fit[0].name))
+        else:
+            why = f"only {', '.join(sorted(set(seen)))} there" if seen else "no wheel of it there"
+            missing.append(
+                Problem(
+                    message=f"{e.name} {e.version} (recipe {e.recipe}) for {lock.target.abi} riscv64: {why}",
+                    hint=f"rvport build {e.recipe}=={e.version} --profile {profile} --python "
+                    f"{lock.target.python} --output out, then pass --artifacts out/artifacts",
+                )
+            )
+    if missing:
+        where = ", ".join(map(str, artifacts)) or "no --artifacts directory"
+        raise SourceUnavailable(
+            f"the wheelhouse needs {len(missing)} wheel(s) rvport builds, not found in {where}",
+            problems=missing,
+            hint="build them with the same --profile, and name the build's artifacts with --artifacts DIR "
+            "(repeatable); nothing was written",
+        )
+    return found
+
+
+def check_debian(lock: Lock, opts: Options) -> dict | None:
+    """Every Debian entry (and every package an index wheel is installed over) as the suite's signed index
+    has it now: its version still there, with the lock's sha256."""
+    from rvport.build import debpins
+    from rvport.sources import debarchive
+
+    pins = [e.debian for e in lock.by_origin(Origin.DEBIAN) if e.debian]
+    if not pins:
+        return None
+    extra = {"keyring": opts.keyring} if opts.keyring else {}
+    idx = debpins.signed_index(
+        lock.target.suite,
+        opts.fetch,
+        allow_expired=opts.allow_expired,
+        mirror=opts.debian_mirror,
+        what=f"the Debian entries of {lock.file}",
+        **extra,
+    )
+    debarchive.check_pins(
+        [debarchive.DebPin(name=d.package, version=d.version, sha256=d.sha256) for d in pins],
+        idx.packages,
+        where=f"the closure lock {lock.file}: Debian {lock.target.suite} (riscv64, {idx.mirror})",
+    )
+    return idx.record()
+
+
+# ------------------------------------------------------------------------------------------------ checks
+def check_metadata(lock: Lock, path: Path, entry: Entry) -> list[Problem]:
+    """A wheel's METADATA against the lock: its name and version are the entry's, and every requirement it
+    declares (evaluated for the target, with the extras the closure asks of it) is satisfied by the lock."""
+    from rvport.build.lockgen import wheel_metadata
+
+    meta = wheel_metadata(path, path.name)
+    out: list[Problem] = []
+    file = str(lock.file) if lock.file else None
+    name, version = meta.get("Name", ""), meta.get("Version", "")
+    try:
+        same = canonicalize_name(name) == entry.name and _same_version(Version(version), entry.version)
+    except InvalidVersion:
+        same = False
+    if not same:
+        out.append(
+            Problem(
+                message=f"{path.name}: its METADATA says {name} {version}, the lock {entry.name} "
+                f"{entry.version}",
+                file=file,
+                line=entry.line,
+            )
+        )
+    by = {e.name: e for e in lock.entries}
+    for text in meta.get_all("Requires-Dist") or []:
+        try:
+            req = closure.applicable(text, lock.target, entry.extras)
+        except ValueError as e:
+            out.append(Problem(message=f"{path.name}: {e}", file=file, line=entry.line))
+            continue
+        if req is None:
+            continue
+        dep = by.get(canonicalize_name(req.name))
+        if dep is None:
+            out.append(
+                Problem(
+                    message=f"{path.name} requires {req}, which the lock does not hold",
+                    file=file,
+                    line=entry.line,
+                    hint=_edit_hint(lock, entry),
+                )
+            )
+        elif not req.specifier.contains(Version(dep.version), prereleases=True):
+            out.append(
+                Problem(
+                    message=f"{path.name} requires {req}; the lock has {dep.name} {dep.version} from "
+                    f"{dep.origin.value}",
+                    file=file,
+                    line=entry.line,
+                    hint=_edit_hint(lock, entry),
+                )
+            )
+    return out
+
+
+def _edit_hint(lock: Lock, entry: Entry) -> str:
+    if entry.origin is Origin.RECIPE and entry.name == canonicalize_name(lock.recipe) and lock.edits:
+        return (
+            f"the lock edits {lock.recipe}'s requirements ({len(lock.edits)} edit(s), `edits:` in the lock): "
+            "build the recipe with the same edits, or make the lock again"
+        )
+    return "the wheel is not the one the lock was made from: make the lock again (rvport lock)"
+
+
+def verify_wheels(paths: Sequence[Path], profile: Profile) -> None:
+    """rvport's verifier on every wheel, for the profile (runs-on): a wheel for another platform, one whose
+    ELF files are not riscv64 or need more than the profile, one whose RECORD does not hold, is refused."""
+    from rvport.verify import IsaLevel, verify_paths
+
+    report = verify_paths(list(paths), profile, IsaLevel.RUNS_ON)
+    bad = [a for a in report.artifacts if not a.ok]
+    if bad:
+        problems = []
+        for a in bad:
+            reasons = list(a.reasons) + [f"{m.name}: {'; '.join(m.reasons)}" for m in a.members if not m.ok]
+            problems.append(Problem(message=f"{Path(a.path).name}: {'; '.join(reasons[:4]) or 'failed'}"))
+        raise VerifyFailed(
+            f"{len(bad)} of {len(report.artifacts)} wheel(s) of the wheelhouse fail verification for profile "
+            f"{profile.name}",
+            problems=problems,
+            hint="a wheel for another platform or profile was given: rebuild it for this profile; nothing "
+            "was written",
+        )
+
+
+# ----------------------------------------------------------------------------------------------- writing
+def _copy(src: Path, dest: Path) -> str:
+    h = hashlib.sha256()
+    with open(src, "rb") as i, open(dest, "xb") as o:
+        while chunk := i.read(1 << 20):
+            h.update(chunk)
+            o.write(chunk)
+    return h.hexdigest()
+
+
+def requirements_text(rows: Iterable[tuple[Entry, str, str]]) -> str:
+    """requirements.txt: every wheel pinned by version and sha256, sorted by name."""
+    lines = [
+        "# rvport wheelhouse: every wheel here, pinned by sha256. Install the Debian packages of",
+        f"# {DEBIAN_LIST} with apt first, then (in a venv made with --system-site-packages):",
+        "#   pip install --no-index --find-links DIR --require-hashes -r DIR/requirements.txt",
+    ]
+    for e, filename, sha in sorted(rows, key=lambda r: r[0].name):
+        nv = _wheel_version(filename)
+        version = str(nv[1]) if nv else e.version
+        lines.append(f"{e.name}=={version} \\\n    --hash=sha256:{sha}")
+    return "\n".join(lines) + "\n"
+
+
+def debian_text(lock: Lock) -> str:
+    rows = sorted(f"{e.debian.package}={e.debian.version}" for e in lock.by_origin(Origin.DEBIAN) if e.debian)
+    head = f"# apt-get install these (Debian {lock.target.suite}, riscv64), exactly these versions\n"
+    return head + "".join(r + "\n" for r in rows)
+
+
+def make(lock: Lock, opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
+    """Make the wheelhouse of `lock` in opts.output (see the module's docstring); the manifest it writes."""
+    check_output(opts.output)
+    debian = check_debian(lock, opts)
+    if debian is not None:
+        log(f"Debian: {len(lock.by_origin(Origin.DEBIAN))} packages at their locked versions in the index")
+    recipe_wheels = find_recipe_wheels(lock, opts.artifacts, opts.profile.name)
+    out = opts.output.absolute()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent))
+    try:
+        rows: list[tuple[Entry, str, str]] = []
+        placed: list[tuple[Entry, Path, str]] = []
+        with Fetcher(options=opts.fetch) as fetcher:
+            for e in lock.by_origin(Origin.PYPI):
+                assert e.wheel and e.sha256
+                src = Source(
+                    name=e.name,
+                    kind=SourceKind.PYPI,
+                    sha256=e.sha256,
+                    project=e.name,
+                    version=e.version,
+                    filename=e.wheel,
+                )
+                got = fetcher.fetch(src)  # checked by sha256 (exit 4 when the index's file changed)
+                sha = _copy(got.path, tmp / e.wheel)
+                if sha != e.sha256:  # the cache's entry changed under us
+                    raise IntegrityError(f"{e.wheel}: sha256 {sha}, the lock says {e.sha256}")
+                placed.append((e, tmp / e.wheel, sha))
+        log(f"index: {len(placed)} wheels")
+        for p in recipe_wheels:
+            sha = _copy(p.source, tmp / p.filename)
+            placed.append((p.entry, tmp / p.filename, sha))
+        log(f"recipes: {len(recipe_wheels)} wheels from {', '.join(map(str, opts.artifacts))}")
+        problems = [x for e, path, _ in placed for x in check_metadata(lock, path, e)]
+        if problems:
+            raise closure.LockConflict(
+                f"{len(problems)} requirement(s) of the wheelhouse's wheels do not match the lock "
+                f"{lock.file}",
+                problems=problems,
+                hint="nothing was written",
+            )
+        verify_wheels([path for _, path, _ in placed], opts.profile)
+        log(f"verify: {len(placed)} wheels pass for {opts.profile.name}")
+        rows = [(e, path.name, sha) for e, path, sha in placed]
+        (tmp / REQUIREMENTS).write_text(requirements_text(rows), encoding="utf-8")
+        (tmp / DEBIAN_LIST).write_text(debian_text(lock), encoding="utf-8")
+        doc = manifest_doc(lock, opts.profile, rows, debian)
+        from rvport import manifest
+
+        manifest.write(tmp / MANIFEST, doc)
+        os.chmod(tmp, 0o755 & ~_umask())
+        _swap_in(tmp, out)
+        return doc
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _umask() -> int:
+    from rvport.fileio import umask
+
+    return umask()
+
+
+def _swap_in(tmp: Path, out: Path) -> None:
+    """tmp becomes out: a rename. A wheelhouse already there is moved aside first and removed after."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+        os.rename(out, old / "wheelhouse")
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        if old is not None:
+            os.rename(old / "wheelhouse", out)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def manifest_doc(
+    lock: Lock, profile: Profile, rows: Sequence[tuple[Entry, str, str]], debian: dict | None
+) -> dict:
+    return {
+        "schema": WHEELHOUSE_SCHEMA,
+        "kind": "rvport-wheelhouse",
+        "recipe": lock.recipe,
+        "version": lock.version,
+        "lock": {
+            "file": str(lock.file) if lock.file else None,
+            "digest": lock.digest,
+            "counts": lock.counts(),
+        },
+        "profile": profile.name,
+        "target": lock.target.to_json(),
+        "wheels": [
+            {"name": e.name, "version": e.version, "origin": e.origin.value, "file": f, "sha256": s}
+            for e, f, s in sorted(rows, key=lambda r: r[0].name)
+        ],
+        "debian": [{**e.debian.to_json(), "name": e.name} for e in lock.by_origin(Origin.DEBIAN) if e.debian],
+        "debian_release": (debian or {}).get("release"),
+    }
