@@ -1,5 +1,7 @@
 """A tiny C++ extension with RVV intrinsics (python-wheel kind) built for rvv256 under QEMU: the wheel
-carries zvl256b, its smoke test runs it with VLEN 256, and `rvport verify --profile rvv128` refuses it."""
+carries zvl256b, its smoke test runs it with VLEN 256 and dies with SIGILL on the rv64gc CPU
+(`smoke: without_vector: sigill`), and `rvport verify --profile rvv128` refuses it. A smoke test that never
+reaches the vector code passes without V, which fails the stage (exit 7): the silent scalar fallback."""
 
 from __future__ import annotations
 
@@ -81,6 +83,7 @@ build:
 outputs:
   - {{glob: "*.whl", type: wheel, isa: profile}}
 smoke:
+  without_vector: sigill
   script: |
     import rvvdot
     assert rvvdot.dot(100) == 9900.0, rvvdot.dot(100)
@@ -123,6 +126,14 @@ def test_cxx_rvv_extension_for_rvv256(engine, tmp_path):
     assert st["verify"]["ok"]
     assert st["smoke"]["status"] == "passed"
     assert "rvvdot ok: dot 9900.0 vlmax_e32 8" in "\n".join(st["smoke"]["output"])
+    wv = st["smoke"]["without_vector"]
+    assert (wv["expected"], wv["observed"], wv["exit_status"], wv["status"]) == (
+        "sigill",
+        "sigill",
+        132,
+        "passed",
+    )
+    assert wv["cpu"].startswith("rv64,v=false") and "v" not in wv["isa"].split("_")[0][4:], wv
 
     (wheel,) = (out / "artifacts" / "rvvdot").glob("rvvdot-1.0.0-*riscv64.whl")  # repaired to a manylinux tag
     with zipfile.ZipFile(wheel) as z:
@@ -136,3 +147,26 @@ def test_cxx_rvv_extension_for_rvv256(engine, tmp_path):
     refused = rvport("verify", "artifacts", str(out / "artifacts"), "--profile", "rvv128")
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "zvl256b" in refused.stdout + refused.stderr
+
+
+def test_a_smoke_test_that_never_runs_the_vector_code_fails_the_stage(engine, tmp_path):
+    """The same extension, but the smoke test only imports it (no vector instruction runs at import): it
+    passes on the CPU without V, where a vector build's test must die with SIGILL."""
+    mirror, recipes, out = tmp_path / "mirror", tmp_path / "recipes", tmp_path / "out"
+    offline_mirror(mirror)
+    recipes.mkdir()
+    f, s = tarball("rvvdot-1.0.0", PROJECT, mirror)
+    text = RECIPE.format(fname=f, sha=s)
+    start = text.index("    assert rvvdot.dot(100)")
+    text = text[:start] + '    print("imported", rvvdot.__name__)\n' + text[text.index("versions:") :]
+    (recipes / "rvvdot.yaml").write_text(text)
+    args = ["--recipes", str(recipes), "--mirror", str(mirror), "--offline", "--output", str(out)]
+    cp = rvport("build", "rvvdot", *args, "--profile", "rvv256", "--tag", "test", "--mode", "qemu")
+    assert cp.returncode == 7, cp.stdout + cp.stderr
+    assert "must die with SIGILL" in cp.stdout + cp.stderr and "silent scalar" in cp.stdout + cp.stderr
+    doc = json.loads((out / "result.json").read_text())
+    jsonschema.validate(doc, manifest.schema("result"))
+    (st,) = doc["stages"]
+    wv = st["smoke"]["without_vector"]
+    assert st["smoke"]["status"] == "passed" and (wv["status"], wv["observed"]) == ("failed", "pass")
+    assert not (out / "artifacts" / "rvvdot").exists()  # a failed check keeps nothing
