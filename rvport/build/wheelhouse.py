@@ -51,6 +51,9 @@ class Options:
     profile: Profile
     fetch: FetchOptions
     allow_expired: tuple[str, ...] = ()
+    # the recipes' distributions whose wheel must carry the profile's extensions (their recipe's output says
+    # `isa: profile`: verify's "carries", as their build checks them); every other wheel must run on it
+    carries: frozenset[str] = frozenset()
     debian_mirror: str | None = None  # None: the host's (tests give a local archive)
     keyring: Path | None = None
 
@@ -221,20 +224,29 @@ def _edit_hint(lock: Lock, entry: Entry) -> str:
     return "the wheel is not the one the lock was made from: make the lock again (rvport lock)"
 
 
-def verify_wheels(paths: Sequence[Path], profile: Profile) -> None:
-    """rvport's verifier on every wheel, for the profile (runs-on): a wheel for another platform, one whose
-    ELF files are not riscv64 or need more than the profile, one whose RECORD does not hold, is refused."""
+def verify_wheels(paths: Sequence[Path], profile: Profile, carries: Sequence[Path] = ()) -> None:
+    """rvport's verifier on every wheel, for the profile: runs-on (a wheel for another platform, one whose ELF
+    files are not riscv64 or need more than the profile, one whose RECORD does not hold, is refused), and for
+    the wheels in `carries` also carries (a vllm wheel built for rv64gc in an rvv256 wheelhouse lacks the
+    vector kernels the profile promises: refused)."""
     from rvport.verify import IsaLevel, verify_paths
 
-    report = verify_paths(list(paths), profile, IsaLevel.RUNS_ON)
-    bad = [a for a in report.artifacts if not a.ok]
+    strict = [p for p in paths if p in set(carries)]
+    rest = [p for p in paths if p not in set(carries)]
+    results = []
+    for group, level in ((rest, IsaLevel.RUNS_ON), (strict, IsaLevel.CARRIES)):
+        if group:
+            results += [(a, level) for a in verify_paths(list(group), profile, level).artifacts]
+    bad = [(a, level) for a, level in results if not a.ok]
     if bad:
         problems = []
-        for a in bad:
+        for a, level in bad:
             reasons = list(a.reasons) + [f"{m.name}: {'; '.join(m.reasons)}" for m in a.members if not m.ok]
-            problems.append(Problem(message=f"{Path(a.path).name}: {'; '.join(reasons[:4]) or 'failed'}"))
+            problems.append(
+                Problem(message=f"{Path(a.path).name} ({level.value}): {'; '.join(reasons[:4]) or 'failed'}")
+            )
         raise VerifyFailed(
-            f"{len(bad)} of {len(report.artifacts)} wheel(s) of the wheelhouse fail verification for profile "
+            f"{len(bad)} of {len(results)} wheel(s) of the wheelhouse fail verification for profile "
             f"{profile.name}",
             problems=problems,
             hint="a wheel for another platform or profile was given: rebuild it for this profile; nothing "
@@ -313,7 +325,11 @@ def make(lock: Lock, opts: Options, *, log: Callable[[str], None] = lambda _m: N
                 problems=problems,
                 hint="nothing was written",
             )
-        verify_wheels([path for _, path, _ in placed], opts.profile)
+        verify_wheels(
+            [path for _, path, _ in placed],
+            opts.profile,
+            carries=[path for e, path, _ in placed if e.origin is Origin.RECIPE and e.name in opts.carries],
+        )
         log(f"verify: {len(placed)} wheels pass for {opts.profile.name}")
         rows = [(e, path.name, sha) for e, path, sha in placed]
         (tmp / REQUIREMENTS).write_text(requirements_text(rows), encoding="utf-8")

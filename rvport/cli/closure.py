@@ -92,6 +92,7 @@ def wheelhouse(o) -> None:
             profile=get_profile(o.profile),
             fetch=fopts,
             allow_expired=o.allow_expired_release,
+            carries=carrying(cat, lk),
         ),
         log=lambda m: u.err.print(m, markup=False, highlight=False),
     )
@@ -101,6 +102,19 @@ def wheelhouse(o) -> None:
         f"({len(doc['debian'])} packages), {wh.MANIFEST}",
         markup=False,
     )
+
+
+def carrying(cat, lock) -> frozenset[str]:  # type: ignore[no-untyped-def]
+    """The lock's recipe distributions whose recipe (at the locked version) declares its wheel `isa:
+    profile`: the wheelhouse verifies that they carry the profile's extensions."""
+    from rvport.catalogue.closure import Origin
+
+    out = set()
+    for e in lock.by_origin(Origin.RECIPE):
+        for r in cat.recipes.get(e.recipe or "", ()):
+            if r.version == e.version and any(x.type == "wheel" and x.isa == "profile" for x in r.outputs):
+                out.add(e.name)
+    return frozenset(out)
 
 
 def register(app: typer.Typer) -> None:

@@ -336,3 +336,25 @@ def test_the_command_needs_output_and_refuses_offline_debian_cleanly(tmp_path):
     assert cp.returncode == ExitCode.SOURCE_UNAVAILABLE, cp.stderr
     assert "--offline is set" in cp.stderr and "Traceback" not in cp.stderr
     assert not out.exists()
+
+
+def test_a_recipe_wheel_that_must_carry_the_profile_is_refused_when_built_for_less(tmp_path, house, archive):
+    """app's recipe says `isa: profile`: its rv64gc wheel (no V) runs on rvv256 but does not carry it, the
+    silent scalar fallback; the index's rv64gc wheels only need to run on it."""
+    lock, mirror, art = house
+    opts = _opts(tmp_path, mirror, art, archive, carries=frozenset({"app"}))
+    with pytest.raises(VerifyFailed) as ei:
+        wh.make(lock, opts)
+    text = ei.value.render()
+    assert "app-1.0+cpu-cp314-cp314-linux_riscv64.whl (carries)" in text and "dep_b" not in text
+    _nothing_left(tmp_path, opts.output)
+    wh.make(lock, _opts(tmp_path, mirror, art, archive, carries=frozenset({"app"}), profile="rv64gc"))
+
+
+def test_the_command_asks_carries_of_the_recipes_that_declare_isa_profile():
+    from rvport.catalogue.recipes import load_catalogue
+    from rvport.cli.closure import carrying
+
+    lock = closure.load_lock(closure.lock_path("vllm", "0.33.0", "3.14"))
+    got = carrying(load_catalogue(), lock)
+    assert "vllm" in got and "tiktoken" not in got  # tiktoken's wheel is `isa: baseline`
