@@ -53,7 +53,7 @@ from rvport.catalogue.bases import load_base
 from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin, Target
 from rvport.catalogue.recipes import Catalogue, Recipe, Source, SourceKind
 from rvport.catalogue.yamlsrc import load_yaml
-from rvport.errors import IntegrityError, RecipeError, SourceUnavailable
+from rvport.errors import IntegrityError, Problem, RecipeError, SourceUnavailable
 from rvport.fileio import atomic_write_text
 from rvport.sources.debarchive import DebPackage
 from rvport.sources.fetch import Fetcher, FetchOptions
@@ -343,8 +343,7 @@ class Resolver:
     extras: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     forced_debian: set[str] = field(default_factory=set)  # names a Debian entry depends on
     _meta: dict[tuple[str, str], email.message.Message] = field(default_factory=dict)
-    collect: bool = False
-    missing: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # names no origin can give, in the last round
 
     def spec(self, name: str) -> SpecifierSet:
         s = SpecifierSet()
@@ -358,15 +357,14 @@ class Resolver:
             chosen: dict[str, _Node] = {}
             queue = [root]
             again = False
+            self.missing = {}
             while queue:
                 name = queue.pop(0)
                 if name in chosen:
                     continue
                 try:
                     node = self.decide(name)
-                except SourceUnavailable as e:
-                    if not self.collect:
-                        raise
+                except SourceUnavailable as e:  # every such name is said at the end, not only the first
                     self.missing[name] = e.message
                     continue
                 chosen[name] = node
@@ -388,10 +386,29 @@ class Resolver:
                     queue.append(dep)
             self.log(f"round {rnd}: {len(chosen)} distributions" + (", again" if again else ""))
             if not again:
+                if self.missing:
+                    self._unresolved(chosen)
                 return chosen
         raise RecipeError(
             f"the closure of {self.policy.recipe} did not settle in {MAX_ROUNDS} rounds",
             hint="requirements keep ruling out each other's versions: pin one in the policy",
+        )
+
+    def _unresolved(self, chosen: Mapping[str, _Node]) -> None:
+        problems = []
+        for name, why in sorted(self.missing.items()):
+            by = sorted(
+                f"{n.name} {n.version}"
+                for n in chosen.values()
+                if any(canonicalize_name(r.name) == name for r in n.requires)
+            )
+            problems.append(Problem(message=f"{why} (required by {', '.join(by) or '?'})"))
+        raise SourceUnavailable(
+            f"the closure of {self.policy.recipe} has {len(problems)} distribution(s) that no origin gives",
+            problems=problems,
+            hint="build it (a recipe), take it from Debian (the policy's debian list), or, when the recipe "
+            "does not need it, drop the requirement in the policy's replace list with the same edit in the "
+            "recipe's build (docs/closure.md)",
         )
 
     def _holds(self, node: _Node) -> bool:

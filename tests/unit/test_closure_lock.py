@@ -368,10 +368,17 @@ def test_a_policy_debian_name_whose_version_conflicts_is_a_lock_conflict(tmp_pat
         _resolve(tmp_path, {}, ["numpy>=2"], packages=debian, debian=frozenset({"numpy"}))
 
 
-def test_a_name_without_a_fitting_wheel_is_named_with_what_the_index_has(tmp_path):
-    with pytest.raises(SourceUnavailable, match="no version of numba satisfies numba==0.65.0") as ei:
-        _resolve(tmp_path, {"numba-0.65.0-cp314-cp314-manylinux_2_28_x86_64.whl": []}, ["numba==0.65.0"])
-    assert "newest on the index: 0.65.0" in ei.value.message
+def test_every_name_without_a_fitting_wheel_is_named_with_what_the_index_has_and_who_requires_it(tmp_path):
+    wheels = {
+        "numba-0.65.0-cp314-cp314-manylinux_2_28_x86_64.whl": [],
+        "mc-1.0-py3-none-any.whl": ["opencv-python-headless>=4"],
+        "opencv_python_headless-4.13.0-cp37-abi3-manylinux_2_28_aarch64.whl": [],
+    }
+    with pytest.raises(SourceUnavailable, match="2 distribution.s. that no origin gives") as ei:
+        _resolve(tmp_path, wheels, ["numba==0.65.0", "mc"])
+    text = ei.value.render()
+    assert "no version of numba satisfies numba==0.65.0" in text and "newest on the index: 0.65.0" in text
+    assert "opencv-python-headless>=4 with a wheel" in text and "(required by mc 1.0)" in text
 
 
 def test_requirements_files_with_includes_and_the_recipes_edits(tmp_path):
