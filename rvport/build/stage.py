@@ -28,6 +28,8 @@ from rvport import resources
 from rvport.build import render
 from rvport.build.images import BaseImage, Bases, ensure_image, read_packages
 from rvport.build.progress import Progress
+from rvport.catalogue.profiles import get_profile
+from rvport.plan.planner import SCALAR_PROFILE
 from rvport.sources.fetch import Fetcher, FetchOptions, stage_ca_bundle
 
 if TYPE_CHECKING:
@@ -203,14 +205,16 @@ class StageEnv:
         the other images it makes (the accelerated prefix)."""
         self.used.append(UsedImage(what=what, tag=tag, image_id=image_id, made=made))
 
-    def with_packages(
-        self, base: BaseImage, packages: tuple[str, ...], what: str, qemu_cpu: str | None = None
-    ) -> Toolchain:
-        """`base` plus Debian packages (the toolchain template), or the base itself when there are none; apt
-        runs on the profile's QEMU CPU unless `qemu_cpu` says another."""
+    def with_packages(self, base: BaseImage, packages: tuple[str, ...], what: str) -> Toolchain:
+        """`base` plus Debian packages (the toolchain template), or the base itself when there are none. apt
+        runs on the scalar profile's QEMU CPU whatever the stage's profile: Debian's riscv64 packages are
+        rv64gc code and installing them reads no CPU feature, so one image per base and package set serves
+        every profile (a vllm toolchain image holds Debian's torch: 20 minutes of emulated apt, once). The
+        profile's CPU is what runs in it: the build stage's own QEMU_CPU (plan env) and every container the
+        stage runs afterwards (riscv64_env)."""
         if not packages:
             return Toolchain(tag=base.tag, image_id=base.image_id)
-        cpu = qemu_cpu or self.profile.qemu_cpu
+        cpu = get_profile(SCALAR_PROFILE).qemu_cpu
         return self.image(base, render.toolchain_dockerfile(base.tag, cpu, packages), what)
 
     def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:

@@ -13,13 +13,14 @@ from rvport.build import buildx, modes, prepare, render, stage
 from rvport.build.modes import accelerated, cross
 from rvport.build.runner import BuildOptions
 from rvport.catalogue.profiles import get_profile
-from rvport.plan.planner import Mode
+from rvport.plan.planner import Mode, Request, make_plan
 from tests.unit.test_bake import (  # noqa: F401
     BASE,
     GCC,
     RECIPE,
     RUNTIME,
     STATICLIB,
+    X86,
     XBASE,
     XGCC,
     _plan,
@@ -98,7 +99,7 @@ def test_prepare_makes_the_runners_toolchain_image_once(setup, engine):
     made = _preparer(plan, setup, rep).run()
     st = plan.stage("tinylib")
     rendered = render.toolchain_dockerfile(
-        BASE.tag, plan.request.profile.qemu_cpu, st.recipe.toolchain.debian
+        BASE.tag, get_profile("rv64gc").qemu_cpu, st.recipe.toolchain.debian
     )
     tag, key = stage.toolchain_tag("tinylib", "build", BASE.image_id, rendered)
     assert [(i.what, i.stage, i.tag, i.made) for i in made] == [
@@ -114,6 +115,25 @@ def test_prepare_makes_the_runners_toolchain_image_once(setup, engine):
     assert not list((fopts.cache.root / "tmp").iterdir())  # the build context is gone
     again = _preparer(plan, setup, Rec()).run()  # already in the engine: not made again
     assert [i.made for i in again] == [False, False] and len(engine.builds) == 1
+
+
+def test_one_toolchain_image_serves_every_profile(setup, engine):
+    """apt runs on the scalar CPU whatever the profile, so a recipe's toolchain image is made once for all
+    four profiles (vllm's holds Debian's torch, 20 minutes of emulated apt); each build stage still runs on
+    its own profile's CPU (its QEMU_CPU in the plan's env)."""
+    cat, _fopts, _out = setup
+    tags, cpus = set(), set()
+    for profile in ("rv64gc", "rvv128", "rvv256", "rvv256-bf16"):
+        req = Request(refs=("tinylib",), profile=get_profile(profile), mode=Mode.QEMU, manylinux="off")
+        plan = make_plan(cat, req, X86)
+        made = _preparer(plan, setup, Rec()).run()
+        tags |= {i.tag for i in made if i.what == "build"}
+        cpus.add(plan.stage("tinylib").env["QEMU_CPU"])
+    assert len(tags) == 1 and len(engine.builds) == 1
+    assert len(cpus) == 4  # the stages' CPUs differ
+    packages = plan.stage("tinylib").recipe.toolchain.debian
+    scalar = render.toolchain_dockerfile(BASE.tag, get_profile("rv64gc").qemu_cpu, packages)
+    assert tags == {stage.toolchain_tag("tinylib", "build", BASE.image_id, scalar)[0]}
 
 
 def test_a_stage_without_packages_needs_the_base_alone(setup, engine):
@@ -227,7 +247,7 @@ def test_the_runtime_image_is_listed_when_the_engine_has_it_else_left_to_the_bui
 
     plan = _with_runtime(setup, tmp_path)
     rt = plan.stage("tinyrt").runtime
-    rendered = render.toolchain_dockerfile(BASE.tag, plan.request.profile.qemu_cpu, ("ca-certificates",))
+    rendered = render.toolchain_dockerfile(BASE.tag, get_profile("rv64gc").qemu_cpu, ("ca-certificates",))
     from_tag, _ = stage.toolchain_tag("tinyrt", "runtime", BASE.image_id, rendered)
     rep = Rec()
     made = _preparer(plan, setup, rep).run()

@@ -22,10 +22,9 @@ from rvport.build.images import BaseImage
 from rvport.build.render import Rendered
 from rvport.build.stage import StageEnv, Toolchain
 from rvport.catalogue import modes as registry
-from rvport.catalogue.profiles import get_profile
 from rvport.errors import HostNotReady
 from rvport.host import HostFacts
-from rvport.plan.planner import SCALAR_PROFILE, Mode, Stage
+from rvport.plan.planner import Mode, Stage
 from rvport.target import PLATFORM as RISCV64
 
 
@@ -99,5 +98,4 @@ def smoke_image(env: StageEnv, base: BaseImage) -> Toolchain:
     (StageEnv.riscv64_env: the smoke stage, a runtime check's client)."""
     recipe = env.stage.recipe
     pinned = tuple(f"{p.name}={p.version}" for p in recipe.toolchain.pins)  # what was built against
-    scalar = get_profile(SCALAR_PROFILE).qemu_cpu
-    return env.with_packages(base, recipe.smoke_debian + pinned, "smoke", qemu_cpu=scalar)
+    return env.with_packages(base, recipe.smoke_debian + pinned, "smoke")
