@@ -89,8 +89,8 @@ class ModeFacts:
 
 
 _XTC = ("debian-trixie-xtc", "debian-trixie-xtc-rust")  # a build-platform base, and that plus its rustc-web
-# sid's build-platform base, riscv64 cross GCC 16 (no rustc-web: a sid stage compiling Rust has none)
-_XTC_SID = ("debian-sid-xtc",)
+# sid's: riscv64 cross GCC 16, and that plus sid's rustc (sid has no rustc-web)
+_XTC_SID = ("debian-sid-xtc", "debian-sid-xtc-rust")
 
 MODES: Mapping[Mode, ModeFacts] = {
     f.mode: f

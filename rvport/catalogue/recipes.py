@@ -12,7 +12,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -283,6 +283,23 @@ class RecipeToolchain:
     rust: str | None = None
     pins: tuple[DebianPin, ...] = ()  # installed at exactly these versions, checked against the signed index
     python: str | None = None  # the one CPython it builds for (its base's): --python plans no other for it
+    # `on_base:` what changes when --python plans it on another riscv64 base: (base, debian or None, rust or
+    # None); what a base lacks (sid has no rustc-web) is said here, per base, instead of failing in apt
+    on_base: tuple[tuple[str, tuple[str, ...] | None, str | None], ...] = ()
+
+    def for_base(self, name: str) -> RecipeToolchain:
+        """The toolchain as a stage on riscv64 base `name` has it: that base, with its `on_base:` entry's
+        packages and Rust where it has one."""
+        for base, debian, rust in self.on_base:
+            if base == name:
+                return replace(
+                    self,
+                    base=name,
+                    debian=self.debian if debian is None else debian,
+                    rust=self.rust if rust is None else rust,
+                    on_base=(),
+                )
+        return replace(self, base=name, on_base=())
 
     @property
     def apt_packages(self) -> tuple[str, ...]:
@@ -742,6 +759,16 @@ def _toolchain(d: dict | None, base: RecipeToolchain | None = None) -> RecipeToo
         if "pins" in d
         else base.pins,
         python=d.get("python", base.python),
+        on_base=tuple(
+            (
+                name,
+                tuple(o["debian"]) if "debian" in o else None,
+                o.get("rust"),
+            )
+            for name, o in d["on_base"].items()
+        )
+        if "on_base" in d
+        else base.on_base,
     )
 
 
@@ -793,6 +820,34 @@ def _rust_problems(
             )
         ]
     return []
+
+
+def _on_base_problems(
+    tc: RecipeToolchain, file: str, docs: tuple[dict | None, ...], fallback: int | None
+) -> list[Problem]:
+    """`toolchain: on_base:`: each key a riscv64 base other than the recipe's own, and the toolchain it gives
+    held to the `rust:` rules; `docs` are the toolchain mappings it was merged from, nearest first."""
+    on = next((d["on_base"] for d in docs if isinstance(d, dict) and "on_base" in d), None)
+    problems: list[Problem] = []
+    for name, _debian, _rust in tc.on_base:
+        line = line_of(on, name) if isinstance(on, dict) else fallback
+        if name == tc.base:
+            problems.append(
+                Problem(
+                    message=f"toolchain on_base names {name!r}, the recipe's own base",
+                    file=file,
+                    line=line,
+                    hint="write what the recipe needs on its own base in the toolchain itself; on_base is "
+                    "for the other bases --python plans it on",
+                )
+            )
+            continue
+        problems += recipe_base_problems(name, file, line)
+        problems += [
+            replace(p, message=f"toolchain on_base {name}: {p.message}")
+            for p in _rust_problems(tc.for_base(name), file, (on.get(name) if on else None,), line)
+        ]
+    return problems
 
 
 # Set by rvport in every stage from the profile, never by a recipe: QEMU_CPU is the CPU model every emulated
@@ -970,6 +1025,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             vline,
         )
         problems += recipe_base_problems(toolchain.base, file, base_line, python=toolchain.python)
+        problems += _on_base_problems(toolchain, file, (v.get("toolchain"), doc.get("toolchain")), vline)
         recipes.append(
             Recipe(
                 name=doc["name"],

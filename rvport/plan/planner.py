@@ -308,7 +308,8 @@ def python_matrix(pythons: Sequence[str], bases: Mapping[str, BaseSpec]) -> tupl
 def on_python_base(
     recipe: Recipe, py: PythonTarget, requested: Mode, bases: Mapping[str, BaseSpec]
 ) -> Recipe:
-    """The recipe as its stage for `py` builds it: on the Python's base, with only the modes whose own
+    """The recipe as its stage for `py` builds it: on the Python's base (with the packages and Rust its
+    `toolchain: on_base:` says for that base), with only the modes whose own
     build-platform bases (the mode registry's `bases`: the cross compilers, the accelerated prefix) are of
     that base's Debian suite, since their compilers must be the base's. A mode asked for that is not is
     refused."""
@@ -325,7 +326,7 @@ def on_python_base(
             f"bases are not of Debian {suite}, the suite of {py.base}",
             hint=f"use one of {', '.join(kept) or 'no mode'} for Python {py.version}, or --mode auto",
         )
-    return replace(recipe, toolchain=replace(recipe.toolchain, base=py.base), modes=kept)
+    return replace(recipe, toolchain=recipe.toolchain.for_base(py.base), modes=kept)
 
 
 def stage_profile(profile: Profile, recipe: Recipe, bases: Mapping[str, BaseSpec]) -> Profile:

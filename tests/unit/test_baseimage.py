@@ -99,6 +99,7 @@ def test_the_bases_are_a_catalogue_of_their_own():
         "debian-trixie-xtc-rust",
         "debian-sid",
         "debian-sid-xtc",
+        "debian-sid-xtc-rust",
     }
     assert all(
         isinstance(s, BaseSpec) and s.file.parent == resources.builtin("bases") for s in specs.values()

@@ -166,7 +166,7 @@ def test_modes_whose_build_platform_bases_are_another_suite_are_not_used(cat, ba
     accelerated is refused for 3.14 alone."""
     p = plan(cat, bases, "msgspec", pythons=("3.13", "3.14"))
     assert [s.mode for s in p.stages] == [Mode.ACCELERATED, Mode.ACCELERATED]
-    trixie_only = {k: v for k, v in bases.items() if k != "debian-sid-xtc"}
+    trixie_only = {k: v for k, v in bases.items() if not k.startswith("debian-sid-xtc")}
     p = plan(cat, trixie_only, "msgspec", pythons=("3.13", "3.14"))
     assert [s.mode for s in p.stages] == [Mode.ACCELERATED, Mode.QEMU]
     with pytest.raises(UsageError, match="--mode accelerated cannot build msgspec.* for Python 3.14") as e:

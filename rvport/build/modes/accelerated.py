@@ -44,9 +44,11 @@ if TYPE_CHECKING:
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
-# the prefix's build-platform base, and that plus the build platform's rustc-web (the mode registry's); then
-# the other suites' build-platform bases: a stage takes the one of its riscv64 base's suite (xtc_base)
-XTC_BASE, XTC_RUST_BASE, *XTC_OTHER_SUITES = modes.facts(modes.Mode.ACCELERATED).bases
+# the build-platform bases of the prefix (the mode registry's): per Debian suite, one with the cross GCC and
+# one with the build platform's rustc too; a stage takes the one of its riscv64 base's suite (xtc_base), and
+# the first of each (trixie's) when none is
+XTC_BASES = modes.facts(modes.Mode.ACCELERATED).bases
+XTC_BASE = XTC_BASES[0]
 PREFIX = "/opt/xtc"
 PREFIX_FORMAT = 2  # bump when the prefix layout changes
 
@@ -59,8 +61,19 @@ MATCHED = (
     ("libstdc++-{v}-dev", "libstdc++-{v}-dev-riscv64-cross"),
     (f"binutils-{TRIPLET}", f"binutils-{TRIPLET}"),
 )
-# The same for Rust: the stage's riscv64 standard library is used by the build platform's rustc.
-RUST_MATCHED = (("rustc-web", "rustc-web"), ("libstd-rust-web-dev", "libstd-rust-web-dev"))
+# The same for Rust: the stage's riscv64 standard library is used by the build platform's rustc, which is
+# Debian's rustc-web (trixie: a newer Rust than its rustc) or its rustc (sid, which has no rustc-web): the
+# pairs of the one the prefix's base has.
+RUST_MATCHED = (
+    (("rustc-web", "rustc-web"), ("libstd-rust-web-dev", "libstd-rust-web-dev")),
+    (("rustc", "rustc"), ("libstd-rust-dev", "libstd-rust-dev")),
+)
+
+
+def rust_matched(cross: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The Rust pairs of the rustc the cross toolchain has (the first, rustc-web, when it has none)."""
+    return next((pairs for pairs in RUST_MATCHED if pairs[0][1] in cross), RUST_MATCHED[0])
+
 
 # What cargo and pyo3 are told in a Rust stage: cross mode's cargo environment (riscv64 target, the riscv64
 # linker and C compilers for build scripts) with the prefix's rustc; the recipe's own env comes after and
@@ -167,7 +180,7 @@ def check_versions(
     """
     compared: dict[str, str] = {}
     problems: list[str] = []
-    for left, right in MATCHED + (RUST_MATCHED if rust else ()):
+    for left, right in MATCHED + (rust_matched(cross) if rust else ()):
         s_name, c_name = left.format(v=major), right.format(v=major)
         s_ver, c_ver = stage.get(s_name), cross.get(c_name)
         if c_ver is None:
@@ -272,7 +285,7 @@ def ensure_prefix(
         network="none",
         labels=(("org.rvport.key", key), ("org.rvport.xtc.base", base.tag)),
     )
-    rust_names = {right for _, right in RUST_MATCHED} if rust else set()
+    rust_names = {right for pairs in RUST_MATCHED for _, right in pairs} if rust else set()
     packages = {
         p: v for p, v in base.packages.items() if p.endswith((TRIPLET, "riscv64-cross")) or p in rust_names
     }
@@ -287,19 +300,21 @@ def ensure_prefix(
     )
 
 
+def has_rustc(base: str) -> bool:
+    """Does this build-platform base install a rustc (rustc or rustc-web)?"""
+    return any(p in kinds.RUST_PACKAGES for p in load_base(base).packages)
+
+
 def xtc_base(riscv64_base: str, rust: bool) -> str:
     """The build-platform base of a stage on `riscv64_base`: the one of the same Debian suite (sid's for a sid
-    stage, its cross GCC 16 matching sid's gcc-16), else trixie's (whose version check then names what
-    differs). Rust stages have trixie's base with rustc-web only."""
-    if not rust:
-        try:
-            suite = load_base(riscv64_base).suite
-        except RecipeError:  # a base given by digest or unknown here: the default, checked by versions later
-            suite = None
-        for name in XTC_OTHER_SUITES:
-            if suite is not None and load_base(name).suite == suite:
-                return name
-    return XTC_RUST_BASE if rust else XTC_BASE
+    stage, its cross GCC 16 matching sid's gcc-16), with a rustc when the stage compiles Rust; else trixie's
+    (whose version check then names what differs)."""
+    try:
+        suite = load_base(riscv64_base).suite
+    except RecipeError:  # a base given by digest or unknown here: the default, checked by versions later
+        suite = None
+    fitting = [name for name in XTC_BASES if has_rustc(name) == rust]
+    return next((name for name in fitting if load_base(name).suite == suite), fitting[0])
 
 
 class Accelerated:
