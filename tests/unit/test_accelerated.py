@@ -235,6 +235,7 @@ def test_the_rust_prefix_is_its_own_image():
         ("msgspec", False),
         ("sentencepiece", False),
         ("tiktoken", True),
+        ("oss-harmony", True),
         ("glide-ffi", True),
         ("router-ml-binding", True),
     ],

@@ -36,6 +36,7 @@ def test_all_recipes_in_dependency_order(cat):
         "msgspec",
         "sentencepiece",
         "tiktoken",
+        "oss-harmony",
         "torch",
         "vllm",
         "glide-ffi",
