@@ -97,9 +97,12 @@ def plan(o) -> None:
 
 
 def _say_accepted(p) -> None:  # type: ignore[no-untyped-def]
-    """An accepted expired Release is said at the terminal too (plan.json and result.json record it)."""
+    """An accepted expired Release, and a --manylinux that a recipe's own `manylinux:` overrides, are said at
+    the terminal too (plan.json and result.json record them)."""
+    from rvport.plan.planner import REPAIR_NOTE
+
     for w in p.warnings:
-        if "--allow-expired-release" in w:
+        if "--allow-expired-release" in w or REPAIR_NOTE in w:
             ui().err.print(Text.assemble(("note:", "yellow"), f" {w}"))
 
 

@@ -697,11 +697,14 @@ def wheel_repair(recipe: Recipe, asked: str, platform: str | None) -> dict | Non
     }
 
 
+REPAIR_NOTE = "has no effect: the recipe does not repair its wheels"  # build says these notes too
+
+
 def repair_note(recipe: Recipe, asked: str) -> str | None:
     """The plan's note when --manylinux asks for a repair the recipe does not do (never silent)."""
     if recipe.kind not in WHEEL_KINDS or recipe.no_repair is None or asked.strip() == "off":
         return None
     return (
-        f"{recipe.ref}: --manylinux {asked.strip()} has no effect: the recipe does not repair its wheels "
+        f"{recipe.ref}: --manylinux {asked.strip()} {REPAIR_NOTE} "
         f"(manylinux: repair: false in {recipe.file.name}): {recipe.no_repair}"
     )

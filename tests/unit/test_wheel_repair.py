@@ -16,7 +16,7 @@ from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import ExitCode, RecipeError
 from rvport.host import HostFacts
-from rvport.plan.planner import Mode, Request, make_plan
+from rvport.plan.planner import REPAIR_NOTE, Mode, Request, make_plan
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 
@@ -83,6 +83,7 @@ def test_a_recipe_that_opts_out_is_never_repaired_and_the_plan_says_why(tmp_path
             (note,) = notes
             assert f"--manylinux {asked} has no effect" in note and "repair: false in sys.yaml" in note
             assert "libfoo" in note
+            assert REPAIR_NOTE in note  # what `rvport build` says at the terminal too (cli/app.py)
         # the other recipe still follows --manylinux
         assert plain.wheel_repair["by"] == "--manylinux"
         assert plain.wheel_repair["repair"] is (asked != "off")
