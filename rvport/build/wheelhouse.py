@@ -202,6 +202,17 @@ def check_metadata(lock: Lock, path: Path, entry: Entry) -> list[Problem]:
                     hint=_edit_hint(lock, entry),
                 )
             )
+        elif {canonicalize_name(x) for x in req.extras} - set(dep.extras):
+            missing = sorted({canonicalize_name(x) for x in req.extras} - set(dep.extras))
+            out.append(
+                Problem(
+                    message=f"{path.name} requires {req}; the lock's {dep.name} is without extra(s) "
+                    f"{', '.join(missing)} (what they pull is not in the lock)",
+                    file=file,
+                    line=entry.line,
+                    hint=_edit_hint(lock, entry),
+                )
+            )
         elif not req.specifier.contains(Version(dep.version), prereleases=True):
             out.append(
                 Problem(

@@ -238,7 +238,7 @@ def test_a_recipe_wheel_built_without_the_locks_edits_conflicts(tmp_path, house,
         "1.0",
         "cp314-cp314-linux_riscv64",
         {"app/_C.so": RV_SO},
-        requires=["dep-a>=1", "dep_b", "torch==2.14.*", "outlines_core==0.2.14", "dep-a<1"],
+        requires=["dep-a[image]>=1", "dep_b", "torch==2.14.*", "outlines_core==0.2.14", "dep-a<1"],
     )
     opts = _opts(tmp_path, mirror, art, archive)
     with pytest.raises(closure.LockConflict) as ei:
@@ -246,6 +246,7 @@ def test_a_recipe_wheel_built_without_the_locks_edits_conflicts(tmp_path, house,
     text = ei.value.render()
     assert ei.value.exit_code == ExitCode.RECIPE_INVALID
     assert "requires outlines_core==0.2.14, which the lock does not hold" in text
+    assert "requires dep-a[image]>=1; the lock's dep-a is without extra(s) image" in text
     assert "requires dep-a<1; the lock has dep-a 1.0 from pypi" in text
     _nothing_left(tmp_path, opts.output)
 
