@@ -70,8 +70,9 @@ class Policy:
 
     recipe: str
     requirements: tuple[str, ...]  # files of the recipe's sdist, relative to its top directory
-    # (line, replacement or None to drop it, why): the edits the recipe's build makes to those files
-    replace: tuple[tuple[str, str | None, str], ...]
+    # (line, replacement or None to drop it, why): the edits the recipe's build makes to those files; a line
+    # of None adds its replacement (a requirement the files leave out for the target that the code needs)
+    replace: tuple[tuple[str | None, str | None, str], ...]
     recipes: Mapping[str, str]  # distribution -> recipe
     recipe_versions: Mapping[str, str]  # recipe -> version, for recipes the catalogue does not hold yet
     debian: frozenset[str]  # distributions taken from Debian
@@ -109,7 +110,7 @@ def load_policy(recipe: str, root: Path | None = None) -> Policy:
         return Policy(
             recipe=doc["recipe"],
             requirements=tuple(doc["requirements"]),
-            replace=tuple((r["line"], r.get("with"), r["why"]) for r in doc.get("replace", [])),
+            replace=tuple((r.get("line"), r.get("with"), r["why"]) for r in doc.get("replace", [])),
             recipes={canonicalize_name(k): v for k, v in doc.get("recipes", {}).items()},
             recipe_versions=dict(doc.get("recipe_versions", {})),
             debian=frozenset(canonicalize_name(n) for n in doc.get("debian", [])),
@@ -168,7 +169,8 @@ def requirements_lines(
     lines left out, each edit of `replace` applied (a whole line, without its comment and marker: replaced,
     or dropped when its replacement is None). An edit that matches no line is an error: the files are not
     the ones the policy was written for."""
-    edits = {line: new for line, new, _why in replace}
+    edits = {line: new for line, new, _why in replace if line is not None}
+    added = [new for line, new, _why in replace if line is None and new]
     used: set[str] = set()
     out: list[str] = []
     seen: set[str] = set()
@@ -197,6 +199,7 @@ def requirements_lines(
             out.append(line)
 
     visit(first)
+    out += added  # requirements the files leave out for the target that the recipe's code needs
     unused = [k for k in edits if k not in used]
     if unused:
         raise RecipeError(
@@ -625,7 +628,10 @@ def make_lock(
                 shadows=n.shadows,
             )
         )
-    edits = tuple({"line": line, **({"with": new} if new else {}), "why": why} for line, new, why in replace)
+    edits = tuple(
+        {**({"line": line} if line else {}), **({"with": new} if new else {}), "why": why}
+        for line, new, why in replace
+    )
     body = Lock(
         recipe=recipe.name,
         version=recipe.version,

@@ -431,6 +431,9 @@ def conflicts(lock: Lock) -> list[Problem]:
                     bad(e, f"{e.name} {e.version}: Debian's {e.debian.package} {e.debian.version} is another")
             except (ValueError, InvalidVersion) as err:
                 bad(e, f"{e.name}: {err}")
+    for i, ed in enumerate(lock.edits):
+        if not (ed.get("line") or ed.get("with")):
+            bad(None, f"edits[{i}]: an edit names the line it changes, the requirement it adds, or both")
     root = by.get(canonicalize_name(lock.recipe))
     if root is None or root.origin is not Origin.RECIPE or root.version != lock.version:
         bad(root, f"the lock's own recipe {lock.recipe} {lock.version} is not an entry from recipe")

@@ -79,14 +79,18 @@ def test_the_shipped_vllm_lock_holds_together_and_gives_every_name_one_origin():
     assert sum(counts.values()) == len(lock.entries) and len({e.name for e in lock.entries}) == len(
         lock.entries
     )
-    assert counts["recipe"] == 5 and counts["debian"] > 10 and counts["pypi"] > 50
+    assert counts["recipe"] == 7 and counts["debian"] > 10 and counts["pypi"] > 50
     assert {e.recipe for e in lock.by_origin(Origin.RECIPE)} == {
         "vllm",
         "msgspec",
         "sentencepiece",
         "tiktoken",
         "oss-harmony",
+        "xgrammar",  # imported by `from vllm import LLM` although vLLM's marker leaves it out on riscv64
+        "apache-tvm-ffi",  # xgrammar's
     }
+    assert "xgrammar==0.2.8" in lock.entry("vllm").requires
+    assert {"with": "xgrammar == 0.2.8"}.items() <= next(e for e in lock.edits if "line" not in e).items()
     torch = lock.entry("torch")
     assert torch.origin is Origin.DEBIAN and torch.debian.package == "python3-torch"
     assert torch.debian.version == "2.14.1+dfsg-1"
@@ -393,7 +397,13 @@ def test_requirements_files_with_includes_and_the_recipes_edits(tmp_path):
         ("numba == 0.65.0", None, "no wheel"),
         ("mistral_common[image] >= 1.11.6", "mistral_common >= 1.11.6", "opencv"),
     ]
+    edits.append((None, "xgrammar == 0.2.8", "imported anyway"))
     lines = requirements_lines(files.__getitem__, "requirements/cpu.txt", edits)
-    assert lines == ["regex", "mistral_common >= 1.11.6", "torch==2.14.*; platform_machine == 'riscv64'"]
+    assert lines == [
+        "regex",
+        "mistral_common >= 1.11.6",
+        "torch==2.14.*; platform_machine == 'riscv64'",
+        "xgrammar == 0.2.8",
+    ]
     with pytest.raises(RecipeError, match="does not have"):
         requirements_lines(files.__getitem__, "requirements/cpu.txt", [("gone == 1", None, "x")])
