@@ -13,7 +13,8 @@ only; the image is tagged rvport-serve:apt-HASH of the base's id and the list, s
 --image, an image that already holds them (checked: every package of the list at its version, or the run
 stops).
 
-Then one container, `--network none --platform linux/riscv64`, QEMU_CPU of the profile, the wheelhouse mounted
+Then one container, `--network none --platform linux/riscv64 --shm-size 1g` (vLLM's engine asks 160 MiB of
+/dev/shm for its message queue; Docker gives 64 MiB), QEMU_CPU of the profile, the wheelhouse mounted
 read-only, runs this file's `inside` part with the image's python3:
 
 1. install: a venv with --system-site-packages (Debian's packages are seen), then
@@ -356,7 +357,7 @@ def host(args: argparse.Namespace) -> int:
     me = Path(__file__).resolve()
     name = f"rvport-serve-{os.getpid()}"
     argv = [
-        "run", "--rm", "--name", name, "--network", "none", "--platform", "linux/riscv64",
+        "run", "--rm", "--name", name, "--network", "none", "--platform", "linux/riscv64", "--shm-size", "1g",
         "-e", f"QEMU_CPU={cpu}", "-v", f"{wh}:/wh:ro", "-v", f"{work}:/out", "-v", f"{me}:/serve_check.py:ro",
         image, "python3", "/serve_check.py", "inside", "--wheelhouse", "/wh", "--out", "/out",
         "--timeout", str(args.timeout),
