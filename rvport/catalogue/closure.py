@@ -12,7 +12,7 @@ refused (IntegrityError, exit 4) until it is made again. Loading also proves tha
 (`conflicts`): each entry's requirements, already evaluated for the target (riscv64 Linux, the CPython of the
 base), name an entry of the lock whose version satisfies them, with the extras they ask for; otherwise
 RecipeError (exit 3). What needs the network (the Debian index, the index's wheels, the build's wheels) is
-checked where they are used (rvport.build.wheelhouse).
+checked where they are used (rvport.closure.wheelhouse).
 """
 
 from __future__ import annotations

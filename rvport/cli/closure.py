@@ -1,6 +1,6 @@
 """CLI commands for a recipe's runtime closure: `rvport lock` (resolve and write the lock) and `rvport
-wheelhouse` (every wheel of the lock, with hashes and the apt list). Parse, call rvport.build.lockgen and
-rvport.build.wheelhouse, render. Registered in rvport/cli/app.py (docs/closure.md)."""
+wheelhouse` (every wheel of the lock, with hashes and the apt list). Parse, call rvport.closure.resolve and
+rvport.closure.wheelhouse, render. Registered in rvport/cli/app.py (docs/closure.md)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def lock(o) -> None:
     wheel from the package index by file name and sha256, as RECIPE.policy.yaml in rvport/resources/locks/
     says (docs/closure.md). The wheels are downloaded into the cache, checked by sha256, to read their
     requirements."""
-    from rvport.build.lockgen import default_output, generate
     from rvport.catalogue.recipes import load_catalogue
+    from rvport.closure.resolve import default_output, generate
     from rvport.sources import fetch_options
 
     cat = load_catalogue(list(o.recipes_dir))
@@ -62,11 +62,11 @@ def wheelhouse(o) -> None:
     now); the index's wheels come through the download cache, checked by sha256; the wheels rvport builds
     come from --artifacts. Every wheel's requirements must be met by the lock, and every wheel must pass
     `rvport verify` for --profile. DIR is written whole at the end, or not at all (docs/closure.md)."""
-    from rvport.build import wheelhouse as wh
     from rvport.catalogue.bases import load_base
     from rvport.catalogue.closure import find_lock, lock_path
     from rvport.catalogue.profiles import get_profile
     from rvport.catalogue.recipes import load_catalogue
+    from rvport.closure import wheelhouse as wh
     from rvport.errors import RecipeError
     from rvport.sources import fetch_options
 

@@ -10,11 +10,11 @@ import shutil
 import pytest
 
 from rvport import resources
-from rvport.build import wheelhouse as wh
 from rvport.catalogue import closure
 from rvport.catalogue.closure import Origin
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import Source, SourceKind
+from rvport.closure import wheelhouse as wh
 from rvport.sources import fetch_options
 from rvport.sources.fetch import Fetcher
 

@@ -1,4 +1,4 @@
-"""The closure lock (rvport.catalogue.closure, rvport.build.lockgen): the target's tags and markers, the
+"""The closure lock (rvport.catalogue.closure, rvport.closure.resolve): the target's tags and markers, the
 shipped vllm lock, a lock edited by hand (digest), a lock whose pins conflict, the resolver over a fake index
 and a fake Debian index (no network), and `rvport plan` showing the lock and refusing a bad one."""
 
@@ -251,10 +251,10 @@ def _wheel(dirpath: Path, filename: str, requires: list[str]) -> Path:
 
 
 class FakeIndex:
-    """files() and download() of lockgen.Index, over wheels made in a directory."""
+    """files() and download() of resolve.Index, over wheels made in a directory."""
 
     def __init__(self, root: Path, wheels: dict[str, list[str]]):
-        from rvport.build.lockgen import IndexFile
+        from rvport.closure.resolve import IndexFile
 
         self.paths = {f: _wheel(root, f, reqs) for f, reqs in wheels.items()}
         self.entries = [
@@ -276,7 +276,7 @@ class FakeIndex:
 
 
 def _policy(**kw):
-    from rvport.build.lockgen import Policy
+    from rvport.closure.resolve import Policy
 
     base = dict(
         recipe="app",
@@ -308,7 +308,7 @@ def _deb(name, version, depends=""):
 def _resolve(tmp_path, wheels, root, *, packages=None, **policy):
     from packaging.requirements import Requirement
 
-    from rvport.build.lockgen import Resolver
+    from rvport.closure.resolve import Resolver
 
     idx = FakeIndex(tmp_path, wheels)
     r = Resolver(
@@ -386,7 +386,7 @@ def test_every_name_without_a_fitting_wheel_is_named_with_what_the_index_has_and
 
 
 def test_requirements_files_with_includes_and_the_recipes_edits(tmp_path):
-    from rvport.build.lockgen import requirements_lines
+    from rvport.closure.resolve import requirements_lines
 
     files = {
         "requirements/cpu.txt": "-r common.txt\ntorch==2.14.0; platform_machine == 'riscv64'  # riscv\n",

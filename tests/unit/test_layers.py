@@ -28,8 +28,9 @@ import rvport
 PACKAGE = Path(rvport.__file__).resolve().parent
 
 LAYERS: dict[str, int] = {
-    "rvport.__main__": 6,
-    "rvport.cli": 5,
+    "rvport.__main__": 7,
+    "rvport.cli": 6,
+    "rvport.closure": 5,
     "rvport.build": 4,
     "rvport.plan": 3,
     "rvport.sources": 2,

@@ -1,4 +1,4 @@
-"""`rvport wheelhouse` (rvport.build.wheelhouse) without the network: a tiny lock of a recipe wheel, a pure
+"""`rvport wheelhouse` (rvport.closure.wheelhouse) without the network: a tiny lock of a recipe wheel, a pure
 index wheel, a riscv64 index wheel and Debian's torch; the index's wheels from a mirror directory (offline),
 Debian's signed index from the throwaway archive of test_debarchive. Each refusal leaves nothing behind."""
 
@@ -15,11 +15,11 @@ import jsonschema
 import pytest
 
 from rvport import manifest
-from rvport.build import wheelhouse as wh
-from rvport.build.lockgen import write_lock
 from rvport.catalogue import closure
 from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin, Target
 from rvport.catalogue.profiles import get_profile
+from rvport.closure import wheelhouse as wh
+from rvport.closure.resolve import write_lock
 from rvport.errors import ExitCode, IntegrityError, SourceUnavailable, UsageError, VerifyFailed
 from rvport.sources import fetch_options
 from tests.fixtures import elfwriter

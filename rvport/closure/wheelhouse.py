@@ -164,7 +164,7 @@ def check_debian(lock: Lock, opts: Options) -> dict | None:
 def check_metadata(lock: Lock, path: Path, entry: Entry) -> list[Problem]:
     """A wheel's METADATA against the lock: its name and version are the entry's, and every requirement it
     declares (evaluated for the target, with the extras the closure asks of it) is satisfied by the lock."""
-    from rvport.build.lockgen import wheel_metadata
+    from rvport.closure.resolve import wheel_metadata
 
     meta = wheel_metadata(path, path.name)
     out: list[Problem] = []
