@@ -22,8 +22,9 @@ read-only, runs this file's `inside` part with the image's python3:
    when that fails, its log says why and the wheels are installed again with --no-deps (a step of its own,
    so the steps after it can still be measured: the check does not pass);
 2. import: `from vllm import LLM`, timed;
-3. generate: a LlamaConfig saved to a directory (hidden 64, 2 layers, 4 heads, vocabulary 32000), loaded with
-   `LLM(model=DIR, load_format="dummy", skip_tokenizer_init=True, enforce_eager=True, max_model_len=128)`;
+3. generate: a LlamaConfig saved to a directory (hidden 64, 2 layers, 4 heads of 32, vocabulary 32000),
+   loaded with `LLM(model=DIR, load_format="dummy", skip_tokenizer_init=True, enforce_eager=True,
+   max_model_len=128, dtype="float32")`;
    from 8 prompt token ids, one request with max_tokens=1 (its wall time is the time to first token) and one
    with max_tokens=8 (ignore_eos: dummy weights may pick the end token): 8 tokens must come back;
 4. serve (unless --skip-serve): `vllm serve` of the same config on 127.0.0.1 with mistral_common's own
@@ -49,9 +50,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the tiny model (the issue's): no download, dummy weights
+# the tiny model (the issue's): no download, dummy weights. head_dim is set: 64 / 4 heads would be 16, which
+# vLLM's CPU attention refuses (its head sizes start at 32: "Unsupported CPU attention configuration:
+# head_dim=16", measured)
 TINY = {
     "hidden_size": 64,
+    "head_dim": 32,
     "intermediate_size": 256,
     "num_hidden_layers": 2,
     "num_attention_heads": 4,
