@@ -607,17 +607,22 @@ def smoke_record(ref: str, out: Path, without_vector: Mapping[str, str] | None =
     return record
 
 
-def _smoke_main_record(ref: str, out: Path) -> dict:
+def _exported_run(ref: str, out: Path, stem: str) -> tuple[str, list[str]]:
+    """A run the smoke stage exported (smoke.Dockerfile): /STEM.status and /STEM.log -> (status, lines)."""
     try:
-        status_text = (out / "rvport-smoke.status").read_text().strip()
-        text = (out / "rvport-smoke.log").read_text(errors="replace")
+        status_text = (out / f"{stem}.status").read_text().strip()
+        text = (out / f"{stem}.log").read_text(errors="replace")
     except FileNotFoundError as e:
         raise BuildFailed(
             f"{ref}: the smoke stage exported no {Path(e.filename).name}",
             hint="a smoke.Dockerfile from RVPORT_DOCKERFILES older than this rvport? It must export "
-            "/rvport-smoke.log and /rvport-smoke.status",
+            f"/{stem}.log and /{stem}.status",
         ) from e
-    lines = [line.rstrip() for line in text.strip().splitlines()]
+    return status_text, [line.rstrip() for line in text.strip().splitlines()]
+
+
+def _smoke_main_record(ref: str, out: Path) -> dict:
+    status_text, lines = _exported_run(ref, out, "rvport-smoke")
     if status_text == "0":
         return {"status": "passed", "output": lines[-SMOKE_PASSED_LINES:]}
     try:
@@ -645,16 +650,7 @@ def without_vector_record(ref: str, out: Path, without_vector: Mapping[str, str]
     planner.smoke_without_vector) and observed (`sigill`, `pass` or `exit N`), its exit status, the ISA that
     CPU showed, and `status`: passed when they agree, failed when not, skipped or not run (with a reason)
     when it could not be judged."""
-    try:
-        status_text = (out / "rvport-smoke-novector.status").read_text().strip()
-        text = (out / "rvport-smoke-novector.log").read_text(errors="replace")
-    except FileNotFoundError as e:
-        raise BuildFailed(
-            f"{ref}: the smoke stage exported no {Path(e.filename).name}",
-            hint="a smoke.Dockerfile from RVPORT_DOCKERFILES older than this rvport? It must export "
-            "/rvport-smoke-novector.log and /rvport-smoke-novector.status",
-        ) from e
-    lines = [line.rstrip() for line in text.strip().splitlines()]
+    status_text, lines = _exported_run(ref, out, "rvport-smoke-novector")
     isa = lines[0].removeprefix("isa: ").strip() if lines and lines[0].startswith("isa: ") else None
     record: dict = {**without_vector, "isa": isa, "exit_status": None, "observed": None}
     if status_text in _NOT_JUDGED:
