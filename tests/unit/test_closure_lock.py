@@ -407,3 +407,43 @@ def test_requirements_files_with_includes_and_the_recipes_edits(tmp_path):
     ]
     with pytest.raises(RecipeError, match="does not have"):
         requirements_lines(files.__getitem__, "requirements/cpu.txt", [("gone == 1", None, "x")])
+
+
+def test_the_vllm_recipe_edits_its_requirements_as_the_lock_policy_says(tmp_path):
+    """vllm.yaml's build edits the sdist's requirement files that become the wheel's Requires-Dist; the lock
+    is resolved from the same files with the policy's `replace` list. Run the recipe's edit command on files
+    that hold every line the policy edits (with markers and comments, as the sdist writes them) and the
+    lines it keeps: what the wheel would require must be what the lock resolved."""
+    import subprocess
+    import sys
+
+    from rvport.catalogue.recipes import load_catalogue
+    from rvport.closure.resolve import load_policy, requirements_lines
+
+    policy = load_policy("vllm")
+    commands = [c for c in load_catalogue().resolve("vllm").build if "<<'EDITS'" in c]
+    assert len(commands) == 1, "vllm.yaml's build has one requirement edit command"
+    script = commands[0].split("<<'EDITS'\n", 1)[1].rsplit("EDITS", 1)[0]
+
+    req = tmp_path / "requirements"
+    req.mkdir()
+    edited = [line for line, _new, _why in policy.replace if line is not None]
+    common = ["# Common", "regex  # kept", "msgspec", "lark == 1.2.2"]
+    common += [f"{line}; platform_machine != 's390x'  # why" if i % 2 else line for i, line in enumerate(edited)]
+    (req / "common.txt").write_text("\n".join(common) + "\n")
+    (req / "cpu.txt").write_text("-r common.txt\n\nsetuptools==78.1.1 # a comment\n")
+    subprocess.run([sys.executable, "-"], input=script, text=True, cwd=tmp_path, check=True)
+
+    def read(rel: str) -> str:
+        return (tmp_path / rel).read_text()
+
+    wheel = requirements_lines(read, "requirements/cpu.txt", ())
+    (req / "common.txt").write_text("\n".join(common) + "\n")
+    (req / "cpu.txt").write_text("-r common.txt\n\nsetuptools==78.1.1 # a comment\n")
+    lock = requirements_lines(read, "requirements/cpu.txt", policy.replace)
+    assert sorted(wheel) == sorted(lock)
+
+    # an sdist without one of the edited lines fails the build, not the wheel's metadata
+    (req / "common.txt").write_text("regex\n")
+    failed = subprocess.run([sys.executable, "-"], input=script, text=True, cwd=tmp_path, capture_output=True)
+    assert failed.returncode != 0 and "requirement lines not in the sdist" in failed.stderr
