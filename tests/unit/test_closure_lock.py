@@ -429,7 +429,8 @@ def test_the_vllm_recipe_edits_its_requirements_as_the_lock_policy_says(tmp_path
     req.mkdir()
     edited = [line for line, _new, _why in policy.replace if line is not None]
     common = ["# Common", "regex  # kept", "msgspec", "lark == 1.2.2"]
-    common += [f"{line}; platform_machine != 's390x'  # why" if i % 2 else line for i, line in enumerate(edited)]
+    marked = "; platform_machine != 's390x'  # why"
+    common += [f"{line}{marked}" if i % 2 else line for i, line in enumerate(edited)]
     (req / "common.txt").write_text("\n".join(common) + "\n")
     (req / "cpu.txt").write_text("-r common.txt\n\nsetuptools==78.1.1 # a comment\n")
     subprocess.run([sys.executable, "-"], input=script, text=True, cwd=tmp_path, check=True)
