@@ -25,7 +25,6 @@ together.
 from __future__ import annotations
 
 import email.parser
-import json
 import re
 import tarfile
 import zipfile
@@ -34,7 +33,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import urljoin
 
 import yaml
 from packaging.requirements import Requirement
@@ -57,7 +55,7 @@ from rvport.errors import IntegrityError, Problem, RecipeError, SourceUnavailabl
 from rvport.fileio import atomic_write_text
 from rvport.sources.debarchive import DebPackage
 from rvport.sources.fetch import Fetcher, FetchOptions
-from rvport.sources.pypi import ACCEPT, JSON_TYPE, parse_simple_page
+from rvport.sources.pypi import IndexFile, project_pages
 
 MAX_ROUNDS = 30
 MAX_METADATA = 4 << 20  # bytes of one METADATA / PKG-INFO / requirements file
@@ -230,16 +228,9 @@ def evaluate(lines: Iterable[str], target: Target, extras: Iterable[str], what: 
 
 
 # --------------------------------------------------------------------------------------------- the index
-@dataclass(frozen=True, kw_only=True)
-class IndexFile:
-    filename: str
-    sha256: str | None
-    requires_python: str | None
-    yanked: bool
-
-
 class Index:
-    """The package index pip is configured for (rvport.sources.pypi), read through its simple API."""
+    """The package index pip is configured for, read through its simple API by rvport.sources.pypi's one
+    reader of project pages (pages bounded in size, a TLS failure named with its remedy)."""
 
     def __init__(self, fetcher: Fetcher):
         self.fetcher = fetcher
@@ -252,39 +243,12 @@ class Index:
         return self._pages[key]
 
     def _read(self, key: str) -> list[IndexFile]:
-        import requests
-
         out: list[IndexFile] = []
         misses = []
-        for index in self.fetcher.index.urls:
-            page = urljoin(index.rstrip("/") + "/", key + "/")
-            try:
-                r = self.fetcher.session.get(page, headers={"Accept": ACCEPT}, timeout=(20, 60))
-            except requests.RequestException as e:
-                misses.append(f"{index}: {type(e).__name__}")
-                continue
-            if r.status_code != 200:
-                misses.append(f"{index}: HTTP {r.status_code}")
-                continue
-            ctype = r.headers.get("Content-Type", "")
-            try:
-                if ctype.split(";")[0].strip() == JSON_TYPE:
-                    for f in json.loads(r.content).get("files", []):
-                        out.append(
-                            IndexFile(
-                                filename=f["filename"],
-                                sha256=(f.get("hashes") or {}).get("sha256"),
-                                requires_python=f.get("requires-python"),
-                                yanked=bool(f.get("yanked")),
-                            )
-                        )
-                else:
-                    out += [
-                        IndexFile(filename=n, sha256=d, requires_python=None, yanked=False)
-                        for n, _, d in parse_simple_page(r.content, ctype, r.url)
-                    ]
-            except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
-                misses.append(f"{index}: its page cannot be read ({type(e).__name__})")
+        for page in project_pages(self.fetcher.session, key, self.fetcher.index, timeout=(20, 60)):
+            out += page.files
+            if page.miss:
+                misses.append(f"{page.index}: {page.miss}")
         if not out:
             raise SourceUnavailable(
                 f"the package index has no files of {key} ({'; '.join(misses) or 'an empty page'})",

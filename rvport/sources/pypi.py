@@ -3,7 +3,9 @@
 Index URLs come from PIP_INDEX_URL / PIP_EXTRA_INDEX_URL, else from `pip config list` (pip.conf files and
 environment), else from pip's own default, read at run time. No registry host name is written here.
 The index is read through the simple API: PEP 691 JSON when offered, PEP 503 HTML otherwise; file URLs may be
-relative (mirrors) and are resolved against the page URL.
+relative (mirrors) and are resolved against the page URL. `project_pages` is the one reader of project pages
+(the sdist of a `pypi:` source here, the wheels of `rvport lock` in rvport.closure.resolve): each page read up
+to MAX_PAGE bytes, a TLS failure an error with its remedy, any other failure that index's miss.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import urldefrag, urljoin, urlsplit
@@ -29,6 +31,7 @@ log = logging.getLogger("rvport.sources")
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+MAX_PAGE = 64 << 20  # bytes of one project page (decoded); the largest projects' pages are a few MiB
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,10 +48,23 @@ class IndexConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class IndexFile:
+    """A file a project page lists."""
+
     filename: str
-    url: str
-    sha256: str | None
+    url: str  # absolute, without its fragment
+    sha256: str | None  # the index's published digest, where it gives one
+    index: str  # the configured index URL whose page lists it
+    requires_python: str | None = None  # PEP 691 `requires-python`, PEP 503 `data-requires-python`
+    yanked: bool = False  # PEP 691 `yanked`, PEP 503 `data-yanked`
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectPage:
+    """One configured index's answer for a project: the files its page lists, or why it has none."""
+
     index: str
+    files: tuple[IndexFile, ...] = ()
+    miss: str | None = None  # HTTP 404, a network error, a page over MAX_PAGE or not the simple API
 
 
 def parse_pip_config_list(text: str) -> dict[str, str]:
@@ -130,43 +146,122 @@ def _pip_config_list() -> str:
 class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.links: list[tuple[str, str]] = []  # (href, text)
-        self._href: str | None = None
+        self.links: list[tuple[dict[str, str | None], str]] = []  # (attributes with an href, text)
+        self._attrs: dict[str, str | None] | None = None
         self._text: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
-            self._href = dict(attrs).get("href")
+            found = dict(attrs)
+            self._attrs = found if found.get("href") is not None else None
             self._text = []
 
     def handle_data(self, data: str) -> None:
-        if self._href is not None:
+        if self._attrs is not None:
             self._text.append(data)
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._href is not None:
-            self.links.append((self._href, "".join(self._text).strip()))
-            self._href = None
+        if tag == "a" and self._attrs is not None:
+            self.links.append((self._attrs, "".join(self._text).strip()))
+            self._attrs = None
 
 
-def parse_simple_page(body: bytes, content_type: str, page_url: str) -> list[tuple[str, str, str | None]]:
-    """(filename, absolute url, sha256 or None) for each file on a simple-API project page."""
-    out: list[tuple[str, str, str | None]] = []
+def _json_file(f: Mapping[str, object], page_url: str, index: str) -> IndexFile:
+    """One entry of a PEP 691 page's `files`; a value of another type raises TypeError."""
+
+    def text(value: object, field: str) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        raise TypeError(f"{field} is {type(value).__name__}, not a string")
+
+    filename = text(f["filename"], "filename")
+    if not filename:
+        raise ValueError("a file without a name")
+    url, _frag = urldefrag(urljoin(page_url, text(f["url"], "url") or ""))
+    hashes = f.get("hashes") or {}
+    if not isinstance(hashes, Mapping):
+        raise TypeError(f"hashes is {type(hashes).__name__}, not a mapping")
+    return IndexFile(
+        filename=filename,
+        url=url,
+        sha256=text(hashes.get("sha256"), "sha256"),
+        index=index,
+        requires_python=text(f.get("requires-python"), "requires-python"),
+        yanked=bool(f.get("yanked")),
+    )
+
+
+def parse_simple_page(body: bytes, content_type: str, page_url: str, *, index: str) -> list[IndexFile]:
+    """Each file a simple-API project page lists (PEP 691 JSON or PEP 503 HTML), its URL made absolute.
+    A JSON page of another shape raises ValueError, KeyError, TypeError or AttributeError (RecursionError
+    when nested too deep for the parser)."""
     if content_type.split(";")[0].strip() == JSON_TYPE or content_type.startswith("application/json"):
-        doc = json.loads(body)
-        for f in doc.get("files", []):
-            url, _frag = urldefrag(urljoin(page_url, f["url"]))
-            out.append((f["filename"], url, (f.get("hashes") or {}).get("sha256")))
-        return out
+        return [_json_file(f, page_url, index) for f in json.loads(body).get("files", [])]
+    out: list[IndexFile] = []
     p = _Links()
     p.feed(body.decode("utf-8", errors="replace"))
-    for href, text in p.links:
-        absolute = urljoin(page_url, href)
-        url, frag = urldefrag(absolute)
-        name = text or urlsplit(url).path.rsplit("/", 1)[-1]
-        digest = frag.partition("=")[2] if frag.startswith("sha256=") else None
-        out.append((name, url, digest))
+    for attrs, text in p.links:
+        url, frag = urldefrag(urljoin(page_url, attrs["href"] or ""))
+        out.append(
+            IndexFile(
+                filename=text or urlsplit(url).path.rsplit("/", 1)[-1],
+                url=url,
+                sha256=frag.partition("=")[2] if frag.startswith("sha256=") else None,
+                index=index,
+                requires_python=attrs.get("data-requires-python"),
+                yanked="data-yanked" in attrs,
+            )
+        )
     return out
+
+
+def _page_body(
+    session: requests.Session, url: str, timeout: float | tuple[float, float]
+) -> tuple[bytes, str, str] | str:
+    """(body, content type, final URL) of a project page, or why there is none; never more than MAX_PAGE
+    bytes are taken."""
+    with session.get(url, headers={"Accept": ACCEPT}, timeout=timeout, stream=True) as r:
+        if r.status_code != 200:
+            return f"HTTP {r.status_code}"
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in r.iter_content(1 << 16):
+            size += len(chunk)
+            if size > MAX_PAGE:
+                return f"its project page is over {MAX_PAGE} bytes"
+            chunks.append(chunk)
+        return b"".join(chunks), r.headers.get("Content-Type", ""), r.url
+
+
+def project_pages(
+    session: requests.Session, project: str, config: IndexConfig, *, timeout: float | tuple[float, float]
+) -> Iterator[ProjectPage]:
+    """Each configured index's page for `project`, in the order pip asks them, read as the caller walks
+    (a caller that stops asks no further index). A TLS failure raises SourceUnavailable with its remedy;
+    any other failure is that index's miss."""
+    for index in config.urls:
+        page = urljoin(index.rstrip("/") + "/", canonicalize_name(project) + "/")
+        try:
+            got = _page_body(session, page, timeout)
+        except requests.exceptions.SSLError as e:
+            raise SourceUnavailable(
+                f"TLS verification failed for the index {index}: {e}",
+                hint="pass the proxy's CA with --ca-bundle FILE (or REQUESTS_CA_BUNDLE)",
+            ) from e
+        except requests.RequestException as e:
+            yield ProjectPage(index=index, miss=type(e).__name__)
+            continue
+        if isinstance(got, str):
+            yield ProjectPage(index=index, miss=got)
+            continue
+        body, ctype, url = got
+        try:
+            files = parse_simple_page(body, ctype, url, index=index)
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+            # a page that is not the simple API's JSON (bad JSON, too deep, another shape): that index misses
+            yield ProjectPage(index=index, miss=f"its project page cannot be read ({type(e).__name__})")
+            continue
+        yield ProjectPage(index=index, files=tuple(files))
 
 
 def _matches(filename: str, project: str, version: str) -> bool:
@@ -183,43 +278,26 @@ def find_sdist(
     """Ask each configured index for the source's project page and pick its sdist."""
     assert source.project and source.version
     misses: list[str] = []
-    for index in config.urls:
-        page = urljoin(index.rstrip("/") + "/", canonicalize_name(source.project) + "/")
-        try:
-            r = session.get(page, headers={"Accept": ACCEPT}, timeout=timeout)
-        except requests.exceptions.SSLError as e:
-            raise SourceUnavailable(
-                f"TLS verification failed for the index {index}: {e}",
-                hint="pass the proxy's CA with --ca-bundle FILE (or REQUESTS_CA_BUNDLE)",
-            ) from e
-        except requests.RequestException as e:
-            misses.append(f"{index}: {type(e).__name__}")
+    for page in project_pages(session, source.project, config, timeout=timeout):
+        if page.miss:
+            misses.append(f"{page.index}: {page.miss}")
             continue
-        if r.status_code != 200:
-            misses.append(f"{index}: HTTP {r.status_code}")
-            continue
-        try:
-            files = parse_simple_page(r.content, r.headers.get("Content-Type", ""), r.url)
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
-            # a page that is not the simple API's JSON (bad JSON, too deep, another shape): that index misses
-            misses.append(f"{index}: its project page cannot be read ({type(e).__name__})")
-            continue
-        for filename, url, digest in files:
+        for f in page.files:
             wanted = (
-                filename == source.filename
+                f.filename == source.filename
                 if source.filename
-                else (_matches(filename, source.project, source.version))
+                else (_matches(f.filename, source.project, source.version))
             )
             if wanted:
-                if source.sha256 and digest and digest != source.sha256:
+                if source.sha256 and f.sha256 and f.sha256 != source.sha256:
                     raise IntegrityError(
-                        f"source {source.name!r} ({source.origin}): the index {index} lists sha256 {digest} "
-                        f"for {filename}, the recipe pins {source.sha256}",
+                        f"source {source.name!r} ({source.origin}): the index {page.index} lists sha256 "
+                        f"{f.sha256} for {f.filename}, the recipe pins {source.sha256}",
                         hint="the file on the index changed or the pin is wrong; check upstream before "
                         "re-pinning",
                     )
-                return IndexFile(filename=filename, url=url, sha256=digest, index=index)
-        misses.append(f"{index}: no sdist for {source.version} among {len(files)} files")
+                return f
+        misses.append(f"{page.index}: no sdist for {source.version} among {len(page.files)} files")
     raise SourceUnavailable(
         f"source {source.name!r}: no sdist {source.project}=={source.version} found ({'; '.join(misses)})",
         hint=f"indexes from {config.origin}; set PIP_INDEX_URL, or provide the file with --mirror DIR",

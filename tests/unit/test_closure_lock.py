@@ -254,11 +254,12 @@ class FakeIndex:
     """files() and download() of resolve.Index, over wheels made in a directory."""
 
     def __init__(self, root: Path, wheels: dict[str, list[str]]):
-        from rvport.closure.resolve import IndexFile
+        from rvport.sources.pypi import IndexFile
 
         self.paths = {f: _wheel(root, f, reqs) for f, reqs in wheels.items()}
         self.entries = [
-            IndexFile(filename=f, sha256="a" * 64, requires_python=None, yanked=False) for f in wheels
+            IndexFile(filename=f, url=f"http://127.0.0.1:1/{f}", sha256="a" * 64, index="test")
+            for f in wheels
         ]
         self.downloads: list[str] = []
 
@@ -273,6 +274,87 @@ class FakeIndex:
     def download(self, name, version, f):
         self.downloads.append(f.filename)
         return self.paths[f.filename]
+
+
+def _lock_index(urls, session=None):
+    """resolve.Index over the given index URLs, with a session of its own (no Fetcher, no cache)."""
+    from types import SimpleNamespace
+
+    import requests
+
+    from rvport.closure.resolve import Index
+    from rvport.sources.pypi import IndexConfig
+
+    config = IndexConfig(index_url=urls[0], extra_index_urls=tuple(urls[1:]), origin="test")
+    return Index(SimpleNamespace(session=session or requests.Session(), index=config))
+
+
+def test_the_lock_s_index_reads_every_index_s_page_through_the_sources_reader():
+    from tests.fixtures.httpserver import Route, serve, simple_index_html
+
+    doc = {
+        "files": [
+            {
+                "filename": "demo-1.0-py3-none-any.whl",
+                "url": "d1.whl",
+                "hashes": {"sha256": "1" * 64},
+                "requires-python": ">=3.15",
+                "yanked": True,
+            }
+        ]
+    }
+    routes = {
+        "/one/demo/": Route(
+            body=json.dumps(doc).encode(), content_type="application/vnd.pypi.simple.v1+json"
+        ),
+        "/two/demo/": Route(
+            body=simple_index_html(
+                {"demo-2.0-py3-none-any.whl": "/f/demo-2.0-py3-none-any.whl#sha256=" + "2" * 64}
+            ),
+            content_type="text/html",
+        ),
+    }
+    with serve(routes) as srv:
+        idx = _lock_index([srv.url("/one/"), srv.url("/missing/"), srv.url("/two/")])
+        files = idx.files("Demo")
+        assert idx.files("demo") is files and srv.hits("/one/demo/") == 1  # read once a run
+    assert [(f.filename, f.sha256, f.requires_python, f.yanked, f.index) for f in files] == [
+        ("demo-1.0-py3-none-any.whl", "1" * 64, ">=3.15", True, srv.url("/one/")),
+        ("demo-2.0-py3-none-any.whl", "2" * 64, None, False, srv.url("/two/")),
+    ]
+    assert files[1].url == srv.url("/f/demo-2.0-py3-none-any.whl")
+
+
+def test_the_lock_s_index_names_every_miss_and_a_page_over_the_cap_is_one(monkeypatch):
+    from rvport.sources import pypi
+    from tests.fixtures.httpserver import Route, serve, simple_index_html
+
+    monkeypatch.setattr(pypi, "MAX_PAGE", 4096)
+    big = simple_index_html({f"demo-1.{i}-py3-none-any.whl": f"d{i}.whl" for i in range(200)})
+    routes = {
+        "/big/demo/": Route(body=big, content_type="text/html"),
+        "/bad/demo/": Route(body=b"{not json", content_type="application/vnd.pypi.simple.v1+json"),
+    }
+    with serve(routes) as srv:
+        idx = _lock_index([srv.url("/big/"), srv.url("/bad/"), srv.url("/missing/")])
+        with pytest.raises(SourceUnavailable, match="no files of demo") as e:
+            idx.files("demo")
+    assert "its project page is over 4096 bytes" in e.value.message
+    assert "its project page cannot be read (JSONDecodeError)" in e.value.message
+    assert "/missing/: HTTP 404" in e.value.message
+
+
+def test_a_tls_failure_while_locking_is_an_error_with_the_ca_bundle_remedy():
+    import requests
+
+    class Refusing:
+        def get(self, url, **kw):
+            raise requests.exceptions.SSLError("certificate verify failed")
+
+    idx = _lock_index(["https://127.0.0.1:9/simple/"], session=Refusing())
+    with pytest.raises(SourceUnavailable, match="TLS verification failed for the index") as e:
+        idx.files("demo")
+    assert e.value.exit_code == ExitCode.SOURCE_UNAVAILABLE and "--ca-bundle" in (e.value.hint or "")
 
 
 def _policy(**kw):

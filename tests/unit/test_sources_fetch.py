@@ -171,10 +171,112 @@ def test_pep691_json_index_and_index_digest_mismatch(tmp_path):
         src = Source(name="sdist", kind=SourceKind.PYPI, project="demo", version="1.0", sha256=DIGEST)
         with pytest.raises(IntegrityError, match="lists sha256 1111"):
             fetch_source(src, opts(tmp_path, index=index))
-    files = parse_simple_page(
-        json.dumps(doc).encode(), "application/vnd.pypi.simple.v1+json", "http://127.0.0.1:1/simple/demo/"
+    page = "http://127.0.0.1:1/simple/demo/"
+    (f,) = parse_simple_page(json.dumps(doc).encode(), "application/vnd.pypi.simple.v1+json", page, index="i")
+    assert (f.filename, f.url, f.sha256, f.index) == (
+        "demo-1.0.tar.gz",
+        page + "files/demo-1.0.tar.gz",
+        "1" * 64,
+        "i",
     )
-    assert files == [("demo-1.0.tar.gz", "http://127.0.0.1:1/simple/demo/files/demo-1.0.tar.gz", "1" * 64)]
+    assert (f.requires_python, f.yanked) == (None, False)
+
+
+def test_a_project_page_says_requires_python_and_yanked_in_json_and_html():
+    import json
+
+    doc = {
+        "files": [
+            {
+                "filename": "a-1.0-py3-none-any.whl",
+                "url": "a1.whl",
+                "requires-python": ">=3.9",
+                "yanked": "bad",
+            },
+            {"filename": "a-2.0-py3-none-any.whl", "url": "a2.whl", "hashes": {}, "yanked": False},
+        ]
+    }
+    html = (
+        b'<a href="a1.whl#sha256='
+        + b"2" * 64
+        + b'" data-requires-python="&gt;=3.9" data-yanked>a-1.0-py3-none-any.whl</a>'
+        b'<a href="a2.whl" data-requires-python="">a-2.0-py3-none-any.whl</a><a name="no-href">x</a>'
+    )
+    page = "http://127.0.0.1:1/simple/a/"
+    from_json = parse_simple_page(
+        json.dumps(doc).encode(), "application/vnd.pypi.simple.v1+json", page, index="i"
+    )
+    from_html = parse_simple_page(html, "text/html", page, index="i")
+    for files in (from_json, from_html):
+        assert [(f.filename, f.url, f.requires_python or None, f.yanked) for f in files] == [
+            ("a-1.0-py3-none-any.whl", page + "a1.whl", ">=3.9", True),
+            ("a-2.0-py3-none-any.whl", page + "a2.whl", None, False),
+        ]
+    assert from_html[0].sha256 == "2" * 64 and from_json[0].sha256 is None
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"filename": 3, "url": "a"},
+        {"filename": "a.whl", "url": "a", "hashes": ["x"]},
+        {"filename": "a.whl", "url": "a", "requires-python": 3},
+        {"url": "a"},
+    ],
+)
+def test_a_json_file_entry_of_another_shape_is_refused(entry):
+    import json
+
+    from rvport.sources.pypi import JSON_TYPE
+
+    with pytest.raises((TypeError, KeyError, ValueError)):
+        parse_simple_page(
+            json.dumps({"files": [entry]}).encode(), JSON_TYPE, "http://127.0.0.1:1/", index="i"
+        )
+
+
+def test_a_project_page_over_the_cap_is_that_index_s_miss(tmp_path, monkeypatch):
+    from rvport.sources import pypi
+
+    monkeypatch.setattr(pypi, "MAX_PAGE", 4096)
+    page = simple_index_html({f"demo-1.{i}.tar.gz": f"demo-1.{i}.tar.gz" for i in range(200)})
+    assert len(page) > 4096
+    with serve({"/simple/demo/": Route(body=page, content_type="text/html")}) as srv:
+        index = IndexConfig(index_url=srv.url("/simple/"), origin="test")
+        src = Source(name="sdist", kind=SourceKind.PYPI, project="demo", version="1.0", sha256=DIGEST)
+        with pytest.raises(SourceUnavailable, match="its project page is over 4096 bytes"):
+            fetch_source(src, opts(tmp_path, index=index))
+
+
+def test_the_sdist_is_taken_from_the_first_index_that_has_it_and_no_further_one_is_asked(tmp_path):
+    name = "demo-1.0.tar.gz"
+    routes = {
+        "/one/demo/": Route(
+            body=simple_index_html({name: f"/files/{name}#sha256={DIGEST}"}), content_type="text/html"
+        ),
+        "/two/demo/": Route(body=simple_index_html({}), content_type="text/html"),
+        f"/files/{name}": Route(body=BODY),
+    }
+    with serve(routes) as srv:
+        index = IndexConfig(index_url=srv.url("/one/"), extra_index_urls=(srv.url("/two/"),), origin="test")
+        src = Source(name="sdist", kind=SourceKind.PYPI, project="demo", version="1.0", sha256=DIGEST)
+        assert fetch_source(src, opts(tmp_path, index=index)).sha256 == DIGEST
+        assert srv.hits("/one/demo/") == 1 and srv.hits("/two/demo/") == 0
+
+
+def test_a_tls_failure_on_an_index_names_the_ca_bundle_remedy():
+    import requests
+
+    from rvport.sources.pypi import find_sdist
+
+    class Refusing:
+        def get(self, url, **kw):
+            raise requests.exceptions.SSLError("certificate verify failed")
+
+    src = Source(name="sdist", kind=SourceKind.PYPI, project="demo", version="1.0", sha256=DIGEST)
+    with pytest.raises(SourceUnavailable, match="TLS verification failed for the index") as e:
+        find_sdist(Refusing(), src, IndexConfig(index_url="https://127.0.0.1:9/simple/", origin="test"))
+    assert "--ca-bundle" in (e.value.hint or "")
 
 
 def test_missing_sdist_names_the_indexes(tmp_path):
