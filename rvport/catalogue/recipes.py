@@ -40,7 +40,8 @@ class Kind(StrEnum):
 
 
 # The kinds whose artifacts are wheels: their smoke tests pip-install them (kinds.KindFacts.installs_wheels),
-# their stages repair them to a manylinux tag unless the recipe says otherwise (`manylinux:`)
+# their stages repair them to a manylinux tag (auditwheel) unless the recipe says otherwise (`manylinux:`).
+# The one definition: the planner and the CLI import it.
 WHEEL_KINDS = frozenset({Kind.PYTHON_WHEEL, Kind.TORCH_WHEEL})
 
 

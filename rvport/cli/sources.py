@@ -8,12 +8,11 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from rvport.catalogue.recipes import Recipe, load_catalogue
+from rvport.catalogue.recipes import WHEEL_KINDS, Recipe, load_catalogue
 from rvport.catalogue.tools import tools
 from rvport.cli import settings
 from rvport.cli.console import ui
 from rvport.errors import RvportError, UsageError
-from rvport.plan.planner import WHEEL_KINDS
 from rvport.sources import Fetched, Fetcher, fetch_options, pin_recipe, prepare_tree
 
 

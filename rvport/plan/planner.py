@@ -19,7 +19,7 @@ from rvport.catalogue.bases import BaseSpec, load_bases, python_bases
 from rvport.catalogue.kinds import KINDS, compiles_go, compiles_rust
 from rvport.catalogue.modes import Mode
 from rvport.catalogue.profiles import Profile, get_profile
-from rvport.catalogue.recipes import Catalogue, Kind, Recipe, Runtime, Source, SourceKind
+from rvport.catalogue.recipes import WHEEL_KINDS, Catalogue, Kind, Recipe, Runtime, Source, SourceKind
 from rvport.catalogue.tools import Tool, tool
 from rvport.errors import UsageError
 from rvport.host import HostFacts
@@ -34,8 +34,6 @@ PLAN_SCHEMA = 1
 BUILD_DIR = "/src"
 PREFIX_MAP_CFLAGS = (f"-ffile-prefix-map={BUILD_DIR}=.",)
 PREFIX_MAP_RUSTFLAGS = f"--remap-path-prefix={BUILD_DIR}=."
-# Kinds whose outputs are wheels: after the build, the stage repairs them to a manylinux tag (auditwheel).
-WHEEL_KINDS = frozenset(k for k, f in KINDS.items() if f.installs_wheels)  # recipes.WHEEL_KINDS
 # A stage that compiles Rust records the Rust it used, in every mode, after its build commands (the command of
 # resources/scripts/rust-record.sh: rustc, cargo, rustc's host). The runner takes the file out of the
 # artifacts into result.json (stages[].rust).

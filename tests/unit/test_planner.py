@@ -181,3 +181,27 @@ def test_go_compiled_under_qemu_is_warned_about(cat):
     assert warned and "--mode cross avoids it" in warned[0]
     assert not [w for w in plan(cat, "glide-ffi").warnings if "70329" in w]  # auto: cross
     assert not [w for w in plan(cat, "msgspec", mode=Mode.QEMU).warnings if "70329" in w]
+
+
+def test_the_wheel_kinds_are_defined_once_in_the_catalogue_and_the_kinds_table_agrees():
+    """recipes.WHEEL_KINDS is the one definition (the lower layer); the planner and the CLI import it."""
+    import ast
+    from pathlib import Path
+
+    import rvport
+    from rvport.catalogue import recipes
+    from rvport.catalogue.kinds import KINDS
+    from rvport.plan import planner
+
+    root = Path(rvport.__file__).parent
+    defined = sorted(
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id == "WHEEL_KINDS"
+    )
+    assert defined == ["catalogue/recipes.py"]
+    assert planner.WHEEL_KINDS is recipes.WHEEL_KINDS
+    assert {k for k, f in KINDS.items() if f.installs_wheels} == recipes.WHEEL_KINDS
