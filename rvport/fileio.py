@@ -4,10 +4,12 @@ Writing: a temporary file beside the target, then a rename, so that a failed or 
 half-written file. New files get the usual permissions, 0666 less the umask, as any program's (a temporary
 file alone would be 0600).
 
-Reading (`read_regular`, `read_json`): a file a user names (provenance, plan.json, result.json, a recipe) is
-read only when it is a regular file (a FIFO, a device such as /dev/zero or a socket is refused at once, never
-waited on), and only up to a size cap; a JSON document deeper than a cap is refused too. Each failure is a
-typed error of the caller's choice, with the file named: never a hang, an out-of-memory or a RecursionError.
+Reading (`read_regular`, `read_json`, `read_ends`): a file a user names (provenance, plan.json, result.json, a
+recipe) is read only when it is a regular file (a FIFO, a device such as /dev/zero or a socket is refused at
+once, never waited on), and only up to a size cap; a JSON document deeper than a cap is refused too. Each
+failure is a typed error of the caller's choice, with the file named: never a hang, an out-of-memory or a
+RecursionError. A log, whose end is what matters, is read by `read_ends` instead: its first and last bytes up
+to a cap each, with how many were left out between them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -89,19 +92,16 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_regular(
-    path: Path,
-    *,
-    limit: int,
-    what: str = "file",
-    error: type[RvportError] = UsageError,
-    hint: str | None = None,
-) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes. Anything else raises `error` naming the file
-    (and `what` it should have been): a FIFO, device, socket or directory (opened without blocking, so a
-    FIFO with no writer is refused, not waited on), a file over the cap, or one that cannot be read."""
+@contextlib.contextmanager
+def _open_regular(
+    path: Path, *, what: str, error: type[RvportError], hint: str | None, follow: bool = True
+) -> Iterator[tuple[int, int]]:
+    """(descriptor, size) of a regular file, opened without blocking (a FIFO with no writer is refused, not
+    waited on); anything else, and any OSError while the block reads it, raises `error` naming the file.
+    follow=False: a symbolic link is refused too."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except OSError as e:
         raise error(f"cannot read {what} {path}: {e.strerror or e}", hint=hint) from None
     try:
@@ -111,24 +111,81 @@ def read_regular(
                 f"{what} {path} is {_kind(st.st_mode)}: only regular files are read",
                 hint=hint or "name a regular file",
             )
-        if st.st_size > limit:
-            raise error(f"{what} {path} is {st.st_size} bytes, over the cap of {limit}", hint=hint)
         os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        size = 0
-        while True:  # a file that grows while read is still cut at the cap
-            chunk = os.read(fd, min(MiB, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise error(f"{what} {path} is over the cap of {limit} bytes", hint=hint)
-        return b"".join(chunks)
+        yield fd, st.st_size
     except OSError as e:
         raise error(f"cannot read {what} {path}: {e.strerror or e}", hint=hint) from None
     finally:
         os.close(fd)
+
+
+def _pread(fd: int, n: int, offset: int) -> bytes:
+    """At most n bytes from offset (fewer where the file ends), a MiB at a time."""
+    chunks: list[bytes] = []
+    got = 0
+    while got < n:
+        chunk = os.pread(fd, min(MiB, n - got), offset + got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def read_regular(
+    path: Path,
+    *,
+    limit: int,
+    what: str = "file",
+    error: type[RvportError] = UsageError,
+    hint: str | None = None,
+    follow: bool = True,
+) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. Anything else raises `error` naming the file
+    (and `what` it should have been): a FIFO, device, socket or directory (opened without blocking, so a
+    FIFO with no writer is refused, not waited on), a file over the cap, or one that cannot be read; with
+    follow=False a symbolic link too."""
+    with _open_regular(path, what=what, error=error, hint=hint, follow=follow) as (fd, size):
+        if size > limit:
+            raise error(f"{what} {path} is {size} bytes, over the cap of {limit}", hint=hint)
+        data = _pread(fd, limit + 1, 0)  # a file that grows while read is still cut at the cap
+        if len(data) > limit:
+            raise error(f"{what} {path} is over the cap of {limit} bytes", hint=hint)
+        return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ends:
+    """A file's first and last bytes (read_ends). When the file fits in both caps, `head` is all of it."""
+
+    head: bytes
+    tail: bytes = b""
+    skipped: int = 0  # bytes between head and tail left unread: 0 when the file was read whole
+    size: int = 0  # the file's size when it was opened
+
+    @property
+    def truncated(self) -> bool:
+        return self.skipped > 0
+
+
+def read_ends(
+    path: Path,
+    *,
+    head: int,
+    tail: int,
+    what: str = "file",
+    error: type[RvportError] = UsageError,
+    hint: str | None = None,
+    follow: bool = True,
+) -> Ends:
+    """A regular file whole when it holds at most head + tail bytes; else its first `head` and its last
+    `tail` bytes, and how many were left out between them (read_regular's refusals, and with follow=False a
+    symbolic link refused too). For logs: what ended a run is at their end."""
+    with _open_regular(path, what=what, error=error, hint=hint, follow=follow) as (fd, size):
+        if size <= head + tail:  # a file that grows while read is read as it was
+            return Ends(head=_pread(fd, size, 0), size=size)
+        start = size - tail
+        return Ends(head=_pread(fd, head, 0), tail=_pread(fd, tail, start), skipped=start - head, size=size)
 
 
 def json_depth_over(doc: object, limit: int) -> bool:

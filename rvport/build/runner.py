@@ -45,6 +45,7 @@ from rvport.build.stage import (
     stage_tools,
 )
 from rvport.errors import BuildFailed, Problem, RvportError, SmokeFailed, VerifyFailed
+from rvport.fileio import Ends, read_ends, read_regular
 from rvport.plan.planner import RUST_REPORT, Plan, Stage
 from rvport.sources.cache import sha256_file
 from rvport.sources.tree import PreparedTree, prepare_tree
@@ -56,6 +57,12 @@ RUNNER_FORMAT = 2  # bump when the way stages are built changes, so old artifact
 REPAIR_REPORT = ".rvport-repair"  # what wheel-repair.sh leaves beside the wheels, for the runner only
 SMOKE_PASSED_LINES = 5  # the last lines of a smoke test's output kept in result.json
 SMOKE_FAILED_LINES = 20  # ... and of a failing one's, also shown in the error
+# The smoke stage's exports are read with bounds: a log from its end (what ended the run is there; the
+# record says when bytes before it were left out) and its first bytes (the run without V's first line is the
+# ISA its CPU showed); an exit status is a short word.
+SMOKE_LOG_TAIL = 1 << 20
+SMOKE_LOG_HEAD = 4096
+SMOKE_STATUS_MAX = 4096
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -607,29 +614,56 @@ def smoke_record(ref: str, out: Path, without_vector: Mapping[str, str] | None =
     return record
 
 
-def _exported_run(ref: str, out: Path, stem: str) -> tuple[str, list[str]]:
-    """A run the smoke stage exported (smoke.Dockerfile): /STEM.status and /STEM.log -> (status, lines)."""
-    try:
-        status_text = (out / f"{stem}.status").read_text().strip()
-        text = (out / f"{stem}.log").read_text(errors="replace")
-    except FileNotFoundError as e:
-        raise BuildFailed(
-            f"{ref}: the smoke stage exported no {Path(e.filename).name}",
-            hint="a smoke.Dockerfile from RVPORT_DOCKERFILES older than this rvport? It must export "
-            f"/{stem}.log and /{stem}.status",
-        ) from e
-    return status_text, [line.rstrip() for line in text.strip().splitlines()]
+def _exported_run(ref: str, out: Path, stem: str, *, head: int = 0) -> tuple[str, list[str], dict]:
+    """A run the smoke stage exported (smoke.Dockerfile): /STEM.status and /STEM.log -> (status, lines, and
+    what the record says of a log over the cap: {"truncated": True, "log_bytes": N}, else {}). The log is
+    read from its end, SMOKE_LOG_TAIL bytes (and its first `head` bytes); neither file may be a link."""
+    status_path, log_path = out / f"{stem}.status", out / f"{stem}.log"
+    for path in (status_path, log_path):
+        if not path.is_symlink() and not path.exists():
+            raise BuildFailed(
+                f"{ref}: the smoke stage exported no {path.name}",
+                hint="a smoke.Dockerfile from RVPORT_DOCKERFILES older than this rvport? It must export "
+                f"/{stem}.log and /{stem}.status",
+            )
+    bounds = {
+        "what": f"{ref}'s smoke export",
+        "error": BuildFailed,
+        "hint": "smoke.Dockerfile writes it as a regular file; the stage's full log is in OUTPUT/logs/",
+        "follow": False,
+    }
+    status = read_regular(status_path, limit=SMOKE_STATUS_MAX, **bounds)  # type: ignore[arg-type]
+    log = read_ends(log_path, head=head, tail=SMOKE_LOG_TAIL, **bounds)  # type: ignore[arg-type]
+    cut = {"truncated": True, "log_bytes": log.size} if log.truncated else {}
+    return status.decode("utf-8", errors="replace").strip(), _log_lines(log), cut
+
+
+def _log_lines(log: Ends) -> list[str]:
+    """The lines of a log read by read_ends; where bytes were left out, the lines cut by the gap too."""
+
+    def text(data: bytes) -> str:
+        return data.decode("utf-8", errors="replace")
+
+    if not log.truncated:
+        kept = text(log.head).strip().splitlines()
+    else:
+        first = text(log.head).lstrip()
+        kept = first.splitlines()
+        if kept and not first.endswith(("\n", "\r")):
+            kept.pop()  # it runs on into the bytes left out
+        kept += text(log.tail).rstrip().splitlines()[1:]  # the tail's first line began in them
+    return [line.rstrip() for line in kept]
 
 
 def _smoke_main_record(ref: str, out: Path) -> dict:
-    status_text, lines = _exported_run(ref, out, "rvport-smoke")
+    status_text, lines, cut = _exported_run(ref, out, "rvport-smoke")
     if status_text == "0":
-        return {"status": "passed", "output": lines[-SMOKE_PASSED_LINES:]}
+        return {"status": "passed", "output": lines[-SMOKE_PASSED_LINES:], **cut}
     try:
         status = int(status_text)
     except ValueError:
         status = -1
-    return {"status": "failed", "exit_status": status, "output": lines[-SMOKE_FAILED_LINES:]}
+    return {"status": "failed", "exit_status": status, "output": lines[-SMOKE_FAILED_LINES:], **cut}
 
 
 SIGILL_STATUS = 128 + 4  # a shell's exit status for a process killed by SIGILL (QEMU kills itself with it)
@@ -650,9 +684,9 @@ def without_vector_record(ref: str, out: Path, without_vector: Mapping[str, str]
     planner.smoke_without_vector) and observed (`sigill`, `pass` or `exit N`), its exit status, the ISA that
     CPU showed, and `status`: passed when they agree, failed when not, skipped or not run (with a reason)
     when it could not be judged."""
-    status_text, lines = _exported_run(ref, out, "rvport-smoke-novector")
+    status_text, lines, cut = _exported_run(ref, out, "rvport-smoke-novector", head=SMOKE_LOG_HEAD)
     isa = lines[0].removeprefix("isa: ").strip() if lines and lines[0].startswith("isa: ") else None
-    record: dict = {**without_vector, "isa": isa, "exit_status": None, "observed": None}
+    record: dict = {**without_vector, "isa": isa, "exit_status": None, "observed": None, **cut}
     if status_text in _NOT_JUDGED:
         status, reason = _NOT_JUDGED[status_text]
         return {**record, "status": status, "reason": reason, "output": lines[-SMOKE_PASSED_LINES:]}
@@ -685,21 +719,30 @@ def without_vector_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
         why = "it died with SIGILL: the artifact needs V where its recipe says it runs without"
     else:
         why = f"it ended with {observed}"
-    shown = "\n".join("    " + line for line in record["output"]) or "    (it printed nothing)"
     err = SmokeFailed(
         f"{ref}: the smoke test again on a CPU without V (QEMU_CPU {record['cpu']}) must "
-        f"{'die with SIGILL' if expected == 'sigill' else 'pass'}, but {why}; its last lines:\n{shown}",
+        f"{'die with SIGILL' if expected == 'sigill' else 'pass'}, but {why}; {_last_lines(record)}",
         hint=f"stages[].smoke.without_vector in result.json has this run; the full log is {log}",
     )
     err.log_tail = list(record["output"])
     return err
 
 
+def _last_lines(record: dict) -> str:
+    """ "its last lines:" and the record's output, indented; a log over the cap says so."""
+    shown = "\n".join("    " + line for line in record["output"]) or "    (it printed nothing)"
+    if record.get("truncated"):
+        return (
+            f"its last lines (its log is {record['log_bytes']} bytes: only the last {SMOKE_LOG_TAIL} were "
+            f"read):\n{shown}"
+        )
+    return f"its last lines:\n{shown}"
+
+
 def smoke_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
     """The error of a failed smoke test (exit 7): its exit status and last lines, in the message too."""
-    shown = "\n".join("    " + line for line in record["output"]) or "    (it printed nothing)"
     err = SmokeFailed(
-        f"{ref}: the smoke test failed (exit status {record['exit_status']}); its last lines:\n{shown}",
+        f"{ref}: the smoke test failed (exit status {record['exit_status']}); {_last_lines(record)}",
         hint=f"the artifacts were built and verified but not kept; stages[].smoke in result.json "
         f"has this output, the full log is {log}",
     )

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rvport.errors import ExitCode, RecipeError, UsageError
-from rvport.fileio import atomic_file, atomic_write_text, read_json, read_regular
+from rvport.errors import BuildFailed, ExitCode, RecipeError, UsageError
+from rvport.fileio import Ends, atomic_file, atomic_write_text, read_ends, read_json, read_regular
 from rvport.sources.cache import atomic_copy
 
 
@@ -62,6 +62,39 @@ def test_a_regular_file_is_read_up_to_its_cap_and_refused_over_it(tmp_path):
         out.truncate(8 << 30)  # 8 GiB of nothing: refused from its size, not read
     with pytest.raises(UsageError, match="over the cap"):
         read_json(sparse)
+
+
+def test_a_log_is_read_whole_under_its_caps_else_by_its_ends_with_what_was_left_out(tmp_path):
+    f = tmp_path / "x.log"
+    f.write_bytes(b"0123456789")
+    assert read_ends(f, head=4, tail=6) == Ends(head=b"0123456789", size=10)
+    got = read_ends(f, head=2, tail=3)
+    assert got == Ends(head=b"01", tail=b"789", skipped=5, size=10) and got.truncated
+    assert read_ends(f, head=0, tail=3) == Ends(head=b"", tail=b"789", skipped=7, size=10)
+    sparse = tmp_path / "sparse.log"
+    with open(sparse, "wb") as out:
+        out.truncate(8 << 30)  # 8 GiB: only its ends are read
+        out.seek((8 << 30) - 3)
+        out.write(b"end")
+    big = read_ends(sparse, head=16, tail=5)
+    assert big.tail == b"\0\0end" and big.skipped == (8 << 30) - 21 and len(big.head) == 16
+
+
+def test_a_log_that_is_a_link_or_not_a_regular_file_is_refused_when_asked(tmp_path):
+    target = tmp_path / "secret"
+    target.write_text("not yours")
+    link = tmp_path / "x.log"
+    link.symlink_to(target)
+    assert read_ends(link, head=0, tail=100).head == b"not yours"  # links are followed by default
+    with pytest.raises(BuildFailed, match="cannot read smoke log .*x.log") as e:
+        read_ends(link, head=0, tail=100, what="smoke log", error=BuildFailed, follow=False)
+    assert e.value.exit_code == ExitCode.BUILD_FAILED
+    with pytest.raises(BuildFailed, match="cannot read status .*x.log"):
+        read_regular(link, limit=100, what="status", error=BuildFailed, follow=False)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="is a FIFO"):
+        read_ends(fifo, head=0, tail=100)
 
 
 def test_json_too_deep_bad_or_not_utf8_is_a_clear_error_not_a_recursion_error(tmp_path):

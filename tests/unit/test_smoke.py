@@ -98,6 +98,67 @@ def test_a_smoke_stage_that_exports_no_status_is_a_clear_build_failure(tmp_path)
         smoke_record("x==1", tmp_path)
 
 
+def _smoke_schema() -> dict:
+    """The result schema's stages[].smoke, for checking one record."""
+    return manifest.schema("result")["properties"]["stages"]["items"]["properties"]["smoke"]
+
+
+def test_a_smoke_log_over_the_cap_is_read_from_its_end_and_the_record_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner_mod, "SMOKE_LOG_TAIL", 1000)
+    lines = [f"line {i:04d} " + "x" * 40 for i in range(200)]
+    text = "\n".join(lines) + "\nthe smoke marker 7f3a\n"
+    (tmp_path / "rvport-smoke.log").write_text(text)
+    (tmp_path / "rvport-smoke.status").write_text("3\n")
+    record = smoke_record("x==1", tmp_path)
+    assert record["truncated"] is True and record["log_bytes"] == len(text)
+    assert record["output"][-1] == "the smoke marker 7f3a" and record["output"][:-1] == lines[-19:]
+    jsonschema.validate(record, _smoke_schema())
+    shown = smoke_failure("x==1", record, Path("/out/logs/x.log")).render()
+    assert f"its log is {len(text)} bytes: only the last 1000 were read" in shown
+    # the first line of what is read begins before it: it is left out, not shown cut
+    (tmp_path / "rvport-smoke.log").write_text("a" * 5000 + "\nlast\n")
+    assert smoke_record("x==1", tmp_path)["output"] == ["last"]
+    (tmp_path / "rvport-smoke.log").write_text("short\n")
+    assert "truncated" not in smoke_record("x==1", tmp_path)
+
+
+def test_the_run_without_v_keeps_its_isa_line_when_its_log_is_over_the_cap(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner_mod, "SMOKE_LOG_TAIL", 200)
+    (tmp_path / "rvport-smoke.log").write_text("ok\n")
+    (tmp_path / "rvport-smoke.status").write_text("0\n")
+    novector = "isa: rv64imafdc_zicsr\n" + "".join(f"noise {i}\n" for i in range(500)) + "kernels ok\n"
+    (tmp_path / "rvport-smoke-novector.log").write_text(novector)
+    (tmp_path / "rvport-smoke-novector.status").write_text("0\n")
+    wv = smoke_record("x==1", tmp_path, {"cpu": "c", "expected": "sigill"})["without_vector"]
+    assert wv["isa"] == "rv64imafdc_zicsr" and wv["truncated"] is True and wv["log_bytes"] == len(novector)
+    assert wv["output"][-1] == "kernels ok" and wv["status"] == "failed"
+    assert "only the last 200 were read" in runner_mod.without_vector_failure("x==1", wv, Path("l")).render()
+    jsonschema.validate({"status": "passed", "output": [], "without_vector": wv}, _smoke_schema())
+
+
+@pytest.mark.parametrize("name", ["rvport-smoke.log", "rvport-smoke.status"])
+def test_a_smoke_export_that_is_a_link_or_too_big_is_a_build_failure_not_read(tmp_path, name):
+    (tmp_path / "rvport-smoke.log").write_text("ok\n")
+    (tmp_path / "rvport-smoke.status").write_text("0\n")
+    secret = tmp_path / "secret"
+    secret.write_text("0\n")
+    (tmp_path / name).unlink()
+    (tmp_path / name).symlink_to(secret)
+    with pytest.raises(BuildFailed, match=f"cannot read x==1's smoke export .*{name}") as e:
+        smoke_record("x==1", tmp_path)
+    assert e.value.exit_code == ExitCode.BUILD_FAILED
+    (tmp_path / name).unlink()
+    (tmp_path / name).symlink_to(tmp_path / "dangling")  # a link to nothing is no missing file either
+    with pytest.raises(BuildFailed, match="cannot read"):
+        smoke_record("x==1", tmp_path)
+    (tmp_path / "rvport-smoke.status").unlink()
+    (tmp_path / "rvport-smoke.status").write_text("0" * 5000)
+    (tmp_path / "rvport-smoke.log").unlink(missing_ok=True)
+    (tmp_path / "rvport-smoke.log").write_text("ok\n")
+    with pytest.raises(BuildFailed, match="over the cap of 4096"):
+        smoke_record("x==1", tmp_path)
+
+
 RECIPE = """\
 schema: 1
 name: tiny
