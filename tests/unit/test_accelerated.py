@@ -9,7 +9,7 @@ from rvport.build.modes import accelerated as acc
 from rvport.catalogue.kinds import compiles_rust
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
-from rvport.errors import BuildFailed, HostNotReady
+from rvport.errors import BuildFailed, ExitCode, HostNotReady, RecipeError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 
@@ -349,4 +349,101 @@ def test_the_build_platform_base_is_of_the_stage_suite():
     assert acc.xtc_base("debian-sid", rust=False) == "debian-sid-xtc"
     assert acc.xtc_base("debian-trixie", rust=False) == "debian-trixie-xtc"
     assert acc.xtc_base("debian-trixie", rust=True) == "debian-trixie-xtc-rust"
-    assert acc.xtc_base("no-such-base", rust=False) == "debian-trixie-xtc"
+
+
+def _bases_dir(tmp_path, monkeypatch, **edits):
+    """RVPORT_BASES: a copy of the built-in bases, each named file's text edited by (old, new)."""
+    from rvport import resources
+
+    for spec in resources.builtin("bases").glob("*.yaml"):
+        (tmp_path / spec.name).write_text(spec.read_text())
+    for name, (old, new) in edits.items():
+        path = tmp_path / f"{name}.yaml"
+        text = path.read_text() if path.exists() else (tmp_path / "debian-trixie.yaml").read_text()
+        assert old in text
+        path.write_text(text.replace(old, new))
+    monkeypatch.setitem(resources.OVERRIDES, "bases", tmp_path)
+    return tmp_path
+
+
+def test_a_stage_base_that_cannot_be_loaded_is_an_error_naming_its_file_not_trixies_prefix(
+    tmp_path, monkeypatch
+):
+    with pytest.raises(
+        RecipeError, match=r"accelerated: the stage's base 'no-such-base' cannot be loaded"
+    ) as e:
+        acc.xtc_base("no-such-base", rust=False)
+    assert e.value.exit_code == ExitCode.RECIPE_INVALID and "no-such-base.yaml" in e.value.message
+    assert "chosen by this spec's Debian suite" in (e.value.hint or "")
+    root = _bases_dir(tmp_path, monkeypatch, **{"debian-sid": ("suite: sid\n", "suite: sid\nsuit: sid\n")})
+    with pytest.raises(
+        RecipeError, match="the stage's base 'debian-sid' cannot be loaded: invalid base spec"
+    ) as e:
+        acc.xtc_base("debian-sid", rust=False)
+    (problem,) = e.value.problems
+    assert problem.file == str(root / "debian-sid.yaml") and problem.line == 10, e.value.render()
+    assert "RVPORT_BASES" in (e.value.hint or "")
+    (root / "debian-sid.yaml").write_text((root / "debian-trixie.yaml").read_text().replace("trixie", "sid"))
+    (root / "debian-sid-xtc.yaml").write_text("schema: 1\nname: [\n")
+    with pytest.raises(RecipeError, match="the build-platform base 'debian-sid-xtc' cannot be loaded"):
+        acc.xtc_base("debian-sid", rust=False)
+
+
+def test_a_base_of_a_suite_with_no_build_platform_twin_gets_trixies_and_every_message_says_why(
+    tmp_path, monkeypatch
+):
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from rvport.build.stage import Toolchain
+
+    _bases_dir(
+        tmp_path,
+        monkeypatch,
+        **{
+            "debian-forky": (
+                "name: debian-trixie\nkind: debootstrap\nsuite: trixie\n",
+                "name: debian-forky\nkind: debootstrap\nsuite: forky\n",
+            )
+        },
+    )
+    assert acc.xtc_base("debian-forky", rust=False) == "debian-trixie-xtc"
+    base, note = acc.xtc_choice("debian-forky", rust=True)
+    assert base == "debian-trixie-xtc-rust"
+    assert (
+        "debian-forky is of Debian forky" in note
+        and "the prefix is debian-trixie-xtc-rust's, of trixie" in note
+    )
+    assert acc.xtc_choice("debian-sid", rust=True) == ("debian-sid-xtc-rust", None)
+
+    # the version check that then fails says why the prefix is not of the stage's suite
+    cat = load_catalogue()
+    x86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
+    plan = make_plan(
+        cat, Request(refs=("msgspec",), profile=get_profile("rvv256"), mode=Mode.ACCELERATED), x86
+    )
+    stage = plan.stage("msgspec")
+    recipe = replace(stage.recipe, toolchain=replace(stage.recipe.toolchain, base="debian-forky"))
+    stage = replace(stage, recipe=recipe)
+    xtc = acc.XtcImage(
+        tag="rvport/xtc:t",
+        image_id="sha256:" + "1" * 64,
+        platform="linux/amd64",
+        gcc_major="14",
+        packages=CROSS,
+    )
+    lines: list[str] = []
+    env = SimpleNamespace(
+        stage=stage,
+        profile=get_profile("rvv256"),
+        base=lambda spec, platform: SimpleNamespace(packages={"gcc-15": "15.2.0-1"}),
+        line=lines.append,
+        record=SimpleNamespace(images={}, toolchain_packages={}),
+    )
+    monkeypatch.setattr(acc.Accelerated, "_prefix", lambda self, env: xtc)
+    with pytest.raises(
+        acc.ToolchainMismatch,
+        match=r"the stage has no gcc-14 .*\(the stage's base debian-forky is of Debian forky",
+    ) as e:
+        acc.Accelerated().dockerfile(env, Toolchain(tag="t", image_id="sha256:" + "2" * 64))
+    assert "bases/debian-trixie-xtc.yaml" in (e.value.hint or "") and "toolchains/" not in e.value.hint

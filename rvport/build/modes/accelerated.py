@@ -33,7 +33,7 @@ from rvport.build.images import BaseImage, ensure_image, installed_packages
 from rvport.build.modes.emulated import riscv64_toolchain
 from rvport.build.stage import StageEnv, Toolchain
 from rvport.catalogue import kinds, modes
-from rvport.catalogue.bases import load_base
+from rvport.catalogue.bases import BaseSpec, load_base
 from rvport.catalogue.kinds import KINDS
 from rvport.catalogue.recipes import Kind
 from rvport.errors import BuildFailed, HostNotReady, RecipeError
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 # the build-platform bases of the prefix (the mode registry's): per Debian suite, one with the cross GCC and
 # one with the build platform's rustc too; a stage takes the one of its riscv64 base's suite (xtc_base), and
-# the first of each (trixie's) when none is
+# the first of each (trixie's) when none is of that suite (a riscv64 base of RVPORT_BASES of another suite)
 XTC_BASES = modes.facts(modes.Mode.ACCELERATED).bases
 XTC_BASE = XTC_BASES[0]
 PREFIX = "/opt/xtc"
@@ -158,7 +158,8 @@ def gcc_major(packages: Mapping[str, str]) -> str:
         raise HostNotReady(
             f"the build-platform base has {len(majors) or 'no'} riscv64 cross GCC "
             f"versions ({', '.join(majors) or 'none'}); exactly one is needed",
-            hint=f"toolchains/{XTC_BASE}.yaml must list one gcc-N-{TRIPLET}",
+            hint=f"the build-platform base (bases/{XTC_BASE}.yaml, or the one of the stage's suite) must "
+            f"list one gcc-N-{TRIPLET}",
         )
     return majors[0]
 
@@ -199,8 +200,10 @@ def check_versions(
             "accelerated: the cross compiler is not the riscv64 stage's compiler version: "
             + "; ".join(problems),
             hint="its headers, libgcc, libstdc++ (and Rust standard library) come from the stage, so the "
-            f"versions must be equal: pin the same Debian suite in toolchains/{XTC_BASE}*.yaml and the "
-            "stage's base (and rebuild both), or build with --mode qemu",
+            "versions must be equal: the build-platform base of the stage's suite (one of "
+            + ", ".join(f"bases/{name}.yaml" for name in XTC_BASES)
+            + ") and the stage's base must be made from one state of that suite's archive (rebuild both), "
+            "or build with --mode qemu",
         )
     return compared
 
@@ -300,21 +303,49 @@ def ensure_prefix(
     )
 
 
+def _spec(name: str, role: str) -> BaseSpec:
+    """A base spec the mode reads to choose its build-platform base; one that cannot be loaded is an error
+    naming its file (exit 3), never a silent default."""
+    try:
+        return load_base(name)
+    except RecipeError as e:
+        raise RecipeError(
+            f"accelerated: {role} {name!r} cannot be loaded: {e.message}",
+            hint=(f"{e.hint}; " if e.hint else "")
+            + "the accelerated prefix's build-platform base is chosen by this spec's Debian suite: fix the "
+            "file (each problem is listed with its line), or unset RVPORT_BASES for the built-in bases",
+            problems=e.problems,
+        ) from None
+
+
 def has_rustc(base: str) -> bool:
     """Does this build-platform base install a rustc (rustc or rustc-web)?"""
-    return any(p in kinds.RUST_PACKAGES for p in load_base(base).packages)
+    return any(p in kinds.RUST_PACKAGES for p in _spec(base, "the build-platform base").packages)
+
+
+def xtc_choice(riscv64_base: str, rust: bool) -> tuple[str, str | None]:
+    """The build-platform base of a stage on `riscv64_base` (xtc_base), and, when it is not of the stage's
+    Debian suite, a note saying so (for the log and the version check's message)."""
+    suite = _spec(riscv64_base, "the stage's base").suite
+    fitting = [name for name in XTC_BASES if has_rustc(name) == rust]
+    suites = {name: _spec(name, "the build-platform base").suite for name in fitting}
+    same = [name for name in fitting if suites[name] == suite]
+    if same:
+        return same[0], None
+    name = fitting[0]
+    return name, (
+        f"the stage's base {riscv64_base} is of Debian {suite}, which none of the accelerated mode's "
+        f"build-platform bases is ({', '.join(fitting)}): the prefix is {name}'s, of {suites[name]}"
+    )
 
 
 def xtc_base(riscv64_base: str, rust: bool) -> str:
     """The build-platform base of a stage on `riscv64_base`: the one of the same Debian suite (sid's for a sid
-    stage, its cross GCC 16 matching sid's gcc-16), with a rustc when the stage compiles Rust; else trixie's
-    (whose version check then names what differs)."""
-    try:
-        suite = load_base(riscv64_base).suite
-    except RecipeError:  # a base given by digest or unknown here: the default, checked by versions later
-        suite = None
-    fitting = [name for name in XTC_BASES if has_rustc(name) == rust]
-    return next((name for name in fitting if load_base(name).suite == suite), fitting[0])
+    stage, its cross GCC 16 matching sid's gcc-16), with a rustc when the stage compiles Rust. A riscv64 base
+    of a suite that no build-platform base of the mode registry is (one added through RVPORT_BASES) has no
+    twin: it gets trixie's, whose version check then names what differs and why. A spec that cannot be
+    loaded (the stage's base or a build-platform base) is a RecipeError naming its file."""
+    return xtc_choice(riscv64_base, rust)[0]
 
 
 class Accelerated:
@@ -345,6 +376,9 @@ class Accelerated:
         )  # the Rust part of the prefix (bases() picks the base with rustc)
         ((spec, platform),) = self.bases(st, env.host)
         env.step(f"accelerated: cross toolchain prefix ({platform}{', with rustc' if rust else ''})")
+        _, note = xtc_choice(st.recipe.toolchain.base, rust)
+        if note:
+            env.line(f"accelerated: {note}")
         xtc_base = env.base(spec, platform)
         with env.timer("accelerated"):
             xtc = ensure_prefix(
@@ -373,7 +407,15 @@ class Accelerated:
         ):  # a base named by digest, no extra packages: ask the image itself
             stage_packages = installed_packages(toolchain.tag, RISCV64)
         if stage_packages or in_engine:
-            compared = check_versions(stage_packages, xtc.packages, xtc.gcc_major, rust, complete=in_engine)
+            try:
+                compared = check_versions(
+                    stage_packages, xtc.packages, xtc.gcc_major, rust, complete=in_engine
+                )
+            except ToolchainMismatch as e:
+                _, note = xtc_choice(st.recipe.toolchain.base, rust)
+                if note is None:
+                    raise
+                raise ToolchainMismatch(f"{e.message} ({note})", hint=e.hint) from None
             env.line(
                 "accelerated: the cross toolchain matches the stage: "
                 + ", ".join(f"{k} {v}" for k, v in compared.items())
