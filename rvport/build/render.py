@@ -106,8 +106,10 @@ SMOKE_SCRIPTS: Mapping[str, str] = {"rvport-smoke-install.sh": "smoke-install.sh
 
 def smoke_commands(kind: Kind, script: str) -> tuple[str, str]:
     """(install, run) commands of a smoke test of this build kind (install: resources/scripts/smoke-install.sh
-    for the kinds whose artifacts are wheels)."""
-    install = "sh -eu /rvport/smoke-install.sh /artifacts" if KINDS[kind].installs_wheels else "true"
+    for the kinds whose artifacts are wheels: the stage's own, then its dependencies' in /rvport/deps)."""
+    install = (
+        "sh -eu /rvport/smoke-install.sh /artifacts /rvport/deps" if KINDS[kind].installs_wheels else "true"
+    )
     run = "sh /rvport/smoke" if script.lstrip().startswith("#!") else "python3 /rvport/smoke"
     return install, run
 

@@ -44,6 +44,7 @@ from rvport.build.stage import (
     stage_context,
     stage_tools,
 )
+from rvport.catalogue.kinds import KINDS
 from rvport.errors import BuildFailed, Problem, RvportError, SmokeFailed, VerifyFailed
 from rvport.fileio import Ends, read_ends, read_regular
 from rvport.plan.planner import RUST_REPORT, Plan, Stage
@@ -555,6 +556,7 @@ class Runner:
         )
         with self._scratch(f"smoke-{st.name}-", f"smoke-out-{st.name}-") as (ctx, out):
             link_tree(files, ctx / "artifacts")
+            installed = smoke_deps(ctx / "deps", {d: self.stage_outputs[d] for d in st.depends})
             (ctx / "rvport-smoke").write_text(st.recipe.smoke or "")
             for name, text in render.smoke_scripts().items():  # what the Dockerfile copies in
                 (ctx / name).write_text(text)
@@ -573,6 +575,8 @@ class Runner:
                 on_line=env.line,
             )
             env.record.smoke = smoke_record(st.recipe.ref, out, without_vector)
+            if installed and KINDS[st.recipe.kind].installs_wheels:
+                env.record.smoke["deps"] = installed
             if env.record.smoke["status"] != "passed":
                 raise smoke_failure(st.recipe.ref, env.record.smoke, env.log_path)
             if (env.record.smoke.get("without_vector") or {}).get("status") == "failed":
@@ -601,6 +605,21 @@ class Runner:
             _describe(p, self.opts.output / "artifacts") for p in sorted(final.rglob("*")) if p.is_file()
         ]
         self.stage_outputs[rec.stage.name] = final
+
+
+def smoke_deps(dest: Path, deps: Mapping[str, Path]) -> list[str]:
+    """The smoke context's deps/<stage>/: the wheels among each dependency stage's artifacts, which the smoke
+    test installs beside the stage's own (a wheel that imports its dependency at run time, as xgrammar imports
+    tvm_ffi, cannot be tested without it). Other artifacts (a static library) stay out. Returns the wheels'
+    names, sorted."""
+    dest.mkdir(parents=True, exist_ok=True)
+    names = []
+    for dep, path in sorted(deps.items()):
+        for whl in sorted(p for p in Path(path).rglob("*.whl") if p.is_file()):
+            (dest / dep).mkdir(exist_ok=True)
+            shutil.copy2(whl, dest / dep / whl.name)
+            names.append(whl.name)
+    return sorted(names)
 
 
 def smoke_record(ref: str, out: Path, without_vector: Mapping[str, str] | None = None) -> dict:

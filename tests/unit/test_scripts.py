@@ -212,9 +212,35 @@ def test_the_smoke_install_script_installs_every_wheel_offline(tmp_path):
     assert sorted(line[len(head) :].split()) == sorted(
         [f"{artifacts}/a-1.0-cp313-cp313-linux_riscv64.whl", f"{artifacts}/sub/b-2.0-py3-none-any.whl"]
     )
+    # with the dependencies' wheels: one pip command, each directory a --find-links; an absent one is skipped
+    deps = tmp_path / "deps"
+    (deps / "tvm").mkdir(parents=True)
+    (deps / "tvm" / "t-0.1-cp314-cp314-manylinux_2_31_riscv64.whl").write_text("")
+    calls.unlink()
+    cp = subprocess.run(
+        ["sh", "-eu", script, str(artifacts), str(deps), str(tmp_path / "absent")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert cp.returncode == 0, cp.stderr
+    (line,) = calls.read_text().splitlines()
+    head = (
+        "python3 -m pip install --no-index --no-deps --break-system-packages "
+        f"--find-links {artifacts} --find-links {deps} "
+    )
+    assert line.startswith(head)
+    assert sorted(line[len(head) :].split()) == sorted(
+        [
+            f"{artifacts}/a-1.0-cp313-cp313-linux_riscv64.whl",
+            f"{artifacts}/sub/b-2.0-py3-none-any.whl",
+            f"{deps}/tvm/t-0.1-cp314-cp314-manylinux_2_31_riscv64.whl",
+        ]
+    )
     # the smoke stage runs it for wheel kinds only, from its build context
     assert render.smoke_commands(Kind.PYTHON_WHEEL, "print(1)") == (
-        "sh -eu /rvport/smoke-install.sh /artifacts",
+        "sh -eu /rvport/smoke-install.sh /artifacts /rvport/deps",
         "python3 /rvport/smoke",
     )
     assert render.smoke_commands(Kind.GO_BINARY, "#!/bin/sh\n")[0] == "true"

@@ -495,3 +495,88 @@ def test_the_runner_hands_the_cpu_to_the_stage_and_fails_a_stage_whose_vector_co
     assert rec.smoke["status"] == "passed" and (wv["status"], wv["observed"]) == ("failed", "pass")
     stage_schema = manifest.schema("result")["properties"]["stages"]["items"]
     jsonschema.validate(rec.to_json(), stage_schema)
+
+
+WHEEL_RECIPE = """\
+schema: 1
+name: %(name)s
+kind: python-wheel
+build: [python3 -m pip wheel --no-deps --no-build-isolation --no-index --wheel-dir "$RVPORT_OUT" .]
+outputs: [{glob: "*.whl", type: wheel}]
+smoke:
+  script: import %(name)s
+versions:
+  - version: "1.0"
+    %(depends)s
+    sources:
+      - {name: sdist, url: "https://example.invalid/%(name)s-1.0.tar.gz", sha256: "%(sha)s"}
+"""
+
+
+def test_a_wheel_stage_s_smoke_test_installs_the_wheels_of_its_dependencies_too(tmp_path, monkeypatch):
+    # xgrammar imports tvm_ffi at run time: its smoke test needs apache-tvm-ffi's wheel beside its own
+    (tmp_path / "recipes").mkdir()
+    for name, depends in (("base", "hermetic: true"), ("app", "depends: [base]")):
+        (tmp_path / "recipes" / f"{name}.yaml").write_text(
+            WHEEL_RECIPE % {"name": name, "depends": depends, "sha": "b" * 64}
+        )
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    plan = make_plan(
+        load_catalogue(tmp_path / "recipes"), Request(refs=("app",), profile=get_profile("rv64gc")), host
+    )
+    assert [s.name for s in plan.stages] == ["base", "app"] and plan.stages[1].depends == ("base",)
+    run = Runner(
+        plan,
+        BuildOptions(output=tmp_path / "out", fetch=FetchOptions(cache=Cache(root=tmp_path / "c"))),
+        rep=SimpleNamespace(),
+    )
+    dep_out = tmp_path / "out" / "artifacts" / "base"
+    (dep_out / "sub").mkdir(parents=True)
+    (dep_out / "sub" / "base-1.0-cp314-cp314-manylinux_2_31_riscv64.whl").write_text("the dep wheel")
+    (dep_out / "libbase.a").write_text("not a wheel")
+    run.stage_outputs["base"] = dep_out
+    seen = {}
+
+    def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None):
+        seen["dockerfile"] = spec.dockerfile.read_text()
+        seen["deps"] = sorted(
+            str(p.relative_to(spec.context / "deps")) for p in (spec.context / "deps").rglob("*")
+        )
+        spec.output_dir.mkdir(parents=True, exist_ok=True)
+        (spec.output_dir / "rvport-smoke.log").write_text("ok\n")
+        (spec.output_dir / "rvport-smoke.status").write_text("0\n")
+
+    monkeypatch.setattr(runner_mod.buildx, "build", fake_build)
+    rec = run.records[1]
+    env = SimpleNamespace(
+        stage=rec.stage,
+        record=rec,
+        log_path=tmp_path / "app.log",
+        line=lambda _: None,
+        riscv64_env={"QEMU_CPU": "rv64"},
+    )
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "app-1.0-cp314-cp314-manylinux_2_31_riscv64.whl").write_text("")
+    run._smoke(env, files, "rvport/base:under-test")
+    # only the wheel, under the dependency's stage name; the Dockerfile copies it and installs both
+    assert seen["deps"] == ["base", "base/base-1.0-cp314-cp314-manylinux_2_31_riscv64.whl"]
+    assert "COPY deps/ /rvport/deps/" in seen["dockerfile"]
+    assert "sh -eu /rvport/smoke-install.sh /artifacts /rvport/deps" in seen["dockerfile"]
+    assert rec.smoke == {
+        "status": "passed",
+        "output": ["ok"],
+        "deps": ["base-1.0-cp314-cp314-manylinux_2_31_riscv64.whl"],
+    }
+
+
+def test_a_stage_without_dependencies_gets_an_empty_deps_directory(tmp_path):
+    from rvport.build.runner import smoke_deps
+
+    assert smoke_deps(tmp_path / "deps", {}) == []
+    assert (tmp_path / "deps").is_dir() and not list((tmp_path / "deps").iterdir())
+    staticlib = tmp_path / "glide"
+    staticlib.mkdir()
+    (staticlib / "libglide_ffi.a").write_text("")
+    assert smoke_deps(tmp_path / "deps", {"glide-ffi": staticlib}) == []  # no wheel: nothing to install
+    assert not list((tmp_path / "deps").iterdir())

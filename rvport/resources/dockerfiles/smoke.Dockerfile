@@ -6,6 +6,8 @@
 FROM @@IMAGE@@ AS smoke
 ENV QEMU_CPU=@@QEMU_CPU@@ PYTHONDONTWRITEBYTECODE=1 RVPORT_PROFILE=@@PROFILE@@ RVPORT_VLEN=@@VLEN@@
 COPY artifacts/ /artifacts/
+# the wheels of the stage's dependencies (recipe depends:, deps/<stage>/), installed with its own; may be empty
+COPY deps/ /rvport/deps/
 COPY rvport-smoke /rvport/smoke
 COPY rvport-smoke-install.sh /rvport/smoke-install.sh
 RUN set -u; ulimit -c 0; cd /tmp; ( @@INSTALL@@ && @@RUN@@ ) > /rvport-smoke.log 2>&1; rc=$?; \
