@@ -4,7 +4,8 @@
 Each task runs on a worker thread, in the order given, `workers` at a time; what it returns, or the
 RvportError it raised, is its result. A task that raises anything else is a bug: it is raised again where its
 result is asked for. The caller may go on with its own work meanwhile and ask for one task's result when it
-needs it (`rvport build` builds a stage as soon as that stage's images are made).
+needs it, or whether it has ended (`rvport build` builds a stage as soon as that stage's build images are
+made, and runs its smoke test once its smoke image is).
 
 Only the main thread receives Ctrl-C and SIGTERM, and the programs the workers run are in sessions of their
 own (proc.stream). When an interrupt (or any error) leaves the `with` block, every streamed program is stopped
@@ -50,6 +51,14 @@ class SideBySide(Generic[K, T]):
 
     def submit(self, key: K, fn: Callable[[], T]) -> None:
         self._futures[key] = self._pool.submit(fn)
+
+    def has(self, key: K) -> bool:
+        """Whether a task was handed in under `key`."""
+        return key in self._futures
+
+    def done(self, key: K) -> bool:
+        """Whether the task has ended (its result is there without waiting)."""
+        return self._futures[key].done()
 
     def result(self, key: K) -> T | RvportError:
         """The task's result, once it has ended (its RvportError, if it raised one)."""

@@ -60,3 +60,15 @@ def test_an_interrupt_stops_the_workers_programs_and_waits_for_their_cleanup(tmp
     assert sorted(cleaned) == ["a", "b"] and started == []
     # programs start again afterwards
     assert proc.stream(["true"], on_line=lambda _l: None) == 0
+
+
+def test_a_task_can_be_asked_whether_it_was_handed_in_and_whether_it_ended():
+    go = threading.Event()
+    with sidebyside.SideBySide(2) as pool:
+        pool.submit("slow", lambda: go.wait(10) and "late")
+        pool.submit("quick", lambda: "now")
+        assert pool.has("slow") and not pool.has("other")
+        assert pool.result("quick") == "now" and pool.done("quick")
+        assert not pool.done("slow")
+        go.set()
+        assert pool.result("slow") == "late" and pool.done("slow")
