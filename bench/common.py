@@ -1,5 +1,6 @@
 """What the benches share: Ctrl-C and kill handling, rvport run as a child process, the load average sampled
-while something runs. Imported by the scripts in bench/ (their directory is first on sys.path)."""
+while something runs (rvport.host.LoadAverage, which rvport serve-check records too). Imported by the
+scripts in bench/ (their directory is first on sys.path)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from rvport.host import LoadAverage  # noqa: F401  (the benches' own name for it)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,47 +65,3 @@ def rvport(
                 p.wait()
             raise
     return rc, time.monotonic() - t0
-
-
-class LoadAverage:
-    """The 1-minute load average sampled every `every` seconds while the block runs (a timer thread).
-
-    with LoadAverage() as load:
-        ...
-    load.describe()   # "1.9-3.4 (mean 2.6) on 2 CPUs"
-    """
-
-    def __init__(self, every: float = 10.0):
-        self.every = every
-        self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while True:
-            self.samples.append(os.getloadavg()[0])
-            if self._stop.wait(self.every):
-                return
-
-    def __enter__(self) -> LoadAverage:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.samples.append(os.getloadavg()[0])
-
-    def summary(self) -> dict:
-        s = self.samples or [os.getloadavg()[0]]
-        return {
-            "min": round(min(s), 2),
-            "mean": round(sum(s) / len(s), 2),
-            "max": round(max(s), 2),
-            "samples": len(s),
-            "cpus": os.cpu_count(),
-        }
-
-    def describe(self) -> str:
-        s = self.summary()
-        return f"{s['min']:.1f}-{s['max']:.1f} (mean {s['mean']:.1f}) on {s['cpus']} CPUs"

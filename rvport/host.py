@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,3 +81,48 @@ def gather() -> HostFacts:
         mem_bytes=_mem_bytes(),
         binfmt_riscv64=bool(h and h.get("state") == "enabled"),
     )
+
+
+class LoadAverage:
+    """The host's 1-minute load average sampled every `every` seconds while the block runs (a thread of its
+    own): what else ran beside a measurement (the benches, `rvport serve-check`).
+
+    with LoadAverage() as load:
+        ...
+    load.describe()   # "1.9-3.4 (mean 2.6) on 2 CPUs"
+    """
+
+    def __init__(self, every: float = 10.0):
+        self.every = every
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self) -> LoadAverage:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.samples.append(os.getloadavg()[0])
+
+    def summary(self) -> dict:
+        s = self.samples or [os.getloadavg()[0]]
+        return {
+            "min": round(min(s), 2),
+            "mean": round(sum(s) / len(s), 2),
+            "max": round(max(s), 2),
+            "samples": len(s),
+            "cpus": os.cpu_count(),
+        }
+
+    def describe(self) -> str:
+        s = self.summary()
+        return f"{s['min']:.1f}-{s['max']:.1f} (mean {s['mean']:.1f}) on {s['cpus']} CPUs"

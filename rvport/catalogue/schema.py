@@ -58,6 +58,12 @@ def pattern(source: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
+def _is_type(value: Any, kind: str) -> bool:
+    if kind == "null":
+        return value is None
+    return isinstance(value, _TYPES[kind]) and not (kind in ("integer", "number") and isinstance(value, bool))
+
+
 def validate(doc: Any, schema: dict, *, file: str) -> list[Problem]:
     problems: list[Problem] = []
     _check(doc, schema, schema, "", None, None, file, problems)
@@ -97,14 +103,15 @@ def _check(
         return bad(f"{value!r} is not one of {', '.join(map(str, node['enum']))}")
     t = node.get("type")
     if t:
-        py = _TYPES[t]
-        if not isinstance(value, py) or (t == "integer" and isinstance(value, bool)):
+        kinds = t if isinstance(t, list) else [t]  # a list of types: any of them ("null": None)
+        if not any(_is_type(value, k) for k in kinds):
             hint = None
-            if t == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if "string" in kinds and isinstance(value, (int, float)) and not isinstance(value, bool):
                 name = str(key) if isinstance(key, str) else "value"
                 hint = f"YAML reads an unquoted all-digit value as a number: quote it ({name}: '...')"
             return bad(
-                f"must be a {t}, got {type(value).__name__}" + (f" ({value!r})" if value is not None else ""),
+                f"must be a {' or '.join(kinds)}, got {type(value).__name__}"
+                + (f" ({value!r})" if value is not None else ""),
                 hint,
             )
     if isinstance(value, str) and "pattern" in node and not pattern(node["pattern"]).search(value):
