@@ -275,23 +275,25 @@ def _copy(src: Path, dest: Path) -> str:
     return h.hexdigest()
 
 
-def requirements_text(rows: Iterable[tuple[Entry, str, str]]) -> str:
-    """requirements.txt: every wheel pinned by version and sha256, sorted by name."""
+def requirements_text(rows: Iterable[tuple[str, str, str]]) -> str:
+    """requirements.txt: every wheel (name, file name, sha256) by version and sha256, sorted by name."""
     lines = [
         "# rvport wheelhouse: every wheel here, pinned by sha256. Install the Debian packages of",
         f"# {DEBIAN_LIST} with apt first, then (in a venv made with --system-site-packages):",
-        "#   pip install --no-index --find-links DIR --require-hashes -r DIR/requirements.txt",
+        "#   pip install --no-index --find-links DIR --require-hashes --no-deps -r DIR/requirements.txt",
+        "#   pip check",
     ]
-    for e, filename, sha in sorted(rows, key=lambda r: r[0].name):
+    for name, filename, sha in sorted(rows):
         nv = _wheel_version(filename)
-        version = str(nv[1]) if nv else e.version
-        lines.append(f"{e.name}=={version} \\\n    --hash=sha256:{sha}")
+        version = str(nv[1]) if nv else "?"
+        lines.append(f"{name}=={version} \\\n    --hash=sha256:{sha}")
     return "\n".join(lines) + "\n"
 
 
-def debian_text(lock: Lock) -> str:
-    rows = sorted(f"{e.debian.package}={e.debian.version}" for e in lock.by_origin(Origin.DEBIAN) if e.debian)
-    head = f"# apt-get install these (Debian {lock.target.suite}, riscv64), exactly these versions\n"
+def debian_text(suite: str, packages: Iterable[tuple[str, str]]) -> str:
+    """debian-packages.txt: PACKAGE=VERSION of every (package, version), sorted."""
+    rows = sorted(f"{package}={version}" for package, version in packages)
+    head = f"# apt-get install these (Debian {suite}, riscv64), exactly these versions\n"
     return head + "".join(r + "\n" for r in rows)
 
 
@@ -343,8 +345,11 @@ def make(lock: Lock, opts: Options, *, log: Callable[[str], None] = lambda _m: N
         )
         log(f"verify: {len(placed)} wheels pass for {opts.profile.name}")
         rows = [(e, path.name, sha) for e, path, sha in placed]
-        (tmp / REQUIREMENTS).write_text(requirements_text(rows), encoding="utf-8")
-        (tmp / DEBIAN_LIST).write_text(debian_text(lock), encoding="utf-8")
+        (tmp / REQUIREMENTS).write_text(
+            requirements_text((e.name, f, s) for e, f, s in rows), encoding="utf-8"
+        )
+        debs = [(e.debian.package, e.debian.version) for e in lock.by_origin(Origin.DEBIAN) if e.debian]
+        (tmp / DEBIAN_LIST).write_text(debian_text(lock.target.suite, debs), encoding="utf-8")
         doc = manifest_doc(lock, opts.profile, rows, debian)
         from rvport import manifest
 
@@ -402,3 +407,102 @@ def manifest_doc(
         "debian": [{**e.debian.to_json(), "name": e.name} for e in lock.by_origin(Origin.DEBIAN) if e.debian],
         "debian_release": (debian or {}).get("release"),
     }
+
+
+# ------------------------------------------------------------------------------------------------ reading
+MANIFEST_LIMIT = 16 * 1024 * 1024  # a wheelhouse.json of 150 wheels is about 40 KiB
+TEXT_LIMIT = 4 * 1024 * 1024  # requirements.txt, debian-packages.txt
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wheelhouse:
+    """A wheelhouse as `read` found it: its directory and its wheelhouse.json (checked)."""
+
+    directory: Path
+    doc: dict
+
+    @property
+    def recipe(self) -> str:
+        return self.doc["recipe"]
+
+    @property
+    def version(self) -> str:
+        return self.doc["version"]
+
+    @property
+    def profile(self) -> str:
+        return self.doc["profile"]
+
+    @property
+    def suite(self) -> str:
+        return self.doc["target"]["suite"]
+
+    @property
+    def base(self) -> str:
+        return self.doc["target"]["base"]
+
+    @property
+    def lock_digest(self) -> str:
+        return self.doc["lock"]["digest"]
+
+    def wheel_names(self) -> frozenset[str]:
+        return frozenset(canonicalize_name(w["name"]) for w in self.doc["wheels"])
+
+    def debian(self) -> list[tuple[str, str, str]]:
+        """(package, version, sha256) of every Debian package, as the lock pins it."""
+        return [(d["package"], d["version"], d["sha256"]) for d in self.doc["debian"]]
+
+
+def read(directory: Path) -> Wheelhouse:
+    """A wheelhouse `make` wrote, checked before it is used: wheelhouse.json is a regular file of bounded
+    size, JSON of its schema (exit 2 otherwise: not a wheelhouse); requirements.txt and debian-packages.txt
+    are the ones it describes, and every wheel it lists is in the directory with its sha256 (exit 4
+    otherwise: the wheelhouse changed since it was made)."""
+    from rvport import manifest
+    from rvport.catalogue.schema import validate
+    from rvport.fileio import read_json, read_regular
+    from rvport.sources.cache import sha256_file
+
+    make_hint = "make it with `rvport wheelhouse RECIPE --profile PROFILE --artifacts DIR --output DIR`"
+    if not directory.is_dir():
+        raise UsageError(f"--wheelhouse {directory}: no such directory", hint=make_hint)
+    path = directory / MANIFEST
+    if not path.exists():
+        raise UsageError(f"{directory} is no wheelhouse: it has no {MANIFEST}", hint=make_hint)
+    doc = read_json(path, what="wheelhouse manifest", limit=MANIFEST_LIMIT, hint=make_hint)
+    problems = validate(doc, manifest.schema("wheelhouse"), file=str(path))
+    if not problems:
+        target = doc["target"]
+        for key in ("suite", "base"):
+            if not isinstance(target.get(key), str):
+                problems.append(Problem(message=f"target.{key}: a string expected", file=str(path)))
+    if problems:
+        raise UsageError(
+            f"{path} is not a wheelhouse manifest this rvport reads", problems=problems, hint=make_hint
+        )
+    assert isinstance(doc, dict)
+    made = Wheelhouse(directory=directory, doc=doc)
+    expected = {
+        REQUIREMENTS: requirements_text((w["name"], w["file"], w["sha256"]) for w in doc["wheels"]),
+        DEBIAN_LIST: debian_text(made.suite, ((p, v) for p, v, _ in made.debian())),
+    }
+    changed: list[Problem] = []
+    for name, text in expected.items():
+        got = read_regular(directory / name, limit=TEXT_LIMIT, what="wheelhouse file", hint=make_hint)
+        if got.decode("utf-8", errors="replace") != text:
+            changed.append(
+                Problem(message=f"{name} is not the one {MANIFEST} describes", file=str(directory))
+            )
+    for w in doc["wheels"]:
+        wheel = directory / w["file"]
+        if Path(w["file"]).name != w["file"] or wheel.is_symlink() or not wheel.is_file():
+            changed.append(Problem(message=f"{w['file']}: not a file of the wheelhouse", file=str(path)))
+        elif (sha := sha256_file(wheel)) != w["sha256"]:
+            changed.append(Problem(message=f"{w['file']}: sha256 {sha}, {MANIFEST} says {w['sha256']}"))
+    if changed:
+        raise IntegrityError(
+            f"the wheelhouse {directory} changed since it was made ({len(changed)} problem(s))",
+            problems=changed,
+            hint="make it again with `rvport wheelhouse` (it replaces the directory whole)",
+        )
+    return made

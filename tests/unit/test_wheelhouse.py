@@ -170,6 +170,25 @@ def test_a_wheelhouse_holds_every_wheel_with_hashes_and_the_apt_list(tmp_path, h
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".wheelhouse.")] == []
 
 
+def test_a_wheelhouse_made_is_read_back_and_one_changed_after_is_refused(tmp_path, house, archive):
+    lock, mirror, art = house
+    opts = _opts(tmp_path, mirror, art, archive)
+    doc = wh.make(lock, opts)
+    got = wh.read(opts.output)
+    assert got.doc == doc and (got.recipe, got.profile, got.suite, got.base) == (
+        "app",
+        "rvv256",
+        "sid",
+        "debian-sid",
+    )
+    assert got.wheel_names() == {"app", "dep-a", "dep-b"}
+    assert got.debian() == [("python3-torch", TORCH.version, TORCH.sha256)]
+    (opts.output / wh.DEBIAN_LIST).write_text("python3-torch=9\n")
+    with pytest.raises(IntegrityError, match="changed since it was made") as ei:
+        wh.read(opts.output)
+    assert "debian-packages.txt is not the one wheelhouse.json describes" in ei.value.render()
+
+
 def test_a_missing_recipe_wheel_is_named_and_nothing_is_written(tmp_path, house, archive):
     lock, mirror, _ = house
     empty = tmp_path / "empty"
