@@ -11,6 +11,7 @@ Exit codes (documented in docs/exit-codes.md; one per kind):
     7  build stage failed
     8  interrupted (Ctrl-C)
     9  internal error (a bug: run again with --debug and report it)
+   10  a check failed: a step of `rvport serve-check` (install, pip check, import, generate, serve)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class ExitCode(IntEnum):
     BUILD_FAILED = 7
     INTERRUPTED = 8
     INTERNAL = 9
+    CHECK_FAILED = 10
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,3 +106,10 @@ class SmokeFailed(BuildFailed):
 
 class VerifyFailed(RvportError):
     exit_code = ExitCode.VERIFY_FAILED
+
+
+class CheckFailed(RvportError):
+    """A check of what was made ran to its end and a step of it failed (`rvport serve-check`): its record
+    is written (result.json) before this is raised."""
+
+    exit_code = ExitCode.CHECK_FAILED

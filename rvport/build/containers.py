@@ -89,8 +89,10 @@ def create(
     label: str,
     env: Mapping[str, str] | None = None,
     workdir: str | None = None,
+    args: Sequence[str] = (),
 ) -> None:
-    """A container made and not started (files are copied into it first, `copy_into`)."""
+    """A container made and not started (files are copied into it first, `copy_into`); `args`: more of
+    `docker create`'s options (mounts, --shm-size, --user)."""
     _docker(
         "create",
         "--pull",
@@ -105,6 +107,7 @@ def create(
         network,
         *_env_args(env or {}),
         *(["--workdir", workdir] if workdir else []),
+        *args,
         image,
         *cmd,
     )

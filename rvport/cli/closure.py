@@ -1,6 +1,8 @@
-"""CLI commands for a recipe's runtime closure: `rvport lock` (resolve and write the lock) and `rvport
-wheelhouse` (every wheel of the lock, with hashes and the apt list). Parse, call rvport.closure.resolve and
-rvport.closure.wheelhouse, render. Registered in rvport/cli/app.py (docs/closure.md)."""
+"""CLI commands for a recipe's runtime closure: `rvport lock` (resolve and write the lock), `rvport
+wheelhouse` (every wheel of the lock, with hashes and the apt list) and `rvport serve-check` (the wheelhouse
+installed offline in a riscv64 container, then the program generates and serves). Parse, call
+rvport.closure.resolve, .wheelhouse and .servecheck, render. Registered in rvport/cli/app.py
+(docs/closure.md)."""
 
 from __future__ import annotations
 
@@ -104,6 +106,79 @@ def wheelhouse(o) -> None:
     )
 
 
+@settings.command(settings.SERVE_CHECK)
+def serve_check(o) -> None:
+    """Install a wheelhouse offline in a clean riscv64 container and see the recipe's program run: for vllm,
+    `pip install` of the wheelhouse, `pip check`, `from vllm import LLM`, 8 tokens generated from a tiny Llama
+    with dummy weights (time to first token, tokens per second), then `vllm serve` answering /v1/completions.
+
+    The container runs with no network, the profile's QEMU CPU and the wheelhouse read-only, in an image of
+    the riscv64 base with the wheelhouse's Debian packages at their locked versions (made once: the one step
+    that uses the network, for apt). Each step is logged and has a hard --timeout. DIR/result.json records
+    every step, the figures, the image and the host's load average; a failed step exits 10
+    (docs/closure.md)."""
+    from rvport.closure import servecheck
+    from rvport.sources import fetch_options
+
+    recipe, _, version = o.recipe.partition("==")
+    opts = servecheck.Options(
+        recipe=recipe,
+        version=version or None,
+        wheelhouse=o.wheelhouse,
+        output=o.check_dir,
+        profile=o.profile,
+        fetch=fetch_options(cache_dir=o.cache_dir, offline=o.offline, ca=o.ca_bundle),
+        allow_expired=o.allow_expired_release,
+        skip_serve=o.skip_serve,
+        timeout=float(o.timeout),
+    )
+    u = ui()
+    doc = servecheck.run(opts, log=lambda m: u.err.print(m, markup=False, highlight=False))
+    u.console.print(steps_table(doc), crop=False)
+    for line in figures_lines(doc):
+        u.console.print(line, markup=False, highlight=False)
+    u.console.print(f"wrote {o.check_dir / servecheck.RESULT}", markup=False)
+    if not doc["passed"]:
+        raise servecheck.failure(doc, o.check_dir)
+
+
+def steps_table(doc: dict) -> Table:
+    t = Table(title=f"serving check of {doc['recipe']} {doc['version']} ({doc['profile']})")
+    for col in ("step", "status", "seconds", "note"):
+        t.add_column(col, justify="right" if col == "seconds" else "left")
+    for s in doc["steps"]:
+        note = ""
+        if s.get("timed_out"):
+            note = "timed out"
+        elif s["name"] == "pip-check" and "lines" in s:
+            note = f"{len(s.get('judged', []))} judged, {len(s.get('not_judged', []))} Debian's own"
+        elif s["status"] == "failed" and s.get("excerpt"):
+            note = s["excerpt"][-1][:80]
+        seconds = s.get("seconds")
+        t.add_row(s["name"], s["status"], "" if seconds is None else f"{seconds:.0f}", note)
+    return t
+
+
+def figures_lines(doc: dict) -> list[str]:
+    """The figures that were measured, one a line (figures only: under QEMU they are not a board's)."""
+    f, load = doc["figures"], doc.get("load_average") or {}
+    out = []
+    if f.get("ttft_seconds") is not None:
+        out.append(
+            f"generate: time to first token {f['ttft_seconds']} s, {f['tokens_per_second']} tokens/s "
+            f"(engine ready in {f['load_seconds']} s)"
+        )
+    if f.get("serve_tokens_per_second") is not None:
+        out.append(
+            f"serve: ready in {f['serve_startup_seconds']} s, /v1/completions {f['serve_tokens_per_second']} "
+            "tokens/s"
+        )
+    if load:
+        span = f"{load['min']}-{load['max']} (mean {load['mean']})"
+        out.append(f"host load average {span} on {load['cpus']} CPUs")
+    return out
+
+
 def carrying(cat, lock) -> frozenset[str]:  # type: ignore[no-untyped-def]
     """The lock's recipe distributions whose recipe (at the locked version) declares its wheel `isa:
     profile`: the wheelhouse verifies that they carry the profile's extensions."""
@@ -122,3 +197,7 @@ def register(app: typer.Typer) -> None:
     app.command(
         "wheelhouse", short_help="Every wheel of a recipe's closure lock, with hashes, for offline use."
     )(wheelhouse)
+    app.command(
+        "serve-check",
+        short_help="Install a wheelhouse offline in a riscv64 container; the program generates and serves.",
+    )(serve_check)

@@ -45,7 +45,7 @@ DEFAULT_PROFILE = "rvv256"
 GLOBAL = ""
 PLAN, BUILD, PREPARE, REPRODUCE = "plan", "build", "prepare", "reproduce"
 FETCH, PIN, DOCTOR = "fetch", "pin", "doctor"
-LOCK, WHEELHOUSE = "lock", "wheelhouse"
+LOCK, WHEELHOUSE, SERVE_CHECK = "lock", "wheelhouse", "serve-check"
 RECIPES_LIST, RECIPES_SHOW, VERIFY_ARTIFACTS = "recipes list", "recipes show", "verify artifacts"
 VERBS = (
     GLOBAL,
@@ -53,6 +53,7 @@ VERBS = (
     PIN,
     LOCK,
     WHEELHOUSE,
+    SERVE_CHECK,
     REPRODUCE,
     PLAN,
     BUILD,
@@ -152,6 +153,19 @@ def _check_mode(mode: str) -> None:
 def _check_wheelhouse_dir(path: Path | None) -> None:
     if path is None:
         raise UsageError("rvport wheelhouse needs --output DIR", hint="e.g. --output wheelhouse")
+
+
+def _check_required_dir(flag: str, verb: str, example: str) -> Callable[[Path | None], None]:
+    def check(path: Path | None) -> None:
+        if path is None:
+            raise UsageError(f"rvport {verb} needs {flag} DIR", hint=f"e.g. {flag} {example}")
+
+    return check
+
+
+def _check_timeout(seconds: int) -> None:
+    if seconds < 1:
+        raise UsageError(f"--timeout {seconds}: give 1 or more seconds")
 
 
 def _check_profile(name: str | None) -> None:
@@ -303,7 +317,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="recipe",
-        verbs=frozenset({PIN, LOCK, WHEELHOUSE, RECIPES_SHOW}),
+        verbs=frozenset({PIN, LOCK, WHEELHOUSE, SERVE_CHECK, RECIPES_SHOW}),
         type=str,
         argument=True,
         required=True,
@@ -338,7 +352,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="profile",
-        verbs=PLANNING | {VERIFY_ARTIFACTS, WHEELHOUSE},
+        verbs=PLANNING | {VERIFY_ARTIFACTS, WHEELHOUSE, SERVE_CHECK},
         type=str,
         flags=("--profile", "-p"),
         default=DEFAULT_PROFILE,
@@ -352,7 +366,15 @@ SETTINGS: tuple[Setting, ...] = (
                 "help": _profile_help(
                     f"[default: the provenance's profile with --provenance, else {DEFAULT_PROFILE}]"
                 ),
-            }
+            },
+            SERVE_CHECK: {
+                "type": str | None,
+                "default": None,
+                "help": _profile_help(
+                    "Its QEMU CPU runs the check; the wheelhouse must be made for it. [default: the "
+                    "wheelhouse's profile]"
+                ),
+            },
         },
     ),
     Setting(
@@ -453,7 +475,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="allow_expired_release",
-        verbs=frozenset({PLAN, BUILD, PREPARE, REPRODUCE, LOCK, WHEELHOUSE}),
+        verbs=frozenset({PLAN, BUILD, PREPARE, REPRODUCE, LOCK, WHEELHOUSE, SERVE_CHECK}),
         type=list[str] | None,
         flags=("--allow-expired-release",),
         metavar="SUITE",
@@ -592,6 +614,43 @@ SETTINGS: tuple[Setting, ...] = (
         "searched recursively (repeatable). Every recipe the lock names must have its wheel there, for the "
         "profile.",
     ),
+    # serve-check
+    Setting(
+        dest="wheelhouse",
+        verbs=frozenset({SERVE_CHECK}),
+        type=Path | None,
+        flags=("--wheelhouse",),
+        metavar="DIR",
+        help="The wheelhouse to check (required): what `rvport wheelhouse` wrote for this recipe.",
+        check=_check_required_dir("--wheelhouse", SERVE_CHECK, "wheelhouse"),
+    ),
+    Setting(
+        dest="check_dir",
+        verbs=frozenset({SERVE_CHECK}),
+        type=Path | None,
+        flags=("--output", "-o"),
+        metavar="DIR",
+        help="Where the check writes result.json and logs/ (required): new, empty, or a check's before.",
+        check=_check_required_dir("--output", SERVE_CHECK, "serve-check"),
+    ),
+    Setting(
+        dest="skip_serve",
+        verbs=frozenset({SERVE_CHECK}),
+        type=bool,
+        flags=("--skip-serve",),
+        default=False,
+        help="Leave out the serve step (install, pip check, import and generate still run).",
+    ),
+    Setting(
+        dest="timeout",
+        verbs=frozenset({SERVE_CHECK}),
+        type=int,
+        flags=("--timeout",),
+        default=1800,
+        metavar="SECONDS",
+        help="The most a step may take; a step that runs longer is stopped and fails.",
+        check=_check_timeout,
+    ),
     # verify artifacts
     Setting(
         dest="isa",
@@ -671,7 +730,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="cache_dir",
-        verbs=SOURCING - {REPRODUCE},
+        verbs=(SOURCING - {REPRODUCE}) | {SERVE_CHECK},
         type=Path | None,
         flags=("--cache-dir",),
         metavar="DIR",
@@ -691,7 +750,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="offline",
-        verbs=SOURCING,
+        verbs=SOURCING | {SERVE_CHECK},
         type=bool,
         flags=("--offline",),
         default=False,
@@ -701,7 +760,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="ca_bundle",
-        verbs=SOURCING - {PLAN},
+        verbs=(SOURCING - {PLAN}) | {SERVE_CHECK},
         type=Path | None,
         flags=("--ca-bundle",),
         metavar="FILE",

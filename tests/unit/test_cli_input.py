@@ -164,9 +164,12 @@ def test_every_profile_option_defaults_to_rvv256():
             yield from walk(sub)
 
     found = dict(walk(typer.main.get_command(app)))
-    assert set(found) == {"plan", "build", "artifacts", "reproduce", "prepare", "wheelhouse"}
-    # verify artifacts: None means the provenance's profile with --provenance, else DEFAULT_PROFILE (rvv256)
-    assert {v for k, v in found.items() if k != "artifacts"} == {"rvv256"} and found["artifacts"] is None
+    assert set(found) == {"plan", "build", "artifacts", "reproduce", "prepare", "wheelhouse", "serve-check"}
+    # verify artifacts: None means the provenance's profile with --provenance, else DEFAULT_PROFILE (rvv256);
+    # serve-check: None means the wheelhouse's own profile
+    derived = {"artifacts", "serve-check"}
+    assert {v for k, v in found.items() if k not in derived} == {"rvv256"}
+    assert found["artifacts"] is None and found["serve-check"] is None
     from rvport.cli.settings import DEFAULT_PROFILE
 
     assert DEFAULT_PROFILE == "rvv256"

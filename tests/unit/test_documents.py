@@ -25,6 +25,7 @@ DOCUMENTS = {
     "cache_dir/bases/<key>.json": ("base-record", 1),
     "cache_dir/artifacts/<key>/manifest.json": ("artifact-record", 1),
     "wheelhouse.json": ("wheelhouse", 1),
+    "serve-check OUTPUT/result.json": ("serve-check", 1),
 }
 
 

@@ -53,6 +53,7 @@ def test_the_shipped_scripts_are_found_and_each_is_a_script():
         "pip-default-index.py",
         "smoke-install.sh",
         "stdout-to.sh",
+        "serve-check.py",
     } <= names
     for p in SCRIPTS.iterdir():
         if not p.is_file():  # pip's install compiles the .py scripts: a __pycache__ beside them

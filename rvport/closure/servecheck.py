@@ -1,0 +1,408 @@
+"""`rvport serve-check`: a recipe's wheelhouse installed offline in a clean riscv64 container, then the
+recipe's program generates and serves (vLLM: a tiny Llama with dummy weights; docs/closure.md, "The serving
+check"). The record is OUTPUT/result.json (resources/schemas/serve-check.schema.json), written whole.
+
+    check_inputs    before anything runs: the recipe has a serving check, the wheelhouse is one
+                    (closure/wheelhouse.read: its manifest, its files, every wheel's sha256), made for this
+                    recipe and this --profile, OUTPUT is new or a serving check's; the engine and riscv64
+                    emulation are there
+    run             the image (closure/serveimage.py: the base plus the wheelhouse's Debian packages at their
+                    locked versions, made once), then one container of it, with no network, the profile's
+                    QEMU CPU, /dev/shm of SHM_SIZE, the wheelhouse read-only, as the calling user, running
+                    resources/scripts/serve-check.py (the steps, each with a hard timeout, each logged to
+                    OUTPUT/logs/STEP.log), the host's load average sampled meanwhile; then result.json
+    failure         the error (exit 10) naming the steps that failed, for a record that did not pass
+
+The container is removed whatever happens (a failure, a timeout, Ctrl-C). A step the container did not reach
+is recorded as not run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rvport import __version__, host, manifest, proc, resources
+from rvport.build import buildx, containers, images
+from rvport.catalogue.profiles import Profile, get_profile
+from rvport.closure import serveimage
+from rvport.closure import wheelhouse as wheelhouses
+from rvport.errors import CheckFailed, HostNotReady, RvportError, UsageError
+from rvport.fileio import read_json
+from rvport.safetext import printable
+from rvport.sources import debarchive
+from rvport.sources.fetch import FetchOptions
+from rvport.target import PLATFORM as RISCV64
+
+RESULT = "result.json"
+KIND = "rvport-serve-check"
+SCHEMA = 1
+LOGS = "logs"
+SCRIPT = "serve-check.py"
+STEPS = ("install", "pip-check", "import", "generate", "serve")
+SERVING = frozenset({"vllm"})  # the recipes the inside script knows how to run
+SHM_SIZE = "1g"  # vLLM's engine asks 160 MiB of /dev/shm for its message queue; Docker gives 64 MiB
+EXCERPT_LINES = 20  # the last lines of a step's log kept in result.json
+LINE_CHARS = 400  # a longer line is cut
+STEPS_LIMIT = 4 * 1024 * 1024  # steps.json, as the container wrote it
+CONTAINER_SLACK = 600  # seconds the whole container may take beyond its steps' timeouts
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    recipe: str
+    version: str | None  # None: the wheelhouse's
+    wheelhouse: Path
+    output: Path
+    profile: str | None  # None: the wheelhouse's
+    fetch: FetchOptions
+    allow_expired: tuple[str, ...] = ()
+    skip_serve: bool = False
+    timeout: float = 1800.0  # seconds per step
+    debian_mirror: str | None = None  # None: the host's
+
+
+# --------------------------------------------------------------------------------------------- preflight
+def check_output(out: Path) -> None:
+    """OUTPUT may be missing, empty, or hold what a serving check writes (result.json, logs/): nothing else,
+    so a build's output directory is never mixed with a check's."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise UsageError(f"--output {out} is not a directory", hint="name a new directory for the check")
+    if out.is_dir():
+        other = sorted(p.name for p in out.iterdir() if p.name not in (RESULT, LOGS))
+        if other:
+            raise UsageError(
+                f"--output {out} holds files a serving check does not write: {', '.join(other[:5])}",
+                hint="name a new or empty directory, or one a serving check wrote before",
+            )
+        if (out / RESULT).is_file():
+            doc = read_json(out / RESULT, what="result.json")
+            if not isinstance(doc, dict) or doc.get("kind") != KIND:
+                raise UsageError(
+                    f"--output {out} holds a result.json that is not a serving check's",
+                    hint="name a new or empty directory: this looks like a build's output",
+                )
+    parent = out.absolute().parent
+    if not out.exists() and (not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK)):
+        raise UsageError(f"cannot write {out}: {parent} is not a directory I can write to")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Checked:
+    wheelhouse: wheelhouses.Wheelhouse
+    profile: Profile
+
+
+def check_inputs(opts: Options) -> Checked:
+    """Everything that can be checked before the engine is used (see the module's docstring)."""
+    if opts.recipe not in SERVING:
+        raise UsageError(
+            f"{opts.recipe} has no serving check",
+            hint=f"rvport serve-check knows {', '.join(sorted(SERVING))}",
+        )
+    check_output(opts.output)
+    wh = wheelhouses.read(opts.wheelhouse)
+    if wh.recipe != opts.recipe:
+        raise UsageError(
+            f"the wheelhouse {opts.wheelhouse} is {wh.recipe}'s, not {opts.recipe}'s",
+            hint=f"make {opts.recipe}'s with `rvport wheelhouse {opts.recipe} ...`",
+        )
+    if opts.version is not None and opts.version != wh.version:
+        raise UsageError(
+            f"the wheelhouse {opts.wheelhouse} is {wh.recipe} {wh.version}'s, not {opts.version}'s",
+            hint=f"name {wh.recipe} without a version, or make the wheelhouse of {opts.version}",
+        )
+    if opts.profile is not None and wh.profile != opts.profile:
+        raise UsageError(
+            f"the wheelhouse {opts.wheelhouse} was made for profile {wh.profile}, not {opts.profile}: "
+            "its wheels were verified for that profile, and the check runs them on --profile's CPU",
+            hint=f"pass --profile {wh.profile}, or make the wheelhouse again with --profile {opts.profile}",
+        )
+    return Checked(wheelhouse=wh, profile=get_profile(wh.profile))
+
+
+def check_engine() -> None:
+    """The docker CLI and engine, and a way to run riscv64 code (this host, or a binfmt handler)."""
+    if proc.which("docker") is None:
+        raise HostNotReady(
+            "not found: docker (a serving check runs a container)",
+            hint="install Docker Engine (docs/getting-started.md); `rvport doctor` shows what is missing",
+        )
+    buildx.engine_info()  # HostNotReady when the engine does not answer
+    facts = host.gather()
+    if not facts.is_riscv64 and not facts.binfmt_riscv64:
+        raise HostNotReady(
+            "this host cannot run riscv64 containers: no enabled qemu-riscv64 binfmt_misc handler",
+            hint="`rvport doctor` names the fix; scripts/setup-host applies it on Debian",
+        )
+
+
+# -------------------------------------------------------------------------------------------------- run
+def container_args(opts: Options, logs: Path) -> list[str]:
+    """What `docker create` is given besides name, label, platform, network and environment."""
+    script = resources.builtin("scripts", SCRIPT)
+    return [
+        "--shm-size",
+        SHM_SIZE,
+        "--user",
+        f"{os.getuid()}:{os.getgid()}",
+        "-v",
+        f"{opts.wheelhouse.absolute()}:/wheelhouse:ro",
+        "-v",
+        f"{logs.absolute()}:/out",
+        "-v",
+        f"{script}:/rvport/{SCRIPT}:ro",
+    ]
+
+
+def container_command(opts: Options) -> list[str]:
+    cmd = ["python3", f"/rvport/{SCRIPT}", "run", "--wheelhouse", "/wheelhouse", "--out", "/out"]
+    cmd += ["--timeout", f"{opts.timeout:g}"]
+    return cmd + (["--skip-serve"] if opts.skip_serve else [])
+
+
+def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
+    """The check (the module's docstring); its record, also written to OUTPUT/result.json."""
+    checked = check_inputs(opts)
+    wh, profile = checked.wheelhouse, checked.profile
+    check_engine()
+    started = dt.datetime.now(dt.UTC)
+    t0 = time.monotonic()
+    logs = opts.output / LOGS
+    logs.mkdir(parents=True, exist_ok=True)
+    for old in [opts.output / RESULT, logs / "steps.json", *(logs / f"{s}.log" for s in STEPS)]:
+        old.unlink(missing_ok=True)  # a record of an earlier check is not left beside this one's logs
+    pins = [debarchive.DebPin(name=p, version=v, sha256=s) for p, v, s in wh.debian()]
+    bases = images.Bases(
+        cache_dir=opts.fetch.cache.root,
+        log_dir=logs,
+        allow_expired=opts.allow_expired,
+        ca_bundle=opts.fetch.ca_bundle,
+    )
+    log(f"image: {wh.base} with {len(pins)} Debian packages at their locked versions")
+    image = serveimage.ensure(
+        opts.recipe,
+        pins,
+        base_spec=wh.base,
+        suite=wh.suite,
+        bases=bases,
+        fetch=opts.fetch,
+        log_path=logs / "image.log",
+        allow_expired=opts.allow_expired,
+        on_line=lambda line: log("image: " + printable(line, lines=False)),
+        debian_mirror=opts.debian_mirror,
+    )
+    log(f"image: {image.tag} ({'made' if image.made else 'found'} in {image.seconds:.0f} s)")
+    container = run_container(opts, profile, image.image_id, logs, log)
+    inside = read_steps(logs / "steps.json")
+    doc = record(
+        opts,
+        wh,
+        profile,
+        image=image.to_json(),
+        container=container,
+        inside=inside,
+        started=started,
+        seconds=time.monotonic() - t0,
+    )
+    manifest.write(opts.output / RESULT, doc)
+    return doc
+
+
+def run_container(
+    opts: Options, profile: Profile, image_id: str, logs: Path, log: Callable[[str], None]
+) -> dict:
+    """The steps in one container (removed after, whatever happens); what the container did."""
+    name = f"rvport-serve-check-{opts.recipe}-{uuid.uuid4().hex[:8]}"
+    env = {"QEMU_CPU": profile.qemu_cpu, "HOME": "/tmp"}
+    total = opts.timeout * len(STEPS) + CONTAINER_SLACK
+    out: dict = {
+        "name": name,
+        "network": "none",
+        "shm_size": SHM_SIZE,
+        "env": env,
+        "timeout_per_step": opts.timeout,
+        "log": f"{LOGS}/container.log",
+        "timed_out": False,
+    }
+    (logs / "container.log").unlink(missing_ok=True)
+    t0 = time.monotonic()
+    try:
+        with proc.uninterruptible():
+            containers.create(
+                image_id,
+                container_command(opts),
+                name,
+                network="none",
+                platform=RISCV64,
+                label=name,
+                env=env,
+                workdir="/tmp",
+                args=container_args(opts, logs),
+            )
+        log(f"container {name}: the steps, each within {opts.timeout:g} s")
+        with host.LoadAverage() as load:
+            try:
+                out["exit_status"] = containers.start_attached(
+                    name,
+                    on_line=lambda line: log(printable(line, lines=False)),
+                    log_path=logs / "container.log",
+                    timeout=total,
+                )
+            except proc.TimedOut:
+                out["exit_status"] = None
+                out["timed_out"] = True
+        out["load_average"] = load.summary()
+    finally:
+        with proc.uninterruptible():
+            containers.remove(name)
+    out["seconds"] = round(time.monotonic() - t0, 1)
+    return out
+
+
+def read_steps(path: Path) -> dict:
+    """What the container wrote of its steps (steps.json), {} when it wrote nothing or nothing readable."""
+    if not path.is_file():
+        return {}
+    try:
+        doc = read_json(path, what="the container's steps.json", limit=STEPS_LIMIT)
+    except RvportError:
+        return {}
+    return doc if isinstance(doc, dict) and isinstance(doc.get("steps"), list) else {}
+
+
+# ------------------------------------------------------------------------------------------- the record
+def excerpt(path: Path, lines: int = EXCERPT_LINES, limit: int = 64 * 1024) -> list[str]:
+    """The last `lines` lines of a log (read from its last `limit` bytes), each cut to LINE_CHARS."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            text = f.read(limit).decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    kept = [printable(ln, lines=False) for ln in text.splitlines() if ln.strip()][-lines:]
+    return [ln if len(ln) <= LINE_CHARS else ln[:LINE_CHARS] + " [...]" for ln in kept]
+
+
+STEP_FIELDS = (
+    "status",
+    "seconds",
+    "exit_status",
+    "timed_out",
+    "left_processes",
+    "result",
+    "lines",
+    "judged",
+    "not_judged",
+)
+
+
+def steps_record(inside: dict, logs: Path, skip_serve: bool) -> list[dict]:
+    """Every step in order, as the container recorded it, with its log's path and last lines; a step it did
+    not record is "not-run" (or "skipped": serve with --skip-serve)."""
+    by_name = {s.get("name"): s for s in inside.get("steps", []) if isinstance(s, dict)}
+    out = []
+    for name in STEPS:
+        got = by_name.get(name)
+        if got is None:
+            out.append({"name": name, "status": "skipped" if name == "serve" and skip_serve else "not-run"})
+            continue
+        step = {"name": name, **{k: got[k] for k in STEP_FIELDS if k in got}}
+        if step.get("status") not in ("passed", "failed", "skipped", "not-run"):
+            step["status"] = "failed"
+        if isinstance(got.get("log"), str):
+            step["log"] = f"{LOGS}/{Path(got['log']).name}"
+            step["excerpt"] = excerpt(logs / Path(got["log"]).name)
+        out.append(step)
+    return out
+
+
+def figures(steps: list[dict]) -> dict:
+    """Time to first token and tokens per second (generate), the server's figures (serve), and the times of
+    install and import: figures, never targets (under QEMU they are not a board's)."""
+    by = {s["name"]: s.get("result") or {} for s in steps}
+    install = next((s.get("seconds") for s in steps if s["name"] == "install"), None)
+    gen, srv = by.get("generate", {}), by.get("serve", {})
+    return {
+        "install_seconds": install,
+        "import_seconds": by.get("import", {}).get("import_seconds"),
+        "load_seconds": gen.get("load_seconds"),
+        "ttft_seconds": gen.get("ttft_seconds"),
+        "tokens_per_second": gen.get("tokens_per_second"),
+        "decode_tokens_per_second": gen.get("decode_tokens_per_second"),
+        "serve_startup_seconds": srv.get("startup_seconds"),
+        "serve_request_seconds": srv.get("request_seconds"),
+        "serve_tokens_per_second": srv.get("tokens_per_second"),
+    }
+
+
+def record(
+    opts: Options,
+    wh: wheelhouses.Wheelhouse,
+    profile: Profile,
+    *,
+    image: dict,
+    container: dict,
+    inside: dict,
+    started: dt.datetime,
+    seconds: float,
+) -> dict:
+    """result.json of a serving check (resources/schemas/serve-check.schema.json)."""
+    steps = steps_record(inside, opts.output / LOGS, opts.skip_serve)
+    passed = container.get("exit_status") == 0 and all(s["status"] in ("passed", "skipped") for s in steps)
+    return {
+        "schema": SCHEMA,
+        "kind": KIND,
+        "rvport_version": __version__,
+        "recipe": wh.recipe,
+        "version": wh.version,
+        "profile": profile.name,
+        "qemu_cpu": profile.qemu_cpu,
+        "passed": passed,
+        "started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "seconds": round(seconds, 1),
+        "wheelhouse": {
+            "directory": str(opts.wheelhouse.absolute()),
+            "profile": wh.profile,
+            "lock_digest": wh.lock_digest,
+            "wheels": len(wh.doc["wheels"]),
+            "debian_packages": len(wh.doc["debian"]),
+        },
+        "image": image,
+        "container": {k: v for k, v in container.items() if k != "load_average"},
+        "load_average": container.get("load_average"),
+        "env": inside.get("env") if isinstance(inside.get("env"), dict) else None,
+        "steps": steps,
+        "figures": figures(steps),
+    }
+
+
+def failure(doc: dict, output: Path) -> CheckFailed:
+    """The error of a check that did not pass (exit 10): each failed step, why, and its last lines."""
+    bad = [s for s in doc["steps"] if s["status"] == "failed"]
+    lines = []
+    for s in bad:
+        why = "timed out" if s.get("timed_out") else f"exit status {s.get('exit_status')}"
+        if s["name"] == "pip-check" and s.get("judged"):
+            why = f"{len(s['judged'])} line(s) about the wheelhouse's distributions"
+        lines.append(f"{s['name']}: failed ({why}); its last lines:")
+        shown = s.get("judged") or s.get("excerpt") or ["(it printed nothing)"]
+        lines += ["    " + printable(ln, lines=False) for ln in shown[-8:]]
+    c = doc["container"]
+    if not bad:
+        why = "timed out" if c.get("timed_out") else f"exit status {c.get('exit_status')}"
+        lines.append(f"the container ended before its steps did ({why}); see {output / c['log']}")
+    not_run = [s["name"] for s in doc["steps"] if s["status"] == "not-run"]
+    if not_run:
+        lines.append(f"not run: {', '.join(not_run)}")
+    head = f"the serving check of {doc['recipe']} {doc['version']} ({doc['profile']}) failed"
+    return CheckFailed(
+        "\n".join([head, *lines]),
+        hint=f"{output / RESULT} has every step; the full logs are in {output / LOGS}",
+    )
