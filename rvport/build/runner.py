@@ -2,11 +2,13 @@
 
 1. Every stage's verified source tree (fetch), so that a source that cannot be had fails at once.
 2. Every image the stages need, made side by side (rvport/build/prepare.py, as `rvport prepare` makes them:
-   the bases, then each stage's toolchain, prefix, smoke and runtime FROM images). A stage whose images could
-   not be made fails when its turn comes, as if it had made them then.
-3. Stage by stage: the toolchain image (found now) and the stage's Dockerfile (the stage's mode's work,
-   rvport/build/modes/, done by `modes.setup` in a StageEnv), build with no network, check the expected
-   outputs, verify them, run the smoke test, then commit the artifacts to the content-addressed artifact
+   the bases, then each stage's toolchain, prefix and runtime FROM images, then in a task of its own its smoke
+   image). A stage whose build images could not be made fails when its turn comes, one whose smoke image
+   could not be made at its smoke test, as if it had made them then.
+3. Stage by stage, once its build images are made: the toolchain image (found now) and the stage's Dockerfile
+   (the stage's mode's work, rvport/build/modes/, done by `modes.setup` in a StageEnv), build with no network,
+   check the expected outputs, verify them, run the smoke test (in the smoke image made meanwhile, waited for
+   if it is not made yet), then commit the artifacts to the content-addressed artifact
    cache, make the recipe's runtime image when it declares one (rvport/build/runtime.py; found again by its
    labels when unchanged, for a cached stage too), run its check (rvport/build/check.py: the image as a
    service, a client against it, before and after a restart) and copy the artifacts into the output directory.
@@ -40,6 +42,7 @@ from rvport.build.stage import (
     RunOptions,
     StageEnv,
     StageRecord,
+    Toolchain,
     link_tree,
     stage_context,
     stage_tools,
@@ -223,6 +226,9 @@ class Runner:
         self.stage_outputs: dict[str, Path] = {}
         self.ahead: dict | None = None  # result.json's images_ahead
         self._trees: dict[str, PreparedTree] = {}  # every stage's source tree, prepared first
+        # while the stages run: the image making (prepare.py) and its pool; the smoke images taken, by stage
+        self._ahead: tuple[Preparer, sidebyside.SideBySide] | None = None
+        self._smoke_images: dict[str, Toolchain] = {}
 
     # ------------------------------------------------------------------------------------------ helpers
     @contextlib.contextmanager
@@ -314,23 +320,28 @@ class Runner:
 
     def _stages(self) -> tuple[StageRecord, RvportError] | None:
         """Every stage's images made side by side (rvport/build/prepare.py), and each stage built as soon as
-        its own are made, in plan order; the first stage that failed, with its error. Leaving early (a
-        failure, an interrupt) stops the image making still going on. How long the image making took, from its
-        start to its last task's end, and each stage's images go to result.json (images_ahead; the bases' own
-        times are in base_images)."""
+        its own build images are made, in plan order (its smoke test takes its smoke image, `_smoke_image`);
+        the first stage that failed, with its error. Leaving early (a failure, an interrupt) stops the image
+        making still going on. How long the image making took, from its start to its last task's end, each
+        stage's build images and its smoke image go to result.json (images_ahead; the bases' own times are in
+        base_images). A smoke image no stage took (a cached stage's, without a runtime check) is still waited
+        for when the stages are done, as `rvport prepare` makes it; nothing needed it, so its failure fails no
+        stage (its own row says so)."""
         prep = Preparer(
             self.plan, self.opts, self.rep, smoke=self.opts.smoke, bases=self.bases, for_build=True
         )
         try:
             with sidebyside.SideBySide(prep.workers) as pool:
                 prep.start(pool)
+                self._ahead = (prep, pool)
                 for rec in self.records:
                     self.rep.begin(rec.stage.name, f"{rec.stage.recipe.ref} [{rec.stage.mode.value}]")
                     try:
                         self.rep.step(rec.stage.name, "waiting for its images")
                         waited = time.monotonic()
                         error = prep.wait(pool, rec.stage.name)
-                        rec.timings["images"] = time.monotonic() - waited  # the part of the run it waited
+                        # the part of the run it waited for its build images (its smoke image: smoke_image)
+                        rec.timings["images"] = time.monotonic() - waited
                         if error is not None:  # as if the stage had failed to make them now
                             raise error
                         self._run_stage(rec)
@@ -343,7 +354,13 @@ class Runner:
                         return rec, e
                     self.rep.end(rec.stage.name, rec.status)
         finally:
-            self.ahead = {"duration_s": prep.span(), "workers": prep.workers, "stages": dict(prep.timings)}
+            self._ahead = None
+            self.ahead = {
+                "duration_s": prep.span(),
+                "workers": prep.workers,
+                "stages": dict(prep.timings),
+                "smoke": dict(prep.smoke_timings),
+            }
         return None
 
     def _write_result(self, started: float, status: str, failing: str | None) -> dict:
@@ -403,17 +420,17 @@ class Runner:
             rec.manylinux = meta.get("manylinux") or []
             rec.status = "cached"
         else:
-            self._build_into_store(env, tree.path, rendered, script, base, store)
+            self._build_into_store(env, tree.path, rendered, script, store)
             rec.status = "ok"
         if st.runtime is not None:  # after the smoke test (or verify): a cached stage ensures its image too
             with env.timer("runtime"):
                 made = runtime.make(env, base, store / "files", rec.key)
             rec.runtime = made.to_json()
             if st.runtime.spec.check is not None:
-                self._check(env, base, made, store / "files")
+                self._check(env, made, store / "files")
         self._export(rec, store)
 
-    def _check(self, env: StageEnv, base: BaseImage, made: runtime.MadeImage, files: Path) -> None:
+    def _check(self, env: StageEnv, made: runtime.MadeImage, files: Path) -> None:
         """The runtime check (rvport/build/check.py) into stages[].runtime.check; run when the image was made
         or the stage built now, else a kept passing result of the same images is reused; --no-smoke skips it.
         A failing check fails the stage (exit 7, as a failing smoke test)."""
@@ -423,8 +440,8 @@ class Runner:
             self.rep.step(env.stage.name, "runtime check skipped (--no-smoke)")
             rec.runtime["check"] = {"status": "skipped", "rounds": []}
             return
+        client = self._smoke_image(env)  # the client runs in it
         with env.timer("check"):
-            client = modes.smoke_image(env, base)
             rec.runtime["check"] = check.ensure(
                 env,
                 made,
@@ -436,6 +453,28 @@ class Runner:
         if rec.runtime["check"]["status"] != "passed":
             raise check.failure(env.stage.recipe.ref, rec.runtime["check"], env.log_path)
 
+    def _smoke_image(self, env: StageEnv) -> Toolchain:
+        """The stage's smoke image (also a runtime check's client), made beside the stage's build by the
+        image making's smoke task (prepare.py): taken from it, waited for when not made yet (timings
+        .smoke_image), never made a second time. The first time, its log (Preparer.smoke_log) is added to the
+        stage's at this point, as if the stage had made it now; so is its failure: the error that stopped it
+        fails the stage here."""
+        name = env.stage.name
+        if name in self._smoke_images:
+            return self._smoke_images[name]
+        assert self._ahead is not None, "the stages run inside _stages"
+        prep, pool = self._ahead
+        if not pool.done(("smoke", name)):
+            self.rep.step(name, "waiting for its smoke image")
+        with env.timer("smoke_image"):
+            image = prep.smoke_image(pool, name)
+        _append_log(prep.smoke_log(name), env.log_path, f"smoke image for {env.stage.recipe.ref}")
+        if isinstance(image, RvportError):
+            raise image
+        env.step(f"smoke image {image.tag}")
+        self._smoke_images[name] = image
+        return image
+
     def _record(self, name: str) -> StageRecord:
         return next(r for r in self.records if r.stage.name == name)
 
@@ -445,7 +484,6 @@ class Runner:
         tree: Path,
         rendered: render.Rendered,
         script: str,
-        base: BaseImage,
         store: Path,
     ) -> None:
         rec, st, log, on_line = env.record, env.stage, env.log_path, env.line
@@ -496,8 +534,8 @@ class Runner:
                         hint="see stages[].manylinux and stages[].verify in result.json",
                     )
             if self.opts.smoke and st.recipe.smoke:
+                image = self._smoke_image(env).tag  # made meanwhile; its failure fails the stage here
                 with env.timer("smoke"):
-                    image = modes.smoke_image(env, base).tag
                     self.rep.step(st.name, "smoke test in a clean riscv64 container")
                     self._smoke(env, files, image)  # sets rec.smoke; a failing test raises SmokeFailed
             meta = artifact_record(
@@ -605,6 +643,19 @@ class Runner:
             _describe(p, self.opts.output / "artifacts") for p in sorted(final.rglob("*")) if p.is_file()
         ]
         self.stage_outputs[rec.stage.name] = final
+
+
+def _append_log(src: Path, dest: Path, what: str) -> None:
+    """Add the log `src` (of work done beside the stage: its smoke image) to the stage's log `dest`, in
+    blocks, between lines that say what it is; nothing when there is none (the image was found made)."""
+    try:
+        f = open(src, "rb")  # noqa: SIM115 - closed below; absent: nothing to add
+    except FileNotFoundError:
+        return
+    with f, open(dest, "ab") as out:
+        out.write(f"--- {what}: made beside the stage, logged in {src}\n".encode())
+        shutil.copyfileobj(f, out)
+        out.write(f"--- end of {what}\n".encode())
 
 
 def smoke_deps(dest: Path, deps: Mapping[str, Path]) -> list[str]:
