@@ -158,6 +158,18 @@ def test_steps_of_a_run_with_images_made_side_by_side_count_the_stages_waits_not
     )
 
 
+def test_the_wait_for_a_smoke_image_made_beside_the_build_counts_with_the_smoke_test():
+    import copy
+
+    result = copy.deepcopy(RESULT)
+    result["stages"][0]["timings"] = dict(result["stages"][0]["timings"], smoke_image=7.0)
+    got = bench.steps(result, verify_wall=5.0, total=1000.0)
+    assert got["smoke tests (image and test)"] == 27.0
+    assert sum(got.values()) == pytest.approx(1000.0)
+    older = bench.steps(RESULT, verify_wall=5.0, total=1000.0, other_rev=True)  # no smoke_image: smoke
+    assert older["smoke tests (image and test)"] == 20.0
+
+
 def test_the_report_gives_ratio_and_share_saved_per_step_and_says_when_loads_differ():
     old = {
         "steps": {"riscv64 base debian-trixie": 700.0, "other": 100.0},
