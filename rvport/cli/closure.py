@@ -150,6 +150,8 @@ def steps_table(doc: dict) -> Table:
         note = ""
         if s.get("timed_out"):
             note = "timed out"
+        elif s.get("hung_after_result"):
+            note = "printed its result, did not exit: stopped"
         elif s["name"] == "pip-check" and "lines" in s:
             note = f"{len(s.get('judged', []))} judged, {len(s.get('not_judged', []))} Debian's own"
         elif s["status"] == "failed" and s.get("excerpt"):

@@ -296,6 +296,7 @@ STEP_FIELDS = (
     "exit_status",
     "timed_out",
     "left_processes",
+    "hung_after_result",
     "result",
     "lines",
     "judged",
@@ -389,6 +390,8 @@ def failure(doc: dict, output: Path) -> CheckFailed:
     lines = []
     for s in bad:
         why = "timed out" if s.get("timed_out") else f"exit status {s.get('exit_status')}"
+        if s.get("hung_after_result"):
+            why = "it printed its result and did not exit: stopped"
         if s["name"] == "pip-check" and s.get("judged"):
             why = f"{len(s['judged'])} line(s) about the wheelhouse's distributions"
         lines.append(f"{s['name']}: failed ({why}); its last lines:")

@@ -418,12 +418,17 @@ def test_a_step_is_timed_its_log_kept_and_a_hang_is_stopped_with_its_whole_group
         "print('{\"tokens\": 8}', flush=True); time.sleep(600)"
     )
     t0 = time.monotonic()
-    slow = inside.run_step(tmp_path, "c", [[py, "-c", hang]], 3)
+    slow = inside.run_step(tmp_path, "c", [[py, "-c", hang]], 3, poll=0.2)
     assert time.monotonic() - t0 < 30 and slow["status"] == "failed" and slow["timed_out"] is True
     assert inside.last_json((tmp_path / "c.log").read_text()) == {"tokens": 8}
     child = int(pidfile.read_text())
     time.sleep(0.2)
     assert not running(child)
+    # with an exit grace: stopped soon after its result, not at the timeout
+    t0 = time.monotonic()
+    hung = inside.run_step(tmp_path, "e", [[py, "-c", hang]], 600, exit_grace=1, poll=0.2)
+    assert time.monotonic() - t0 < 60 and hung["status"] == "failed" and hung["hung_after_result"] is True
+    assert hung["timed_out"] is False and "did not exit in 1 s" in (tmp_path / "e.log").read_text()
     # a program that exits but leaves a process of its group running: stopped, and said
     left = inside.run_step(
         tmp_path, "d", [[py, "-c", "import subprocess, sys; subprocess.Popen(['sleep', '600'])"]], 60

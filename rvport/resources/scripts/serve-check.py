@@ -7,7 +7,8 @@ image (the base plus the wheelhouse's Debian packages), with no network, the whe
     python3 serve-check.py run --wheelhouse DIR --out DIR --timeout SECONDS [--skip-serve]
 
 `run` takes the steps in order, each a program of its own with its output in OUT/STEP.log, stopped with its
-whole process group when it runs past --timeout seconds (a failed step, never a stuck check):
+whole process group when it runs past --timeout seconds, or (import, generate, serve) when it printed its
+result and has not exited EXIT_GRACE seconds later (a failed step, never a stuck check):
 
     install    a venv with --system-site-packages (it sees Debian's packages), then
                pip install --no-index --find-links DIR --require-hashes --no-deps -r DIR/requirements.txt
@@ -38,6 +39,7 @@ from pathlib import Path
 
 VENV = "/tmp/rvport-venv"
 PORT = 8000
+EXIT_GRACE = 180.0  # seconds a step may take to exit once it printed its result
 MAX_TOKENS = 8
 STEPS = ("install", "pip-check", "import", "generate", "serve")
 
@@ -236,10 +238,42 @@ def stop_group(p: subprocess.Popen) -> bool:
     return True
 
 
-def run_step(out: Path, name: str, argvs: list[list[str]], timeout: float, env: dict | None = None) -> dict:
+def wait(p: subprocess.Popen, log: Path, timeout: float, exit_grace: float | None, poll: float = 5.0) -> str:
+    """Wait for `p`: "exited", "timed out" (past `timeout` seconds) or, with `exit_grace`, "hung" (it printed
+    its result, a JSON line, and had not exited `exit_grace` seconds later: what vLLM's engine core did to the
+    generate step, keeping the interpreter alive)."""
+    deadline = time.monotonic() + timeout
+    printed: float | None = None
+    while True:
+        try:
+            p.wait(timeout=max(0.0, min(poll, deadline - time.monotonic())))
+            return "exited"
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if now >= deadline:
+            return "timed out"
+        if exit_grace is not None:
+            if printed is None and last_json(tail_text(log, 64 * 1024)):
+                printed = now
+            if printed is not None and now - printed > exit_grace:
+                return "hung"
+
+
+def run_step(
+    out: Path,
+    name: str,
+    argvs: list[list[str]],
+    timeout: float,
+    env: dict | None = None,
+    exit_grace: float | None = None,
+    poll: float = 5.0,
+) -> dict:
     """The programs of a step, one after another (each in a process group of its own), their output in
     OUT/NAME.log; stopped at the first that fails. The step's record: status, exit_status, timed_out, seconds,
-    log, and `left_processes` when a program exited but left processes of its group running (stopped)."""
+    log, `left_processes` when a program exited but left processes of its group running (stopped), and
+    `hung_after_result` when it printed its result and did not exit within `exit_grace` seconds (stopped:
+    the step fails, what it printed is kept)."""
     log = out / f"{name}.log"
     t0 = time.monotonic()
     rec: dict = {"name": name, "log": log.name, "timed_out": False, "exit_status": None}
@@ -249,18 +283,24 @@ def run_step(out: Path, name: str, argvs: list[list[str]], timeout: float, env: 
             f.flush()
             left = max(1.0, timeout - (time.monotonic() - t0))
             p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-            try:
-                rc = p.wait(timeout=left)
-            except subprocess.TimeoutExpired:
-                stop_group(p)
-                p.wait()
-                rec["timed_out"] = True
-                f.write(f"\nrvport: stopped after {timeout:g} s (the step's timeout)\n")
-                rc = None
-            else:
+            how = wait(p, log, left, exit_grace, poll)
+            if how == "exited":
+                rc = p.returncode
                 if stop_group(p):
                     rec["left_processes"] = True
                     f.write("\nrvport: the program exited and left processes running: stopped\n")
+            else:
+                stop_group(p)
+                p.wait()
+                rc = None
+                if how == "timed out":
+                    rec["timed_out"] = True
+                    f.write(f"\nrvport: stopped after {timeout:g} s (the step's timeout)\n")
+                else:
+                    rec["hung_after_result"] = True
+                    f.write(
+                        f"\nrvport: stopped: it printed its result and did not exit in {exit_grace:g} s\n"
+                    )
             rec["exit_status"] = rc
             if rc != 0:
                 break
@@ -306,7 +346,8 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
             rec = {"name": name, "status": what}
         else:
             print(f"{name}: running", flush=True)
-            rec = run_step(out, name, commands[name], args.timeout, env if name != "install" else None)
+            grace = EXIT_GRACE if name in ("import", "generate", "serve") else None
+            rec = run_step(out, name, commands[name], args.timeout, None if name == "install" else env, grace)
             text = tail_text(out / rec["log"])
             if name == "pip-check":
                 lines = [x for x in text.splitlines() if x and not x.startswith(("$ ", "rvport: "))]
