@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
     InvalidSdistFilename,
@@ -76,6 +76,9 @@ class Policy:
     debian: frozenset[str]  # distributions taken from Debian
     debian_names: Mapping[str, str]  # distribution -> Debian package (where not python3-NAME)
     not_distributions: frozenset[str]  # python3-* packages that are no distribution of their own
+    # distribution -> requirements its Debian package's own metadata (dist-info) declares beyond its Depends:
+    # pip walks them when it installs beside Debian's packages, so the closure must meet them too
+    debian_requires: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def package(self, name: str) -> str:
         return self.debian_names.get(name, f"python3-{name}")
@@ -114,8 +117,12 @@ def load_policy(recipe: str, root: Path | None = None) -> Policy:
             debian=frozenset(canonicalize_name(n) for n in doc.get("debian", [])),
             debian_names={canonicalize_name(k): v for k, v in names["packages"].items()},
             not_distributions=frozenset(names.get("not_distributions", [])),
+            debian_requires={
+                canonicalize_name(k): tuple(str(Requirement(r)) for r in v["requires"])
+                for k, v in doc.get("debian_requires", {}).items()
+            },
         )
-    except (KeyError, TypeError, AttributeError) as e:
+    except (KeyError, TypeError, AttributeError, InvalidRequirement) as e:
         raise RecipeError(f"{path} or {names_path} is not a closure policy: {e}") from e
 
 
@@ -452,7 +459,7 @@ class Resolver:
                 )
             return None  # apt installs it anyway (a dependency); the index's version is installed over it
         depends = self._depends(pkg)
-        reqs = [Requirement(d) for d in depends]
+        reqs = [Requirement(d) for d in (*depends, *self.policy.debian_requires.get(name, ()))]
         return _Node(
             name=name,
             version=version,

@@ -448,6 +448,57 @@ def test_debian_names_follow_their_depends_and_a_conflicting_one_is_shadowed_by_
     assert "supported-min" not in nodes  # a virtual package is no distribution
 
 
+def test_what_a_debian_packages_own_metadata_requires_is_met_and_shadows_a_debian_version_it_rules_out(
+    tmp_path,
+):
+    """Debian's sympy depends on python3-mpmath with no version, but its dist-info asks mpmath < 1.4, which
+    pip reads in a venv that sees Debian's packages: the policy's debian_requires makes the closure meet it,
+    with the index's mpmath installed over Debian's 1.4.1, and adds what the Depends leave out (tzdata)."""
+    debian = {
+        "python3-sympy": (_deb("python3-sympy", "1.14.0-6", "python3-mpmath"),),
+        "python3-mpmath": (_deb("python3-mpmath", "1.4.1-1"),),
+        "python3-dateutil": (_deb("python3-dateutil", "3.0.0-1"),),
+    }
+    wheels = {"mpmath-1.3.0-py3-none-any.whl": [], "tzdata-2026.6-py2.py3-none-any.whl": []}
+    names = {"python-dateutil": "python3-dateutil"}
+    plain, _ = _resolve(
+        tmp_path,
+        wheels,
+        ["sympy", "python-dateutil"],
+        packages=debian,
+        debian=frozenset({"sympy", "python-dateutil"}),
+        debian_names=names,
+    )
+    assert plain["mpmath"].origin is Origin.DEBIAN and "tzdata" not in plain  # the Depends alone
+    nodes, _ = _resolve(
+        tmp_path,
+        wheels,
+        ["sympy", "python-dateutil"],
+        packages=debian,
+        debian=frozenset({"sympy", "python-dateutil"}),
+        debian_names=names,
+        debian_requires={"sympy": ("mpmath>=1.1.0,<1.4",), "python-dateutil": ("tzdata",)},
+    )
+    assert nodes["sympy"].origin is Origin.DEBIAN
+    assert nodes["mpmath"].origin is Origin.PYPI and nodes["mpmath"].version == "1.3.0"
+    assert nodes["mpmath"].shadows.package == "python3-mpmath"
+    assert nodes["tzdata"].origin is Origin.PYPI
+
+
+def test_a_policy_debian_requires_that_is_no_requirement_is_a_recipe_error(tmp_path):
+    import shutil
+
+    from rvport.catalogue.closure import locks_dir
+    from rvport.closure.resolve import load_policy
+
+    for f in ("vllm.policy.yaml", "debian-names.yaml"):
+        shutil.copy(locks_dir() / f, tmp_path / f)
+    policy = tmp_path / "vllm.policy.yaml"
+    policy.write_text(policy.read_text().replace('["mpmath>=1.1.0,<1.4"]', '["mpmath >> 1"]'))
+    with pytest.raises(RecipeError, match="is not a closure policy"):
+        load_policy("vllm", tmp_path)
+
+
 def test_a_policy_debian_name_whose_version_conflicts_is_a_lock_conflict(tmp_path):
     debian = {"python3-numpy": (_deb("python3-numpy", "1:1.26.0-1"),)}
     with pytest.raises(closure.LockConflict, match="the policy takes numpy from Debian"):
