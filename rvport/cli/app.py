@@ -221,7 +221,9 @@ app.add_typer(recipes_app, name="recipes")
 @recipes_app.command("list")
 @settings.command(settings.RECIPES_LIST)
 def recipes_list(o) -> None:
-    """Every recipe with its versions (default in bold)."""
+    """Every recipe with its versions (default in bold), what it depends on and its description; with
+    directories of your own (--recipes, RVPORT_RECIPE_PATH), a column says where each recipe comes from
+    (built-in or which directory). Without them the title says that every recipe is built-in."""
     from rvport.catalogue.recipes import load_catalogue
     from rvport.cli import views
 

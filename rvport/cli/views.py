@@ -88,11 +88,16 @@ def plan_table(plan: Plan) -> Table:
 def recipes_table(cat: Catalogue) -> Table:
     layers = ", ".join(str(d) for d in cat.user_dirs)
     t = Table(
-        title=Text("recipes" + (f" ({layers} over the built-in catalogue)" if layers else "")),
+        title=Text(
+            "recipes " + (f"({layers} over the built-in catalogue)" if layers else "(built-in catalogue)")
+        ),
         title_justify="left",
     )
     longest = max((len(r.version) + 1 for vs in cat.recipes.values() for r in vs), default=0)
-    for col in ("name, kind", "versions", "depends", "from", "description"):
+    # where each recipe comes from, only when there is a choice: without directories of the user's, every
+    # row would say built-in (the title says it once, and 80 columns keep room for the description)
+    cols = ("name, kind", "versions", "depends", *(("from",) if layers else ()), "description")
+    for col in cols:
         t.add_column(
             col,
             **_whole(
@@ -106,7 +111,7 @@ def recipes_table(cat: Catalogue) -> Table:
             Text.assemble(name, "\n", (d.kind.value, "dim")),
             versions,
             Text("\n".join(d.depends) or "-"),
-            Text(cat.origin(name)),
+            *((Text(cat.origin(name)),) if layers else ()),
             Text(d.description),
         )
     return t

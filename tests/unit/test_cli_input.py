@@ -224,6 +224,11 @@ def test_recipe_descriptions_are_printed_literally(tmp_path, description):
         cp = run(*args, "--recipes", str(tmp_path), env={"COLUMNS": "300"})
         assert cp.returncode == 0 and no_traceback(cp), cp.stderr
         assert description in cp.stdout
+    # with a directory of the user's, a column says where each recipe comes from; without, the title does
+    listed = run("recipes", "list", "--recipes", str(tmp_path), env={"COLUMNS": "300"}).stdout
+    assert "┃ from" in listed and str(tmp_path) in listed and "built-in" in listed
+    plain = run("recipes", "list", env={"COLUMNS": "300"}).stdout
+    assert "┃ from" not in plain and plain.startswith("recipes (built-in catalogue)")
 
 
 def test_views_keep_markup_like_names_literal():
