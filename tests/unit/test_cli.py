@@ -17,13 +17,14 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return rvport_process(args, timeout=120, env={**os.environ, **(env or {})})
 
 
-def test_plan_all_writes_nine_recipes_in_dependency_order(tmp_path):
+def test_plan_all_writes_eleven_recipes_in_dependency_order(tmp_path):
     cp = run("plan", "--all", "--profile", "rvv256", "--tag", "local", "--output", str(tmp_path / "out"))
     assert cp.returncode == 0, cp.stderr
     doc = json.loads((tmp_path / "out" / "plan.json").read_text())
     jsonschema.validate(doc, manifest.schema("plan"))
     order = doc["order"]
-    assert len(order) == 9
+    assert len(order) == 11
+    assert order.index("apache-tvm-ffi") < order.index("xgrammar")
     assert order.index("torch") < order.index("vllm") and order.index("glide-ffi") < order.index(
         "semantic-router"
     )

@@ -42,7 +42,10 @@ def test_all_recipes_in_dependency_order(cat):
         "glide-ffi",
         "router-ml-binding",
         "semantic-router",
+        "apache-tvm-ffi",
+        "xgrammar",
     }
+    assert order.index("apache-tvm-ffi") < order.index("xgrammar")
     assert order.index("torch") < order.index("vllm")
     assert order.index("glide-ffi") < order.index("semantic-router")
     assert order.index("router-ml-binding") < order.index("semantic-router")
