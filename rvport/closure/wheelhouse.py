@@ -280,7 +280,7 @@ def requirements_text(rows: Iterable[tuple[str, str, str]]) -> str:
     lines = [
         "# rvport wheelhouse: every wheel here, pinned by sha256. Install the Debian packages of",
         f"# {DEBIAN_LIST} with apt first, then (in a venv made with --system-site-packages):",
-        "#   pip install --no-index --find-links DIR --require-hashes --no-deps -r DIR/requirements.txt",
+        "#   pip install --no-index --find-links DIR --require-hashes -r DIR/requirements.txt",
         "#   pip check",
     ]
     for name, filename, sha in sorted(rows):

@@ -386,9 +386,10 @@ def test_which_steps_run_after_a_failure():
     assert inside.next_step({**ok, "serve": "passed"}, False) is None
 
 
-def test_the_pip_install_is_offline_hashed_and_without_the_resolver():
+def test_the_pip_install_is_the_documented_one_offline_hashed_and_resolved():
     args = inside.pip_install(Path("/wheelhouse"))
-    assert args[:2] == ["pip", "install"] and {"--no-index", "--require-hashes", "--no-deps"} <= set(args)
+    assert args[:2] == ["pip", "install"] and {"--no-index", "--require-hashes"} <= set(args)
+    assert "--no-deps" not in args  # pip's resolver runs: the lock meets what Debian's packages ask
     assert args[args.index("-r") + 1] == "/wheelhouse/requirements.txt"
 
 

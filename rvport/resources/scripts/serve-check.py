@@ -11,7 +11,7 @@ whole process group when it runs past --timeout seconds, or (import, generate, s
 result and has not exited EXIT_GRACE seconds later (a failed step, never a stuck check):
 
     install    a venv with --system-site-packages (it sees Debian's packages), then
-               pip install --no-index --find-links DIR --require-hashes --no-deps -r DIR/requirements.txt
+               pip install --no-index --find-links DIR --require-hashes -r DIR/requirements.txt
     pip-check  `pip check`; every line is recorded, and only the lines that name a distribution the
                wheelhouse installs are judged (Debian's own packages disagree with each other in sid)
     import     `from vllm import LLM`, timed
@@ -153,12 +153,11 @@ def serve_passed(result: dict) -> bool:
 
 
 def pip_install(wh: Path) -> list[str]:
-    """pip's arguments that install a wheelhouse: offline, every wheel checked against its hash, and no
-    resolving (requirements.txt lists every distribution, and `rvport wheelhouse` checked each wheel's
-    requirements against the lock; pip's resolver would also walk Debian's installed packages, whose own
-    metadata disagree in sid: docs/closure.md). `pip check` judges the result."""
+    """pip's arguments that install a wheelhouse, as docs/closure.md tells a user: offline, every wheel
+    checked against its hash. pip's resolver also walks Debian's installed packages; the lock meets what their
+    own metadata asks (the policy's debian_requires). `pip check` judges the result."""
     req = str(wh / "requirements.txt")
-    return ["pip", "install", "--no-index", "--find-links", str(wh), "--require-hashes", "--no-deps",
+    return ["pip", "install", "--no-index", "--find-links", str(wh), "--require-hashes",
             "-r", req]  # fmt: skip
 
 
