@@ -353,6 +353,10 @@ class Recipe:
     # `manylinux: {repair: false, reason: ...}`: why its wheels are never repaired, whatever --manylinux says
     # (a wheel linked against the system's libraries, e.g. Debian's libtorch); None: --manylinux decides
     no_repair: str | None = None
+    # `manylinux: {exclude: [...], reason: ...}`: libraries its wheels' repair leaves out (auditwheel
+    # --exclude), which a wheel they require ships (xgrammar: apache-tvm-ffi's libtvm_ffi.so), and why
+    repair_exclude: tuple[str, ...] = ()
+    repair_exclude_reason: str | None = None
     runtime: Runtime | None = None  # the image the artifacts run in (`runtime:`), made after the stage
     modes: tuple[str, ...] = ("native", "qemu")
     hermetic: bool = True
@@ -897,6 +901,11 @@ def _cargo_home_by_rvport(v: dict, doc: dict, file: str) -> list[Problem]:
     return out
 
 
+def _manylinux(doc: LDict) -> dict:
+    """The recipe's `manylinux:` mapping ({} without one)."""
+    return dict(doc.get("manylinux") or {})
+
+
 def _repair_problems(doc: LDict, file: str) -> list[Problem]:
     """`manylinux:` (the recipe's own wheel repair choice) only where a stage makes wheels."""
     if "manylinux" not in doc or Kind(doc["kind"]) in WHEEL_KINDS:
@@ -1027,6 +1036,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
         )
         problems += recipe_base_problems(toolchain.base, file, base_line, python=toolchain.python)
         problems += _on_base_problems(toolchain, file, (v.get("toolchain"), doc.get("toolchain")), vline)
+        repair = _manylinux(doc)
         recipes.append(
             Recipe(
                 name=doc["name"],
@@ -1056,7 +1066,9 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                 smoke=(doc.get("smoke") or {}).get("script"),
                 smoke_debian=tuple((doc.get("smoke") or {}).get("debian", [])),
                 smoke_without_vector=(doc.get("smoke") or {}).get("without_vector"),
-                no_repair=(doc.get("manylinux") or {}).get("reason"),
+                no_repair=repair.get("reason") if repair.get("repair") is False else None,
+                repair_exclude=tuple(repair.get("exclude", ())),
+                repair_exclude_reason=repair.get("reason") if repair.get("exclude") else None,
                 runtime=runtime,
                 modes=tuple(doc.get("modes", ["native", "qemu"])),
                 hermetic=bool(v.get("hermetic", True)),

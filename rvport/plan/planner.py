@@ -676,7 +676,9 @@ def with_repair(
         return recipe, commands, ()
     t = tool("auditwheel")
     env["RVPORT_MANYLINUX"] = platform
-    return recipe, commands + (f"sh /rvport/tools/{t.script} {platform}",), (t,)
+    # the recipe's exclusions: names of the schema's pattern (lib*.so[.N]), safe as words of the command
+    exclude = "".join(f" --exclude {lib}" for lib in recipe.repair_exclude)
+    return recipe, commands + (f"sh /rvport/tools/{t.script} {platform}{exclude}",), (t,)
 
 
 def wheel_repair(recipe: Recipe, asked: str, platform: str | None) -> dict | None:
@@ -687,6 +689,15 @@ def wheel_repair(recipe: Recipe, asked: str, platform: str | None) -> dict | Non
         return None
     if recipe.no_repair is not None:
         return {"repair": False, "platform": None, "by": "recipe", "reason": recipe.no_repair}
+    if platform is not None and recipe.repair_exclude:
+        return {
+            "repair": True,
+            "platform": platform,
+            "by": "recipe",
+            "reason": f"--manylinux {asked.strip()}, leaving out what the recipe excludes: "
+            f"{recipe.repair_exclude_reason}",
+            "exclude": list(recipe.repair_exclude),
+        }
     return {
         "repair": platform is not None,
         "platform": platform,

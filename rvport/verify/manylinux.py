@@ -7,11 +7,12 @@ out.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 
 import yaml
+from packaging.utils import canonicalize_name
 
 from rvport import resources
 from rvport.verify.elf import ElfFacts
@@ -24,6 +25,9 @@ class Policies:
     arch: str
     system_libraries: frozenset[str]
     loaders: frozenset[str]
+    # a library another wheel ships -> that wheel's distribution (canonical name): a wheel that requires it
+    # may need the library without shipping it
+    provided_by: Mapping[str, str]
     policies: tuple[tuple[str, dict[str, tuple[int, ...]]], ...]  # most compatible first
 
 
@@ -46,6 +50,7 @@ def policies(arch: str = "riscv64") -> Policies | None:
         arch=arch,
         system_libraries=frozenset(doc["system_libraries"]),
         loaders=frozenset(doc.get("loaders", [])),
+        provided_by={lib: canonicalize_name(d) for lib, d in (doc.get("provided_by_wheels") or {}).items()},
         policies=tuple(
             (name, {ns: _num(str(v)) for ns, v in limits.items()}) for name, limits in doc["policies"].items()
         ),
@@ -66,13 +71,24 @@ def needed_versions(facts: Iterable[ElfFacts]) -> dict[str, tuple[tuple[int, ...
     return out
 
 
-def best_tag(elfs: Iterable[tuple[str, ElfFacts]], arch: str = "riscv64") -> TagAnswer:
-    """The most compatible manylinux_2_X tag for ELF files (name, facts) shipped together in one wheel."""
+def provided(requires: Iterable[str], arch: str = "riscv64") -> frozenset[str]:
+    """The libraries that the wheels of these distributions (a wheel's Requires-Dist) ship
+    (manylinux.yaml provided_by_wheels)."""
+    pol = policies(arch)
+    names = {canonicalize_name(r) for r in requires}
+    return frozenset(lib for lib, dist in (pol.provided_by if pol else {}).items() if dist in names)
+
+
+def best_tag(
+    elfs: Iterable[tuple[str, ElfFacts]], arch: str = "riscv64", requires: Iterable[str] = ()
+) -> TagAnswer:
+    """The most compatible manylinux_2_X tag for ELF files (name, facts) shipped together in one wheel, whose
+    Requires-Dist names `requires` (a library one of those ships is not the system's: provided())."""
     pol = policies(arch)
     if pol is None:
         return TagAnswer(tag=None, why=f"no manylinux policies are known for {arch}")
     elfs = list(elfs)
-    shipped = {name.rsplit("/", 1)[-1] for name, _ in elfs}
+    shipped = {name.rsplit("/", 1)[-1] for name, _ in elfs} | provided(requires, arch)
     external = sorted(
         {
             lib
@@ -88,11 +104,16 @@ def best_tag(elfs: Iterable[tuple[str, ElfFacts]], arch: str = "riscv64") -> Tag
             "allows: graft it into the wheel (auditwheel repair)",
         )
     need = needed_versions(f for _, f in elfs)
+    own = {name.rsplit("/", 1)[-1] for name, _ in elfs}
+    others = sorted({lib for _, f in elfs for lib in f.needed if lib not in own and lib in shipped})
     for name, limits in pol.policies:
         if all(ns not in limits or v <= limits[ns] for ns, (v, _) in need.items()):
             decisive = [vname for ns, (v, vname) in sorted(need.items()) if ns in limits]
             return TagAnswer(
-                tag=f"{name}_{arch}", why="newest versions needed: " + (", ".join(decisive) or "none")
+                tag=f"{name}_{arch}",
+                why="newest versions needed: "
+                + (", ".join(decisive) or "none")
+                + (f"; {', '.join(others)} from a wheel it requires" if others else ""),
             )
     too_new = [
         vname

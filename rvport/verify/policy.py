@@ -324,8 +324,11 @@ def _claim_version(tag: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def judge_wheel_tags(tags: Iterable[Tag], elfs: list[tuple[str, ElfFacts]]) -> Judgement:
-    """Check a wheel's platform tags against the ELF files inside it: architecture and glibc floor."""
+def judge_wheel_tags(
+    tags: Iterable[Tag], elfs: list[tuple[str, ElfFacts]], requires: Iterable[str] = ()
+) -> Judgement:
+    """Check a wheel's platform tags against the ELF files inside it: architecture and glibc floor.
+    `requires`: the distributions its Requires-Dist names (manylinux.best_tag)."""
     claims = sorted({parse_platform(t.platform) for t in tags}, key=lambda c: c.tag)
     reasons: list[str] = []
     notes: list[str] = []
@@ -339,7 +342,7 @@ def judge_wheel_tags(tags: Iterable[Tag], elfs: list[tuple[str, ElfFacts]]) -> J
         elif c.arch != "riscv64":
             reasons.append(f"wheel platform tag {c.tag} is for {c.arch}, not riscv64")
     needing = [(name, f.max_glibc) for name, f in elfs if f.max_glibc]
-    best = best_tag(elfs)
+    best = best_tag(elfs, requires=requires)
     if needing or best.tag is None:
         notes.append(
             f"can carry {best.tag} ({best.why})" if best.tag else f"can carry no manylinux tag: {best.why}"

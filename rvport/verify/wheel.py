@@ -4,6 +4,7 @@ threads."""
 
 from __future__ import annotations
 
+import email.parser
 import os
 import zipfile
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from rvport.catalogue.profiles import Profile
@@ -70,6 +72,7 @@ def verify_wheel(
             sha256=sha,
         )
     elfs: list[tuple[str, ElfFacts]] = []
+    requires: tuple[str, ...] = ()  # the distributions its METADATA's Requires-Dist names (not for extras)
     checked = 0
     readable = True
     whole: tuple[int | None, str | None] | None = None
@@ -97,6 +100,7 @@ def verify_wheel(
                 text = _read_small(zf, zf.getinfo(record_names[0]), limits)
                 record = parse_record(text.decode("utf-8", "replace"))
                 reasons += _check_wheel_tags_file(zf, record_names[0].rsplit("/", 1)[0], tags, limits)
+                requires = _requires(zf, record_names[0].rsplit("/", 1)[0], limits)
 
             def listed(fname: str) -> bool:
                 return record is not None and fname not in record_names and not RECORD_SIGNATURES.match(fname)
@@ -157,12 +161,12 @@ def verify_wheel(
         readable = False
     size, sha = whole if whole is not None else size_sha(path)
     if readable:  # an unreadable zip has no ELF files to judge its tags by: that is not a second reason
-        tj = judge_wheel_tags(tags, elfs)
+        tj = judge_wheel_tags(tags, elfs, requires)
         reasons += tj.reasons
         notes += tj.notes
     glibcs = [f.max_glibc for _, f in elfs if f.max_glibc]
     worst = max(glibcs) if glibcs else None
-    best = best_tag(elfs) if elfs else None
+    best = best_tag(elfs, requires=requires) if elfs else None
     info_ = WheelInfo(
         name=str(name),
         version=str(version),
@@ -245,6 +249,35 @@ def _read_small(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits) -> b
             out += chunk
             check(f"bytes of {info.filename}", len(out), "metadata_bytes", limits.metadata_bytes)
     return bytes(out)
+
+
+# the markers a riscv64 Linux system gives (an extra's requirement is not installed with the wheel)
+_TARGET_MARKERS = {
+    "extra": "",
+    "platform_machine": "riscv64",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "os_name": "posix",
+}
+
+
+def _requires(zf: zipfile.ZipFile, distinfo: str, limits: Limits) -> tuple[str, ...]:
+    """The distributions .dist-info/METADATA's Requires-Dist names for riscv64 Linux: a marker is evaluated
+    with the target's platform (an extra's requirement, or one for x86_64 only, is not named; the Python
+    version markers are this interpreter's). Read within the small-file cap; no METADATA names none."""
+    try:
+        text = _read_small(zf, zf.getinfo(f"{distinfo}/METADATA"), limits).decode("utf-8", "replace")
+    except KeyError:
+        return ()
+    out = []
+    for value in email.parser.HeaderParser().parsestr(text).get_all("Requires-Dist") or []:
+        try:
+            req = Requirement(value)
+        except InvalidRequirement:
+            continue
+        if req.marker is None or req.marker.evaluate(_TARGET_MARKERS):
+            out.append(req.name)
+    return tuple(sorted(set(out)))
 
 
 def _check_wheel_tags_file(zf: zipfile.ZipFile, distinfo: str, tags: frozenset, limits: Limits) -> list[str]:

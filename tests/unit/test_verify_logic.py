@@ -957,3 +957,51 @@ def test_gcc16_platform_properties_and_counters_are_tolerated():
         assert judge_elf(facts(arch=sid), get_profile(profile), IsaLevel.RUNS_ON).ok
     # an extension with instructions of its own still is not
     assert not judge_elf(facts(arch=sid + "_zba1p0"), get_profile("rv64gc"), IsaLevel.RUNS_ON).ok
+
+
+def test_a_library_another_wheel_ships_counts_only_for_a_wheel_that_requires_that_wheel():
+    """xgrammar's bindings need libtvm_ffi.so, which the apache-tvm-ffi wheel ships (manylinux.yaml
+    provided_by_wheels): with apache-tvm-ffi in its Requires-Dist the wheel may carry a manylinux tag without
+    shipping it; without, the library is the system's, which no policy allows."""
+    from rvport.verify.manylinux import best_tag, provided
+
+    bindings = facts(
+        glibc=((2, 38),),
+        versions=("GLIBC_2.38", "GLIBCXX_3.4.32", "CXXABI_1.3.15"),
+        needed=("libtvm_ffi.so", "libstdc++.so.6", "libc.so.6"),
+    )
+    elfs = [("xgrammar/libxgrammar_bindings.so", bindings)]
+    alone = best_tag(elfs)
+    assert alone.tag is None and "libtvm_ffi.so" in alone.why
+    assert provided(["Apache_TVM_FFI"]) == {"libtvm_ffi.so"} and provided(["numpy"]) == frozenset()
+    answer = best_tag(elfs, requires=("numpy", "apache_tvm_ffi"))  # spelled as in a METADATA, or not
+    assert answer.tag == "manylinux_2_39_riscv64" and "libtvm_ffi.so from a wheel it requires" in answer.why
+    assert best_tag(elfs, requires=("numpy",)).tag is None  # another requirement does not ship it
+    claim = parse_tag("cp314-cp314-manylinux_2_39_riscv64")
+    assert judge_wheel_tags(claim, elfs, ("apache-tvm-ffi",)).ok
+    refused = judge_wheel_tags(claim, elfs)
+    assert not refused.ok and "libtvm_ffi.so" in refused.reasons[0]
+    # a library of the list that the wheel ships itself is its own, whatever it requires
+    shipped = [*elfs, ("xgrammar.libs/libtvm_ffi.so", facts(glibc=((2, 31),)))]
+    assert "from a wheel it requires" not in best_tag(shipped, requires=("apache-tvm-ffi",)).why
+
+
+def test_the_requirements_verify_reads_are_metadata_s_requires_dist_without_extras(tmp_path):
+    from rvport.verify.limits import DEFAULT_LIMITS
+    from rvport.verify.wheel import _requires
+
+    meta = (
+        "Metadata-Version: 2.4\nName: xgrammar\nVersion: 0.2.8\n"
+        "Requires-Dist: apache-tvm-ffi>=0.1.11\nRequires-Dist: torch>=1.10.0\n"
+        "Requires-Dist: triton; platform_system == 'Linux' and platform_machine == 'x86_64'\n"
+        'Requires-Dist: pytest; extra == "test"\nRequires-Dist: not a requirement !!\n'
+        "Requires-Dist: tvm-ffi-riscv; platform_machine == 'riscv64'\n\nlong description\n"
+    )
+    path = tmp_path / "x.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("xgrammar-0.2.8.dist-info/METADATA", meta)
+    with zipfile.ZipFile(path) as zf:
+        got = _requires(zf, "xgrammar-0.2.8.dist-info", DEFAULT_LIMITS)
+        # triton is for x86_64, pytest for an extra
+        assert got == ("apache-tvm-ffi", "torch", "tvm-ffi-riscv")
+        assert _requires(zf, "other-1.0.dist-info", DEFAULT_LIMITS) == ()  # no METADATA: none

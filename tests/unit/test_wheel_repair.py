@@ -160,3 +160,76 @@ def test_vllm_keeps_its_wheel_linked_to_debians_torch():
     assert r.no_repair and "torch" in r.no_repair
     st = plan(cat, "vllm", profile="rv64gc").stage("vllm")
     assert st.tools == () and st.wheel_repair["repair"] is False
+
+
+EXCLUDE = """\
+manylinux:
+  exclude: [libtvm_ffi.so]
+  reason: the apache-tvm-ffi wheel it requires ships libtvm_ffi.so
+"""
+
+
+def test_a_recipe_may_leave_out_of_the_repair_a_library_that_a_wheel_it_requires_ships(tmp_path):
+    write(tmp_path, "xg", EXCLUDE)
+    cat = load_catalogue(tmp_path)
+    r = cat.resolve("xg")
+    assert r.repair_exclude == ("libtvm_ffi.so",) and r.no_repair is None
+    st = plan(cat, "xg").stage("xg")
+    assert st.commands[-1] == "sh /rvport/tools/wheel-repair.sh auto --exclude libtvm_ffi.so"
+    assert st.wheel_repair == {
+        "repair": True,
+        "platform": "auto",
+        "by": "recipe",
+        "reason": "--manylinux auto, leaving out what the recipe excludes: the apache-tvm-ffi wheel it "
+        "requires ships libtvm_ffi.so",
+        "exclude": ["libtvm_ffi.so"],
+    }
+    doc = plan(cat, "xg").to_json()
+    jsonschema.validate(doc, manifest.schema("plan"))
+    assert not any("xg" in w and REPAIR_NOTE in w for w in doc.get("warnings", []))
+    # a policy asked for is kept, and off is off
+    assert (
+        plan(cat, "xg", manylinux="2_39")
+        .stage("xg")
+        .commands[-1]
+        .endswith("manylinux_2_39_riscv64 --exclude libtvm_ffi.so")
+    )
+    assert plan(cat, "xg", manylinux="off").stage("xg").wheel_repair["repair"] is False
+    # what it leaves out is part of the stage key
+    write(tmp_path, "xg", EXCLUDE.replace("[libtvm_ffi.so]", "[libtvm_ffi.so, libother.so.1]"))
+    assert plan(load_catalogue(tmp_path), "xg").stage("xg").key != st.key
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "manylinux:\n  reason: neither repair nor exclude\n",
+        "manylinux:\n  repair: false\n  exclude: [libtvm_ffi.so]\n  reason: both\n",
+        "manylinux:\n  exclude: [libtvm_ffi.so]\n",
+        "manylinux:\n  exclude: []\n  reason: nothing\n",
+        "manylinux:\n  exclude: ['../libx.so']\n  reason: a path\n",
+        "manylinux:\n  exclude: ['libx.so; rm -rf /']\n  reason: a command\n",
+        "manylinux:\n  exclude: [libtvm_ffi.a]\n  reason: not a shared library\n",
+    ],
+)
+def test_an_exclusion_is_a_list_of_library_names_with_a_reason(tmp_path, extra):
+    write(tmp_path, "xg", extra)
+    ps = load_problems(tmp_path)
+    assert ps and all(p.file.endswith("xg.yaml") and p.line for p in ps), [p.message for p in ps]
+    assert any("manylinux" in p.message for p in ps), [p.message for p in ps]
+
+
+def test_the_repair_script_hands_the_exclusions_to_auditwheel_and_refuses_anything_else(tmp_path):
+    import subprocess
+
+    script = resources.builtin("scripts") / "wheel-repair.sh"
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "RVPORT_OUT": str(out)}
+    for bad in (["--exclude", "libx.so;"], ["--exclude", "x.so"], ["--plat", "x"], ["--exclude", "lib*.so"]):
+        cp = subprocess.run(
+            ["sh", "-eu", str(script), "auto", *bad], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert cp.returncode == 3 and "takes --exclude LIB" in cp.stderr, (bad, cp.stderr)
+    text = script.read_text()
+    assert '--plat "$plat" $excludes -w' in text
