@@ -4,7 +4,7 @@ that pins each by sha256 and the list of Debian packages apt installs first (doc
     DIR/*.whl                 the lock's index wheels (from the download cache, checked by sha256) and the
                               recipes' wheels (from the build's artifacts)
     DIR/requirements.txt      NAME==VERSION --hash=sha256:... for every wheel (pip --require-hashes)
-    DIR/debian-packages.txt   PACKAGE=VERSION for apt-get install, one a line
+    DIR/debian-packages.txt   PACKAGE=VERSION for apt-get install, one a line (shadowed packages too)
     DIR/wheelhouse.json       what was put there: the lock's digest, the profile, each file and its verdict
 
 Before anything is written, everything that can be checked is: the lock (rvport.catalogue.closure), each
@@ -32,7 +32,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from rvport.catalogue import closure
-from rvport.catalogue.closure import Entry, Lock, Origin
+from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Source, SourceKind
 from rvport.errors import IntegrityError, Problem, SourceUnavailable, UsageError, VerifyFailed
@@ -134,13 +134,22 @@ def find_recipe_wheels(lock: Lock, artifacts: Sequence[Path], profile: str = "PR
     return found
 
 
+def apt_packages(lock: Lock) -> list[tuple[str, DebianRef]]:
+    """(distribution, Debian package) of everything apt installs at the lock's versions: every Debian entry,
+    and every Debian package an index wheel is installed over (apt installs it anyway, as a dependency of a
+    Debian entry: pinned too, so that apt takes the version the lock saw, not whatever the mirror has)."""
+    out = [(e.name, e.debian) for e in lock.by_origin(Origin.DEBIAN) if e.debian]
+    out += [(e.name, e.shadows) for e in lock.entries if e.shadows]
+    return sorted(out, key=lambda r: r[1].package)
+
+
 def check_debian(lock: Lock, opts: Options) -> dict | None:
     """Every Debian entry (and every package an index wheel is installed over) as the suite's signed index
     has it now: its version still there, with the lock's sha256."""
     from rvport.build import debpins
     from rvport.sources import debarchive
 
-    pins = [e.debian for e in lock.by_origin(Origin.DEBIAN) if e.debian]
+    pins = [deb for _, deb in apt_packages(lock)]
     if not pins:
         return None
     extra = {"keyring": opts.keyring} if opts.keyring else {}
@@ -348,7 +357,7 @@ def make(lock: Lock, opts: Options, *, log: Callable[[str], None] = lambda _m: N
         (tmp / REQUIREMENTS).write_text(
             requirements_text((e.name, f, s) for e, f, s in rows), encoding="utf-8"
         )
-        debs = [(e.debian.package, e.debian.version) for e in lock.by_origin(Origin.DEBIAN) if e.debian]
+        debs = [(deb.package, deb.version) for _, deb in apt_packages(lock)]
         (tmp / DEBIAN_LIST).write_text(debian_text(lock.target.suite, debs), encoding="utf-8")
         doc = manifest_doc(lock, opts.profile, rows, debian)
         from rvport import manifest
@@ -404,7 +413,7 @@ def manifest_doc(
             {"name": e.name, "version": e.version, "origin": e.origin.value, "file": f, "sha256": s}
             for e, f, s in sorted(rows, key=lambda r: r[0].name)
         ],
-        "debian": [{**e.debian.to_json(), "name": e.name} for e in lock.by_origin(Origin.DEBIAN) if e.debian],
+        "debian": [{**deb.to_json(), "name": name} for name, deb in apt_packages(lock)],
         "debian_release": (debian or {}).get("release"),
     }
 

@@ -378,3 +378,18 @@ def test_the_command_asks_carries_of_the_recipes_that_declare_isa_profile():
     lock = closure.load_lock(closure.lock_path("vllm", "0.33.0", "3.14"))
     got = carrying(load_catalogue(), lock)
     assert "vllm" in got and "tiktoken" not in got  # tiktoken's wheel is `isa: baseline`
+
+
+def test_the_apt_list_pins_the_debian_packages_an_index_wheel_is_installed_over_too():
+    """apt installs python3-mpmath and python3-setuptools anyway (dependencies of Debian entries) though the
+    venv takes mpmath and setuptools from the index: they are pinned at the lock's versions as well."""
+    from rvport.catalogue.closure import load_lock, locks_dir
+
+    lock = load_lock(locks_dir() / "vllm-0.33.0-cp314.yaml")
+    listed = {deb.package: (name, deb.version) for name, deb in wh.apt_packages(lock)}
+    debian = [e for e in lock.entries if e.origin.value == "debian"]
+    shadowing = {e.shadows.package: e for e in lock.entries if e.shadows}
+    assert {"python3-mpmath", "python3-setuptools"} <= set(shadowing)
+    assert len(listed) == len(debian) + len(shadowing)
+    for package, e in shadowing.items():
+        assert listed[package] == (e.name, e.shadows.version) and e.origin.value == "pypi"
