@@ -94,12 +94,24 @@ def test_xgrammar_is_built_against_the_tvm_ffi_wheel_of_its_recipe_not_a_downloa
     assert st.commands.index(install) < next(i for i, c in enumerate(st.commands) if "pip wheel" in c)
 
 
-def test_xgrammar_keeps_linking_the_tvm_ffi_runtime_so_it_is_not_repaired():
+def test_xgrammar_is_repaired_leaving_out_the_tvm_ffi_runtime_its_requirement_ships():
     st = _plan("xgrammar").stage("xgrammar")
-    assert not any(c.startswith("sh /rvport/tools/wheel-repair.sh") for c in st.commands)
-    assert "libtvm_ffi.so" in (st.recipe.no_repair or "")
+    assert st.commands[-1] == "sh /rvport/tools/wheel-repair.sh auto --exclude libtvm_ffi.so"
+    assert st.recipe.no_repair is None and st.recipe.repair_exclude == ("libtvm_ffi.so",)
+    assert "second FFI runtime" in (st.recipe.repair_exclude_reason or "")
+    doc = next(s for s in _plan("xgrammar").to_json()["stages"] if s["recipe"].startswith("xgrammar"))
+    assert doc["wheel_repair"]["by"] == "recipe" and doc["wheel_repair"]["exclude"] == ["libtvm_ffi.so"]
+    assert doc["wheel_repair"]["repair"] is True and doc["wheel_repair"]["platform"] == "auto"
+    # --manylinux off still means off
+    off = make_plan(
+        load_catalogue(),
+        Request(refs=("xgrammar",), profile=get_profile("rv64gc"), manylinux="off"),
+        X86,
+        bases=load_bases(),
+    ).stage("xgrammar")
+    assert not any("wheel-repair.sh" in c for c in off.commands)
     tvm = _plan("apache-tvm-ffi").stage("apache-tvm-ffi")
-    assert tvm.commands[-1].startswith("sh /rvport/tools/wheel-repair.sh")  # repaired as every wheel
+    assert tvm.commands[-1] == "sh /rvport/tools/wheel-repair.sh auto"  # repaired as every wheel
 
 
 @pytest.mark.parametrize("name", NAMES)
