@@ -123,7 +123,11 @@ def load_policy(recipe: str, root: Path | None = None) -> Policy:
             },
         )
     except (KeyError, TypeError, AttributeError, InvalidRequirement) as e:
-        raise RecipeError(f"{path} or {names_path} is not a closure policy: {e}") from e
+        raise RecipeError(
+            f"{path} or {names_path} is not a closure policy: {e}",
+            hint="fix the file as docs/closure.md describes it (requirements, replace, recipes, debian, "
+            "debian_requires: each `requires` a list of requirements such as 'mpmath>=1.1,<1.4')",
+        ) from e
 
 
 # ------------------------------------------------------------------------------------------------ reading

@@ -495,8 +495,9 @@ def test_a_policy_debian_requires_that_is_no_requirement_is_a_recipe_error(tmp_p
         shutil.copy(locks_dir() / f, tmp_path / f)
     policy = tmp_path / "vllm.policy.yaml"
     policy.write_text(policy.read_text().replace('["mpmath>=1.1.0,<1.4"]', '["mpmath >> 1"]'))
-    with pytest.raises(RecipeError, match="is not a closure policy"):
+    with pytest.raises(RecipeError, match="is not a closure policy") as ei:
         load_policy("vllm", tmp_path)
+    assert "debian_requires" in (ei.value.hint or "")
 
 
 def test_a_policy_debian_name_whose_version_conflicts_is_a_lock_conflict(tmp_path):
