@@ -16,7 +16,21 @@ from rvport.fileio import atomic_write_text
 from rvport.safetext import clean_xml, md_code, md_text, printable
 
 _BACKTICKS = re.compile("`+")
-TIMING_ORDER = ("fetch", "base", "toolchain", "build", "verify", "smoke", "runtime", "check")
+# every key the runner writes into a stage's timings (StageEnv.timer, runner.py's "images"), in the order a
+# stage runs them; a key not here (a later rvport's) still gets a column, after these (timing_keys)
+TIMING_ORDER = (
+    "fetch",
+    "images",
+    "base",
+    "toolchain",
+    "accelerated",
+    "build",
+    "verify",
+    "smoke_image",
+    "smoke",
+    "runtime",
+    "check",
+)
 
 
 def _size(n: int | None) -> str:
@@ -42,6 +56,15 @@ def _fence(lines: list[str]) -> str:
 
 def stage_time(stage: dict) -> float:
     return round(sum(float(v) for v in (stage.get("timings") or {}).values()), 2)
+
+
+def timing_keys(stages: list[dict]) -> list[str]:
+    """The timing table's columns: TIMING_ORDER, then any other key a stage has, as first seen (never
+    dropped)."""
+    keys = list(TIMING_ORDER)
+    for s in stages:
+        keys += [k for k in (s.get("timings") or {}) if k not in keys]
+    return keys
 
 
 def verify_word(stage: dict) -> str:
@@ -104,19 +127,18 @@ def summary_markdown(doc: dict) -> str:
             f"| {_cell(_stage_id(s))} | {_cell(s.get('version', ''))} | {_cell(s.get('mode', ''))} | "
             f"{_cell(s.get('status', ''))} | {verify_word(s)} | {smoke_word(s)} | {stage_time(s):.1f} s |"
         )
+    keys = timing_keys(stages)
     lines += [
         "",
         "### Stage timings (s)",
         "",
-        "| stage | " + " | ".join(TIMING_ORDER) + " |",
-        "|---|" + "---:|" * len(TIMING_ORDER),
+        "| stage | " + " | ".join(_cell(k) for k in keys) + " |",
+        "|---|" + "---:|" * len(keys),
     ]
     for s in stages:
         t = s.get("timings") or {}
         lines.append(
-            f"| {_cell(_stage_id(s))} | "
-            + " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in TIMING_ORDER)
-            + " |"
+            f"| {_cell(_stage_id(s))} | " + " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in keys) + " |"
         )
     lines += ["", "### Artifacts", ""]
     arts = doc.get("artifacts") or []

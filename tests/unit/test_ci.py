@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+import rvport.build
 from rvport.build.buildx import BuildSpec, check_cache_export
 from rvport.cli import ci
 from rvport.cli.progress import Reporter
@@ -106,10 +107,54 @@ def test_summary_lists_stages_verdicts_cache_hits_timings_and_artifacts():
     assert "Cache hits: 1 of 2 stage(s) reused verified artifacts (msgspec)" in md
     assert "| msgspec | 1.0 | qemu | cached | ok | passed | 1.1 s |" in md
     assert "| tiktoken | 1.0 | qemu | ok | ok | passed | 73.8 s |" in md
-    assert "| tiktoken | 2.0 | - | - | 60.2 | 1.5 | 10.0 |" in md  # fetch base toolchain build verify smoke
+    # fetch images base toolchain accelerated build verify smoke_image smoke runtime check
+    assert "| tiktoken | 2.0 | - | - | - | - | 60.2 | 1.5 | - | 10.0 | - | - |" in md
     assert f"| `msgspec/msgspec-0.23.0-cp313-cp313-linux_riscv64.whl` | 234.6 KiB | `{SHA}` |" in md
     assert "| `tiktoken/t.whl` | 3.0 MiB |" in md
     assert "<details>" not in md
+
+
+def _timing_table(md: str) -> list[str]:
+    rows = md[md.index("### Stage timings (s)") :].split("\n\n")[1]
+    return rows.splitlines()
+
+
+def test_summary_timings_show_every_step_in_the_order_a_stage_runs_them():
+    every = {k: float(i) for i, k in enumerate(reversed(ci.TIMING_ORDER), 1)}
+    header, rule, row = _timing_table(
+        ci.summary_markdown(dict(OK_DOC, stages=[stage("all", "ok", timings=every)]))
+    )
+    assert header == (
+        r"| stage | fetch | images | base | toolchain | accelerated | build | verify | smoke\_image | "
+        "smoke | runtime | check |"
+    )
+    assert rule == "|---|" + "---:|" * 11
+    assert row == "| all | 11.0 | 10.0 | 9.0 | 8.0 | 7.0 | 6.0 | 5.0 | 4.0 | 3.0 | 2.0 | 1.0 |"
+
+
+def test_summary_timings_keep_a_step_not_in_the_order_after_the_known_ones():
+    stages = [
+        stage("a", "ok", timings={"build": 1.0, "later_step": 2.5}),
+        stage("b", "ok", timings={"other|step": 4.0, "fetch": 0.5}),
+        stage("c", "not run"),
+    ]
+    header, rule, *rows = _timing_table(ci.summary_markdown(dict(OK_DOC, stages=stages)))
+    assert header.endswith(r"| check | later\_step | other\|step |")  # as first seen, escaped
+    assert rule == "|---|" + "---:|" * 13
+    assert rows == [
+        "| a | - | - | - | - | - | 1.0 | - | - | - | - | - | 2.5 | - |",
+        "| b | 0.5 | - | - | - | - | - | - | - | - | - | - | - | 4.0 |",
+        "| c | - | - | - | - | - | - | - | - | - | - | - | - | - |",
+    ]
+
+
+def test_timing_order_has_every_key_the_build_writes():
+    """Each `timer("...")` and `timings["..."]` in rvport/build is a column of its own in the summary."""
+    written = set()
+    for path in Path(rvport.build.__file__).parent.rglob("*.py"):
+        written |= set(re.findall(r"""(?:\btimer\(|\btimings\[)["']([^"']+)["']""", path.read_text()))
+    assert {"fetch", "images", "smoke_image", "smoke", "check"} <= written  # the scan finds them
+    assert written <= set(ci.TIMING_ORDER)
 
 
 def test_summary_of_a_failure_names_the_stage_and_carries_error_and_log_tail():
