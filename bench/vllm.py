@@ -16,10 +16,11 @@ a build that has to make its own says so in its `images` time). The sources come
 git source for the vector profiles: GitHub may be out of reach; `rvport fetch vllm --from-git CLONE --to DIR`
 fills one), or from the network into a mirror of the run's own.
 
-Per build it prints the wall time, the stage's own steps from result.json (images, build, verify, smoke),
-whether verify (and the smoke test, unless --no-smoke) passed, the wheel's size and sha256, and the load
-average while it ran: the machine is shared, so every figure carries its load. The rv64gc pair gives the
-ratio qemu/accelerated of the wall time and of the build step. Everything is written to WORK/bench.json.
+Per build it prints the wall time, the stage's own steps from result.json (images; smoke_image, its wait for
+the smoke image made beside the build; build), whether verify (and the smoke test, unless --no-smoke)
+passed, the wheel's size and sha256, and the load average while it ran: the machine is shared, so every
+figure carries its load. The rv64gc pair gives the ratio qemu/accelerated of the wall time and of the build
+step. Everything is written to WORK/bench.json.
 Builds run one after another, never side by side; Ctrl-C stops the running build and its children.
 """
 
@@ -41,6 +42,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import common  # noqa: E402
 
 TARGET_SECONDS = 20 * 60  # issue 24: the rvv256 wheel from warm bases, on this 2-core machine
+STEPS = ("images", "smoke_image", "build")  # the stage's timings printed (bench.json keeps them all)
 
 
 def rvport(*args: str, log: Path) -> tuple[int, float]:
@@ -68,6 +70,31 @@ def wheels(out: Path) -> list[dict]:
             }
         )
     return found
+
+
+def steps(t: dict) -> str:
+    """The stage's steps on a build's own line: `images=12.0s smoke_image=0.0s build=900.5s`."""
+    return " ".join(f"{k}={t.get(k, 0):.1f}s" for k in STEPS)
+
+
+def table(runs: list[dict]) -> list[str]:
+    """The closing table: a line per build, each step in a column as wide as its name (8 at least)."""
+    widths = {k: max(8, len(k)) for k in STEPS}
+    lines = [
+        f"{'build':28} {'rc':>3} {'wall':>8} "
+        + " ".join(f"{k:>{w}}" for k, w in widths.items())
+        + "  verify smoke  load (1 min)"
+    ]
+    for r in runs:
+        t = r.get("timings", {})
+        lines.append(
+            f"{'vllm ' + r['profile'] + ' ' + r['mode']:28} {r['rc']:3d} {r['wall']:7.1f}s "
+            + " ".join(f"{t.get(k, 0):{w - 1}.1f}s" for k, w in widths.items())
+            + f"  {'ok' if r.get('verify') else 'NO':6} "
+            f"{str(r.get('smoke')):6} {r['load']['min']:.1f}-{r['load']['max']:.1f} "
+            f"(mean {r['load']['mean']:.1f})"
+        )
+    return lines
 
 
 def build(profile: str, mode: str, args: argparse.Namespace, work: Path, warm: Path) -> dict:
@@ -99,7 +126,7 @@ def build(profile: str, mode: str, args: argparse.Namespace, work: Path, warm: P
         )
     t = res.get("timings", {})
     print(
-        f"  {name}: rc={rc} wall={wall:.1f}s images={t.get('images', 0):.1f}s build={t.get('build', 0):.1f}s "
+        f"  {name}: rc={rc} wall={wall:.1f}s {steps(t)} "
         f"verify={'ok' if res.get('verify') else 'FAILED'} smoke={res.get('smoke')} "
         f"load {load.describe()}",
         flush=True,
@@ -142,15 +169,7 @@ def main() -> int:
         (work / "bench.json").write_text(json.dumps({"runs": runs}, indent=1))
 
     print()
-    print(f"{'build':28} {'rc':>3} {'wall':>8} {'images':>8} {'build':>8}  verify smoke  load (1 min)")
-    for r in runs:
-        t = r.get("timings", {})
-        print(
-            f"{'vllm ' + r['profile'] + ' ' + r['mode']:28} {r['rc']:3d} {r['wall']:7.1f}s "
-            f"{t.get('images', 0):7.1f}s {t.get('build', 0):7.1f}s  {'ok' if r.get('verify') else 'NO':6} "
-            f"{str(r.get('smoke')):6} {r['load']['min']:.1f}-{r['load']['max']:.1f} "
-            f"(mean {r['load']['mean']:.1f})"
-        )
+    print("\n".join(table(runs)))
     failed = [r for r in runs if r["rc"] != 0]
     for r in runs:
         if r["profile"] == "rvv256" and r["rc"] == 0:

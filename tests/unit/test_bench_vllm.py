@@ -39,3 +39,25 @@ def test_wheels_are_reported_by_size_and_digest(tmp_path):
     assert bench.wheels(tmp_path) == [
         {"name": whl.name, "bytes": 8, "sha256": hashlib.sha256(b"PK wheel").hexdigest()}
     ]
+
+
+def test_the_smoke_image_wait_is_shown_beside_the_other_steps():
+    t = {"fetch": 0.5, "images": 12.0, "build": 900.5, "smoke_image": 3.4, "smoke": 40.0}
+    assert bench.steps(t) == "images=12.0s smoke_image=3.4s build=900.5s"
+    assert bench.steps({}) == "images=0.0s smoke_image=0.0s build=0.0s"  # a build that left no result.json
+    run = {
+        "profile": "rvv256",
+        "mode": "accelerated",
+        "rc": 0,
+        "wall": 1000.0,
+        "timings": t,
+        "verify": True,
+        "smoke": "passed",
+        "load": {"min": 1.5, "max": 2.5, "mean": 2.0},
+    }
+    header, row = bench.table([run])
+    assert header.split()[:6] == ["build", "rc", "wall", "images", "smoke_image", "build"]
+    assert row.split()[4:10] == ["1000.0s", "12.0s", "3.4s", "900.5s", "ok", "passed"]
+    # each figure ends under its column's name
+    for name, figure in (("images", "12.0s"), ("smoke_image", "3.4s"), ("build", "900.5s")):
+        assert header.rindex(name) + len(name) == row.index(figure) + len(figure)
