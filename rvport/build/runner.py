@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -67,6 +68,7 @@ SMOKE_FAILED_LINES = 20  # ... and of a failing one's, also shown in the error
 SMOKE_LOG_TAIL = 1 << 20
 SMOKE_LOG_HEAD = 4096
 SMOKE_STATUS_MAX = 4096
+LOG_TAIL_BYTES = 1 << 20  # a failed stage's log is read from its end, this much at most (_tail)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -821,7 +823,18 @@ def smoke_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
 
 
 def _tail(log: str | None, n: int = 30) -> list[str]:
+    """A failed stage's last n log lines (result.json's log_tail), as a text file's lines (universal
+    newlines, bad UTF-8 replaced). Only the log's last LOG_TAIL_BYTES are read: a big build's log is hundreds
+    of MB. When bytes before them were left out, the first line read began in them and is dropped (unless it
+    is all there is: the end of one overlong line). A log that cannot be read has no tail: the stage's own
+    error is what the run reports."""
     if not log or not Path(log).is_file():
         return []
-    with open(log, errors="replace") as f:
-        return [ln.rstrip("\n") for ln in f.readlines()[-n:]]
+    try:
+        ends = read_ends(Path(log), head=0, tail=LOG_TAIL_BYTES, what="stage log", error=BuildFailed)
+    except RvportError:
+        return []
+    lines = io.StringIO((ends.head + ends.tail).decode("utf-8", errors="replace"), newline=None).readlines()
+    if ends.truncated:
+        lines = lines[1:] or lines
+    return [ln.rstrip("\n") for ln in lines[-n:]]
