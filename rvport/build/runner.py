@@ -562,7 +562,9 @@ class Runner:
         reports, failures = [], []
         for o in st.recipe.outputs:
             # the stage's profile: what its compiler was given (rvv256-bf16's zfbfmin where GCC accepts it)
-            report = verify_paths(_matches(files, o.glob), st.profile, isa=o.isa, exports=o.exports)
+            report = verify_paths(
+                _matches(files, o.glob), st.profile, isa=o.isa, exports=o.exports, vlen_exact=o.vlen_exact
+            )
             doc = report.to_json()
             for a in doc["artifacts"]:  # paths relative to the stage's output, not a temporary directory
                 a["path"] = str(Path(a["path"]).relative_to(files))

@@ -323,6 +323,19 @@ class Output:
     isa: str = "profile"  # "profile": must carry the profile's promised extensions (verify's "carries");
     # "baseline": must run on the profile ("runs-on")
     exports: tuple[str, ...] = ()  # functions it must export (verify: ELF symbol tables, any archive member)
+    # "exact": its vector code assumes the VLEN it is built for (vLLM's kernels: -mrvv-vector-bits=zvl), so it
+    # runs only where VLEN is exactly the profile's (verify's rule_vlen); "agnostic": any VLEN at least that
+    vlen: str = "agnostic"
+
+    @property
+    def vlen_exact(self) -> bool:
+        return self.vlen == "exact"
+
+    def to_json(self) -> dict:
+        """plan.json's entry; `vlen` only where it is exact, so other plans stay as they were."""
+        return {"glob": self.glob, "type": self.type, "isa": self.isa} | (
+            {"vlen": self.vlen} if self.vlen_exact else {}
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1060,6 +1073,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                         type=o["type"],
                         isa=o.get("isa", "profile"),
                         exports=tuple(o.get("exports", ())),
+                        vlen=o.get("vlen", "agnostic"),
                     )
                     for o in doc.get("outputs", [])
                 ),

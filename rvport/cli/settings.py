@@ -675,6 +675,16 @@ SETTINGS: tuple[Setting, ...] = (
         "dynamic symbols or some member of an archive. Repeat it, or separate names with commas.",
     ),
     Setting(
+        dest="vlen_exact",
+        verbs=frozenset({VERIFY_ARTIFACTS}),
+        type=bool,
+        flags=("--vlen-exact",),
+        default=False,
+        help="The artifacts' vector code assumes the VLEN it was built for (compiled with "
+        "-mrvv-vector-bits=zvl, as vLLM's kernels are): refuse it on a profile of another VLEN. The ELF file "
+        "cannot show it; a recipe's `vlen: exact` output, recorded in its provenance, says it too.",
+    ),
+    Setting(
         dest="provenance",
         verbs=frozenset({VERIFY_ARTIFACTS}),
         type=Path | None,

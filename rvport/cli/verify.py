@@ -32,7 +32,9 @@ def artifacts(o) -> None:
     prof = get_profile(o.profile or (prov.profile if prov is not None and prov.profile else DEFAULT_PROFILE))
     # Checked here, not by a click Choice, so a bad value is an rvport UsageError (exit 2).
     level = isa_level(o.isa)
-    report = verify_paths(list(o.paths), prof, isa=level, exports=_names(o.export), provenance=prov)
+    report = verify_paths(
+        list(o.paths), prof, isa=level, exports=_names(o.export), provenance=prov, vlen_exact=o.vlen_exact
+    )
     if o.json_out is not None:
         write_json(report, o.json_out)
     if o.junit_out is not None:

@@ -224,7 +224,7 @@ class Stage:
             "vendor": r.vendor,
             "lock": r.lock.to_json() if r.lock else None,
             "toolchain": r.toolchain.to_json(),
-            "outputs": [{"glob": o.glob, "type": o.type, "isa": o.isa} for o in r.outputs],
+            "outputs": [o.to_json() for o in r.outputs],
             "smoke": self._smoke_json(),
             "hermetic": r.hermetic,
             "tools": [t.to_json() for t in self.tools],
@@ -494,7 +494,9 @@ def stage_key(
         "toolchain": recipe.toolchain.to_json(),
         "env": dict(sorted(env.items())),
         "commands": list(commands),
-        "outputs": [(o.glob, o.type, o.isa) for o in recipe.outputs],
+        "outputs": [
+            (o.glob, o.type, o.isa) + (("vlen=exact",) if o.vlen_exact else ()) for o in recipe.outputs
+        ],
         "smoke": recipe.smoke,
         "smoke_debian": list(recipe.smoke_debian),
         "deps": list(dep_keys),

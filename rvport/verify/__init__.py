@@ -14,11 +14,11 @@ from pathlib import Path
 
 from rvport.catalogue.profiles import Profile
 from rvport.errors import UsageError
-from rvport.verify.artifacts import verify_path
+from rvport.verify.artifacts import verify_file, verify_path
 from rvport.verify.limits import DEFAULT_LIMITS, Limits
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport, WheelInfo
 from rvport.verify.policy import IsaLevel, Verdict
-from rvport.verify.provenance import Provenance
+from rvport.verify.provenance import Provenance, is_vlen_exact
 from rvport.verify.provenance import check as check_provenance
 
 __all__ = [
@@ -43,6 +43,7 @@ def verify_paths(
     exports: Sequence[str] = (),
     provenance: Provenance | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    vlen_exact: bool = False,
 ) -> VerifyReport:
     """Verify wheels, ar archives, ELF files and directories of them against a profile.
 
@@ -50,7 +51,9 @@ def verify_paths(
     "carries" (runs on, and carries every extension the profile promises, Profile.requires); the older names
     "baseline" and "profile" mean the same two. `exports`: function names every artifact must export (an ELF
     file's dynamic symbol table, or some member of an ar archive). `provenance` (provenance.load): every
-    artifact must be one of its subjects, with the same sha256. `limits`: the caps on the work done per
+    artifact must be one of its subjects, with the same sha256; a subject it names VLEN-exact (a recipe's
+    `vlen: exact` output) is judged so. `vlen_exact`: every artifact's vector code assumes the VLEN it was
+    built for, and fails on a profile of another (policy.rule_vlen). `limits`: the caps on the work done per
     artifact (limits.py); an artifact over one fails, with the cap named. Raises UsageError for a bad isa
     level, no paths, or a missing path; a bad artifact is never an exception but a failed verdict in the
     report."""
@@ -64,11 +67,22 @@ def verify_paths(
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     results: list[ArtifactResult] = []
     for p in paths:
-        results += verify_path(Path(p), profile, level, exports, limits)
+        results += verify_path(Path(p), profile, level, exports, limits, vlen_exact=vlen_exact)
     if provenance is not None:
+        results = [
+            verify_file(Path(a.path), profile, level, exports, limits, vlen_exact=True)
+            if not vlen_exact and is_vlen_exact(provenance, a.sha256) and a.kind is not ArtifactKind.DIRECTORY
+            else a
+            for a in results
+        ]
         results = [_against(provenance, a) for a in results]
     return VerifyReport(
-        profile=profile.name, march=profile.march, mabi=profile.mabi, isa=level, artifacts=tuple(results)
+        profile=profile.name,
+        march=profile.march,
+        mabi=profile.mabi,
+        isa=level,
+        artifacts=tuple(results),
+        vlen_exact=vlen_exact,
     )
 
 

@@ -105,10 +105,13 @@ def verify_file(
     isa: IsaLevel,
     exports: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
+    *,
+    vlen_exact: bool = False,
 ) -> ArtifactResult:
     """Judge one file; with `exports`, also that it exports those functions (exports.py). Within the caps
-    (limits.py): over one, the file fails with the reason, never an exception."""
-    result = _verify_file(path, profile, isa, limits)
+    (limits.py): over one, the file fails with the reason, never an exception. `vlen_exact`: its vector code
+    assumes the VLEN it was built for (policy.rule_vlen)."""
+    result = _verify_file(path, profile, isa, limits, vlen_exact)
     if not exports or not result.ok and not result.members:
         return result
     j = check_exports(path, result.kind, exports, limits)
@@ -120,7 +123,9 @@ def verify_file(
     )
 
 
-def _verify_file(path: Path, profile: Profile, isa: IsaLevel, limits: Limits) -> ArtifactResult:
+def _verify_file(
+    path: Path, profile: Profile, isa: IsaLevel, limits: Limits, vlen_exact: bool
+) -> ArtifactResult:
     try:
         kind = classify(path)
         file_size = os.stat(path).st_size
@@ -136,12 +141,12 @@ def _verify_file(path: Path, profile: Profile, isa: IsaLevel, limits: Limits) ->
             size=file_size,
         )
     if kind is ArtifactKind.WHEEL:
-        return verify_wheel(path, profile, isa, limits)
+        return verify_wheel(path, profile, isa, limits, vlen_exact=vlen_exact)
     size, sha = size_sha(path)
     if kind is ArtifactKind.ELF:
         try:
             with open(path, "rb") as f:
-                members = [member_result(None, read_elf(f, limits), profile, isa)]
+                members = [member_result(None, read_elf(f, limits), profile, isa, vlen_exact=vlen_exact)]
         except ElfReadError as e:
             members = [MemberResult(name=None, verdict=Verdict.FAIL, reasons=(str(e),))]
         except OSError as e:
@@ -149,7 +154,7 @@ def _verify_file(path: Path, profile: Profile, isa: IsaLevel, limits: Limits) ->
     elif kind is ArtifactKind.ARCHIVE:
         try:  # member by member, where each lies: an archive of any size takes no memory
             with open(path, "rb") as f:
-                members = judge_stream(None, f, profile, isa, limits)
+                members = judge_stream(None, f, profile, isa, limits, vlen_exact=vlen_exact)
         except OSError as e:
             return _unreadable(path, kind, e)
         if not members:
@@ -204,6 +209,8 @@ def verify_path(
     isa: IsaLevel,
     exports: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
+    *,
+    vlen_exact: bool = False,
 ) -> list[ArtifactResult]:
     try:
         is_dir = stat.S_ISDIR(os.stat(path).st_mode)
@@ -220,5 +227,5 @@ def verify_path(
                     reasons=("no wheel, ELF file or ar archive found under it",),
                 )
             ]
-        return failed + [verify_file(p, profile, isa, exports, limits) for p in files]
-    return [verify_file(path, profile, isa, exports, limits)]
+        return failed + [verify_file(p, profile, isa, exports, limits, vlen_exact=vlen_exact) for p in files]
+    return [verify_file(path, profile, isa, exports, limits, vlen_exact=vlen_exact)]

@@ -16,27 +16,47 @@ from rvport.verify.policy import IsaLevel, Verdict, judge_elf
 
 
 def judge_blob(
-    name: str | None, data: bytes, profile: Profile, isa: IsaLevel, limits: Limits = DEFAULT_LIMITS
+    name: str | None,
+    data: bytes,
+    profile: Profile,
+    isa: IsaLevel,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    vlen_exact: bool = False,
 ) -> list[MemberResult]:
     """Judge an ELF blob, or every member of an ar archive blob (named archive(member))."""
-    return judge_stream(name, io.BytesIO(data), profile, isa, limits)
+    return judge_stream(name, io.BytesIO(data), profile, isa, limits, vlen_exact=vlen_exact)
 
 
 def judge_content(
-    name: str | None, content: BufferFile, profile: Profile, isa: IsaLevel, limits: Limits = DEFAULT_LIMITS
+    name: str | None,
+    content: BufferFile,
+    profile: Profile,
+    isa: IsaLevel,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    vlen_exact: bool = False,
 ) -> list[MemberResult]:
     """judge_stream for a member's buffer: read where it lies."""
-    return judge_stream(name, cast(BinaryIO, content), profile, isa, limits)  # a seekable binary stream
+    stream = cast(BinaryIO, content)  # a seekable binary stream
+    return judge_stream(name, stream, profile, isa, limits, vlen_exact=vlen_exact)
 
 
 def judge_stream(
-    name: str | None, stream: BinaryIO, profile: Profile, isa: IsaLevel, limits: Limits = DEFAULT_LIMITS
+    name: str | None,
+    stream: BinaryIO,
+    profile: Profile,
+    isa: IsaLevel,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    vlen_exact: bool = False,
 ) -> list[MemberResult]:
     """Judge an ELF file, or every member of an ar archive (named archive(member)), in a seekable stream:
-    an archive's members are read one by one where they lie (ar.Window), never the archive whole."""
+    an archive's members are read one by one where they lie (ar.Window), never the archive whole.
+    `vlen_exact`: its vector code assumes the VLEN it was built for (policy.rule_vlen)."""
     stream.seek(0)
     if not is_ar(stream.read(8)):
-        return _judge_elf(name, stream, profile, isa, limits)
+        return _judge_elf(name, stream, profile, isa, limits, vlen_exact)
     out: list[MemberResult] = []
     try:
         for entry in iter_ar_entries(stream, limits):
@@ -49,7 +69,7 @@ def judge_stream(
                     )
                 )
                 continue
-            out += _judge_elf(full, cast(BinaryIO, member), profile, isa, limits)
+            out += _judge_elf(full, cast(BinaryIO, member), profile, isa, limits, vlen_exact)
     except ArchiveError as e:
         out.append(MemberResult(name=name, verdict=Verdict.FAIL, reasons=(f"bad ar archive: {e}",)))
     except OverLimit as e:
@@ -58,17 +78,19 @@ def judge_stream(
 
 
 def _judge_elf(
-    name: str | None, stream: BinaryIO, profile: Profile, isa: IsaLevel, limits: Limits
+    name: str | None, stream: BinaryIO, profile: Profile, isa: IsaLevel, limits: Limits, vlen_exact: bool
 ) -> list[MemberResult]:
     try:
         facts = read_elf(stream, limits)
     except ElfReadError as e:
         return [MemberResult(name=name, verdict=Verdict.FAIL, reasons=(str(e),))]
-    return [member_result(name, facts, profile, isa)]
+    return [member_result(name, facts, profile, isa, vlen_exact=vlen_exact)]
 
 
-def member_result(name: str | None, facts: ElfFacts, profile: Profile, isa: IsaLevel) -> MemberResult:
-    j = judge_elf(facts, profile, isa)
+def member_result(
+    name: str | None, facts: ElfFacts, profile: Profile, isa: IsaLevel, *, vlen_exact: bool = False
+) -> MemberResult:
+    j = judge_elf(facts, profile, isa, vlen_exact=vlen_exact)
     notes = list(j.notes)
     if facts.needed:
         notes.append("needs " + ", ".join(facts.needed))

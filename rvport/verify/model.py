@@ -113,6 +113,7 @@ class VerifyReport:
     mabi: str
     isa: IsaLevel
     artifacts: tuple[ArtifactResult, ...]
+    vlen_exact: bool = False  # asked for every artifact (--vlen-exact); provenance may say it of some
 
     @property
     def ok(self) -> bool:
@@ -137,7 +138,7 @@ class VerifyReport:
                 "elf_files": members,
             },
             "artifacts": [a.to_json() for a in self.artifacts],
-        }
+        } | ({"vlen_exact": True} if self.vlen_exact else {})
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"

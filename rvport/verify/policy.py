@@ -26,6 +26,7 @@ MIN_VERSIONS = {"v": (1, 0)}
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_(.+)$")
 _MUSLLINUX = re.compile(r"^musllinux_(\d+)_(\d+)_(.+)$")
 _VERSION = re.compile(r"^(\d+)(?:p(\d+))?$")
+_ZVL = re.compile(r"^zvl(\d+)b$")
 
 
 class Verdict(StrEnum):
@@ -69,6 +70,9 @@ class Judgement:
 class RuleContext:
     profile: Profile
     isa: IsaLevel
+    # the artifact's vector code assumes the VLEN it was built for (the recipe's `vlen: exact`, e.g. vLLM's
+    # kernels, compiled with -mrvv-vector-bits=zvl): it runs only where VLEN is exactly that
+    vlen_exact: bool = False
 
     @property
     def carries(self) -> bool:
@@ -237,6 +241,45 @@ def rule_extensions(f: ElfFacts, c: RuleContext) -> RuleResult:
     return reasons, []
 
 
+def built_vlen(exts: frozenset[str]) -> int | None:
+    """The VLEN vector code was compiled for: the largest zvl<N>b its extensions imply (v implies zvl128b).
+    None when it may execute no vector instruction (no v, no zve*)."""
+    closed = expand(exts)
+    if not any(e == "v" or e.startswith("zve") for e in closed):
+        return None
+    sizes = [int(m.group(1)) for e in closed if (m := _ZVL.match(e))]
+    return max(sizes) if sizes else None
+
+
+def rule_vlen(f: ElfFacts, c: RuleContext) -> RuleResult:
+    """Vector code on a profile of longer vectors. Code compiled VLEN-agnostic (GCC's default) runs on any
+    VLEN at least the one it names; code compiled VLEN-exact (-mrvv-vector-bits=zvl) takes that VLEN as *the*
+    VLEN and computes wrong, or corrupts memory, on longer vectors. The ELF file cannot show which, so the
+    artifact's recipe (or provenance, or --vlen-exact) says it. Judged from the arch string only: a Go binary
+    (its level from its build info) has no VLEN to be exact about."""
+    if not f.is_riscv or f.arch is None:
+        return [], []
+    built = built_vlen(frozenset(f.extensions))
+    p = c.profile
+    if built is None or not p.vlen or built > p.vlen:  # no vector code; or beyond: rule_extensions says why
+        return [], []
+    if c.vlen_exact:
+        if built != p.vlen:
+            return [
+                f"vector code built VLEN-exact for VLEN {built} (zvl{built}b), but profile {p.name}'s CPUs "
+                f"have VLEN {p.vlen}: it assumes VLEN is exactly {built}, and computes wrong or corrupts "
+                "memory on longer vectors; build it for this profile"
+            ], []
+        return [], [f"VLEN-exact vector code: runs only where VLEN is exactly {built}"]
+    if built < p.vlen:
+        return [], [
+            f"vector code built for VLEN {built} (zvl{built}b) runs at VLEN {p.vlen} only if it is "
+            "VLEN-agnostic; code compiled VLEN-exact (-mrvv-vector-bits=zvl) does not, and the ELF file "
+            "cannot show which (--vlen-exact, or --provenance of a recipe that declares it, refuses it)"
+        ]
+    return [], []
+
+
 def rule_go(f: ElfFacts, c: RuleContext) -> RuleResult:
     g = f.go
     if g is None:
@@ -267,13 +310,16 @@ ELF_RULES: tuple[Rule, ...] = (
     rule_rvc,
     rule_tso,
     rule_extensions,
+    rule_vlen,
     rule_go,
     rule_glibc,
 )
 
 
-def judge_elf(facts: ElfFacts, profile: Profile, isa: IsaLevel | str = IsaLevel.RUNS_ON) -> Judgement:
-    ctx = RuleContext(profile=profile, isa=IsaLevel(isa))
+def judge_elf(
+    facts: ElfFacts, profile: Profile, isa: IsaLevel | str = IsaLevel.RUNS_ON, *, vlen_exact: bool = False
+) -> Judgement:
+    ctx = RuleContext(profile=profile, isa=IsaLevel(isa), vlen_exact=vlen_exact)
     reasons: list[str] = []
     notes: list[str] = list(facts.notes)
     for rule in ELF_RULES:

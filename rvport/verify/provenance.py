@@ -15,12 +15,13 @@ it when (run details).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rvport import __version__
@@ -62,7 +63,8 @@ def statement(
             {
                 "name": a["path"],
                 "digest": {"sha256": a["sha256"]},
-                "annotations": {"recipe": a.get("recipe"), "size": a.get("size")},
+                "annotations": {"recipe": a.get("recipe"), "size": a.get("size")}
+                | ({"vlen": "exact"} if _vlen_exact(a, plan_stages) else {}),
             }
             for a in sorted(result.get("artifacts", []), key=lambda a: a["path"])
         ],
@@ -89,6 +91,14 @@ def statement(
             },
         },
     }
+
+
+def _vlen_exact(artifact: Mapping[str, Any], plan_stages: Mapping[str, Any]) -> bool:
+    """An artifact that an output of its stage's plan names `vlen: exact` (by the output's glob on its file
+    name, as the build's verify matches it)."""
+    outputs = plan_stages.get(artifact.get("recipe"), {}).get("outputs") or []
+    name = PurePosixPath(str(artifact.get("path", ""))).name
+    return any(o.get("vlen") == "exact" and fnmatch.fnmatch(name, o.get("glob", "")) for o in outputs)
 
 
 def _stage_parameters(s: Mapping[str, Any], p: Mapping[str, Any]) -> dict:
@@ -278,6 +288,7 @@ def write_beside(
 class Subject:
     name: str
     sha256: str
+    vlen_exact: bool = False  # annotations.vlen "exact": its recipe's output says its vector code is so
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -309,7 +320,9 @@ def load(path: Path) -> Provenance:
         sha = digest.get("sha256") if isinstance(digest, dict) else None
         if not isinstance(sha, str) or not _SHA256.match(sha) or sha.startswith("sha256:"):
             raise UsageError(f"{path}: subject {i} has no sha256 digest", hint=hint)
-        subjects.append(Subject(name=str(s.get("name") or "_"), sha256=sha))
+        notes = s.get("annotations")
+        exact = isinstance(notes, dict) and notes.get("vlen") == "exact"
+        subjects.append(Subject(name=str(s.get("name") or "_"), sha256=sha, vlen_exact=exact))
     if not subjects:
         raise UsageError(f"{path}: the statement has no subject", hint=hint)
     params: object = doc
@@ -330,6 +343,12 @@ def _same_name(subject: str, path: str) -> bool:
     want = [p for p in subject.split("/") if p not in ("", ".")]
     have = Path(path).parts
     return bool(want) and list(have[-len(want) :]) == want
+
+
+def is_vlen_exact(prov: Provenance, sha256: str | None) -> bool:
+    """Whether the statement names a file of this sha256 as VLEN-exact vector code (its recipe's `vlen:
+    exact` output): then verify judges it so (policy.rule_vlen)."""
+    return sha256 is not None and any(s.vlen_exact and s.sha256 == sha256 for s in prov.subjects)
 
 
 def check(prov: Provenance, path: str, sha256: str | None) -> tuple[list[str], list[str]]:

@@ -51,11 +51,12 @@ class _Read:
 
 
 def verify_wheel(
-    path: Path, profile: Profile, isa: IsaLevel, limits: Limits = DEFAULT_LIMITS
+    path: Path, profile: Profile, isa: IsaLevel, limits: Limits = DEFAULT_LIMITS, *, vlen_exact: bool = False
 ) -> ArtifactResult:
     """Judge a wheel within the caps (limits.py): too many members, or members that inflate to more than
     wheel_bytes in all, fail it before any is read; a member over member_bytes (its size in the zip
-    directory: never inflated past it) or kept_bytes fails with the cap named, the others are read."""
+    directory: never inflated past it) or kept_bytes fails with the cap named, the others are read.
+    `vlen_exact`: its vector code assumes the VLEN it was built for (policy.rule_vlen)."""
     reasons: list[str] = []
     notes: list[str] = []
     members: list[MemberResult] = []
@@ -123,6 +124,7 @@ def verify_wheel(
                         profile,
                         isa,
                         limits,
+                        vlen_exact,
                     ),
                 )
                 for i in infos
@@ -205,6 +207,7 @@ def _read_member(
     profile: Profile,
     isa: IsaLevel,
     limits: Limits,
+    vlen_exact: bool,
 ) -> _Read:
     """Read a member once (inflate, CRC, RECORD digest) and judge it when it is an ELF file or ar archive; its
     bytes are dropped when this returns. Runs on a worker thread."""
@@ -213,11 +216,11 @@ def _read_member(
         if m.content is None:
             return _Read(size=m.size, digest=m.digest)
         try:
-            results = judge_content(info.filename, m.content, profile, isa, limits)
+            results = judge_content(info.filename, m.content, profile, isa, limits, vlen_exact=vlen_exact)
         except NotKept:  # an unusual layout: judge it on all its bytes (within kept_bytes)
             whole = read_member(path, fd, info, None, keep=lambda head: Keep.WHOLE, limits=limits)
             assert whole.content is not None
-            results = judge_content(info.filename, whole.content, profile, isa, limits)
+            results = judge_content(info.filename, whole.content, profile, isa, limits, vlen_exact=vlen_exact)
     except MemberError as e:
         return _Read(error=str(e))
     except OverLimit as e:

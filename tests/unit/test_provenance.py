@@ -22,7 +22,7 @@ from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.verify import provenance, verify_paths
 from tests.fixtures.cli import rvport_process
-from tests.unit.test_verify_logic import _riscv_elf
+from tests.unit.test_verify_logic import V128_ARCH, _riscv_elf, _wheel
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 
@@ -370,3 +370,63 @@ def test_cli_provenance_from_dev_zero_is_exit_2_at_once(tmp_path):
     (tmp_path / "x.so").write_bytes(_riscv_elf())
     cp = rvport("verify", "artifacts", "--provenance", "/dev/zero", str(tmp_path / "x.so"))
     assert cp.returncode == 2 and "only regular files are read" in cp.stderr, cp.stderr
+
+
+def test_a_vlen_exact_output_is_said_in_the_plan_the_provenance_and_judged_so_by_verify(tmp_path):
+    """vllm.yaml's wheel is `vlen: exact`: plan.json says it, the statement annotates the wheel's subject, and
+    `verify --provenance` refuses the rvv128 wheel on rvv256 (its kernels corrupt memory at VLEN 256), where
+    plain runs-on, from the ELF files alone, passes it with a note."""
+    plan = _plan_doc("vllm")
+    (vllm,) = [s for s in plan["stages"] if s["recipe"] == "vllm"]
+    assert vllm["outputs"] == [{"glob": "vllm-*.whl", "type": "wheel", "isa": "profile", "vlen": "exact"}]
+    assert all("vlen" not in o for s in _plan_doc("glide-ffi")["stages"] for o in s["outputs"])
+    wheel = _wheel(
+        tmp_path,
+        {"demo/_C.so": _riscv_elf(V128_ARCH)},
+        name="vllm-0.33.0-cp312-cp312-manylinux_2_31_riscv64.whl",
+    )
+    other = tmp_path / "libother.so"
+    other.write_bytes(_riscv_elf(V128_ARCH))
+    result = _result_doc(plan)
+    result["artifacts"] = [
+        {"path": f"vllm/{p.name}", "size": p.stat().st_size, "sha256": sha(p.read_bytes()), "recipe": "vllm"}
+        for p in (wheel, other)
+    ]
+    stmt = provenance.statement(result, plan)
+    notes = {s["name"]: s["annotations"] for s in stmt["subject"]}
+    assert notes[f"vllm/{wheel.name}"]["vlen"] == "exact" and "vlen" not in notes["vllm/libother.so"]
+    path = tmp_path / "provenance.json"
+    path.write_text(json.dumps(stmt))
+    prov = provenance.load(path)
+    assert provenance.is_vlen_exact(prov, sha(wheel.read_bytes()))
+    assert not provenance.is_vlen_exact(prov, sha(other.read_bytes())) and not provenance.is_vlen_exact(
+        prov, None
+    )
+    plain = verify_paths([wheel, other], get_profile("rvv256"))
+    assert plain.ok
+    checked = verify_paths([wheel, other], get_profile("rvv256"), provenance=prov)
+    by_name = {Path(a.path).name: a for a in checked.artifacts}
+    assert not by_name[wheel.name].ok and by_name["libother.so"].ok
+    assert any("VLEN-exact for VLEN 128" in r for r in by_name[wheel.name].all_reasons())
+    assert any("sha256 matches" in n for n in by_name[wheel.name].notes)  # still checked against its subject
+    assert verify_paths([wheel], get_profile("rvv128"), provenance=prov).ok
+
+
+def test_cli_vlen_exact(tmp_path):
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(_riscv_elf(V128_ARCH))
+    cp = rvport("verify", "artifacts", "--profile", "rvv256", str(lib))
+    assert cp.returncode == 0 and "VLEN-agnostic" in cp.stdout + cp.stderr, cp.stdout + cp.stderr
+    cp = rvport(
+        "verify",
+        "artifacts",
+        "--profile",
+        "rvv256",
+        "--vlen-exact",
+        "--json",
+        str(tmp_path / "r.json"),
+        str(lib),
+    )
+    assert cp.returncode == 1 and "VLEN-exact for VLEN 128" in cp.stdout, cp.stdout + cp.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["vlen_exact"] is True
+    assert rvport("verify", "artifacts", "--profile", "rvv128", "--vlen-exact", str(lib)).returncode == 0

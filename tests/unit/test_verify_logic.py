@@ -1005,3 +1005,67 @@ def test_the_requirements_verify_reads_are_metadata_s_requires_dist_without_extr
         # triton is for x86_64, pytest for an extra
         assert got == ("apache-tvm-ffi", "torch", "tvm-ffi-riscv")
         assert _requires(zf, "other-1.0.dist-info", DEFAULT_LIMITS) == ()  # no METADATA: none
+
+
+# VLEN-exact vector code (policy.rule_vlen): vLLM compiles its kernels with -mrvv-vector-bits=zvl, which
+# takes the profile's zvl<N>b as *the* VLEN. Its rvv128 wheel ran every kernel at VLEN 128 and aborted with
+# heap corruption at VLEN 256 (docs/heavy-recipes.md); the arch string (zvl128b, a floor) cannot show it.
+BF16_ARCH = V256_ARCH + "_zfbfmin1p0_zvfbfmin1p0"
+
+
+@pytest.mark.parametrize(
+    "arch,profile,ok,why",
+    [
+        (
+            V128_ARCH,
+            "rvv256",
+            False,
+            "VLEN-exact for VLEN 128 (zvl128b), but profile rvv256's CPUs have VLEN 256",
+        ),
+        (V128_ARCH, "rvv256-bf16", False, "VLEN-exact for VLEN 128"),
+        (V128_ARCH, "rvv128", True, "runs only where VLEN is exactly 128"),
+        (V256_ARCH, "rvv256", True, "runs only where VLEN is exactly 256"),
+        (BF16_ARCH, "rvv256-bf16", True, "runs only where VLEN is exactly 256"),
+        (
+            V256_ARCH,
+            "rvv128",
+            False,
+            "needs zvl256b, beyond profile rvv128",
+        ),  # rule_extensions, not rule_vlen
+        (GC_ARCH, "rvv256", True, ""),  # no vector code: nothing to be exact about
+    ],
+)
+def test_vlen_exact_vector_code_runs_only_at_its_own_vlen(arch, profile, ok, why):
+    for level in IsaLevel:
+        j = judge_elf(facts(arch=arch), get_profile(profile), level, vlen_exact=True)
+        if level is IsaLevel.RUNS_ON or not ok:
+            assert j.ok is ok, (level, j.reasons)
+        if why:
+            assert any(why in x for x in j.reasons + j.notes), (level, j.reasons, j.notes)
+        assert sum("VLEN-exact" in r for r in j.reasons) <= 1  # said once, not by two rules
+    if arch == GC_ARCH:
+        assert not any("VLEN" in n for n in judge_elf(facts(arch=arch), get_profile(profile)).notes)
+
+
+def test_vector_code_for_a_shorter_vlen_runs_on_with_a_note_unless_said_exact():
+    j = judge_elf(facts(arch=V128_ARCH), get_profile("rvv256"), IsaLevel.RUNS_ON)
+    assert j.ok and any("only if it is VLEN-agnostic" in n and "--vlen-exact" in n for n in j.notes), j.notes
+    same = judge_elf(facts(arch=V128_ARCH), get_profile("rvv128"), IsaLevel.RUNS_ON)
+    assert same.ok and not any("VLEN" in n for n in same.notes)  # at its own VLEN there is nothing to say
+    assert not judge_elf(facts(arch=V128_ARCH), get_profile("rvv256"), vlen_exact=True).ok
+
+
+def test_vlen_exact_reaches_every_file_of_a_wheel_and_the_report(tmp_path):
+    from rvport.verify import verify_paths
+
+    whl = _wheel(tmp_path, {"demo/_C.so": _riscv_elf(V128_ARCH)})
+    agnostic = verify_paths([whl], get_profile("rvv256"))
+    assert agnostic.ok and "vlen_exact" not in agnostic.to_json()
+    exact = verify_paths([whl], get_profile("rvv256"), vlen_exact=True)
+    assert not exact.ok
+    (a,) = exact.artifacts
+    assert any("VLEN-exact for VLEN 128" in r for r in a.all_reasons()), a.all_reasons()
+    doc = exact.to_json()
+    assert doc["vlen_exact"] is True
+    jsonschema.validate(doc, json.loads(builtin("schemas/verify.schema.json").read_text()))
+    assert verify_paths([whl], get_profile("rvv128"), vlen_exact=True).ok
