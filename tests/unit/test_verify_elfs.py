@@ -114,6 +114,30 @@ def test_runs_on_and_carries(elf_fixtures: ElfFixtures, name, profile, runs_on, 
         assert f"beyond profile {profile}" in reasons(r)
 
 
+@pytest.mark.parametrize(
+    "name,profile,ok",
+    [
+        ("librvv128.so", "rvv128", True),
+        ("librvv128.so", "rvv256", False),
+        ("librvv128-nozvfh.so", "rvv256", False),
+        ("rvv128.o", "rvv256-bf16", False),
+        ("librvv256.so", "rvv256", True),
+        ("librv64gc.so", "rvv256", True),
+    ],
+)
+def test_vlen_exact_vector_code_runs_only_at_its_own_vlen(elf_fixtures: ElfFixtures, name, profile, ok):
+    """The arch string a compiler writes is the same whether the code is VLEN-agnostic or VLEN-exact
+    (-mrvv-vector-bits=zvl, vLLM's kernels): these were compiled without it, and `vlen_exact` (a recipe's
+    `vlen: exact`, --vlen-exact) is what makes verify judge them as exact. Runs on the compiled files too."""
+    path = elf_fixtures.path(name)
+    plain = verify_paths([path], get_profile(profile), isa="runs-on")
+    exact = verify_paths([path], get_profile(profile), isa="runs-on", vlen_exact=True)
+    assert plain.ok and exact.ok is ok, reasons(exact.artifacts[0])
+    if not ok:
+        assert "built VLEN-exact for VLEN 128 (zvl128b)" in reasons(exact.artifacts[0])
+        assert any("only if it is VLEN-agnostic" in n for n in plain.artifacts[0].members[0].notes)
+
+
 def test_nozvfh_library_is_what_it_says(elf_fixtures: ElfFixtures):
     f = one(elf_fixtures.path("librvv128-nozvfh.so"), "rvv128", "runs-on").members[0].facts
     assert "v" in f.extensions and "zvl128b" in f.extensions and "zvfh" not in f.extensions
