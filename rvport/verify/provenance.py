@@ -56,6 +56,7 @@ def statement(
     plan: plan.json's document of the same run (patches, lock files, vendoring, requested mode, outputs);
     builder: the buildx builder as `docker buildx inspect` describes it ({"name", "driver"}), when known."""
     plan_stages = {s["recipe"]: s for s in (plan or {}).get("stages", [])}
+    by_id = {s.get("id") or s["recipe"]: s for s in (plan or {}).get("stages", [])}  # msgspec-cp314, ...
     stages = list(result.get("stages", []))
     return {
         "_type": STATEMENT_TYPE,
@@ -64,7 +65,7 @@ def statement(
                 "name": a["path"],
                 "digest": {"sha256": a["sha256"]},
                 "annotations": {"recipe": a.get("recipe"), "size": a.get("size")}
-                | ({"vlen": "exact"} if _vlen_exact(a, plan_stages) else {}),
+                | ({"vlen": "exact"} if _vlen_exact(a, by_id) else {}),
             }
             for a in sorted(result.get("artifacts", []), key=lambda a: a["path"])
         ],
@@ -93,10 +94,11 @@ def statement(
     }
 
 
-def _vlen_exact(artifact: Mapping[str, Any], plan_stages: Mapping[str, Any]) -> bool:
+def _vlen_exact(artifact: Mapping[str, Any], stages: Mapping[str, Any]) -> bool:
     """An artifact that an output of its stage's plan names `vlen: exact` (by the output's glob on its file
-    name, as the build's verify matches it)."""
-    outputs = plan_stages.get(artifact.get("recipe"), {}).get("outputs") or []
+    name, as the build's verify matches it). `stages`: the plan's stages by id (result.json's artifacts
+    name their stage by it: the recipe, or recipe-cpXY in a --python plan)."""
+    outputs = stages.get(artifact.get("recipe"), {}).get("outputs") or []
     name = PurePosixPath(str(artifact.get("path", ""))).name
     return any(o.get("vlen") == "exact" and fnmatch.fnmatch(name, o.get("glob", "")) for o in outputs)
 

@@ -412,6 +412,22 @@ def test_a_vlen_exact_output_is_said_in_the_plan_the_provenance_and_judged_so_by
     assert verify_paths([wheel], get_profile("rvv128"), provenance=prov).ok
 
 
+def test_a_vlen_exact_output_of_a_python_matrix_stage_is_annotated_too():
+    """In a --python plan result.json's artifacts name their stage by its id (vllm-cp314), not the recipe."""
+    req = Request(refs=("vllm",), profile=get_profile("rvv256"), mode=Mode.AUTO, pythons=("3.14",))
+    plan = make_plan(load_catalogue(), req, X86).to_json()
+    (stage,) = [s for s in plan["stages"] if s["recipe"] == "vllm"]
+    assert stage["id"] == "vllm-cp314"
+    result = _result_doc(plan)
+    result["artifacts"] = [
+        {"path": f"vllm-cp314/{n}", "size": 1, "sha256": sha(n.encode()), "recipe": "vllm-cp314"}
+        for n in ("vllm-0.33.0+cpu-cp314-cp314-linux_riscv64.whl", "notes.txt")
+    ]
+    notes = {s["name"]: s["annotations"] for s in provenance.statement(result, plan)["subject"]}
+    assert notes["vllm-cp314/vllm-0.33.0+cpu-cp314-cp314-linux_riscv64.whl"].get("vlen") == "exact"
+    assert "vlen" not in notes["vllm-cp314/notes.txt"]
+
+
 def test_cli_vlen_exact(tmp_path):
     lib = tmp_path / "lib.so"
     lib.write_bytes(_riscv_elf(V128_ARCH))
