@@ -3,7 +3,6 @@ named archive(member))."""
 
 from __future__ import annotations
 
-import io
 from typing import BinaryIO, cast
 
 from rvport.catalogue.profiles import Profile
@@ -13,19 +12,6 @@ from rvport.verify.elf import ELF_MAGIC, ElfFacts, ElfReadError, read_elf
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit
 from rvport.verify.model import MemberResult
 from rvport.verify.policy import IsaLevel, Verdict, judge_elf
-
-
-def judge_blob(
-    name: str | None,
-    data: bytes,
-    profile: Profile,
-    isa: IsaLevel,
-    limits: Limits = DEFAULT_LIMITS,
-    *,
-    vlen_exact: bool = False,
-) -> list[MemberResult]:
-    """Judge an ELF blob, or every member of an ar archive blob (named archive(member))."""
-    return judge_stream(name, io.BytesIO(data), profile, isa, limits, vlen_exact=vlen_exact)
 
 
 def judge_content(
