@@ -1,6 +1,9 @@
-"""Session fixtures for the unit tests. Nothing here needs a Docker engine, a network or a compiler: the ELF
-files are written by tests/fixtures/elfwriter.py (the integration tests run the same verifier tests on files
-that GCC and Go compile, tests/integration/test_verify_elfs_built.py)."""
+"""Session fixtures for the unit tests. Nothing here needs a Docker engine, QEMU or a network: the ELF files
+the verifier's tests read are written by tests/fixtures/elfwriter.py (the integration tests run the same
+verifier tests on files that GCC and Go compile, tests/integration/test_verify_elfs_built.py). Some unit
+tests do run host tools: gcc, binutils (readelf, nm, ar, objcopy), git, gpg and gpgv, go and gofmt, cargo
+and shellcheck, each declared with `needs`/`need` (tests/fixtures/hosttools.py): skipped where the tool is
+missing, failed under CI, and installed by scripts/setup-host."""
 
 from __future__ import annotations
 

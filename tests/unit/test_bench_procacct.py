@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.hosttools import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("procacct", ROOT / "bench" / "procacct.py")
@@ -84,9 +85,8 @@ def test_compiler_work_counts_drivers_and_everything_under_them():
     assert (only.invocations, only.compiles, only.links, only.elapsed) == (1, 1, 0, pytest.approx(3.2))
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("gcc"), reason="acct(2) needs root; needs a host gcc"
-)
+@pytest.mark.skipif(os.geteuid() != 0, reason="acct(2) needs root")
+@needs("gcc")
 def test_real_accounting_sees_a_real_compile(tmp_path):
     src = tmp_path / "t.c"
     src.write_text("int main(void) { return 0; }\n")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import zipfile
 from pathlib import Path
 
-import pytest
-
 from rvport.verify.compare import compare_dirs, explain
+from tests.fixtures.hosttools import need
 
 
 def _wheel(path: Path, members: dict[str, bytes], when=(2024, 1, 2, 3, 4, 6), order=None) -> Path:
@@ -23,8 +21,7 @@ def _wheel(path: Path, members: dict[str, bytes], when=(2024, 1, 2, 3, 4, 6), or
 
 
 def _obj(tmp: Path, name: str, body: str) -> bytes:
-    if shutil.which("gcc") is None:
-        pytest.skip("no host gcc")
+    need("gcc")
     src = tmp / f"{name}.c"
     src.write_text(f'int f(void) {{ {body} }}\nconst char *where = "{name}";\n')
     subprocess.run(["gcc", "-O2", "-c", str(src), "-o", str(tmp / f"{name}.o")], check=True)

@@ -6,7 +6,6 @@ here; the signature with a throwaway key made by gpg when it is installed."""
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from rvport.errors import ExitCode, IntegrityError, SourceUnavailable
 from rvport.sources import debarchive
 from rvport.sources.debarchive import DebPin
+from tests.fixtures.hosttools import need
 
 RELEASE = """\
 Origin: Debian
@@ -144,8 +144,7 @@ def test_the_same_version_with_another_digest_is_an_integrity_error():
 @pytest.fixture(scope="module")
 def keyring(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
     """(GNUPGHOME with a throwaway signing key, its public keyring file)."""
-    if shutil.which("gpg") is None or shutil.which("gpgv") is None:
-        pytest.skip("gpg and gpgv are needed to make and check a signature")
+    need("gpg", "gpgv")
     home = tmp_path_factory.mktemp("gnupg")
     home.chmod(0o700)
     gpg = ["gpg", "--homedir", str(home), "--batch", "--pinentry-mode", "loopback", "--passphrase", ""]

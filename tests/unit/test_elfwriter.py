@@ -15,6 +15,7 @@ from elftools.elf.sections import SymbolTableSection
 
 from rvport.verify.ar import iter_ar_members
 from tests.fixtures.elfs import V256_ARCH, ElfFixtures
+from tests.fixtures.hosttools import needs
 
 ELF_NAMES = [
     "rv64gc.o",
@@ -91,7 +92,7 @@ def test_archives_list_their_members_and_symbol_index(elf_fixtures: ElfFixtures)
         assert [line.split()[-1] for line in r.stdout.splitlines()] == [n for n, _ in iter_ar_members(data)]
 
 
-@pytest.mark.skipif(shutil.which("readelf") is None, reason="no readelf (binutils) on this host")
+@needs("readelf")
 def test_readelf_reads_them_without_a_warning(elf_fixtures: ElfFixtures):
     paths = [str(elf_fixtures.path(n)) for n in ELF_NAMES]
     r = subprocess.run(["readelf", "-W", "-a", "-A", *paths], capture_output=True, text=True)

@@ -19,6 +19,7 @@ from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import ExitCode, IntegrityError
 from rvport.resources import builtin
 from rvport.sources.tree import apply_patch, verify_pinned
+from tests.fixtures.hosttools import needs
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "go-stub-constraints"
 ROUTER = Path("src/semantic-router")  # the router's module, inside the tree
@@ -26,7 +27,7 @@ VENDORED = "src/semantic-router/vendor/github.com/vllm-project/semantic-router"
 CANDLE = "github.com/vllm-project/semantic-router/candle-binding"
 NLP = "github.com/vllm-project/semantic-router/nlp-binding"
 OURS = "rvport_riscv64_stubs.go"
-needs_go = pytest.mark.skipif(proc.which("go") is None, reason="needs a Go toolchain on the host")
+needs_go = needs("go")
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from rvport.catalogue.recipes import load_catalogue
 from rvport.catalogue.toolchains import load_toolchains
 from rvport.errors import RecipeError
 from rvport.resources import builtin
+from tests.fixtures.hosttools import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "vllm", "glide-ffi", "semantic-router")
@@ -226,7 +227,7 @@ def test_the_extproc_client_imports_only_modules_the_router_requires(cat):
         assert any(path == m or path.startswith(m + "/") for m in ROUTER_REQUIRES), path
 
 
-@pytest.mark.skipif(proc.which("gofmt") is None, reason="needs gofmt on the host")
+@needs("gofmt")
 def test_the_extproc_client_is_gofmt_clean(cat):
     source = extproc_client(cat.resolve("semantic-router")).path
     cp = proc.run(["gofmt", "-l", str(source)], capture=True, check=False, timeout=60)
@@ -270,7 +271,7 @@ def test_the_candle_library_stand_in_is_made_where_the_router_link_looks(cat):
     assert compile_c < archive < router
 
 
-@pytest.mark.skipif(proc.which("cc") is None or proc.which("nm") is None, reason="needs a C compiler and nm")
+@needs("cc", "nm")
 def test_the_candle_library_stand_in_defines_what_the_router_calls_and_fails_to_initialise(cat, tmp_path):
     stub = candle_stub(cat.resolve("semantic-router"))
     obj = tmp_path / "stub.o"
@@ -322,9 +323,7 @@ def test_the_router_links_a_copy_of_ml_binding_whose_rust_eh_personality_is_loca
     assert build.index(copy) < next(i for i, c in enumerate(build) if '"$RVPORT_OUT/router"' in c)
 
 
-@pytest.mark.skipif(
-    any(proc.which(t) is None for t in ("cc", "ar", "objcopy")), reason="needs cc, ar and objcopy"
-)
+@needs("cc", "ar", "objcopy")
 def test_a_local_rust_eh_personality_lets_two_archives_that_define_it_link(tmp_path):
     """The router's link in miniature, with the host's tools: two archives that each define and use
     rust_eh_personality do not link together; after the recipe's objcopy on one of them they do, and each

@@ -18,8 +18,9 @@ from rvport.catalogue.recipes import Source, SourceKind, load_catalogue
 from rvport.errors import ExitCode, RecipeError
 from rvport.sources import archive_tree, tree_digest
 from tests.fixtures.cli import rvport_process
+from tests.fixtures.hosttools import needs
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+pytestmark = needs("git")
 
 REPO_URL = "https://forge.invalid/acme/tiny"
 GIT_ENV = {

@@ -25,6 +25,7 @@ from rvport.sources import archive as archive_mod
 from rvport.sources.archive import archive_kind, archive_tree, unpack
 from rvport.sources.members import Limits, parse_size
 from rvport.sources.treehash import tar_entries, tree_digest
+from tests.fixtures.hosttools import need
 
 # -------------------------------------------------------------------------------- building archives
 
@@ -564,14 +565,12 @@ def test_a_mirror_file_that_leads_out_of_the_mirror_is_named_and_never_read(tmp_
 
 
 def test_a_corrupt_git_bundle_is_a_readable_message(tmp_path):
-    import shutil
 
     from rvport.catalogue.recipes import Source, SourceKind
     from rvport.errors import SourceUnavailable
     from rvport.sources import gitsrc
 
-    if not shutil.which("git"):
-        pytest.skip("needs git")
+    need("git")
     bundle = _write(tmp_path / "x.bundle", b"# v2 git bundle\nnot a bundle at all\n")
     src = Source(
         name="g", kind=SourceKind.GIT, repo="https://example.invalid/x", commit="0" * 40, sha256=None

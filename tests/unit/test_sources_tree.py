@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.hosttools import needs
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fixtures.httpserver import Route, serve  # noqa: E402
 
@@ -399,7 +401,7 @@ def cargo_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PATH": f"{Path.home() / '.cargo/bin'}:{os.environ.get('PATH', '')}", **extra}
 
 
-@pytest.mark.skipif(host_cargo() is None, reason="needs cargo on the host")
+@needs("cargo")
 def test_cargo_vendoring_writes_an_offline_cargo_home(tmp_path):
     crate = targz({"Cargo.toml": CRATE_TOML, "src/lib.rs": "pub fn one() -> u32 { 1 }\n"}, "tiny-0.1.0")
     root = tmp_path / "recipes"
@@ -448,9 +450,7 @@ def test_cargo_vendoring_writes_an_offline_cargo_home(tmp_path):
     )
 
 
-@pytest.mark.skipif(
-    host_cargo() is None or not __import__("shutil").which("git"), reason="needs cargo and git"
-)
+@needs("cargo", "git")
 def test_vendored_crates_and_the_sources_own_cargo_config_both_apply_offline(tmp_path):
     """GLIDE's shape: a root .cargo/config.toml and ffi/.cargo/config.toml with [env] settings, the crate in
     ffi/ with a pinned lock file and one dependency (a git one, so no registry is needed here). After

@@ -16,6 +16,7 @@ from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import ExitCode, IntegrityError, RecipeError
 from rvport.sources import Cache, FetchOptions, prepare_tree
 from rvport.sources.tree import tree_key
+from tests.fixtures.hosttools import needs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_sources_tree import sha, targz  # noqa: E402
@@ -23,7 +24,7 @@ from test_sources_tree import sha, targz  # noqa: E402
 CARGO = proc.which("cargo") or (
     str(Path.home() / ".cargo/bin/cargo") if (Path.home() / ".cargo/bin/cargo").is_file() else None
 )
-needs_cargo = pytest.mark.skipif(CARGO is None, reason="needs cargo on the host")
+needs_cargo = needs("cargo")
 
 TOML = '[package]\nname = "tiny"\nversion = "0.1.0"\nedition = "2021"\n\n[lib]\npath = "src/lib.rs"\n'
 LOCK = (

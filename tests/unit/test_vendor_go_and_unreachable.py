@@ -13,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from rvport import proc
 from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import ExitCode, RecipeError, SourceUnavailable
 from rvport.sources import Cache, FetchOptions, prepare_tree
 from rvport.sources.tree import go_modules, vendored_go_modules
+from tests.fixtures.hosttools import needs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_sources_tree import sha, targz  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-needs_go = pytest.mark.skipif(proc.which("go") is None, reason="needs a Go toolchain on the host")
+needs_go = needs("go")
 
 
 def recipe(

@@ -22,6 +22,7 @@ from rvport.resources import builtin
 from rvport.verify import keep, members, pool, verify_paths
 from tests.fixtures.cli import rvport_process
 from tests.fixtures.elfs import ElfFixtures, make_wheel, record_hash
+from tests.fixtures.hosttools import need
 
 
 def verify(paths, profile="rv64gc", isa="carries"):
@@ -148,7 +149,7 @@ def test_nozvfh_library_is_what_it_says(elf_fixtures: ElfFixtures):
 
 def test_go_binaries(elf_fixtures: ElfFixtures):
     if not elf_fixtures.go:
-        pytest.skip("no Go toolchain on this host (apt-get install golang-go)")
+        need("go")
     go = elf_fixtures.path("hello-go-riscv64")
     m = one(go, "rv64gc", "runs-on").members[0]
     assert m.facts.go.goarch == "riscv64" and m.facts.go.goos == "linux" and m.facts.rvc is False
