@@ -233,7 +233,7 @@ PREPARE = {
 def pure_cross(work: Path, recipe: str, jobs: int) -> dict | None:
     """The accelerated build's compiles replayed by Debian's riscv64 cross GCC natively on the build platform,
     with `xargs -P jobs`, under process accounting: nothing emulated, no pip, CMake or make."""
-    from rvport.build import buildx, render
+    from rvport.engine import buildx, render
 
     result = work / f"out-{recipe}-accelerated" / "result.json"
     if recipe not in PREPARE or not result.is_file():

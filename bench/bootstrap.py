@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The riscv64 base made the old way (debootstrap in one run, its second stage under QEMU) and the new way
-(rvport/build/bootstrap.py's split: native first stage and unpack, emulated configure), side by side in one
+(rvport/engine/bootstrap.py's split: native first stage and unpack, emulated configure), side by side in one
 run.
 
     python bench/bootstrap.py                    # debian-trixie for linux/riscv64, both methods
@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 import common  # noqa: E402  (bench/ is first on sys.path)
 
-from rvport.build import bootstrap, images  # noqa: E402
 from rvport.catalogue.bases import default_bases_dir, load_base  # noqa: E402
+from rvport.engine import bootstrap, images  # noqa: E402
 
 # files that record when or how the rootfs was made, not what it holds
 VOLATILE = (

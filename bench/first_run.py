@@ -89,7 +89,7 @@ sys.path.insert(0, str(ROOT))
 
 import common  # noqa: E402  (bench/ is first on sys.path)
 
-from rvport.build import bootstrap  # noqa: E402
+from rvport.engine import bootstrap  # noqa: E402
 
 RECIPES = ("msgspec", "sentencepiece", "tiktoken")
 PROFILE = "rvv256"

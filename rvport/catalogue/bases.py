@@ -5,9 +5,9 @@ debootstrap`), for the riscv64 target (`arch: target`, every stage's base) or fo
 build`: cross toolchains, the accelerated prefix), or an image named by digest (`image:`) instead. A riscv64
 base says which CPython its python3 is (`python: "3.13"`): `--python` selects the base by it. The
 built-in specs ship in rvport/resources/bases/; RVPORT_BASES names another directory. The image a spec
-becomes is rvport.build.images: its tag carries a digest of the spec file's bytes (`text_sha256`), so moving a
-file changes nothing and editing one makes a new image (except its `python:` and `gcc:` lines, which describe
-the image).
+becomes is rvport.engine.images: its tag carries a digest of the spec file's bytes (`text_sha256`), so moving
+a file changes nothing and editing one makes a new image (except its `python:` and `gcc:` lines, which
+describe the image).
 """
 
 from __future__ import annotations

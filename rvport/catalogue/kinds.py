@@ -2,7 +2,7 @@
 
 Which build modes serve which kinds is the mode registry's (modes.py; `KindFacts.modes` reads it). The
 planner reads the memory a compile job needs; the build reads the cross toolchain of the kinds that can be
-cross-compiled (rvport/build/modes/cross.py) and how a smoke test installs the artifacts.
+cross-compiled (rvport/engine/modes/cross.py) and how a smoke test installs the artifacts.
 A recipe still chooses among its kind's modes with its own `modes:` list.
 """
 

@@ -2,7 +2,7 @@
 
 What a mode is for and where it may run is data here; the planner (rvport/plan/planner.py) decides a stage's
 mode from it alone, the kinds table (kinds.py) reads which kinds each mode serves, the command line takes its
-`--mode` help from it, and the build layer (rvport/build/modes/) imports each mode's implementation by the
+`--mode` help from it, and the build layer (rvport/engine/modes/) imports each mode's implementation by the
 module this table names. Adding a mode is a member of `Mode`, an entry in `MODES` and its implementation
 module; nothing else names the modes one by one.
 
@@ -55,7 +55,7 @@ class ModeFacts:
 
     mode: Mode
     help: str  # what it is, for --mode's help and the docs
-    implementation: str  # "module:Class" that builds it: rvport.build.modes imports the module when asked
+    implementation: str  # "module:Class" that builds it: rvport.engine.modes imports the module when asked
     kinds: frozenset[Kind] | None = None  # the recipe kinds it serves; None: every kind
     listed: bool = (
         False  # a recipe must list it in its `modes:` (else every recipe of a served kind may use it)
@@ -98,7 +98,7 @@ MODES: Mapping[Mode, ModeFacts] = {
         ModeFacts(
             mode=Mode.NATIVE,
             help="native (riscv64 host)",
-            implementation="rvport.build.modes.emulated:Emulated",
+            implementation="rvport.engine.modes.emulated:Emulated",
             hosts=Hosts.RISCV64,
             auto=0,
             requested="host is riscv64: stages run natively",
@@ -109,7 +109,7 @@ MODES: Mapping[Mode, ModeFacts] = {
         ModeFacts(
             mode=Mode.QEMU,
             help="qemu (emulated)",
-            implementation="rvport.build.modes.emulated:Emulated",
+            implementation="rvport.engine.modes.emulated:Emulated",
             hosts=Hosts.FOREIGN,
             auto=3,
             emulated=True,
@@ -120,7 +120,7 @@ MODES: Mapping[Mode, ModeFacts] = {
         ModeFacts(
             mode=Mode.CROSS,
             help="cross (cross toolchain)",
-            implementation="rvport.build.modes.cross:Cross",
+            implementation="rvport.engine.modes.cross:Cross",
             kinds=frozenset({Kind.CARGO_STATICLIB, Kind.GO_BINARY}),
             listed=True,
             auto=1,
@@ -135,12 +135,12 @@ MODES: Mapping[Mode, ModeFacts] = {
         ModeFacts(
             mode=Mode.ACCELERATED,
             help="accelerated (emulated, native compilers)",
-            implementation="rvport.build.modes.accelerated:Accelerated",
+            implementation="rvport.engine.modes.accelerated:Accelerated",
             listed=True,
             hosts=Hosts.BUILD_HOSTS,
             auto=2,
             emulated=True,
-            bases=_XTC + _XTC_SID,  # the stage's suite picks one (build/modes/accelerated.py)
+            bases=_XTC + _XTC_SID,  # the stage's suite picks one (engine/modes/accelerated.py)
             requested="requested: riscv64 stage under QEMU with its compilers running as native "
             "{arch} cross compilers",
             chosen="auto: riscv64 stage under QEMU with its compilers running as native "

@@ -182,7 +182,8 @@ class RuntimeFile:
 
 
 CHECK_TIMEOUT_S = 300  # a runtime check's round, by default (seconds)
-# Set by rvport in a runtime check's client container, never by the recipe's check env (rvport/build/check.py)
+# Set by rvport in a runtime check's client container, never by the recipe's check env
+# (rvport/engine/check.py)
 RVPORT_CHECK_ENV = ("SERVICE_HOST", "RVPORT_CHECK_ROUND", "QEMU_CPU")
 
 

@@ -76,7 +76,7 @@ def plan(o) -> None:
     path = manifest.write(output / "plan.json", p.to_json())
     u.console.print(f"wrote {path}", markup=False)
     if o.format == "bake":
-        from rvport.build.bake import BakeOptions, export, runtime_notes
+        from rvport.engine.bake import BakeOptions, export, runtime_notes
 
         bopts = BakeOptions(
             output=output,
@@ -114,16 +114,16 @@ def build(o) -> None:
 
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
     from rvport import manifest
-    from rvport.build.runner import BuildOptions, Runner
     from rvport.cli import views
     from rvport.cli.progress import reporter
+    from rvport.engine.runner import BuildOptions, Runner
 
     p, fopts = planning.from_options(o)
     output, builder, junit = o.output, o.builder, o.junit
     u = ui()
     _say_accepted(p)
     if o.cache_to is not None or o.cache_from is not None:
-        from rvport.build.buildx import check_cache_export
+        from rvport.engine.buildx import check_cache_export
 
         check_cache_export(builder)
     summary = o.summary or _step_summary(u.ci)
@@ -176,10 +176,10 @@ def prepare(o) -> None:
 
     A recipe's runtime image holds its artifacts: it is listed (and put in --tags) only when the engine has it
     already, under --tag as the build names it; otherwise `rvport build` makes it."""
-    from rvport.build.prepare import Preparer
-    from rvport.build.stage import RunOptions
     from rvport.cli import views
     from rvport.cli.progress import reporter
+    from rvport.engine.prepare import Preparer
+    from rvport.engine.stage import RunOptions
     from rvport.fileio import atomic_write_text
 
     p, fopts = planning.from_options(o)
@@ -245,8 +245,8 @@ def recipes_show(o) -> None:
 @settings.command(settings.DOCTOR)
 def doctor(o) -> None:
     """What this host can do for a riscv64 build, and what to fix. Exit 0 when a build can run, 6 if not."""
-    from rvport.build.doctor import can_build, run_checks
     from rvport.cli import views
+    from rvport.engine.doctor import can_build, run_checks
     from rvport.errors import HostNotReady
     from rvport.host import gather
 

@@ -34,11 +34,11 @@ HEARTBEAT_S = 30.0
 # (pattern, phase). A pattern may name groups: `phase` (overrides the phase given), `what` (the package or
 # step), `n` and `m` (a count and its total). Phases without a total are counted line by line.
 PHASES: tuple[tuple[re.Pattern[str], str], ...] = (
-    # rvport's own bootstrap (rvport/build/bootstrap.py): "bootstrap: unpacking 12/213 libc6"
+    # rvport's own bootstrap (rvport/engine/bootstrap.py): "bootstrap: unpacking 12/213 libc6"
     (re.compile(r"^bootstrap: (?P<phase>[a-z][a-z -]*?) (?P<n>\d+)/(?P<m>\d+)(?: (?P<what>[^\s(]\S*))?"), ""),
     (re.compile(r"^bootstrap: (?P<phase>[A-Za-z][A-Za-z0-9 -]*[A-Za-z0-9])(?:\.\.\.|:|$)"), ""),
     (re.compile(r"^bootstrap: fetching \d+ packages"), "fetching packages ahead"),
-    # a base's image (rvport/build/rootfs_image.py)
+    # a base's image (rvport/engine/rootfs_image.py)
     (re.compile(r"^image: writing the layer"), "writing the image's layer"),
     (re.compile(r"^image: loading "), "loading the image"),
     # debootstrap

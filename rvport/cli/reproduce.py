@@ -35,9 +35,9 @@ def reproduce(o) -> None:
     trees prepared again, no artifact cache) and BuildKit's --no-cache; base and toolchain images are reused.
     A difference names the wheel members (contents, times, modes, order), archive members and ELF sections
     that differ."""
-    from rvport.build.runner import BuildOptions, Runner
     from rvport.catalogue.recipes import load_catalogue
     from rvport.cli.progress import reporter
+    from rvport.engine.runner import BuildOptions, Runner
     from rvport.verify.compare import compare_dirs
 
     if not o.recipes:

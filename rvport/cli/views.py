@@ -8,9 +8,9 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from rvport.build.doctor import Check
 from rvport.catalogue.recipes import BUILTIN, Catalogue, Recipe, RuntimeCheck, Source
 from rvport.cli.ci import smoke_word
+from rvport.engine.doctor import Check
 from rvport.plan.planner import Plan
 
 

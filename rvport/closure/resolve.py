@@ -708,7 +708,7 @@ def generate(
     keyring: Path | None = None,
 ) -> Lock:
     """Resolve `recipe`'s runtime closure for its base's Python and write the lock to `output`."""
-    from rvport.build import debpins
+    from rvport.engine import debpins
 
     policy = load_policy(recipe.name, policy_root)
     base = load_base(recipe.toolchain.base)

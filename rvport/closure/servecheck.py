@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport import __version__, host, manifest, proc, resources
-from rvport.build import buildx, containers, images
 from rvport.catalogue.profiles import Profile, get_profile
 from rvport.closure import serveimage
 from rvport.closure import wheelhouse as wheelhouses
+from rvport.engine import buildx, containers, images
 from rvport.errors import CheckFailed, HostNotReady, RvportError, UsageError
 from rvport.fileio import read_json
 from rvport.safetext import printable

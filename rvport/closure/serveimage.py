@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport.build import buildx, debpins, images, render
-from rvport.build.stage import toolchain_tag
 from rvport.catalogue.profiles import get_profile
+from rvport.engine import buildx, debpins, images, render
+from rvport.engine.stage import toolchain_tag
 from rvport.errors import BuildFailed
 from rvport.plan.planner import SCALAR_PROFILE
 from rvport.sources import debarchive

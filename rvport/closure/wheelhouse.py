@@ -146,7 +146,7 @@ def apt_packages(lock: Lock) -> list[tuple[str, DebianRef]]:
 def check_debian(lock: Lock, opts: Options) -> dict | None:
     """Every Debian entry (and every package an index wheel is installed over) as the suite's signed index
     has it now: its version still there, with the lock's sha256."""
-    from rvport.build import debpins
+    from rvport.engine import debpins
     from rvport.sources import debarchive
 
     pins = [deb for _, deb in apt_packages(lock)]

@@ -30,7 +30,7 @@ from rvport.target import TRIPLET as TRIPLE
 PLAN_SCHEMA = 1
 # Reproducible builds: the build directory (/src in every stage) never reaches an artifact. C and C++ get the
 # prefix map through RVPORT_CFLAGS (which recipes put in CFLAGS/CXXFLAGS), Rust through RUSTFLAGS unless the
-# recipe sets its own; SOURCE_DATE_EPOCH is set in the stage from the prepared tree (rvport.build.render).
+# recipe sets its own; SOURCE_DATE_EPOCH is set in the stage from the prepared tree (rvport.engine.render).
 BUILD_DIR = "/src"
 PREFIX_MAP_CFLAGS = (f"-ffile-prefix-map={BUILD_DIR}=.",)
 PREFIX_MAP_RUSTFLAGS = f"--remap-path-prefix={BUILD_DIR}=."

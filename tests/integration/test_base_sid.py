@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rvport.build.images import host_debian_mirror
+from rvport.engine.images import host_debian_mirror
 from rvport.sources import debarchive
 from rvport.sources.fetch import https_session
 

@@ -31,8 +31,8 @@ import jsonschema
 import pytest
 
 from rvport import manifest, resources
-from rvport.build import render
 from rvport.catalogue.profiles import get_profile
+from rvport.engine import render
 from rvport.verify import verify_paths
 from rvport.verify.elf import read_elf_bytes
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rvport.build import debpins
+from rvport.engine import debpins
 from rvport.sources.cache import Cache
 from rvport.sources.fetch import FetchOptions
 

@@ -1,4 +1,4 @@
-"""The runtime check run by `rvport build` (rvport/build/check.py), on a tiny recipe of this test's own: its
+"""The runtime check run by `rvport build` (rvport/engine/check.py), on a tiny recipe of this test's own: its
 runtime image serves one line on a TCP port (a Python server of ours, the riscv64 base has python3), and its
 check connects to $SERVICE_HOST from a client made of the smoke image and checks the answer, before and after
 a restart. Proven against the real engine: both rounds pass under the profile's QEMU CPU on an internal

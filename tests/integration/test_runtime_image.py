@@ -1,5 +1,5 @@
-"""The runtime image made by `rvport build` (rvport/build/runtime.py): a tiny recipe of this test's own with a
-`runtime:` section (a non-root user, a read-only root, a pinned start script that prints a line). The image
+"""The runtime image made by `rvport build` (rvport/engine/runtime.py): a tiny recipe of this test's own with
+a `runtime:` section (a non-root user, a read-only root, a pinned start script that prints a line). The image
 runs as declared, a second build finds it again (same image id), a new start script makes a new one, and one
 that fails to build leaves the tag where it was."""
 

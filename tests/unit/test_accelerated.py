@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from rvport.build.images import BaseImage, parse_packages
-from rvport.build.modes import accelerated as acc
 from rvport.catalogue.kinds import compiles_rust
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.engine.images import BaseImage, parse_packages
+from rvport.engine.modes import accelerated as acc
 from rvport.errors import BuildFailed, ExitCode, HostNotReady, RecipeError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
@@ -395,7 +395,7 @@ def test_a_base_of_a_suite_with_no_build_platform_twin_gets_trixies_and_every_me
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from rvport.build.stage import Toolchain
+    from rvport.engine.stage import Toolchain
 
     _bases_dir(
         tmp_path,

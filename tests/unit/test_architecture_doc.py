@@ -1,6 +1,6 @@
 """docs/architecture.md names every module of the package (read from the files, nothing imported).
 
-A module is named when the page has, in backticks, its path under rvport/ (`rvport/build/stage.py`), its path
+A module is named when the page has, in backticks, its path under rvport/ (`rvport/engine/stage.py`), its path
 from its package (`modes/cross.py`), or, when no other module shares it, its file name (`stage.py`). A
 package's `__init__.py` that holds more than a docstring is named as `<package>/__init__.py`; an empty one is
 named with its package (`rvport/plan/`).
@@ -75,11 +75,11 @@ def test_every_module_is_named_in_the_architecture_page():
 
 def test_a_new_module_fails_the_check(tmp_path):
     pkg = tmp_path / "rvport"
-    (pkg / "build").mkdir(parents=True)
+    (pkg / "engine").mkdir(parents=True)
     (pkg / "__init__.py").write_text('"""docstring only."""\n')
-    (pkg / "build" / "__init__.py").write_text("")
-    (pkg / "build" / "stage.py").write_text("X = 1\n")
-    (pkg / "build" / "shiny.py").write_text("X = 1\n")
-    doc = "`rvport/` and `rvport/build/`: `stage.py` (the stage)\n"
-    assert unnamed(doc, pkg) == ["rvport/build/shiny.py"]
+    (pkg / "engine" / "__init__.py").write_text("")
+    (pkg / "engine" / "stage.py").write_text("X = 1\n")
+    (pkg / "engine" / "shiny.py").write_text("X = 1\n")
+    doc = "`rvport/` and `rvport/engine/`: `stage.py` (the stage)\n"
+    assert unnamed(doc, pkg) == ["rvport/engine/shiny.py"]
     assert unnamed(doc + "| `shiny.py` | new |\n", pkg) == []

@@ -12,12 +12,12 @@ import tarfile
 
 import pytest
 
-from rvport.build import bake, render
-from rvport.build.images import BaseImage
-from rvport.build.modes import accelerated, cross, emulated
-from rvport.build.stage import toolchain_tag
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.engine import bake, render
+from rvport.engine.images import BaseImage
+from rvport.engine.modes import accelerated, cross, emulated
+from rvport.engine.stage import toolchain_tag
 from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from rvport import resources
-from rvport.build import bootstrap
-from rvport.build.images import base_key, host_debian_mirror, keep_debootstrap_log, parse_dpkg_status
 from rvport.catalogue.bases import BaseSpec, default_bases_dir, load_base, load_bases
 from rvport.catalogue.toolchains import load_toolchains
+from rvport.engine import bootstrap
+from rvport.engine.images import base_key, host_debian_mirror, keep_debootstrap_log, parse_dpkg_status
 from rvport.errors import ExitCode, RecipeError
 
 STATUS = """\
@@ -188,7 +188,7 @@ def test_a_failed_debootstraps_own_log_is_kept_in_rvports_log(tmp_path):
 @pytest.fixture
 def fake_engine(monkeypatch):
     """ensure_base with debootstrap and the engine faked: the rootfs has one package, loading it names it."""
-    from rvport.build import buildx, images, rootfs_image
+    from rvport.engine import buildx, images, rootfs_image
 
     engine: dict[str, dict] = {}
     monkeypatch.setattr(images, "bootstrap_method", lambda platform, forced=None: (bootstrap.SPLIT, "test"))
@@ -239,7 +239,7 @@ def test_the_bases_record_is_versioned_and_valid_and_old_or_bad_records_do_not_c
     import jsonschema
 
     from rvport import manifest
-    from rvport.build import images
+    from rvport.engine import images
 
     args = dict(platform="linux/riscv64", cache_dir=tmp_path / "cache", log_path=tmp_path / "base.log")
     made = images.ensure_base(load_base("debian-trixie"), **args)
@@ -291,7 +291,7 @@ def test_an_expired_release_is_refused_before_anything_is_made_and_made_when_acc
     file, a label and a key of its own, and says so in its record and result.json's entry."""
     import json
 
-    from rvport.build import images
+    from rvport.engine import images
     from rvport.errors import ExitCode
     from rvport.sources.debarchive import ExpiredRelease
 
@@ -322,7 +322,7 @@ def test_an_expired_release_is_refused_before_anything_is_made_and_made_when_acc
 def test_a_base_recorded_with_a_valid_until_is_refused_once_it_has_passed(fake_engine, tmp_path):
     import json
 
-    from rvport.build import images
+    from rvport.engine import images
     from rvport.sources.debarchive import ExpiredRelease
 
     args = dict(platform="linux/riscv64", cache_dir=tmp_path / "cache", log_path=tmp_path / "base.log")
@@ -337,7 +337,7 @@ def test_a_base_recorded_with_a_valid_until_is_refused_once_it_has_passed(fake_e
 def test_a_base_found_without_its_record_is_checked_from_its_label(fake_engine, tmp_path):
     """Made while accepted, found from another cache directory: its Valid-Until comes from the image's label,
     so the expiry is still checked (and recorded)."""
-    from rvport.build import images
+    from rvport.engine import images
 
     sid = load_base("debian-sid")
     made = images.ensure_base(

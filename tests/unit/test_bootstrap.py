@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rvport.build import bootstrap
-from rvport.build.images import base_key
 from rvport.catalogue.bases import load_base
+from rvport.engine import bootstrap
+from rvport.engine.images import base_key
 from rvport.errors import HostNotReady
 
 REQ = bootstrap.Request(
@@ -264,7 +264,7 @@ def test_update_ca_certificates_runs_once_for_the_postinst_and_its_trigger():
 
 @pytest.mark.parametrize("method", [bootstrap.CLASSIC, bootstrap.SPLIT])
 def test_ctrl_c_while_bootstrapping_leaves_no_rootfs_no_record_and_no_image(tmp_path, monkeypatch, method):
-    from rvport.build import buildx, images, rootfs_image
+    from rvport.engine import buildx, images, rootfs_image
 
     built = []
     monkeypatch.setattr(images, "bootstrap_method", lambda platform, forced=None: (method, "test"))
@@ -313,7 +313,7 @@ def test_proc_is_mounted_from_inside_the_rootfs_never_through_a_symlink_to_the_h
 
 
 def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tmp_path, monkeypatch):
-    from rvport.build import buildx, images, rootfs_image
+    from rvport.engine import buildx, images, rootfs_image
 
     engine: dict[str, dict] = {}
     monkeypatch.setattr(images, "bootstrap_method", lambda platform, forced=None: (bootstrap.SPLIT, "test"))
@@ -675,7 +675,7 @@ def test_the_inputs_of_update_ca_certificates_are_every_path_it_reads(tmp_path):
 def test_packages_are_fetched_ahead_but_for_a_foreign_base_made_the_classic_way(
     tmp_path, monkeypatch, platform, method, ahead
 ):
-    from rvport.build import buildx, images, rootfs_image
+    from rvport.engine import buildx, images, rootfs_image
     from rvport.sources import debarchive
 
     monkeypatch.setattr(images, "bootstrap_method", lambda p, forced=None: (method, "test"))

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-import rvport.build
-from rvport.build.buildx import BuildSpec, check_cache_export
+import rvport.engine
 from rvport.cli import ci
 from rvport.cli.progress import Reporter
+from rvport.engine.buildx import BuildSpec, check_cache_export
 from rvport.errors import UsageError
 
 SHA = "688d089cd175f1fa94d6524ebbfa96d479760fc46c4411983e852779c1d5d244"
@@ -149,9 +149,9 @@ def test_summary_timings_keep_a_step_not_in_the_order_after_the_known_ones():
 
 
 def test_timing_order_has_every_key_the_build_writes():
-    """Each `timer("...")` and `timings["..."]` in rvport/build is a column of its own in the summary."""
+    """Each `timer("...")` and `timings["..."]` in rvport/engine is a column of its own in the summary."""
     written = set()
-    for path in Path(rvport.build.__file__).parent.rglob("*.py"):
+    for path in Path(rvport.engine.__file__).parent.rglob("*.py"):
         written |= set(re.findall(r"""(?:\btimer\(|\btimings\[)["']([^"']+)["']""", path.read_text()))
     assert {"fetch", "images", "smoke_image", "smoke", "check"} <= written  # the scan finds them
     assert written <= set(ci.TIMING_ORDER)

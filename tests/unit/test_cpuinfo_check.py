@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from rvport.build import render
-from rvport.build.modes import accelerated, cross, emulated
-from rvport.build.stage import stage_context
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.engine import render
+from rvport.engine.modes import accelerated, cross, emulated
+from rvport.engine.stage import stage_context
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.resources import builtin

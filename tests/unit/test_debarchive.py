@@ -231,8 +231,8 @@ def test_the_plan_shows_an_accepted_expiry_and_is_unchanged_without_one():
 
 
 def test_an_accepted_base_is_another_image_and_other_keys_stay():
-    from rvport.build.images import base_key
     from rvport.catalogue.bases import load_base
+    from rvport.engine.images import base_key
 
     sid = load_base("debian-sid")
     plain = base_key(sid, "linux/riscv64", "http://mirror.invalid/debian")
@@ -288,7 +288,7 @@ def _vllm_like(pins):
 
 
 def test_a_recipes_pins_are_checked_against_the_signed_index_and_recorded(archive, tmp_path):
-    from rvport.build import debpins
+    from rvport.engine import debpins
     from rvport.sources import fetch_options
 
     mirror, ring, _ = archive
@@ -316,7 +316,7 @@ def test_a_recipes_pins_are_checked_against_the_signed_index_and_recorded(archiv
 
 
 def test_an_index_that_is_not_the_signed_releases_is_refused(archive, tmp_path):
-    from rvport.build import debpins
+    from rvport.engine import debpins
     from rvport.sources import fetch_options
 
     mirror, ring, root = archive

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import requests
 
-from rvport.build import debprefetch
+from rvport.engine import debprefetch
 
 
 class FakeSession:

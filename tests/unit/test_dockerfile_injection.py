@@ -15,12 +15,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from rvport.build import modes, render, runtime
-from rvport.build.modes import accelerated, cross
-from rvport.build.stage import Toolchain
 from rvport.catalogue.kinds import compiles_rust
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.engine import modes, render, runtime
+from rvport.engine.modes import accelerated, cross
+from rvport.engine.stage import Toolchain
 from rvport.errors import ExitCode, RecipeError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rvport.build.doctor import accelerated_check
+from rvport.engine.doctor import accelerated_check
 from rvport.host import HostFacts
 
 

@@ -66,8 +66,8 @@ def test_reproduce_json_as_written_is_valid(tmp_path):
 
 
 def test_the_artifact_cache_record_as_written_is_valid_and_old_or_bad_ones_are_no_entry(tmp_path):
-    from rvport.build.runner import ARTIFACT_RECORD_SCHEMA, artifact_record, read_artifact_record
     from rvport.catalogue.profiles import get_profile
+    from rvport.engine.runner import ARTIFACT_RECORD_SCHEMA, artifact_record, read_artifact_record
     from rvport.verify import verify_paths
 
     files = tmp_path / "files"

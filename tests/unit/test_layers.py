@@ -5,7 +5,7 @@ Layers, highest first (a module may import its own layer or lower ones):
 
     6  rvport.__main__
     5  rvport.cli
-    4  rvport.build
+    4  rvport.engine
     3  rvport.plan
     2  rvport.sources, rvport.verify      (siblings: neither imports the other)
     1  rvport.catalogue
@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     "rvport.__main__": 7,
     "rvport.cli": 6,
     "rvport.closure": 5,
-    "rvport.build": 4,
+    "rvport.engine": 4,
     "rvport.plan": 3,
     "rvport.sources": 2,
     "rvport.verify": 2,
@@ -180,25 +180,27 @@ def test_the_checker_sees_cycles_and_upward_imports(tmp_path):
             "errors.py": "from rvport import proc\n",
             "proc.py": "import rvport.errors\n",
             "catalogue/__init__.py": "",
-            "catalogue/recipes.py": "def f():\n    from rvport.build.runner import Runner\n",
-            "build/__init__.py": "",
-            "build/runner.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import rvport.cli\n",
+            "catalogue/recipes.py": "def f():\n    from rvport.engine.runner import Runner\n",
+            "engine/__init__.py": "",
+            "engine/runner.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import rvport.cli\n"
+            ),
             "cli/__init__.py": "",
-            "cli/app.py": "from rvport.build import runner\nfrom . import views\n",
-            "cli/views.py": "from ..build.runner import x\n",
+            "cli/app.py": "from rvport.engine import runner\nfrom . import views\n",
+            "cli/views.py": "from ..engine.runner import x\n",
             "sources/__init__.py": "from rvport.verify import report\n",
             "verify/__init__.py": "",
             "verify/report.py": "",
         },
     )
     g = graph(pkg)
-    assert g["rvport.cli.app"] == {"rvport.build.runner", "rvport.cli.views"}
-    assert g["rvport.cli.views"] == {"rvport.build.runner"}
+    assert g["rvport.cli.app"] == {"rvport.engine.runner", "rvport.cli.views"}
+    assert g["rvport.cli.views"] == {"rvport.engine.runner"}
     assert cycles(g) == [["rvport.errors", "rvport.proc"]]
     assert violations(g) == [
-        "rvport.build.runner (layer rvport.build) imports rvport.cli (higher layer rvport.cli)",
-        "rvport.catalogue.recipes (layer rvport.catalogue) imports rvport.build.runner (higher layer "
-        "rvport.build)",
+        "rvport.catalogue.recipes (layer rvport.catalogue) imports rvport.engine.runner (higher layer "
+        "rvport.engine)",
+        "rvport.engine.runner (layer rvport.engine) imports rvport.cli (higher layer rvport.cli)",
         "rvport.sources (layer rvport.sources) imports its sibling layer's rvport.verify.report",
     ]
     with pytest.raises(AssertionError, match="rvport.extra is in no layer"):
@@ -206,7 +208,7 @@ def test_the_checker_sees_cycles_and_upward_imports(tmp_path):
 
 
 # ------------------------------------------------------------------------------- planning is pure
-IMPURE = ("rvport.proc", "rvport.sources", "rvport.build", "subprocess", "requests", "docker")
+IMPURE = ("rvport.proc", "rvport.sources", "rvport.engine", "subprocess", "requests", "docker")
 
 
 def test_importing_the_planner_brings_no_io_modules():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rvport.build import runner
+from rvport.engine import runner
 from rvport.errors import BuildFailed
 from rvport.fileio import read_ends
 

@@ -11,7 +11,6 @@ from enum import StrEnum
 import pytest
 from typer.testing import CliRunner
 
-from rvport.build import modes as build_modes
 from rvport.catalogue import modes
 from rvport.catalogue.bases import load_bases
 from rvport.catalogue.kinds import KINDS
@@ -19,6 +18,7 @@ from rvport.catalogue.modes import Hosts, Mode, ModeFacts
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import Kind, load_catalogue
 from rvport.cli.app import app
+from rvport.engine import modes as build_modes
 from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Request, make_plan
@@ -42,7 +42,7 @@ def test_every_mode_has_one_entry_and_an_implementation():
     assert modes.choices() == tuple(m.value for m in Mode)
     for mode, f in modes.MODES.items():
         assert f.mode is mode
-        assert f.implementation.startswith("rvport.build.modes.")
+        assert f.implementation.startswith("rvport.engine.modes.")
         impl = build_modes.of(mode)
         assert all(callable(getattr(impl, m)) for m in ("bases", "early", "toolchain", "dockerfile"))
         assert f.requested and f.help.startswith(mode.value)

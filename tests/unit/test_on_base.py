@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rvport.build.modes import accelerated as acc
 from rvport.catalogue.bases import load_bases
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.engine.modes import accelerated as acc
 from rvport.errors import RecipeError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan

@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
-from rvport.build import buildx, modes, prepare, render, stage
-from rvport.build.modes import accelerated, cross
-from rvport.build.runner import BuildOptions
 from rvport.catalogue.profiles import get_profile
+from rvport.engine import buildx, modes, prepare, render, stage
+from rvport.engine.modes import accelerated, cross
+from rvport.engine.runner import BuildOptions
 from rvport.plan.planner import Mode, Request, make_plan
 from tests.unit.test_bake import (  # noqa: F401
     BASE,
@@ -243,7 +243,7 @@ def test_an_accelerated_stage_with_another_gcc_fails_as_its_build_would(setup, e
 
 
 def test_the_runtime_image_is_listed_when_the_engine_has_it_else_left_to_the_build(setup, engine, tmp_path):
-    from rvport.build import runtime
+    from rvport.engine import runtime
 
     plan = _with_runtime(setup, tmp_path)
     rt = plan.stage("tinyrt").runtime
@@ -286,8 +286,8 @@ def test_prepare_tags_file_has_the_runtime_image_only_when_in_the_engine(
 ):
     from typer.testing import CliRunner
 
-    from rvport.build import prepare as prep
     from rvport.cli.app import app
+    from rvport.engine import prepare as prep
 
     made = [
         prep.Prepared(
@@ -352,7 +352,7 @@ def test_bases_are_made_side_by_side_and_a_failed_one_fails_the_stages_that_need
     import threading
     import time
 
-    from rvport.build import images
+    from rvport.engine import images
     from rvport.errors import HostNotReady
 
     cat, _fopts, _out = setup
@@ -405,8 +405,8 @@ def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_i
     import jsonschema
 
     from rvport import manifest, proc
-    from rvport.build import images
-    from rvport.build.runner import Runner
+    from rvport.engine import images
+    from rvport.engine.runner import Runner
 
     cat, fopts, out = setup
     scratch = tmp_path / "rootfs"

@@ -205,8 +205,8 @@ def test_the_command_line_takes_a_comma_list_or_repeats(tmp_path):
 def test_result_record_summary_and_junit_show_the_matrix(cat, bases):
     import xml.etree.ElementTree as ET
 
-    from rvport.build.stage import StageRecord
     from rvport.cli import ci
+    from rvport.engine.stage import StageRecord
 
     p = plan(cat, bases, "msgspec", pythons=("3.13", "3.14"))
     recs = [StageRecord(stage=s, status="ok").to_json() for s in p.stages]

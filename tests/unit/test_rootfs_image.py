@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rvport.build import buildx, rootfs_image
+from rvport.engine import buildx, rootfs_image
 from rvport.errors import HostNotReady
 
 

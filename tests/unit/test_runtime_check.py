@@ -1,4 +1,4 @@
-"""The runtime check (`runtime: check:`, rvport/build/check.py) without Docker: the recipe's keys and their
+"""The runtime check (`runtime: check:`, rvport/engine/check.py) without Docker: the recipe's keys and their
 located errors, what the plan says of it (its own key; the image's key does not move), and the check's steps
 against a fake engine: both rounds with the right environment, a failure recorded with the service's logs, a
 timeout, Ctrl-C, a failure while making: every time nothing is left. Kept results are reused only under the
@@ -18,11 +18,11 @@ import jsonschema
 import pytest
 
 from rvport import manifest, proc
-from rvport.build import check, containers
-from rvport.build.runtime import MadeImage
-from rvport.build.stage import Toolchain
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import CHECK_TIMEOUT_S
+from rvport.engine import check, containers
+from rvport.engine.runtime import MadeImage
+from rvport.engine.stage import Toolchain
 from rvport.errors import BuildFailed, ExitCode
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
@@ -128,7 +128,7 @@ def test_no_restart_is_one_round(tmp_path):
 
 # ------------------------------------------------------------------------------------------ a fake engine
 class Engine:
-    """The functions of rvport.build.containers, recording what was made and what is still there."""
+    """The functions of rvport.engine.containers, recording what was made and what is still there."""
 
     def __init__(self, statuses=(0, 0)):
         self.statuses = list(statuses)

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from rvport import manifest
-from rvport.build import runtime
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.engine import runtime
 from rvport.errors import BuildFailed, ExitCode, IntegrityError, RecipeError, UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan

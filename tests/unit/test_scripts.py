@@ -80,7 +80,7 @@ def test_shellcheck_finds_nothing(script: Path):
 
 def test_the_build_script_starts_with_the_prologue_byte_for_byte():
     """The build script is part of the artifact cache key: its bytes must not move."""
-    from rvport.build import render
+    from rvport.engine import render
 
     assert render.build_script(["make", "make install"]) == (
         "#!/bin/sh\n# rvport: the recipe's build commands, run with sh -eux in /src\n"
@@ -192,8 +192,8 @@ def test_the_pip_default_index_script_prints_the_index_of_the_pip_it_runs_with()
 
 
 def test_the_smoke_install_script_installs_every_wheel_offline(tmp_path):
-    from rvport.build import render
     from rvport.catalogue.recipes import Kind
+    from rvport.engine import render
 
     calls = tmp_path / "calls"
     env = _stand_ins(tmp_path / "bin", {"python3": f'echo "python3 $*" >> {calls}'})

@@ -318,7 +318,7 @@ def test_the_image_installs_each_package_at_its_version_on_the_scalar_cpu():
 
 
 def test_an_image_found_is_not_made_again_and_one_with_other_versions_is_refused(tmp_path, monkeypatch):
-    from rvport.build import buildx, debpins, images
+    from rvport.engine import buildx, debpins, images
 
     class Base:
         tag, image_id = "rvport/base:sid", "sha256:base"

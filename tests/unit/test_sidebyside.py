@@ -1,4 +1,4 @@
-"""Work side by side (rvport/build/sidebyside.py): results and errors by key, and an interrupt that stops the
+"""Work side by side (rvport/engine/sidebyside.py): results and errors by key, and an interrupt that stops the
 workers' programs and waits for their cleanup before it goes on."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from rvport import proc
-from rvport.build import sidebyside
+from rvport.engine import sidebyside
 from rvport.errors import BuildFailed
 
 

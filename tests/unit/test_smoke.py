@@ -13,11 +13,11 @@ import jsonschema
 import pytest
 
 from rvport import manifest
-from rvport.build import buildx, render
-from rvport.build import runner as runner_mod
-from rvport.build.runner import BuildOptions, Runner, smoke_failure, smoke_record
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import Kind, load_catalogue
+from rvport.engine import buildx, render
+from rvport.engine import runner as runner_mod
+from rvport.engine.runner import BuildOptions, Runner, smoke_failure, smoke_record
 from rvport.errors import BuildFailed, ExitCode, SmokeFailed
 from rvport.host import HostFacts
 from rvport.plan.planner import Request, make_plan
@@ -433,7 +433,7 @@ def test_one_smoke_image_serves_every_profile():
     """rv64gc and the vector profiles ask for the same smoke image (each container gets its profile's CPU
     when it runs); that apt runs on the scalar CPU in every such image is test_prepare's
     test_one_toolchain_image_serves_every_profile."""
-    from rvport.build import modes
+    from rvport.engine import modes
 
     cat = load_catalogue()
     host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
@@ -571,7 +571,7 @@ def test_a_wheel_stage_s_smoke_test_installs_the_wheels_of_its_dependencies_too(
 
 
 def test_a_stage_without_dependencies_gets_an_empty_deps_directory(tmp_path):
-    from rvport.build.runner import smoke_deps
+    from rvport.engine.runner import smoke_deps
 
     assert smoke_deps(tmp_path / "deps", {}) == []
     assert (tmp_path / "deps").is_dir() and not list((tmp_path / "deps").iterdir())

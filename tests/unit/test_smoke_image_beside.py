@@ -1,8 +1,8 @@
 """The smoke image is made beside the stage's build (issue 24): a task of its own in the side-by-side pool
-(rvport/build/prepare.py), so the build starts once the build images are made; the smoke test takes that image
-(waiting for it when it is not made yet), never makes it a second time; a smoke image that fails fails the
-stage at the smoke step with its own error; --no-smoke makes none; an interrupt while the stage waits for it
-stops it. `rvport build` runs whole here (Runner.run) against a fake engine at Docker's door (buildx)."""
+(rvport/engine/prepare.py), so the build starts once the build images are made; the smoke test takes that
+image (waiting for it when it is not made yet), never makes it a second time; a smoke image that fails fails
+the stage at the smoke step with its own error; --no-smoke makes none; an interrupt while the stage waits for
+it stops it. `rvport build` runs whole here (Runner.run) against a fake engine at Docker's door (buildx)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import jsonschema
 import pytest
 
 from rvport import manifest, proc
-from rvport.build import buildx, modes, prepare
-from rvport.build.runner import BuildOptions, Runner
 from rvport.catalogue.recipes import load_catalogue
+from rvport.engine import buildx, modes, prepare
+from rvport.engine.runner import BuildOptions, Runner
 from rvport.errors import BuildFailed, ExitCode
 from tests.unit.test_bake import RECIPE, _plan, _tarball, setup  # noqa: F401
 from tests.unit.test_prepare import FOUND, FakeEngine, Rec

@@ -1,4 +1,4 @@
-"""The stage environment and images without Docker: the engine (rvport.build.buildx, the docker door) is made
+"""The stage environment and images without Docker: the engine (rvport.engine.buildx, the docker door) is made
 to answer for the images it holds, to load nothing, and to run no container."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import inspect
 import pytest
 from rich.console import Console
 
-from rvport.build import buildx
-from rvport.build.images import Bases, base_key, ensure_image, host_debian_mirror
-from rvport.build.progress import SILENT, Progress
 from rvport.catalogue.bases import load_base
 from rvport.cli.progress import LiveReporter, Reporter
+from rvport.engine import buildx
+from rvport.engine.images import Bases, base_key, ensure_image, host_debian_mirror
+from rvport.engine.progress import SILENT, Progress
 from rvport.errors import HostNotReady
 
 OVERRIDE = "registry.example/debian@sha256:" + "a" * 64
@@ -98,8 +98,8 @@ def test_the_cli_reporters_implement_the_build_progress_protocol():
 
 
 def test_the_runners_scratch_directories_are_gone_however_the_block_ends(tmp_path):
-    from rvport.build.runner import BuildOptions, Runner
     from rvport.catalogue.recipes import load_catalogue
+    from rvport.engine.runner import BuildOptions, Runner
     from rvport.sources import fetch_options
     from tests.unit.test_bake import _plan
 

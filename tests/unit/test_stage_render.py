@@ -1,7 +1,7 @@
 """The four heavy recipes as planned and rendered: every stage file carries exactly the profile's flags.
 
-The Dockerfiles are rendered by each stage's mode (rvport.build.modes.of(stage.mode).dockerfile) and by
-rvport.build.modes.cross.render_toolchain, what the runner and bake build with, so what is asserted here is
+The Dockerfiles are rendered by each stage's mode (rvport.engine.modes.of(stage.mode).dockerfile) and by
+rvport.engine.modes.cross.render_toolchain, what the runner and bake build with, so what is asserted here is
 what a build runs (no docker needed)."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from types import SimpleNamespace
 import pytest
 
 from rvport import resources
-from rvport.build import modes
-from rvport.build.modes import accelerated, cross
-from rvport.build.stage import Toolchain
 from rvport.catalogue.kinds import KINDS
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.engine import modes
+from rvport.engine.modes import accelerated, cross
+from rvport.engine.stage import Toolchain
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.resources import builtin
@@ -367,7 +367,7 @@ def test_the_rustc_web_pair_must_come_from_one_source_version(cat, tmp_path, rus
 
 
 def test_stages_that_compile_rust_record_the_rust_they_used_in_every_mode(cat, tmp_path):
-    from rvport.build.runner import take_rust_report
+    from rvport.engine.runner import take_rust_report
     from rvport.plan.planner import RUST_RECORD
 
     for mode in (Mode.AUTO, Mode.QEMU):

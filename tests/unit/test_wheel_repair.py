@@ -11,9 +11,9 @@ import jsonschema
 import pytest
 
 from rvport import manifest, resources
-from rvport.build.stage import StageRecord
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.engine.stage import StageRecord
 from rvport.errors import ExitCode, RecipeError
 from rvport.host import HostFacts
 from rvport.plan.planner import REPAIR_NOTE, Mode, Request, make_plan

@@ -88,7 +88,7 @@ def signed_index(
     """Debian `suite`'s riscv64 main Packages index from the host's mirror: InRelease verified with gpgv, its
     Valid-Until checked (an expired one only when accepted), Packages.xz checked against it and cached by its
     digest. `what` names who needs it, for the messages."""
-    from rvport.build.images import host_debian_mirror
+    from rvport.engine.images import host_debian_mirror
 
     mirror = mirror or host_debian_mirror()
     if not mirror:

@@ -2,7 +2,7 @@
 answers, before and after a restart. The runner calls `ensure` after the runtime image is made or found
 (runtime.make).
 
-`run`, in the engine (rvport/build/containers.py):
+`run`, in the engine (rvport/engine/containers.py):
   1. a network of the check's own, internal (nothing on it reaches out), named rvport-check-<recipe>-<random>;
   2. the service: the runtime image, detached, run with the plan's run_args and the stage's riscv64
      environment (StageEnv.riscv64_env: QEMU_CPU), reachable on the network as `service`;
@@ -31,9 +31,9 @@ import uuid
 from pathlib import Path
 
 from rvport import fileio, manifest, proc
-from rvport.build import containers
-from rvport.build.runtime import MadeImage
-from rvport.build.stage import StageEnv, Toolchain
+from rvport.engine import containers
+from rvport.engine.runtime import MadeImage
+from rvport.engine.stage import StageEnv, Toolchain
 from rvport.errors import SmokeFailed
 from rvport.target import PLATFORM as RISCV64
 

@@ -1,6 +1,6 @@
 """A stage's environment: what the runner (`rvport build`) and the bake export both hand to a mode.
 
-A mode (rvport/build/modes/) says which toolchain image a stage needs and renders the stage's Dockerfile; it
+A mode (rvport/engine/modes/) says which toolchain image a stage needs and renders the stage's Dockerfile; it
 does so through a StageEnv, never through the runner. The environment gives it:
 
 - base images (`base`), made or found once per run, --base-image applied to the riscv64 base only;
@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from rvport import resources
-from rvport.build import render
-from rvport.build.images import BaseImage, Bases, ensure_image, read_packages
-from rvport.build.progress import Progress
 from rvport.catalogue.profiles import get_profile
+from rvport.engine import render
+from rvport.engine.images import BaseImage, Bases, ensure_image, read_packages
+from rvport.engine.progress import Progress
 from rvport.plan.planner import SCALAR_PROFILE
 from rvport.sources.fetch import Fetcher, FetchOptions, stage_ca_bundle
 
@@ -85,13 +85,13 @@ class StageRecord:
     )  # wheel repair: tag, grafted libraries, auditwheel's words
     sources: list[dict] = field(default_factory=list)
     toolchain_packages: dict[str, str] = field(default_factory=dict)
-    toolchain: dict | None = None  # cross stages: the cross toolchain used (rvport/build/modes/cross.py)
+    toolchain: dict | None = None  # cross stages: the cross toolchain used (rvport/engine/modes/cross.py)
     rust: dict | None = None  # stages that compile Rust: rustc and cargo --version, rustc's host
-    debian_pins: dict | None = None  # `toolchain: pins:` as the signed index has them (build/debpins.py)
+    debian_pins: dict | None = None  # `toolchain: pins:` as the signed index has them (engine/debpins.py)
     key: str | None = None
     build_command: str | None = None  # the buildx command that built the artifacts (kept with cached ones)
     runtime: dict | None = None  # the runtime image made after the stage: {tag, image_id, key, made},
-    # and its check when the recipe has one (rvport/build/check.py)
+    # and its check when the recipe has one (rvport/engine/check.py)
     error: str | None = None
     log_tail: list[str] = field(default_factory=list)
     log: str | None = None

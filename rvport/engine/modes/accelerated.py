@@ -2,7 +2,7 @@
 while its C and C++ compilers are native cross compilers of the build platform targeting riscv64.
 
 The cross toolchain is a pinned, cached input: Debian's riscv64 cross GCC and binutils from the build-platform
-base (bases/debian-trixie-xtc.yaml, made by rvport.build.images.ensure_base), gathered by a small stage
+base (bases/debian-trixie-xtc.yaml, made by rvport.engine.images.ensure_base), gathered by a small stage
 into a self-contained prefix, /opt/xtc (drivers, cc1/cc1plus, the build platform's loader and shared
 libraries), and loaded as an image. A riscv64 build stage takes it with `COPY --from=<that image>` and links
 it to its own headers, libraries and GCC files (dockerfiles/accelerated.Dockerfile), so the cross compiler
@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rvport import resources
-from rvport.build import render
-from rvport.build.images import BaseImage, ensure_image, installed_packages
-from rvport.build.modes.emulated import riscv64_toolchain
-from rvport.build.stage import StageEnv, Toolchain
 from rvport.catalogue import kinds, modes
 from rvport.catalogue.bases import BaseSpec, load_base
 from rvport.catalogue.kinds import KINDS
 from rvport.catalogue.recipes import Kind
+from rvport.engine import render
+from rvport.engine.images import BaseImage, ensure_image, installed_packages
+from rvport.engine.modes.emulated import riscv64_toolchain
+from rvport.engine.stage import StageEnv, Toolchain
 from rvport.errors import BuildFailed, HostNotReady, RecipeError
 from rvport.target import BUILD_HOSTS, DOCKER_PLATFORM, HOST_RUST_TARGET, TRIPLET
 from rvport.target import PLATFORM as RISCV64

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport import proc
-from rvport.build import buildx
+from rvport.engine import buildx
 from rvport.errors import RvportError
 from rvport.host import HostFacts, binfmt_handler
 from rvport.target import BUILD_HOSTS

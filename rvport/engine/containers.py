@@ -1,4 +1,4 @@
-"""The engine's containers and networks, for a runtime check (rvport/build/check.py): the docker CLI, through
+"""The engine's containers and networks, for a runtime check (rvport/engine/check.py): the docker CLI, through
 proc.py, as buildx.py is the door to builds and images.
 
 Everything made here carries the label org.rvport.check=<the check's name>, so what a killed run (SIGKILL, a

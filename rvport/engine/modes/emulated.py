@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rvport.build import render
-from rvport.build.stage import StageEnv, Toolchain
+from rvport.engine import render
+from rvport.engine.stage import StageEnv, Toolchain
 from rvport.plan.planner import Mode
 from rvport.target import PLATFORM
 

@@ -1,6 +1,6 @@
 """Renders Dockerfiles from the templates in resources/dockerfiles/ (placeholders are @@NAME@@).
 
-Template mechanics only: which template a stage uses is its mode's choice (rvport/build/modes/).
+Template mechanics only: which template a stage uses is its mode's choice (rvport/engine/modes/).
 """
 
 from __future__ import annotations

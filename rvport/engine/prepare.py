@@ -3,7 +3,7 @@
 Per stage, by the runner's own code path: a StageEnv with the runner's toolchain images (LoadedToolchains) and
 bases, `modes.setup` (the riscv64 base, the mode's toolchain image, and for accelerated stages the
 build-platform base and the cross toolchain prefix, rvport/xtc, with its compiler check), and for a stage with
-a runtime image (rvport/build/runtime.py) the image it is built FROM; in a task of its own, the smoke image
+a runtime image (rvport/engine/runtime.py) the image it is built FROM; in a task of its own, the smoke image
 (`modes.smoke_image`, also a runtime check's client), which only the smoke test after the build needs. The
 runtime image itself holds the stage's artifacts, which prepare does not build: it is listed when the engine
 has it under its tag with the plan's runtime key and FROM image (labels; whether it holds the artifacts a
@@ -12,10 +12,10 @@ build" (`pending`) and left out of --tags. So the images are the ones `rvport bu
 makes and uses: same Dockerfiles, same tags. No source is fetched, nothing is compiled. What the stages used
 (StageEnv.used) is listed: the images to keep between CI runs (docs/ci.md).
 
-The work goes side by side (rvport/build/sidebyside.py): every base the stages need first (the riscv64 base on
-one worker, the build-platform bases on the other), then the stages' images, in the order a build needs them:
-each stage's build images, then its smoke image. `rvport build` makes its images this way too, while its
-stages build (rvport/build/runner.py): a stage's build starts once its build images are made, its smoke test
+The work goes side by side (rvport/engine/sidebyside.py): every base the stages need first (the riscv64 base
+on one worker, the build-platform bases on the other), then the stages' images, in the order a build needs
+them: each stage's build images, then its smoke image. `rvport build` makes its images this way too, while its
+stages build (rvport/engine/runner.py): a stage's build starts once its build images are made, its smoke test
 once its smoke image is.
 """
 
@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from rvport.build import debpins, modes, runtime, sidebyside
-from rvport.build.images import BaseImage
-from rvport.build.progress import Progress
-from rvport.build.stage import LoadedToolchains, RunOptions, StageEnv, StageRecord, Toolchain
+from rvport.engine import debpins, modes, runtime, sidebyside
+from rvport.engine.images import BaseImage
+from rvport.engine.progress import Progress
+from rvport.engine.stage import LoadedToolchains, RunOptions, StageEnv, StageRecord, Toolchain
 from rvport.errors import RvportError
 from rvport.plan.planner import Plan, Stage
 from rvport.target import PLATFORM as RISCV64
@@ -61,7 +61,7 @@ class Preparer:
     options, output, fetch (the cache and the CA bundle), builder and base_image count here, and whether smoke
     tests run).
 
-    Side by side (rvport/build/sidebyside.py): first every base the stages need (modes.bases), then each
+    Side by side (rvport/engine/sidebyside.py): first every base the stages need (modes.bases), then each
     stage's build images and then its smoke image (a task of its own), `workers` at a time. A stage whose
     images could not be made is in `errors`; `run` raises the first of them in plan order, `make` leaves them
     to the caller. `rvport build` (for_build) uses `start`, `wait` and `smoke_image` on a pool of its own: it

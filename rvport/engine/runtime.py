@@ -18,10 +18,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from rvport.build import buildx
-from rvport.build.images import BaseImage
-from rvport.build.render import Rendered, env_lines, render
-from rvport.build.stage import StageEnv, Toolchain
+from rvport.engine import buildx
+from rvport.engine.images import BaseImage
+from rvport.engine.render import Rendered, env_lines, render
+from rvport.engine.stage import StageEnv, Toolchain
 from rvport.errors import BuildFailed, HostNotReady, IntegrityError, Problem
 from rvport.plan.planner import RuntimeImage
 from rvport.sources.cache import sha256_file

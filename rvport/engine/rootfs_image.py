@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from rvport import proc
-from rvport.build import buildx
+from rvport.engine import buildx
 from rvport.errors import HostNotReady
 
 EMPTY_DIRS = ("proc", "sys", "dev")  # in the image as directories, never with what is mounted there

@@ -2,10 +2,11 @@
 
 Base images: a Debian rootfs loaded as one layer (rootfs_image), or an image named by digest, from a base spec
 (rvport.catalogue.bases). How the rootfs is made (debootstrap in one run, or split between the build platform
-and emulation for a foreign architecture) is rvport/build/bootstrap.py. Built once and reused while its inputs
-(spec file, architecture, mirror, bootstrap method) are unchanged: the image tag carries the inputs' digest.
-What was installed (the suite's Release file digest, every package version) is recorded beside the cache entry
-(the bases record, docs/architecture.md) and in result.json. `Bases` holds the base images of one run.
+and emulation for a foreign architecture) is rvport/engine/bootstrap.py. Built once and reused while its
+inputs (spec file, architecture, mirror, bootstrap method) are unchanged: the image tag carries the inputs'
+digest. What was installed (the suite's Release file digest, every package version) is recorded beside the
+cache entry (the bases record, docs/architecture.md) and in result.json. `Bases` holds the base images of one
+run.
 
 Build-then-inspect (`load_image`, `ensure_image`): `docker buildx build --load`, then the engine's own record
 of the image; an image that was built but is not in the engine is a HostNotReady, never a crash. Base,
@@ -27,8 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rvport import proc
-from rvport.build import bootstrap, buildx, rootfs_image
 from rvport.catalogue.bases import BaseSpec, load_base
+from rvport.engine import bootstrap, buildx, rootfs_image
 from rvport.errors import HostNotReady, RvportError
 from rvport.host import normalize_arch
 from rvport.sources import debarchive

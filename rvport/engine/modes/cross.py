@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from rvport import resources
-from rvport.build import render
-from rvport.build.stage import StageEnv, Toolchain
 from rvport.catalogue import modes
 from rvport.catalogue.kinds import CrossToolchain, cross_toolchain
+from rvport.engine import render
+from rvport.engine.stage import StageEnv, Toolchain
 from rvport.target import DEBIAN_TARGET_ARCH
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """Work side by side on threads, stopped together: how the images a plan needs are made
-(rvport/build/prepare.py).
+(rvport/engine/prepare.py).
 
 Each task runs on a worker thread, in the order given, `workers` at a time; what it returns, or the
 RvportError it raised, is its result. A task that raises anything else is a bug: it is raised again where its

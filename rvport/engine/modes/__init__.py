@@ -6,7 +6,7 @@
 
 Which module builds which mode is the mode registry's (rvport/catalogue/modes.py: `implementation`); `of`
 imports it when a stage first asks, so the lower layers name the modules without importing the build layer.
-A mode is given a StageEnv (rvport/build/stage.py), provided alike by the runner and by the bake export, and
+A mode is given a StageEnv (rvport/engine/stage.py), provided alike by the runner and by the bake export, and
 answers two questions: which toolchain image the stage builds FROM, and the stage's Dockerfile. Modes never
 import the runner or bake; which mode a stage has is the planner's decision (Stage.mode), and which kinds
 support which modes is the mode registry.
@@ -18,10 +18,10 @@ import importlib
 from dataclasses import dataclass
 from typing import Protocol
 
-from rvport.build.images import BaseImage
-from rvport.build.render import Rendered
-from rvport.build.stage import StageEnv, Toolchain
 from rvport.catalogue import modes as registry
+from rvport.engine.images import BaseImage
+from rvport.engine.render import Rendered
+from rvport.engine.stage import StageEnv, Toolchain
 from rvport.errors import HostNotReady
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Stage

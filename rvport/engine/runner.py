@@ -1,16 +1,16 @@
 """Executes a Plan in Docker buildx; exports artifacts; writes result.json.
 
 1. Every stage's verified source tree (fetch), so that a source that cannot be had fails at once.
-2. Every image the stages need, made side by side (rvport/build/prepare.py, as `rvport prepare` makes them:
+2. Every image the stages need, made side by side (rvport/engine/prepare.py, as `rvport prepare` makes them:
    the bases, then each stage's toolchain, prefix and runtime FROM images, then in a task of its own its smoke
    image). A stage whose build images could not be made fails when its turn comes, one whose smoke image
    could not be made at its smoke test, as if it had made them then.
 3. Stage by stage, once its build images are made: the toolchain image (found now) and the stage's Dockerfile
-   (the stage's mode's work, rvport/build/modes/, done by `modes.setup` in a StageEnv), build with no network,
-   check the expected outputs, verify them, run the smoke test (in the smoke image made meanwhile, waited for
-   if it is not made yet), then commit the artifacts to the content-addressed artifact
-   cache, make the recipe's runtime image when it declares one (rvport/build/runtime.py; found again by its
-   labels when unchanged, for a cached stage too), run its check (rvport/build/check.py: the image as a
+   (the stage's mode's work, rvport/engine/modes/, done by `modes.setup` in a StageEnv), build with no
+   network, check the expected outputs, verify them, run the smoke test (in the smoke image made meanwhile,
+   waited for if it is not made yet), then commit the artifacts to the content-addressed artifact
+   cache, make the recipe's runtime image when it declares one (rvport/engine/runtime.py; found again by its
+   labels when unchanged, for a cached stage too), run its check (rvport/engine/check.py: the image as a
    service, a client against it, before and after a restart) and copy the artifacts into the output directory.
 
 Nothing half-made is ever left in the output or the cache: every result is made in a temporary directory and
@@ -34,11 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport import manifest, proc
-from rvport.build import buildx, check, debpins, modes, render, runtime, sidebyside
-from rvport.build.images import BaseImage
-from rvport.build.prepare import Preparer
-from rvport.build.progress import Progress
-from rvport.build.stage import (
+from rvport.catalogue.kinds import KINDS
+from rvport.engine import buildx, check, debpins, modes, render, runtime, sidebyside
+from rvport.engine.images import BaseImage
+from rvport.engine.prepare import Preparer
+from rvport.engine.progress import Progress
+from rvport.engine.stage import (
     LoadedToolchains,
     RunOptions,
     StageEnv,
@@ -48,7 +49,6 @@ from rvport.build.stage import (
     stage_context,
     stage_tools,
 )
-from rvport.catalogue.kinds import KINDS
 from rvport.errors import BuildFailed, Problem, RvportError, SmokeFailed, VerifyFailed
 from rvport.fileio import Ends, read_ends, read_regular
 from rvport.plan.planner import RUST_REPORT, Plan, Stage
@@ -248,7 +248,7 @@ class Runner:
                 shutil.rmtree(d, ignore_errors=True)
 
     def _env(self, rec: StageRecord) -> StageEnv:
-        """The stage environment the stage's mode works in (rvport/build/stage.py)."""
+        """The stage environment the stage's mode works in (rvport/engine/stage.py)."""
         return StageEnv(
             stage=rec.stage,
             profile=self.profile,
@@ -321,7 +321,7 @@ class Runner:
         return None
 
     def _stages(self) -> tuple[StageRecord, RvportError] | None:
-        """Every stage's images made side by side (rvport/build/prepare.py), and each stage built as soon as
+        """Every stage's images made side by side (rvport/engine/prepare.py), and each stage built as soon as
         its own build images are made, in plan order (its smoke test takes its smoke image, `_smoke_image`);
         the first stage that failed, with its error. Leaving early (a failure, an interrupt) stops the image
         making still going on. How long the image making took, from its start to its last task's end, each
@@ -433,7 +433,7 @@ class Runner:
         self._export(rec, store)
 
     def _check(self, env: StageEnv, made: runtime.MadeImage, files: Path) -> None:
-        """The runtime check (rvport/build/check.py) into stages[].runtime.check; run when the image was made
+        """The runtime check (rvport/engine/check.py) into stages[].runtime.check; run when the image was made
         or the stage built now, else a kept passing result of the same images is reused; --no-smoke skips it.
         A failing check fails the stage (exit 7, as a failing smoke test)."""
         rec = env.record

@@ -43,7 +43,7 @@ from functools import partial
 from pathlib import Path
 
 from rvport import proc, resources
-from rvport.build import debprefetch, sidebyside
+from rvport.engine import debprefetch, sidebyside
 from rvport.errors import HostNotReady, RvportError, UsageError
 
 CLASSIC = "debootstrap"

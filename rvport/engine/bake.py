@@ -1,7 +1,7 @@
 """Export a Plan as a `docker buildx bake` file: OUTPUT/docker-bake.json plus OUTPUT/bake/<stage>/ contexts.
 
-Each stage goes through its mode (rvport/build/modes/) in a StageEnv, as in `rvport build`, from the same
-prepared source trees and with the same base images (rvport.build.images.Bases), so bake builds what
+Each stage goes through its mode (rvport/engine/modes/) in a StageEnv, as in `rvport build`, from the same
+prepared source trees and with the same base images (rvport.engine.images.Bases), so bake builds what
 `rvport build` builds. The one difference is the environment's toolchain images: here they become bake
 targets (`BakeTargets`) instead of being built. What bake does not do: bootstrap the base image (debootstrap;
 made here, as the runner makes it, and referenced by tag), verify, smoke-test, or cache artifacts by inputs.
@@ -18,7 +18,7 @@ through `contexts` ("target:NAME"), which needs the named-contexts capability of
 (BuildKit >= 0.10). The BuildKit built into Docker 20.10 refuses it, so the build targets name their
 toolchain image by tag instead: run `bake toolchains` first on a fresh engine (docs/ci.md).
 
-No `NAME-runtime` target: a recipe's runtime image (rvport/build/runtime.py) is made by `rvport build` alone
+No `NAME-runtime` target: a recipe's runtime image (rvport/engine/runtime.py) is made by `rvport build` alone
 (`runtime_notes` says so). The runner makes it from the stage's verified and smoke-tested artifacts, each
 found by name in the stage's output once it exists, which bake neither checks nor knows when the file is
 written; and feeding one target's output to another needs the named contexts this engine's BuildKit refuses.
@@ -31,10 +31,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport.build import modes, render
-from rvport.build.images import BaseImage
-from rvport.build.progress import SILENT
-from rvport.build.stage import (
+from rvport.engine import modes, render
+from rvport.engine.images import BaseImage
+from rvport.engine.progress import SILENT
+from rvport.engine.stage import (
     RunOptions,
     StageEnv,
     StageRecord,
