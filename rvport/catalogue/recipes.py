@@ -49,6 +49,46 @@ class SourceKind(StrEnum):
     PYPI = "pypi"
     URL = "url"
     GIT = "git"
+    # a local tree under test (`--source-tree`), never written in a recipe: the planner puts it in place of a
+    # pinned source (rvport.plan.planner.with_source_trees)
+    LOCAL = "local"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitState:
+    """What a local tree's git checkout says of it: its commit (None in a repository without one) and whether
+    the tree's files differ from the commit's (changed, added or removed files; ignored files are no part of
+    the tree)."""
+
+    commit: str | None
+    dirty: bool
+
+    def to_json(self) -> dict:
+        return {"commit": self.commit, "dirty": self.dirty}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalTree:
+    """A local source tree as it was read (rvport.sources.local.inspect): where it is, its tree digest (the
+    canonical digest of docs/sources.md, "Tree digests"), its size, the modification time every copy of it
+    gets (SOURCE_DATE_EPOCH), and its git state when it is a checkout."""
+
+    path: str  # absolute
+    digest: str  # "sha256:<hex>"
+    files: int  # files and links
+    bytes: int
+    epoch: int
+    git: GitState | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "tree": self.digest,
+            "files": self.files,
+            "bytes": self.bytes,
+            "epoch": self.epoch,
+            "git": self.git.to_json() if self.git else None,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +110,7 @@ class Source:
     exclude: tuple[str, ...] = ()  # paths left out of the tree digest, and removed from the prepared tree
     profiles: tuple[str, ...] = ()  # the profiles whose builds need it (empty: every profile)
     line: int | None = None
+    local: LocalTree | None = None  # kind local: the tree that replaces the recipe's pinned source
 
     def serves(self, profile: str) -> bool:
         """Whether a build for `profile` needs this source (the planner leaves out the others)."""
@@ -77,7 +118,9 @@ class Source:
 
     @property
     def pinned(self) -> bool:
-        return self.sha256 is not None or self.tree is not None
+        """Whether nothing is left to record (`rvport pin`): a local tree is named by its digest, though it is
+        no pin."""
+        return self.sha256 is not None or self.tree is not None or self.kind is SourceKind.LOCAL
 
     @property
     def archive_name(self) -> str:
@@ -86,6 +129,8 @@ class Source:
             return self.filename or f"{self.project}-{self.version}.tar.gz"
         if self.kind is SourceKind.GIT:
             return f"{self.repo.rstrip('/').rsplit('/', 1)[-1]}-{self.commit}.tar.gz"
+        if self.kind is SourceKind.LOCAL:
+            return f"{self.name}-local-tree"
         return self.url.rsplit("/", 1)[-1]
 
     @property
@@ -94,6 +139,8 @@ class Source:
             return f"pypi:{self.project}=={self.version}"
         if self.kind is SourceKind.GIT:
             return f"git:{self.repo}@{self.commit}"
+        if self.kind is SourceKind.LOCAL and self.local:
+            return f"local:{self.local.path}"
         return self.url or ""
 
     @property
@@ -112,8 +159,16 @@ class Source:
             "origin": self.origin,
             "archive": self.archive_name,
             "sha256": self.sha256
-            or ("pinned by its tree digest" if self.tree else "to be recorded on first verified fetch"),
+            or (
+                "a local tree, not pinned"
+                if self.kind is SourceKind.LOCAL
+                else "pinned by its tree digest"
+                if self.tree
+                else "to be recorded on first verified fetch"
+            ),
         }
+        if self.local:
+            d["local"] = self.local.to_json()
         for k in (
             "url",
             "project",

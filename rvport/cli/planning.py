@@ -4,6 +4,7 @@ checked."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,9 +119,65 @@ def from_options(o: Any) -> tuple[Plan, FetchOptions]:
     req = request(o)
     cat = load_catalogue(list(o.recipes_dir))
     fopts = fetch_options(o)
+    req, notes = with_source_trees(req, getattr(o, "source_tree", ()) or (), cat, fopts)
     plan = resolve(req, cat, fopts)
+    if notes:
+        from dataclasses import replace
+
+        plan = replace(plan, warnings=tuple(dict.fromkeys((*plan.warnings, *notes))))
     _one_base_for_base_image(plan, getattr(o, "base_image", None))
     return plan, fopts
+
+
+def with_source_trees(
+    req: Request, texts: Sequence[str], cat: Catalogue, fopts: FetchOptions
+) -> tuple[Request, list[str]]:
+    """--source-tree [SOURCE=]DIR, each read (rvport.sources.local.inspect: its digest, git state, the
+    unpack limits) and checked to be the recipe's project, into the request. It is for the one recipe the
+    command line names; DIR alone replaces the recipe's main source (the one without dest:), SOURCE=DIR the
+    source of that name (the text before the first '=' is taken as a name only when the recipe has a
+    source of that name)."""
+    if not texts:
+        return req, []
+    from rvport.plan.planner import SourceTree
+    from rvport.sources import local
+
+    if req.all or len(req.refs) != 1:
+        raise UsageError(
+            "--source-tree is for one recipe: name exactly one",
+            hint="e.g. rvport build vllm --source-tree DIR",
+        )
+    recipe = cat.resolve(req.refs[0])
+    by_name = {s.name: s for s in recipe.sources}
+    chosen: dict[str, Path] = {}
+    for text in texts:
+        name, eq, rest = text.partition("=")
+        if eq and name in by_name:
+            source, path = by_name[name], Path(rest)
+        else:
+            main = [s for s in recipe.sources if s.dest is None]
+            if not main:
+                raise UsageError(
+                    f"--source-tree {text}: {recipe.ref} has no main source (every source has a dest:)",
+                    hint=f"name the source: --source-tree SOURCE=DIR, SOURCE one of {', '.join(by_name)}",
+                )
+            source, path = main[0], Path(text)
+        if source.name in chosen:
+            raise UsageError(
+                f"--source-tree given twice for {recipe.ref}'s source {source.name!r}",
+                hint="give one tree per source",
+            )
+        chosen[source.name] = path
+    trees, notes = [], []
+    for name, path in chosen.items():
+        tree = local.inspect(path, limits=fopts.limits)
+        note = local.check_project(recipe, by_name[name], Path(tree.path))
+        if note:
+            notes.append(note)
+        trees.append(SourceTree(recipe=recipe.name, source=name, tree=tree))
+    from dataclasses import replace
+
+    return replace(req, source_trees=tuple(trees)), notes
 
 
 def _one_base_for_base_image(plan: Plan, base_image: str | None) -> None:

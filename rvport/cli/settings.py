@@ -452,6 +452,17 @@ SETTINGS: tuple[Setting, ...] = (
         "its own base. Kinds without a Python are built once (docs/wheels.md).",
     ),
     Setting(
+        dest="source_tree",
+        verbs=frozenset({PLAN, BUILD, PREPARE}),
+        type=list[str] | None,
+        flags=("--source-tree",),
+        metavar="[SOURCE=]DIR",
+        help="Build this local tree (a git checkout at any commit, dirty or not, or an unpacked sdist) "
+        "instead of the named recipe's main source (the one without dest:), or of its source SOURCE; "
+        "copied, never written, and named by its tree digest in plan.json, result.json and the provenance "
+        "(docs/sources.md).",
+    ),
+    Setting(
         dest="format",
         verbs=frozenset({PLAN}),
         type=str,

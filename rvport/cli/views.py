@@ -26,6 +26,14 @@ def _whole(name_like: bool, header: str = "", min_width: int = 0) -> dict:
 def pin_label(src: Source, *, short: bool = False) -> str:
     """How a source is pinned: its archive's sha256, or for a git source its commit and tree digest."""
     cut = (lambda d: d[:16] + "…") if short else (lambda d: d)
+    if src.local is not None:
+        git = src.local.git
+        state = (
+            f", commit {(git.commit or '(none)')[: 12 if short else 40]}{' dirty' if git.dirty else ''}"
+            if git
+            else ""
+        )
+        return f"local tree {src.local.path}, tree {cut(src.local.digest)}{state} (not pinned)"
     if src.sha256:
         return f"sha256 {cut(src.sha256)}"
     if src.tree:

@@ -19,7 +19,16 @@ from rvport.catalogue.bases import BaseSpec, load_bases, python_bases
 from rvport.catalogue.kinds import KINDS, compiles_go, compiles_rust
 from rvport.catalogue.modes import Mode
 from rvport.catalogue.profiles import Profile, get_profile
-from rvport.catalogue.recipes import WHEEL_KINDS, Catalogue, Kind, Recipe, Runtime, Source, SourceKind
+from rvport.catalogue.recipes import (
+    WHEEL_KINDS,
+    Catalogue,
+    Kind,
+    LocalTree,
+    Recipe,
+    Runtime,
+    Source,
+    SourceKind,
+)
 from rvport.catalogue.tools import Tool, tool
 from rvport.errors import UsageError
 from rvport.host import HostFacts
@@ -58,6 +67,17 @@ class Request:
     # --python: the CPythons (MAJOR.MINOR) to build wheels for, each on the riscv64 base that gives it;
     # empty: each recipe on its own base, as it names it (stage ids without a Python suffix)
     pythons: tuple[str, ...] = ()
+    # --source-tree: local trees built instead of pinned sources (each read by rvport.sources.local)
+    source_trees: tuple[SourceTree, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceTree:
+    """A local tree that replaces one source of one recipe (`--source-tree [SOURCE=]DIR`)."""
+
+    recipe: str  # the recipe's name
+    source: str  # the name of the source it replaces
+    tree: LocalTree
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -335,6 +355,52 @@ def stage_profile(profile: Profile, recipe: Recipe, bases: Mapping[str, BaseSpec
     return profile.for_gcc(spec.gcc if spec else None)
 
 
+def with_source_trees(recipe: Recipe, trees: Sequence[SourceTree]) -> tuple[Recipe, list[str]]:
+    """The recipe with each of its sources that a local tree replaces turned into that tree (kind local:
+    the same name, dest and CMake variable; no URL, digest or commit of its own), and the plan's notes that
+    say so (never silent: the artifacts are then built from a tree no recipe pins)."""
+    mine = {t.source: t.tree for t in trees if t.recipe == recipe.name}
+    if not mine:
+        return recipe, []
+    names = {s.name for s in recipe.sources}
+    unknown = sorted(set(mine) - names)
+    if unknown:
+        raise UsageError(
+            f"--source-tree names source {', '.join(map(repr, unknown))}, which {recipe.ref} does not have "
+            "for this profile",
+            hint=f"its sources: {', '.join(sorted(names)) or 'none'}",
+        )
+    notes: list[str] = []
+    sources = []
+    for s in recipe.sources:
+        t = mine.get(s.name)
+        if t is None:
+            sources.append(s)
+            continue
+        sources.append(
+            Source(
+                name=s.name,
+                kind=SourceKind.LOCAL,
+                sha256=None,
+                dest=s.dest,
+                cmake_var=s.cmake_var,
+                profiles=s.profiles,
+                line=s.line,
+                local=t,
+            )
+        )
+        git = (
+            f", git commit {t.git.commit or '(none)'}{' with changes (dirty)' if t.git.dirty else ''}"
+            if t.git
+            else ""
+        )
+        notes.append(
+            f"{recipe.ref}: source {s.name!r} is the local tree {t.path} ({t.digest}{git}), not its pinned "
+            f"{s.origin}: the artifacts are built from a source no recipe pins"
+        )
+    return replace(recipe, sources=tuple(sources)), notes
+
+
 def for_profile(recipe: Recipe, profile: str) -> Recipe:
     """The recipe as a build for `profile` needs it: without the sources it names other profiles for
     (`profiles:`), so they are neither fetched nor unpacked, and the stage's key does not depend on them."""
@@ -487,7 +553,7 @@ def stage_key(
         "kind": recipe.kind.value,
         "mode": mode.value,
         "profile": profile.to_json(),
-        "sources": [s.to_json() for s in recipe.sources],
+        "sources": [_key_source(s) for s in recipe.sources],
         "patches": [p.sha256 for p in recipe.patches],
         "lockfiles": [p.sha256 for p in recipe.lockfiles],
         "vendor": recipe.vendor,
@@ -512,6 +578,20 @@ def stage_key(
     if python:
         doc["python"] = python.to_json()
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def _key_source(s: Source) -> dict:
+    """A source as the stage's key holds it; a local tree by its digest and epoch, not where it lies (the
+    same tree in another directory builds the same artifacts)."""
+    if s.local is None:
+        return s.to_json()
+    return {
+        "name": s.name,
+        "kind": s.kind.value,
+        "tree": s.local.digest,
+        "epoch": s.local.epoch,
+        "dest": s.dest,
+    }
 
 
 def make_plan(
@@ -542,6 +622,8 @@ def make_plan(
         if py is not None:
             r = on_python_base(r, py, req.mode, specs)
         r = for_profile(r, req.profile.name)
+        r, local_notes = with_source_trees(r, req.source_trees)
+        warnings += local_notes
         mode, reason = decide_mode(r, req.mode, host)
         jobs = bound_jobs(r.kind, host, req.jobs)
         profile = stage_profile(req.profile, r, specs)
@@ -609,6 +691,13 @@ def make_plan(
                 wheel_repair=wheel_repair(r, req.manylinux, repair),
                 smoke_without_vector=smoke_without_vector(r, req.profile),
             )
+        )
+    planned_names = {s.recipe.name for s in stages}
+    stray = sorted({t.recipe for t in req.source_trees} - planned_names)
+    if stray:
+        raise UsageError(
+            f"--source-tree is for {', '.join(stray)}, which this plan does not build",
+            hint="name the recipe whose tree it is",
         )
     warnings += expired_release_notes(req.allow_expired_release, stages)
     # a recipe planned per Python warns once

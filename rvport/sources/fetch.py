@@ -51,8 +51,8 @@ from rvport.sources.pypi import IndexConfig, find_sdist, index_config
 
 log = logging.getLogger("rvport.sources")
 
-Where = Literal["cache", "mirror", "network", "missing"]
-Origin = Literal["cache", "mirror", "network", "clone"]
+Where = Literal["cache", "mirror", "network", "missing", "local"]
+Origin = Literal["cache", "mirror", "network", "clone", "local"]
 SYSTEM_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CA_ENV_VARS = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "PIP_CERT", "CURL_CA_BUNDLE")
 
@@ -195,6 +195,16 @@ class Fetched:
     note: str | None = None  # something the user should hear (a corrupt entry replaced)
 
     def to_json(self) -> dict:
+        local = self.source.local
+        if local is not None:  # a local tree (--source-tree): named by its digest, no archive
+            return {
+                "name": self.source.name,
+                "origin": self.source.origin,
+                "from": "local",
+                "tree": local.digest,
+                "size": local.bytes,
+                "local": local.to_json(),
+            }
         d = {
             "name": self.source.name,
             "origin": self.source.origin,
@@ -210,6 +220,21 @@ class Fetched:
         if self.tree or self.source.tree:
             d["tree"] = self.tree or self.source.tree
         return d
+
+
+def local_fetched(source: Source) -> Fetched:
+    """A local tree's entry among a tree's fetched sources: where it is and its digest (no archive)."""
+    local = source.local
+    assert local is not None
+    return Fetched(
+        source=source,
+        path=Path(local.path),
+        sha256="",
+        size=local.bytes,
+        origin="local",
+        filename=source.archive_name,
+        tree=local.digest,
+    )
 
 
 # --------------------------------------------------------------------------------------------- locate
@@ -284,6 +309,8 @@ def _can_download(source: Source) -> bool:
 
 def locate(source: Source, cache: Cache | Path, mirror: Path | None, *, offline: bool = False) -> Where:
     """Where a fetch of `source` would get it from. Looks only at the file system."""
+    if source.kind is SourceKind.LOCAL:
+        return "local"
     cache = cache if isinstance(cache, Cache) else Cache(root=Path(cache))
     if cache.lookup(source) is not None:
         return "cache"
@@ -395,6 +422,8 @@ class Fetcher:
             return self._fetch_locked(source, lockname, check=True, corrupt=err)
 
     def _fetch(self, source: Source, *, check: bool) -> Fetched:
+        if source.local is not None:  # a local tree is copied by prepare_tree, never fetched
+            return local_fetched(source)
         lockname = _lockname(source)
         with self.options.cache.lock(lockname):
             return self._fetch_locked(source, lockname, check=check)

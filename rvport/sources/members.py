@@ -70,9 +70,10 @@ def human(n: int) -> str:
 class Budget:
     """Counts members and bytes unpacked from one archive; over a limit is an IntegrityError."""
 
-    def __init__(self, limits: Limits, name: str):
+    def __init__(self, limits: Limits, name: str, *, holder: str = "the archive"):
         self.limits = limits
         self.name = name
+        self.holder = holder  # what holds the members, for messages
         self.bytes = 0
         self.members = 0
 
@@ -88,7 +89,7 @@ class Budget:
 
     def _over(self, what: str) -> IntegrityError:
         return IntegrityError(
-            f"{self.name}: unpacking stopped: the archive holds {what}, over the unpack limit; "
+            f"{self.name}: unpacking stopped: {self.holder} holds {what}, over the unpack limit; "
             "nothing was kept",
             hint="a decompression bomb, or a source really that big: if you trust it, raise the limit with "
             f"{LIMIT_ENV}=SIZE (e.g. 32G; docs/sources.md, 'What unpacking refuses')",
@@ -98,13 +99,14 @@ class Budget:
 class Layout:
     """The tree an archive has unpacked so far (paths relative to the unpacking directory, '/'-separated)."""
 
-    def __init__(self, name: str):
-        self.name = name  # the archive, for messages
+    def __init__(self, name: str, *, noun: str = "archive member", hint: str = MALICIOUS):
+        self.name = name  # the archive (or local tree), for messages
+        self.noun, self.hint = noun, hint
         self.kinds: dict[str, Kind] = {}
         self.links: dict[str, str] = {}
 
     def refuse(self, member: str, why: str) -> IntegrityError:
-        return IntegrityError(f"{self.name}: archive member {member!r} {why}", hint=MALICIOUS)
+        return IntegrityError(f"{self.name}: {self.noun} {member!r} {why}", hint=self.hint)
 
     def path(self, raw: str) -> str:
         """A member's name as a relative path ('' for the top itself); absolute, '..' and NUL are refused."""

@@ -26,6 +26,7 @@ from rvport.errors import IntegrityError, RecipeError, SourceUnavailable
 from rvport.sources.archive import unpack
 from rvport.sources.cache import NO_SPACE, CorruptEntry, atomic_write_text, disk_error, sha256_file
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions, ca_bundle
+from rvport.sources.local import copy_into
 from rvport.target import CARGO_HOME, RVPORT_DIR
 
 # bump when the way trees are made changes, so old trees are not reused (5: rvport writes every member itself;
@@ -117,8 +118,15 @@ def prepare_tree(recipe: Recipe, options: FetchOptions, *, fetcher: Fetcher | No
             fetcher.close()
 
 
+def _key_digest(f: Fetched) -> str:
+    """What names a source in the tree's key: its archive's sha256, or a local tree's digest and epoch (the
+    time its copy's files get)."""
+    local = f.source.local
+    return f"local:{local.digest}@{local.epoch}" if local is not None else f.sha256
+
+
 def _prepare(recipe: Recipe, fetched: tuple[Fetched, ...], options: FetchOptions) -> PreparedTree:
-    key = tree_key(recipe, {f.source.name: f.sha256 for f in fetched})
+    key = tree_key(recipe, {f.source.name: _key_digest(f) for f in fetched})
     cache = options.cache
     final = cache.tree(key)
     with cache.lock(f"tree-{key}"):
@@ -176,6 +184,9 @@ def _assemble(
             if f is main
             else _inside(tree, f.source.dest or f"_deps/{f.source.name}", recipe, f.source.line)
         )
+        if f.source.local is not None:
+            _copy_local(recipe, f, dest, options)
+            continue
         unpack(
             f.path,
             dest,
@@ -203,6 +214,20 @@ def _assemble(
     elif recipe.vendor == "go":
         vendor_go_modules(recipe, tree, options)
     clamp_mtimes(tree, epoch)
+
+
+def _copy_local(recipe: Recipe, f: Fetched, dest: Path, options: FetchOptions) -> None:
+    """A local tree (--source-tree) copied where its source would be unpacked: into a place nothing holds
+    yet."""
+    if os.path.lexists(dest):
+        raise RecipeError(
+            f"{recipe.ref}: the local tree for source {f.source.name!r} would be copied over "
+            f"{dest.name}, which another source already holds (in {_at(recipe, f.source.line)})",
+            hint="give the source a dest of its own",
+        )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    assert f.source.local is not None
+    copy_into(f.source.local, dest, limits=options.limits)
 
 
 def source_epoch(tree: Path) -> int:
@@ -303,14 +328,30 @@ def apply_patch(pf: PinnedFile, tree: Path) -> None:
     cp = proc.run(cmd, cwd=tree, capture=True, check=False, timeout=300)
     if cp.returncode != 0:
         out = (cp.stdout or "") + (cp.stderr or "")
-        lines = [
-            ln.strip() for ln in out.splitlines() if _REJECT.match(ln.strip())
-        ] or out.strip().splitlines()[-8:]
+        lines = rejected(out) or out.strip().splitlines()[-8:]
         raise IntegrityError(
             f"patch {pf.rel} does not apply (patch -p{pf.strip}):\n  " + "\n  ".join(lines),
             hint="the patch does not fit this source: fix or regenerate the patch, check its "
-            "strip level, and update its sha256 in the recipe",
+            "strip level, and update its sha256 in the recipe (a --source-tree: the tree changed the "
+            "lines the recipe's patch edits)",
         )
+
+
+_PATCHING = re.compile(r"^(?:patching|checking) file (.+)$")
+
+
+def rejected(out: str) -> list[str]:
+    """patch's lines that say what did not apply, each rejected hunk with the file it is of."""
+    lines, current = [], None
+    for raw in out.splitlines():
+        ln = raw.strip()
+        m = _PATCHING.match(ln)
+        if m:
+            current = m.group(1).strip("'\"")
+            continue
+        if _REJECT.match(ln):
+            lines.append(f"{current}: {ln}" if current and "FAILED" in ln else ln)
+    return lines
 
 
 # What rvport adds to a tree, in a directory of its own (RVPORT_DIR, CARGO_HOME: rvport.target): the source's

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
 from rvport import __version__
 from rvport.catalogue.recipes import LOCK_NAMES
@@ -175,6 +176,9 @@ def _dependencies(
         p = plan_stages.get(r, {})
         planned_sources = {x["name"]: x for x in p.get("sources", [])}
         for src in s.get("sources") or []:
+            if src.get("from") == "local":
+                deps.append(_local_descriptor(f"{r}/source/{src['name']}", src))
+                continue
             deps.append(
                 _descriptor(
                     f"{r}/source/{src['name']}",
@@ -209,6 +213,24 @@ def _dependencies(
             for a in artifacts.get(dep, []):
                 deps.append(_descriptor(f"{r}/depends/{a['path']}", a.get("sha256"), recipe=dep))
     return [d for d in deps if d is not None]
+
+
+def _local_descriptor(name: str, src: Mapping[str, Any]) -> dict:
+    """A local tree (--source-tree) as a resolved dependency: a file URI, its tree digest (the canonical
+    digest of docs/sources.md, not a file's sha256: named `rvportTreeSha256`), and annotations that say it
+    was local, not pinned, with its git commit and whether it was dirty."""
+    local = src.get("local") or {}
+    git = local.get("git") or {}
+    m = _SHA256.match(str(local.get("tree") or src.get("tree") or ""))
+    notes: dict[str, Any] = {"source": "local", "pinned": False, "path": local.get("path")}
+    if git:
+        notes["gitCommit"] = git.get("commit")
+        notes["dirty"] = bool(git.get("dirty"))
+    d: dict[str, Any] = {"name": name, "uri": "file://" + quote(str(local.get("path") or ""))}
+    if m:
+        d["digest"] = {"rvportTreeSha256": m.group(1)}
+    d["annotations"] = {k: v for k, v in notes.items() if v is not None}
+    return d
 
 
 def _vendored(recipe: str, p: Mapping[str, Any], s: Mapping[str, Any]) -> dict | None:

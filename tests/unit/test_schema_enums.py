@@ -21,7 +21,7 @@ import pytest
 from rvport import resources
 from rvport.catalogue import modes
 from rvport.catalogue.modes import Mode
-from rvport.catalogue.recipes import Kind
+from rvport.catalogue.recipes import Kind, SourceKind
 from rvport.verify.model import ArtifactKind
 from rvport.verify.policy import IsaLevel, Verdict
 
@@ -38,6 +38,7 @@ MIRRORS: dict[tuple[str, str], Callable[[], list[str]]] = {
     ("reproduce", "/properties/mode/enum"): _values(Mode),
     ("result", "/properties/stages/items/properties/mode/enum"): lambda: [m.value for m in modes.buildable()],
     ("recipe", "/properties/kind/enum"): _values(Kind),
+    ("plan", "/properties/stages/items/properties/sources/items/properties/kind/enum"): _values(SourceKind),
     ("recipe", "/properties/modes/items/enum"): lambda: [m.value for m in modes.buildable()],
     ("verify", "/properties/isa/enum"): _values(IsaLevel),
     ("verify", "/$defs/verdict/enum"): _values(Verdict),
