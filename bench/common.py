@@ -65,3 +65,72 @@ def rvport(
                 p.wait()
             raise
     return rc, time.monotonic() - t0
+
+
+# ------------------------------------------------------------------------------------------------ records
+RECORDS = ROOT / "records"
+RECORD_SCHEMA = 1
+
+
+def _git(*args: str) -> str:
+    cp = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
+    return cp.stdout.strip() if cp.returncode == 0 else ""
+
+
+def machine() -> dict:
+    """What the figures were measured on: architecture, CPUs, memory, the CPU's model name, the kernel."""
+    import platform
+
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.split(":")[0].strip() in ("model name", "uarch", "isa"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_kib = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_kib = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return {
+        "arch": platform.machine(),
+        "cpus": os.cpu_count(),
+        "memory_gib": round(mem_kib / 1024 / 1024, 1),
+        "cpu_model": model,
+        "kernel": platform.release(),
+    }
+
+
+def write_record(
+    topic: str, name: str, *, command: Sequence[str], figures: Mapping, load: Mapping | None = None
+) -> Path:
+    """A bench's figures as a record: records/TOPIC/NAME.json with the command that made them, the commit
+    it ran at (and whether the tree was dirty), the machine, the load beside the run and each figure. The
+    docs cite the record's path (tests/unit/test_records.py checks that every cited record exists and has
+    these fields); commit the file with the docs that quote it."""
+    import json
+    import shlex
+
+    for part in (topic, name):
+        if not part or "/" in part or part.startswith("."):
+            raise ValueError(f"a record's topic and name are plain file names, not {part!r}")
+    record = {
+        "schema": RECORD_SCHEMA,
+        "command": shlex.join(command),
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine(),
+        "load": dict(load) if load is not None else {"loadavg_1m": os.getloadavg()[0]},
+        "figures": dict(figures),
+    }
+    path = RECORDS / topic / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+    return path
