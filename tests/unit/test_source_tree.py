@@ -237,7 +237,7 @@ def test_a_tree_of_another_project_is_refused(tmp_path):
 
 
 def _options(tmp_path, texts, refs=("msgspec",)):
-    class O:
+    class Opts:
         recipes = list(refs)
         all = False
         profile = "rvv256"
@@ -246,7 +246,7 @@ def _options(tmp_path, texts, refs=("msgspec",)):
         builder = None
         source_tree = tuple(texts)
 
-    return O()
+    return Opts()
 
 
 def test_plan_names_the_tree_and_validates(tmp_path):
