@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
+from rvport import outdir
 from rvport.cli import outputs, planning, settings
 from rvport.cli.closure import register as register_closure
 from rvport.cli.console import configure, ui
@@ -72,7 +73,7 @@ def plan(o) -> None:
         )
     for w in p.warnings:
         u.console.print(Text.assemble(("note:", "yellow"), f" {w}"))
-    output = o.output
+    output = outdir.claim(o.output, outdir.Kind.BUILD)
     path = manifest.write(output / "plan.json", p.to_json())
     u.console.print(f"wrote {path}", markup=False)
     if o.format == "bake":
@@ -128,8 +129,7 @@ def build(o) -> None:
         check_cache_export(builder)
     summary = o.summary or _step_summary(u.ci)
     outputs.check_file(summary, append=True)
-    with outputs.cannot_write(output):
-        output.mkdir(parents=True, exist_ok=True)
+    outdir.claim(output, outdir.Kind.BUILD)
     manifest.write(output / "plan.json", p.to_json())
     opts = BuildOptions(
         output=output,
@@ -199,6 +199,7 @@ def prepare(o) -> None:
     for s in p.stages:
         rep.add(s.name, s.mode.value)
     with rep:
+        outdir.claim(o.output, outdir.Kind.BUILD)  # its logs/
         prepared = Preparer(p, opts, rep, smoke=not o.no_smoke).run()
     u.console.print(views.prepared_table(prepared))
     if tags is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from rvport.cli import settings
+from rvport.cli import outputs, settings
 from rvport.cli.console import ui
 
 
@@ -43,6 +43,7 @@ def lock(o) -> None:
     )
     u = ui()
     out = o.lock_file or default_output(recipe)
+    outputs.check_lock_file(out)  # before any resolving: only a lock rvport wrote is replaced
     made = generate(
         cat,
         recipe,

@@ -1,6 +1,8 @@
 """Where rvport writes (--output, --json, --junit, --summary, --to, --cache-to): checked before any work
 starts, so that a path that is a file, cannot be written, or lies in /proc fails at once with
-`cannot write PATH: why` (exit 2) instead of an internal error after the work is done."""
+`cannot write PATH: why` (exit 2) instead of an internal error after the work is done. An output directory
+that rvport replaces or writes into (plan, build, prepare, reproduce, wheelhouse, serve-check) follows
+rvport.outdir's rule: only a directory rvport wrote itself; a lock's --output only a lock rvport wrote."""
 
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from rvport import outdir
 from rvport.errors import UsageError
+from rvport.outdir import Kind
+
+__all__ = ["Kind", "cannot_write", "check_dir", "check_file", "check_lock_file", "check_output"]
 
 HINT = "choose a path in a directory you can write to"
 
@@ -73,7 +79,7 @@ def check_dir(path: Path | None) -> None:
     if mode is None:
         return _check_missing(path)
     if not stat.S_ISDIR(mode):
-        raise _cannot(path, "it is a file, not a directory")
+        raise _cannot(path, f"it is {outdir.what_is(mode)}, not a directory")
     _probe(path, path)
 
 
@@ -97,3 +103,31 @@ def check_file(path: Path | None, *, append: bool = False, make_parents: bool = 
             pass
     else:
         _probe(path.absolute().parent, path)
+
+
+def check_output(path: Path | None, kind: Kind, *, flag: str = "--output") -> None:
+    """An output directory of `kind` (rvport.outdir.check): missing, empty, or one rvport wrote."""
+    if path is not None:
+        outdir.check(path, kind, flag=flag)
+
+
+def check_lock_file(path: Path) -> None:
+    """`rvport lock --output FILE`: a file it may write (check_file) that, if it is there, is a lock rvport
+    wrote (its kind, its schema, and a digest that is its content's); else exit 2, and the file is never
+    shown."""
+    check_file(path)
+    if not os.path.lexists(path):
+        return
+    from rvport.catalogue.closure import LockConflict, load_lock
+    from rvport.errors import RvportError
+
+    try:
+        load_lock(path)
+    except LockConflict:
+        return  # rvport's lock, whose pins no longer hold together: made again, it is replaced
+    except RvportError:
+        raise UsageError(
+            f"--output {path}: it is not a closure lock rvport wrote (or it was changed since), so it is not "
+            "replaced",
+            hint="name a new file, or remove this one yourself if you mean to give it up",
+        ) from None

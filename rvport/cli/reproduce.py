@@ -9,14 +9,13 @@ where two differ, the wheel members, archive members and ELF sections that do.
 
 from __future__ import annotations
 
-import shutil
 from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rvport import manifest
+from rvport import manifest, outdir
 from rvport.cli import planning, settings
 from rvport.cli.console import ui
 from rvport.errors import UsageError, VerifyFailed
@@ -42,15 +41,15 @@ def reproduce(o) -> None:
 
     if not o.recipes:
         raise UsageError("name the recipes to rebuild", hint="e.g. rvport reproduce msgspec")
-    output = o.output
+    output = outdir.claim(o.output, outdir.Kind.REPRODUCE)
     req = planning.request(o, tag="reproduce")
     cat = load_catalogue(list(o.recipes_dir))
     u = ui()
     dirs = {}
     for run in ("first", "second"):
         out = output / run
-        shutil.rmtree(out, ignore_errors=True)  # from nothing: its own fresh cache directory too
-        out.mkdir(parents=True)
+        outdir.remove(out, outdir.Kind.BUILD)  # from nothing: its own fresh cache directory too
+        outdir.claim(out, outdir.Kind.BUILD)
         fopts = planning.fetch_options(o, cache_dir=out / "cache")
         plan = planning.resolve(req, cat, fopts)
         manifest.write(out / "plan.json", plan.to_json())

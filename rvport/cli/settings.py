@@ -153,12 +153,19 @@ def _check_mode(mode: str) -> None:
 def _check_wheelhouse_dir(path: Path | None) -> None:
     if path is None:
         raise UsageError("rvport wheelhouse needs --output DIR", hint="e.g. --output wheelhouse")
+    outputs.check_output(path, outputs.Kind.WHEELHOUSE)
 
 
-def _check_required_dir(flag: str, verb: str, example: str) -> Callable[[Path | None], None]:
+def _check_required_dir(
+    flag: str, verb: str, example: str, kind: outputs.Kind | None = None
+) -> Callable[[Path | None], None]:
+    """A directory the verb needs; kind: an output directory of that kind (rvport.outdir's rule)."""
+
     def check(path: Path | None) -> None:
         if path is None:
             raise UsageError(f"rvport {verb} needs {flag} DIR", hint=f"e.g. {flag} {example}")
+        if kind is not None:
+            outputs.check_output(path, kind, flag=flag)
 
     return check
 
@@ -405,9 +412,10 @@ SETTINGS: tuple[Setting, ...] = (
         default=Path("out"),
         metavar="DIR",
         help="Output directory (plan.json, result.json, artifacts/, logs/).",
-        check=outputs.check_dir,
+        check=partial(outputs.check_output, kind=outputs.Kind.BUILD),
         per_verb={
             REPRODUCE: {
+                "check": partial(outputs.check_output, kind=outputs.Kind.REPRODUCE),
                 "default": Path("reproduce"),
                 "help": "Directory for both builds (DIR/first, DIR/second) and DIR/reproduce.json.",
             }
@@ -611,8 +619,8 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--output", "-o"),
         metavar="DIR",
-        help="The wheelhouse directory (required): new, empty, or a wheelhouse made before (replaced whole, "
-        "at the end).",
+        help="The wheelhouse directory (required): new, empty, or a wheelhouse rvport made before (replaced "
+        "whole, at the end).",
         check=_check_wheelhouse_dir,
     ),
     Setting(
@@ -641,8 +649,9 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--output", "-o"),
         metavar="DIR",
-        help="Where the check writes result.json and logs/ (required): new, empty, or a check's before.",
-        check=_check_required_dir("--output", SERVE_CHECK, "serve-check"),
+        help="Where the check writes result.json and logs/ (required): new, empty, or a check's rvport made "
+        "before.",
+        check=_check_required_dir("--output", SERVE_CHECK, "serve-check", outputs.Kind.SERVE_CHECK),
     ),
     Setting(
         dest="skip_serve",

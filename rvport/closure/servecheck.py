@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport import __version__, host, manifest, proc, resources
+from rvport import __version__, host, manifest, outdir, proc, resources
 from rvport.catalogue.profiles import Profile, get_profile
 from rvport.closure import serveimage
 from rvport.closure import wheelhouse as wheelhouses
@@ -69,27 +69,9 @@ class Options:
 
 # --------------------------------------------------------------------------------------------- preflight
 def check_output(out: Path) -> None:
-    """OUTPUT may be missing, empty, or hold what a serving check writes (result.json, logs/): nothing else,
-    so a build's output directory is never mixed with a check's."""
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise UsageError(f"--output {out} is not a directory", hint="name a new directory for the check")
-    if out.is_dir():
-        other = sorted(p.name for p in out.iterdir() if p.name not in (RESULT, LOGS))
-        if other:
-            raise UsageError(
-                f"--output {out} holds files a serving check does not write: {', '.join(other[:5])}",
-                hint="name a new or empty directory, or one a serving check wrote before",
-            )
-        if (out / RESULT).is_file():
-            doc = read_json(out / RESULT, what="result.json")
-            if not isinstance(doc, dict) or doc.get("kind") != KIND:
-                raise UsageError(
-                    f"--output {out} holds a result.json that is not a serving check's",
-                    hint="name a new or empty directory: this looks like a build's output",
-                )
-    parent = out.absolute().parent
-    if not out.exists() and (not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK)):
-        raise UsageError(f"cannot write {out}: {parent} is not a directory I can write to")
+    """OUTPUT may be missing, empty, or a serving check's output rvport wrote (rvport.outdir's rule), so a
+    build's output directory is never mixed with a check's."""
+    outdir.check(out, outdir.Kind.SERVE_CHECK)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,6 +155,7 @@ def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
     check_engine()
     started = dt.datetime.now(dt.UTC)
     t0 = time.monotonic()
+    outdir.claim(opts.output, outdir.Kind.SERVE_CHECK)
     logs = opts.output / LOGS
     logs.mkdir(parents=True, exist_ok=True)
     for old in [opts.output / RESULT, logs / "steps.json", *(logs / f"{s}.log" for s in STEPS)]:

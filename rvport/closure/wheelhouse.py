@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from rvport import outdir
 from rvport.catalogue import closure
 from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin
 from rvport.catalogue.profiles import Profile
@@ -67,17 +67,8 @@ class Placed:
 
 # --------------------------------------------------------------------------------------------- preflight
 def check_output(out: Path) -> None:
-    """DIR may be missing, empty, or a wheelhouse this command made (replaced whole); nothing else."""
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise UsageError(f"--output {out} is not a directory", hint="name a new directory for the wheelhouse")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise UsageError(
-            f"--output {out} holds files and is no wheelhouse (no {MANIFEST})",
-            hint="name a new or empty directory: a wheelhouse replaces its directory whole",
-        )
-    parent = out.absolute().parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot write {out}: {parent} is not a directory I can write to")
+    """DIR may be missing, empty, or a wheelhouse rvport wrote (replaced whole): rvport.outdir's rule."""
+    outdir.check(out, outdir.Kind.WHEELHOUSE)
 
 
 def _wheel_version(filename: str) -> tuple[str, Version] | None:
@@ -314,7 +305,7 @@ def make(lock: Lock, opts: Options, *, log: Callable[[str], None] = lambda _m: N
         log(f"Debian: {len(lock.by_origin(Origin.DEBIAN))} packages at their locked versions in the index")
     recipe_wheels = find_recipe_wheels(lock, opts.artifacts, opts.profile.name)
     out = opts.output.absolute()
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent))
+    tmp = outdir.beside(out, outdir.Kind.WHEELHOUSE)
     try:
         rows: list[tuple[Entry, str, str]] = []
         placed: list[tuple[Entry, Path, str]] = []
@@ -363,8 +354,9 @@ def make(lock: Lock, opts: Options, *, log: Callable[[str], None] = lambda _m: N
         from rvport import manifest
 
         manifest.write(tmp / MANIFEST, doc)
+        outdir.write_manifest(tmp, outdir.Kind.WHEELHOUSE, [p.name for p in tmp.iterdir()])
         os.chmod(tmp, 0o755 & ~_umask())
-        _swap_in(tmp, out)
+        outdir.replace(tmp, out, outdir.Kind.WHEELHOUSE)
         return doc
     finally:
         if tmp.exists():
@@ -375,23 +367,6 @@ def _umask() -> int:
     from rvport.fileio import umask
 
     return umask()
-
-
-def _swap_in(tmp: Path, out: Path) -> None:
-    """tmp becomes out: a rename. A wheelhouse already there is moved aside first and removed after."""
-    old = None
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-        os.rename(out, old / "wheelhouse")
-    try:
-        os.rename(tmp, out)
-    except BaseException:
-        if old is not None:
-            os.rename(old / "wheelhouse", out)
-        raise
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
 
 
 def manifest_doc(

@@ -31,6 +31,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from rvport import outdir
 from rvport.engine import modes, render
 from rvport.engine.images import BaseImage
 from rvport.engine.progress import SILENT
@@ -181,6 +182,7 @@ def _deps(st: Stage, opts: BakeOptions) -> dict[str, Path]:
 
 def export(plan: Plan, opts: BakeOptions) -> Path:
     """Write OUTPUT/docker-bake.json and OUTPUT/bake/ (replaced as a whole); returns the bake file's path."""
+    outdir.claim(opts.output, outdir.Kind.BUILD)  # bake/ is replaced only in a directory rvport wrote
     root = opts.output / "bake"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)

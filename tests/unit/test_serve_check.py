@@ -18,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from rvport import manifest, proc, resources
+from rvport import manifest, outdir, proc, resources
 from rvport.catalogue.profiles import get_profile
 from rvport.closure import servecheck, serveimage
 from rvport.closure import wheelhouse as wh
@@ -137,13 +137,16 @@ def test_the_output_is_new_empty_or_a_checks_own(tmp_path):
     out = tmp_path / "out"
     (out / "logs").mkdir(parents=True)
     manifest.write(out / "result.json", {"kind": servecheck.KIND})
-    servecheck.check_inputs(opts(tmp_path))  # a check's before: fine
-    manifest.write(out / "result.json", {"schema": 1, "stages": []})  # a build's
-    with pytest.raises(UsageError, match="not a serving check's"):
+    with pytest.raises(UsageError, match="no rvport-output.json"):  # a result.json alone proves nothing
         servecheck.check_inputs(opts(tmp_path))
-    (out / "result.json").unlink()
+    outdir.write_manifest(out, outdir.Kind.SERVE_CHECK)
+    servecheck.check_inputs(opts(tmp_path))  # a check's before: fine
+    outdir.write_manifest(out, outdir.Kind.BUILD)  # a build's
+    with pytest.raises(UsageError, match="rvport's build output, not a serve-check output"):
+        servecheck.check_inputs(opts(tmp_path))
+    outdir.write_manifest(out, outdir.Kind.SERVE_CHECK)
     (out / "artifacts").mkdir()
-    with pytest.raises(UsageError, match="holds files a serving check does not write: artifacts"):
+    with pytest.raises(UsageError, match="what rvport did not write there: artifacts"):
         servecheck.check_inputs(opts(tmp_path))
 
 
@@ -276,6 +279,7 @@ def test_serve_skipped_still_passes(tmp_path):
 def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monkeypatch):
     make_house(tmp_path / "wh")
     out = tmp_path / "out"
+    outdir.claim(out, outdir.Kind.SERVE_CHECK)
     (out / "logs").mkdir(parents=True)
     manifest.write(out / "result.json", {"kind": servecheck.KIND, "passed": True})
     (out / "logs" / "serve.log").write_text("an earlier check's\n")

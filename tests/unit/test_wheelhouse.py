@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from rvport import manifest
+from rvport import manifest, outdir
 from rvport.catalogue import closure
 from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin, Target
 from rvport.catalogue.profiles import get_profile
@@ -163,10 +163,19 @@ def test_a_wheelhouse_holds_every_wheel_with_hashes_and_the_apt_list(tmp_path, h
     assert "app==1.0+cpu \\\n    --hash=sha256:" in req and "dep-b==2.0 \\" in req and "torch" not in req
     assert (out / wh.DEBIAN_LIST).read_text().splitlines()[1:] == ["python3-torch=2.14.1+dfsg-1"]
     assert doc["lock"]["digest"] == lock.digest and doc["profile"] == "rvv256"
+    assert sorted(json.loads((out / outdir.MANIFEST).read_text())["entries"]) == sorted(
+        p.name for p in out.iterdir() if p.name != outdir.MANIFEST
+    )
+    # a file rvport did not put there: the wheelhouse is not replaced (nor the file removed)
+    (out / "mine.whl").write_bytes(b"x")
+    with pytest.raises(UsageError, match="what rvport did not write there: mine.whl"):
+        wh.make(lock, opts)
+    assert (out / "mine.whl").read_bytes() == b"x"
     # made again: the previous one is replaced whole, and no temporary directory stays
-    (out / "stale.whl").write_bytes(b"x")
+    (out / "mine.whl").unlink()
+    (out / "app-1.0+cpu-cp314-cp314-linux_riscv64.whl").unlink()  # one listed, gone: still rvport's
     wh.make(lock, opts)
-    assert not (out / "stale.whl").exists()
+    assert (out / "app-1.0+cpu-cp314-cp314-linux_riscv64.whl").is_file()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".wheelhouse.")] == []
 
 
@@ -337,11 +346,19 @@ def test_an_interrupt_while_writing_leaves_no_half_wheelhouse_and_keeps_the_prev
 def test_the_output_must_be_new_empty_or_a_wheelhouse(tmp_path):
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "mine.txt").write_text("x")
-    with pytest.raises(UsageError, match="is no wheelhouse"):
+    with pytest.raises(UsageError, match="holds files and no rvport-output.json"):
+        wh.check_output(tmp_path / "busy")
+    # a file named wheelhouse.json is not enough (an empty one used to be)
+    (tmp_path / "busy" / wh.MANIFEST).write_text("")
+    with pytest.raises(UsageError, match="holds files and no rvport-output.json"):
         wh.check_output(tmp_path / "busy")
     (tmp_path / "file").write_text("x")
-    with pytest.raises(UsageError, match="is not a directory"):
+    with pytest.raises(UsageError, match="it is a file, not a directory"):
         wh.check_output(tmp_path / "file")
+    outdir.claim(tmp_path / "build", outdir.Kind.BUILD)
+    (tmp_path / "build" / "plan.json").write_text("{}")
+    with pytest.raises(UsageError, match="rvport's build output, not a wheelhouse output"):
+        wh.check_output(tmp_path / "build")
     (tmp_path / "empty").mkdir()
     wh.check_output(tmp_path / "empty")
 
