@@ -62,7 +62,7 @@ def plan(o) -> None:
 
     p, fopts = planning.from_options(o)
     u = ui()
-    u.console.print(views.plan_table(p), crop=False)
+    u.console.print(views.plan_table(p, u.console.width), crop=False)
     for c in p.closures:
         counts = ", ".join(f"{k} {v}" for k, v in c["counts"].items())
         u.console.print(

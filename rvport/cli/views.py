@@ -51,30 +51,48 @@ def check_words(c: RuntimeCheck) -> str:
     )
 
 
-def plan_table(plan: Plan) -> Table:
+# below this many columns the plan's sources go under each recipe instead of a column of their own
+NARROW = 120
+
+
+def _mode_word(plan: Plan, mode: object, chosen: bool) -> str:
+    asked = plan.request.mode
+    return "auto" if chosen else ("asked for" if mode == asked else f"for {asked.value}")
+
+
+def plan_table(plan: Plan, width: int = NARROW) -> Table:
+    """The plan, a row per stage. Each stage's mode says whether --mode auto chose it or it was asked for;
+    the full reason is the stage's `mode_reason` in plan.json. Below NARROW columns the sources are listed
+    under the recipe, so that no column is dropped at 80."""
     p = plan.request.profile
+    narrow = width < NARROW
     t = Table(
         title=Text(
             f"plan: profile {p.name} ({p.march}, {p.mabi}), tag {plan.request.tag}, host {plan.host.arch}"
         ),
         title_justify="left",
+        caption=Text("why each mode: stages[].mode_reason in plan.json", style="dim"),
+        caption_justify="left",
     )
     modes = max((len(s.mode.value) for s in plan.stages), default=0)
-    for col in ("#", "recipe, kind", "mode", "jobs", "sources", "depends"):
-        t.add_column(
-            col, **_whole(col in ("#", "recipe, kind", "jobs", "depends"), col, modes if col == "mode" else 0)
-        )
+    longest_ref = max((len(s.recipe.ref) for s in plan.stages), default=0)
+    t.add_column("#", no_wrap=True)
+    t.add_column("recipe, kind" + (", sources" if narrow else ""), overflow="fold", min_width=longest_ref)
+    t.add_column("mode", no_wrap=True, min_width=modes)
+    t.add_column("jobs", no_wrap=True)
+    if not narrow:
+        t.add_column("sources", overflow="fold", min_width=len("sources"))
+    t.add_column("depends", overflow="fold", min_width=len("depends"))
+    chosen = plan.request.mode.value == "auto"
     for i, s in enumerate(plan.stages, 1):
-        srcs = "\n".join(
+        srcs = [
             f"{src.name}: {pin_label(src, short=True)} ({s.source_locations.get(src.name, '?')})"
             for src in s.recipe.sources
-        )
-        srcs += "".join(
-            f"\nlock {f.dest or f.path.name}: {f.sha256[:16]}… (recipe)" for f in s.recipe.lockfiles
-        )
-        srcs += "".join(f"\nfile {f.dest}: {f.sha256[:16]}… (recipe)" for f in s.recipe.files)
+        ]
+        srcs += [f"lock {f.dest or f.path.name}: {f.sha256[:16]}… (recipe)" for f in s.recipe.lockfiles]
+        srcs += [f"file {f.dest}: {f.sha256[:16]}… (recipe)" for f in s.recipe.files]
         if s.recipe.lock:
-            srcs += f"\nlock {s.recipe.lock.path}: {s.recipe.lock.sha256[:16]}… (in the source)"
+            srcs.append(f"lock {s.recipe.lock.path}: {s.recipe.lock.sha256[:16]}… (in the source)")
         recipe = Text.assemble(s.recipe.ref, "\n", (s.recipe.kind.value, "dim"))
         if s.python is not None:
             recipe.append(f"\n{s.name}: Python {s.python.version} on {s.python.base}", "dim")
@@ -82,14 +100,17 @@ def plan_table(plan: Plan) -> Table:
             recipe.append(f"\nruntime image {s.runtime.tag}", "dim")
             if s.runtime.spec.check is not None:
                 recipe.append(f"\n{check_words(s.runtime.spec.check)}", "dim")
-        t.add_row(
+        if narrow:
+            recipe.append("".join(f"\n{line}" for line in srcs))
+        row = [
             str(i),
             recipe,
-            Text.assemble(s.mode.value, "\n", (s.mode_reason, "dim")),
+            Text.assemble(s.mode.value, "\n", (_mode_word(plan, s.mode, chosen), "dim")),
             str(s.jobs),
-            Text(srcs),
+            *(() if narrow else (Text("\n".join(srcs)),)),
             Text("\n".join(s.depends) or "-"),
-        )
+        ]
+        t.add_row(*row)
     return t
 
 
