@@ -29,10 +29,10 @@ from rvport.sources.members import Limits
 from rvport.sources.tree import prepare_tree
 from rvport.sources.treehash import digest, tar_entries
 from rvport.verify import provenance
+from tests.fixtures.hosttools import needs
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
-GIT = shutil.which("git")
-needs_git = pytest.mark.skipif(GIT is None and not os.environ.get("CI"), reason="no git on this host")
+needs_git = needs("git")
 
 
 def _sdist(root: Path, name: str = "msgspec") -> Path:
