@@ -6,6 +6,11 @@ resolved to exactly one origin (docs/closure.md).
              signed index (apt installs it; Python sees it in the system's site-packages)
     pypi     a wheel from the package index by exact file name and sha256 (pure, or tagged for the target)
 
+Beside them a lock may hold `system`: Debian packages the installed artifact needs at run time that are no
+Python distribution (the C++ compiler and torch's headers that torch.compile's C++ backend uses), each at an
+exact version with its .deb's sha256 and why; one may have to be the same version as a Debian entry's
+package (`matches`: libtorch-dev's headers are those of the python3-torch in use).
+
 A lock is a YAML file in the catalogue (resources/locks/RECIPE-VERSION-cpXY.yaml), written by `rvport lock`
 and never by hand: its `digest` is the sha256 of its canonical JSON without that field, so an edited lock is
 refused (IntegrityError, exit 4) until it is made again. Loading also proves that it holds together
@@ -226,6 +231,36 @@ class Entry:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SystemPackage:
+    """A Debian package the runtime needs that is no Python distribution (a compiler, headers)."""
+
+    package: str
+    version: str  # Debian's version
+    sha256: str  # the .deb's, from the signed Packages index
+    file: str  # an absolute path the package installs: what tells, on a board, whether it is there
+    why: str
+    # a Debian package of the lock (an entry's, or another system package) this one must equal in version:
+    # libtorch-dev's headers are those of python3-torch only when both are the same source version
+    matches: str | None = None
+    line: int | None = None
+
+    def ref(self) -> DebianRef:
+        return DebianRef(package=self.package, version=self.version, sha256=self.sha256)
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {
+            "package": self.package,
+            "version": self.version,
+            "sha256": self.sha256,
+            "file": self.file,
+        }
+        if self.matches:
+            d["matches"] = self.matches
+        d["why"] = self.why
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
 class Lock:
     recipe: str
     version: str
@@ -236,6 +271,8 @@ class Lock:
     # the edits the recipe's build makes to its requirements ({line, with (absent: dropped), why}): its
     # wheel's Requires-Dist is what the lock holds only if the build made them (the wheelhouse checks)
     edits: tuple[Mapping[str, str], ...] = ()
+    # Debian packages of the runtime that are no distribution (SystemPackage); absent from the file when none
+    system: tuple[SystemPackage, ...] = ()
     file: Path | None = None
 
     def entry(self, name: str) -> Entry:
@@ -256,7 +293,7 @@ class Lock:
         return {**self.body(), "digest": self.digest}
 
     def body(self) -> dict:
-        return {
+        doc = {
             "schema": LOCK_SCHEMA,
             "kind": LOCK_KIND,
             "recipe": self.recipe,
@@ -266,6 +303,9 @@ class Lock:
             "edits": [dict(e) for e in self.edits],
             "packages": [e.to_json() for e in self.entries],
         }
+        if self.system:  # a lock without any keeps the document (and digest) it always had
+            doc["system"] = [p.to_json() for p in self.system]
+        return doc
 
     def summary(self) -> dict:
         """What plan.json shows of it."""
@@ -282,6 +322,7 @@ class Lock:
             "debian": [
                 f"{e.debian.package}={e.debian.version}" for e in self.by_origin(Origin.DEBIAN) if e.debian
             ],
+            "system": [f"{p.package}={p.version}" for p in self.system],
         }
 
 
@@ -350,6 +391,19 @@ def load_lock(path: Path) -> Lock:
     entries: list[Entry] = []
     for i, p in enumerate(doc["packages"]):
         entries.append(_entry(p, line_of(doc["packages"], i)))
+    system = doc.get("system") or []
+    systems = tuple(
+        SystemPackage(
+            package=p["package"],
+            version=p["version"],
+            sha256=p["sha256"],
+            file=p["file"],
+            why=p["why"],
+            matches=p.get("matches"),
+            line=line_of(system, i),
+        )
+        for i, p in enumerate(system)
+    )
     lock = Lock(
         recipe=doc["recipe"],
         version=doc["version"],
@@ -358,6 +412,7 @@ def load_lock(path: Path) -> Lock:
         digest=doc["digest"],
         debian_release=_plain(doc.get("debian_release") or {}),
         edits=tuple(_plain(e) for e in doc.get("edits", [])),
+        system=systems,
         file=path,
     )
     problems = conflicts(lock)
@@ -474,6 +529,62 @@ def conflicts(lock: Lock) -> list[Problem]:
     for e in lock.entries:
         if e.name not in required and e is not root:
             bad(e, f"{e.name} is locked but nothing in the closure requires it")
+    out += system_conflicts(lock)
+    return out
+
+
+def debian_versions(lock: Lock) -> dict[str, str]:
+    """Debian package -> version of everything the lock has apt install (entries, shadowed, system)."""
+    out = {e.debian.package: e.debian.version for e in lock.entries if e.debian}
+    out |= {e.shadows.package: e.shadows.version for e in lock.entries if e.shadows}
+    out |= {p.package: p.version for p in lock.system}
+    return out
+
+
+def system_conflicts(lock: Lock) -> list[Problem]:
+    """The system packages: each once, none also a Debian entry's, and each `matches` naming a package of
+    the lock at the same version (libtorch-dev's headers are the python3-torch's only then)."""
+    file = str(lock.file) if lock.file else "lock"
+    out: list[Problem] = []
+    entries = {e.debian.package for e in lock.entries if e.debian} | {
+        e.shadows.package for e in lock.entries if e.shadows
+    }
+    versions = debian_versions(lock)
+    seen: set[str] = set()
+    for p in lock.system:
+        if p.package in seen:
+            out.append(Problem(message=f"system package {p.package} is locked twice", file=file, line=p.line))
+        seen.add(p.package)
+        if p.package in entries:
+            out.append(
+                Problem(
+                    message=f"system package {p.package} is a Debian entry's package too: it has one place",
+                    file=file,
+                    line=p.line,
+                )
+            )
+        if p.matches:
+            have = versions.get(p.matches)
+            if have is None:
+                out.append(
+                    Problem(
+                        message=f"system package {p.package} must match {p.matches}, which the lock does "
+                        "not hold",
+                        file=file,
+                        line=p.line,
+                    )
+                )
+            elif have != p.version:
+                out.append(
+                    Problem(
+                        message=f"system package {p.package} {p.version} is not the version of "
+                        f"{p.matches} ({have}): its files are not those of the {p.matches} installed",
+                        file=file,
+                        line=p.line,
+                        hint="lock both at the same version (make the lock again when the archive holds "
+                        "them)",
+                    )
+                )
     return out
 
 
@@ -481,18 +592,19 @@ def check_recipe_pins(lock: Lock, pins: Iterable[Any]) -> list[Problem]:
     """The lock's Debian entries against the recipe's own Debian pins (`toolchain: pins:`, name/version/
     sha256): the package the recipe was built against is the one the closure installs."""
     out: list[Problem] = []
-    debs = {e.debian.package: e for e in lock.by_origin(Origin.DEBIAN) if e.debian}
+    debs = {e.debian.package: (e.name, e.debian, e.line) for e in lock.by_origin(Origin.DEBIAN) if e.debian}
+    debs |= {s.package: (f"system package {s.package}", s.ref(), s.line) for s in lock.system}
     for p in pins:
-        e = debs.get(p.name)
-        if e is None or e.debian is None:
+        if p.name not in debs:
             continue
-        if (e.debian.version, e.debian.sha256) != (p.version, p.sha256):
+        what, deb, line = debs[p.name]
+        if (deb.version, deb.sha256) != (p.version, p.sha256):
             out.append(
                 Problem(
-                    message=f"{e.name}: the lock has Debian's {p.name} {e.debian.version} (sha256 "
-                    f"{e.debian.sha256}); the recipe is built against {p.version} (sha256 {p.sha256})",
+                    message=f"{what}: the lock has Debian's {p.name} {deb.version} (sha256 "
+                    f"{deb.sha256}); the recipe is built against {p.version} (sha256 {p.sha256})",
                     file=str(lock.file) if lock.file else None,
-                    line=e.line,
+                    line=line,
                     hint="the recipe's pins and its lock must name the same package: make the lock again",
                 )
             )

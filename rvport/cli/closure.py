@@ -69,6 +69,7 @@ def wheelhouse(o) -> None:
     from rvport.catalogue.closure import find_lock, lock_path
     from rvport.catalogue.profiles import get_profile
     from rvport.catalogue.recipes import load_catalogue
+    from rvport.closure import inductor
     from rvport.closure import wheelhouse as wh
     from rvport.errors import RecipeError
     from rvport.sources import fetch_options
@@ -96,13 +97,16 @@ def wheelhouse(o) -> None:
             fetch=fopts,
             allow_expired=o.allow_expired_release,
             carries=carrying(cat, lk),
+            gcc=load_base(lk.target.base).gcc,
         ),
         log=lambda m: u.err.print(m, markup=False, highlight=False),
     )
     u.console.print(counts_table(lk.summary()), crop=False)
     u.console.print(
         f"wrote {o.wheelhouse_dir}: {len(doc['wheels'])} wheels, {wh.REQUIREMENTS}, {wh.DEBIAN_LIST} "
-        f"({len(doc['debian'])} packages), {wh.MANIFEST}",
+        f"({len(doc['debian']) + len(doc['system'])} packages), "
+        + (f"{inductor.ENV_FILE}, " if doc["inductor"] else "")
+        + wh.MANIFEST,
         markup=False,
     )
 

@@ -79,6 +79,9 @@ class Policy:
     # distribution -> requirements its Debian package's own metadata (dist-info) declares beyond its Depends:
     # pip walks them when it installs beside Debian's packages, so the closure must meet them too
     debian_requires: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Debian packages of the runtime that are no distribution: (package, file, why, matches or None), locked
+    # at the version the signed index holds (closure.SystemPackage)
+    system: tuple[tuple[str, str, str, str | None], ...] = ()
 
     def package(self, name: str) -> str:
         return self.debian_names.get(name, f"python3-{name}")
@@ -121,12 +124,22 @@ def load_policy(recipe: str, root: Path | None = None) -> Policy:
                 canonicalize_name(k): tuple(str(Requirement(r)) for r in v["requires"])
                 for k, v in doc.get("debian_requires", {}).items()
             },
+            system=tuple(
+                (
+                    str(x["package"]),
+                    str(x["file"]),
+                    str(x["why"]),
+                    str(x["matches"]) if x.get("matches") else None,
+                )
+                for x in doc.get("system", [])
+            ),
         )
     except (KeyError, TypeError, AttributeError, InvalidRequirement) as e:
         raise RecipeError(
             f"{path} or {names_path} is not a closure policy: {e}",
             hint="fix the file as docs/closure.md describes it (requirements, replace, recipes, debian, "
-            "debian_requires: each `requires` a list of requirements such as 'mpmath>=1.1,<1.4')",
+            "debian_requires: each `requires` a list of requirements such as 'mpmath>=1.1,<1.4'; system: "
+            "each a `package`, the `file` it installs and `why`, `matches` optional)",
         ) from e
 
 
@@ -577,6 +590,33 @@ HEADER = """\
 """
 
 
+def system_packages(
+    policy: Policy, debian: Mapping[str, tuple[DebPackage, ...]], suite: str
+) -> tuple[closure.SystemPackage, ...]:
+    """The policy's system packages at the version the suite's signed index holds (the last it lists), with
+    its .deb's sha256; every one the index lacks is named at once."""
+    out, missing = [], []
+    for package, file, why, matches in policy.system:
+        have = debian.get(package, ())
+        if not have:
+            missing.append(Problem(message=f"{package}: {suite}'s riscv64 index has no such package"))
+            continue
+        pkg = have[-1]
+        out.append(
+            closure.SystemPackage(
+                package=pkg.name, version=pkg.version, sha256=pkg.sha256, file=file, why=why, matches=matches
+            )
+        )
+    if missing:
+        raise SourceUnavailable(
+            f"the policy of {policy.recipe} names {len(missing)} system package(s) Debian {suite} does not "
+            "have",
+            problems=missing,
+            hint="name packages of the suite's riscv64 index in the policy's system list",
+        )
+    return tuple(out)
+
+
 def make_lock(
     nodes: Mapping[str, _Node],
     *,
@@ -585,6 +625,7 @@ def make_lock(
     release: Mapping[str, Any],
     extras: Mapping[str, set[str]],
     replace: Iterable[tuple[str, str | None, str]] = (),
+    system: tuple[closure.SystemPackage, ...] = (),
 ) -> Lock:
     entries = []
     for name in sorted(nodes):
@@ -615,6 +656,7 @@ def make_lock(
         digest="",
         debian_release=dict(release),
         edits=edits,
+        system=system,
     ).body()
     return Lock(
         recipe=recipe.name,
@@ -624,6 +666,7 @@ def make_lock(
         digest=closure.digest_of(body),
         debian_release=dict(release),
         edits=edits,
+        system=system,
     )
 
 
@@ -746,7 +789,13 @@ def generate(
     rec = idx.record()["release"]
     release = {k: rec[k] for k in RELEASE_KEYS if rec.get(k) is not None}
     lock = make_lock(
-        nodes, recipe=recipe, target=target, release=release, extras=resolver.extras, replace=policy.replace
+        nodes,
+        recipe=recipe,
+        target=target,
+        release=release,
+        extras=resolver.extras,
+        replace=policy.replace,
+        system=system_packages(policy, idx.packages, base.suite),
     )
     problems = closure.conflicts(lock) + closure.check_recipe_pins(lock, recipe.toolchain.pins)
     if problems:

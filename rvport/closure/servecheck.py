@@ -10,7 +10,9 @@ check"). The record is OUTPUT/result.json (resources/schemas/serve-check.schema.
                     locked versions, made once), then one container of it, with no network, the profile's
                     QEMU CPU, /dev/shm of SHM_SIZE, the wheelhouse read-only, as the calling user, running
                     resources/scripts/serve-check.py (the steps, each with a hard timeout, each logged to
-                    OUTPUT/logs/STEP.log), the host's load average sampled meanwhile; then result.json
+                    OUTPUT/logs/STEP.log), the host's load average sampled meanwhile; then `rvport verify`
+                    of the shared objects inductor compiled in the default-configuration steps
+                    (OUTPUT/logs/cache), for the profile; then result.json
     failure         the error (exit 10) naming the steps that failed, for a record that did not pass
 
 The container is removed whatever happens (a failure, a timeout, Ctrl-C). A step the container did not reach
@@ -29,7 +31,7 @@ from pathlib import Path
 
 from rvport import __version__, host, manifest, outdir, proc, resources
 from rvport.catalogue.profiles import Profile, get_profile
-from rvport.closure import serveimage
+from rvport.closure import inductor, serveimage
 from rvport.closure import wheelhouse as wheelhouses
 from rvport.engine import buildx, containers, images
 from rvport.errors import CheckFailed, HostNotReady, RvportError, UsageError
@@ -44,7 +46,8 @@ KIND = "rvport-serve-check"
 SCHEMA = 1
 LOGS = "logs"
 SCRIPT = "serve-check.py"
-STEPS = ("install", "pip-check", "import", "generate", "serve")
+STEPS = ("install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager")
+CACHE = "cache"  # OUTPUT/logs/cache: the default-configuration steps' XDG_CACHE_HOME (inductor's objects)
 SERVING = frozenset({"vllm"})  # the recipes the inside script knows how to run
 SHM_SIZE = "1g"  # vLLM's engine asks 160 MiB of /dev/shm for its message queue; Docker gives 64 MiB
 EXCERPT_LINES = 20  # the last lines of a step's log kept in result.json
@@ -160,6 +163,7 @@ def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
     logs.mkdir(parents=True, exist_ok=True)
     for old in [opts.output / RESULT, logs / "steps.json", *(logs / f"{s}.log" for s in STEPS)]:
         old.unlink(missing_ok=True)  # a record of an earlier check is not left beside this one's logs
+    drop_cache(logs / CACHE)  # nor its compile cache: this check compiles afresh, and verifies what it made
     pins = [debarchive.DebPin(name=p, version=v, sha256=s) for p, v, s in wh.debian()]
     bases = images.Bases(
         cache_dir=opts.fetch.cache.root,
@@ -183,6 +187,7 @@ def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
     log(f"image: {image.tag} ({'made' if image.made else 'found'} in {image.seconds:.0f} s)")
     container = run_container(opts, profile, image.image_id, logs, log)
     inside = read_steps(logs / "steps.json")
+    compiled = inductor_record(wh, profile, logs / CACHE, inside)
     doc = record(
         opts,
         wh,
@@ -192,8 +197,36 @@ def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
         inside=inside,
         started=started,
         seconds=time.monotonic() - t0,
+        compiled=compiled,
     )
     manifest.write(opts.output / RESULT, doc)
+    return doc
+
+
+def drop_cache(path: Path) -> None:
+    """Remove an earlier check's compile cache (a directory this command's container wrote)."""
+    import shutil
+
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def inductor_record(wh: wheelhouses.Wheelhouse, profile: Profile, cache: Path, inside: dict) -> dict | None:
+    """What the default configuration compiled, verified for the profile (inductor.verify_cache), with the
+    settings the wheelhouse ships; None when it ships none (a lock without system packages)."""
+    settings = wh.inductor()
+    if settings is None:
+        return None
+    ran = {s.get("name"): s.get("status") for s in inside.get("steps", []) if isinstance(s, dict)}
+    doc = {
+        "settings": settings.to_json(),
+        "cache": f"{LOGS}/{CACHE}",
+        **inductor.verify_cache(cache, profile),
+    }
+    # judged when a default-configuration step ran: it must have left objects, each fitting the profile
+    doc["judged"] = any(ran.get(n) in ("passed", "failed") for n in ("generate", "serve"))
     return doc
 
 
@@ -295,7 +328,8 @@ def steps_record(inside: dict, logs: Path, skip_serve: bool) -> list[dict]:
     for name in STEPS:
         got = by_name.get(name)
         if got is None:
-            out.append({"name": name, "status": "skipped" if name == "serve" and skip_serve else "not-run"})
+            skipped = name.startswith("serve") and skip_serve
+            out.append({"name": name, "status": "skipped" if skipped else "not-run"})
             continue
         step = {"name": name, **{k: got[k] for k in STEP_FIELDS if k in got}}
         if step.get("status") not in ("passed", "failed", "skipped", "not-run"):
@@ -307,15 +341,8 @@ def steps_record(inside: dict, logs: Path, skip_serve: bool) -> list[dict]:
     return out
 
 
-def figures(steps: list[dict]) -> dict:
-    """Time to first token and tokens per second (generate), the server's figures (serve), and the times of
-    install and import: figures, never targets (under QEMU they are not a board's)."""
-    by = {s["name"]: s.get("result") or {} for s in steps}
-    install = next((s.get("seconds") for s in steps if s["name"] == "install"), None)
-    gen, srv = by.get("generate", {}), by.get("serve", {})
+def _run_figures(gen: dict, srv: dict) -> dict:
     return {
-        "install_seconds": install,
-        "import_seconds": by.get("import", {}).get("import_seconds"),
         "load_seconds": gen.get("load_seconds"),
         "ttft_seconds": gen.get("ttft_seconds"),
         "tokens_per_second": gen.get("tokens_per_second"),
@@ -323,6 +350,20 @@ def figures(steps: list[dict]) -> dict:
         "serve_startup_seconds": srv.get("startup_seconds"),
         "serve_request_seconds": srv.get("request_seconds"),
         "serve_tokens_per_second": srv.get("tokens_per_second"),
+    }
+
+
+def figures(steps: list[dict]) -> dict:
+    """Time to first token and tokens per second (generate), the server's figures (serve), and the times of
+    install and import: figures, never targets (under QEMU they are not a board's). The top-level run figures
+    are the default configuration's (compiled); `eager`'s are those of the enforce-eager steps."""
+    by = {s["name"]: s.get("result") or {} for s in steps}
+    install = next((s.get("seconds") for s in steps if s["name"] == "install"), None)
+    return {
+        "install_seconds": install,
+        "import_seconds": by.get("import", {}).get("import_seconds"),
+        **_run_figures(by.get("generate", {}), by.get("serve", {})),
+        "eager": _run_figures(by.get("generate-eager", {}), by.get("serve-eager", {})),
     }
 
 
@@ -336,10 +377,13 @@ def record(
     inside: dict,
     started: dt.datetime,
     seconds: float,
+    compiled: dict | None = None,
 ) -> dict:
     """result.json of a serving check (resources/schemas/serve-check.schema.json)."""
     steps = steps_record(inside, opts.output / LOGS, opts.skip_serve)
     passed = container.get("exit_status") == 0 and all(s["status"] in ("passed", "skipped") for s in steps)
+    if compiled is not None and compiled["judged"] and not compiled["passed"]:
+        passed = False  # the default configuration's objects are missing or do not fit the profile
     return {
         "schema": SCHEMA,
         "kind": KIND,
@@ -363,6 +407,7 @@ def record(
         "load_average": container.get("load_average"),
         "env": inside.get("env") if isinstance(inside.get("env"), dict) else None,
         "steps": steps,
+        "inductor": compiled,
         "figures": figures(steps),
     }
 
@@ -380,8 +425,16 @@ def failure(doc: dict, output: Path) -> CheckFailed:
         lines.append(f"{s['name']}: failed ({why}); its last lines:")
         shown = s.get("judged") or s.get("excerpt") or ["(it printed nothing)"]
         lines += ["    " + printable(ln, lines=False) for ln in shown[-8:]]
+    compiled = doc.get("inductor")
+    if compiled and compiled["judged"] and not compiled["passed"]:
+        if not compiled["objects"]:
+            lines.append(f"inductor: the default configuration left no shared object in {compiled['cache']}")
+        for f in compiled["failed"][:8]:
+            lines.append(f"inductor: {f['path']} does not fit {doc['profile']}: {'; '.join(f['reasons'])}")
+        if compiled["truncated"]:
+            lines.append(f"inductor: more than {inductor.MAX_OBJECTS} shared objects: not all verified")
     c = doc["container"]
-    if not bad:
+    if not bad and not (compiled and compiled["judged"] and not compiled["passed"]):
         why = "timed out" if c.get("timed_out") else f"exit status {c.get('exit_status')}"
         lines.append(f"the container ended before its steps did ({why}); see {output / c['log']}")
     not_run = [s["name"] for s in doc["steps"] if s["status"] == "not-run"]

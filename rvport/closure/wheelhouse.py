@@ -4,7 +4,10 @@ that pins each by sha256 and the list of Debian packages apt installs first (doc
     DIR/*.whl                 the lock's index wheels (from the download cache, checked by sha256) and the
                               recipes' wheels (from the build's artifacts)
     DIR/requirements.txt      NAME==VERSION --hash=sha256:... for every wheel (pip --require-hashes)
-    DIR/debian-packages.txt   PACKAGE=VERSION for apt-get install, one a line (shadowed packages too)
+    DIR/debian-packages.txt   PACKAGE=VERSION for apt-get install, one a line (shadowed packages and the
+                              lock's system packages too)
+    DIR/inductor-env.sh       when the lock has system packages: the settings of torch.compile's C++ backend
+                              for the profile, to source before running (rvport.closure.inductor)
     DIR/wheelhouse.json       what was put there: the lock's digest, the profile, each file and its verdict
 
 Before anything is written, everything that can be checked is: the lock (rvport.catalogue.closure), each
@@ -35,6 +38,7 @@ from rvport.catalogue import closure
 from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin
 from rvport.catalogue.profiles import Profile
 from rvport.catalogue.recipes import Source, SourceKind
+from rvport.closure import inductor
 from rvport.errors import IntegrityError, Problem, SourceUnavailable, UsageError, VerifyFailed
 from rvport.sources.fetch import Fetcher, FetchOptions
 
@@ -54,6 +58,7 @@ class Options:
     # the recipes' distributions whose wheel must carry the profile's extensions (their recipe's output says
     # `isa: profile`: verify's "carries", as their build checks them); every other wheel must run on it
     carries: frozenset[str] = frozenset()
+    gcc: int | None = None  # the major of the base's GCC (which -march extensions it takes: inductor-env.sh)
     debian_mirror: str | None = None  # None: the host's (tests give a local archive)
     keyring: Path | None = None
 
@@ -126,12 +131,20 @@ def find_recipe_wheels(lock: Lock, artifacts: Sequence[Path], profile: str = "PR
 
 
 def apt_packages(lock: Lock) -> list[tuple[str, DebianRef]]:
-    """(distribution, Debian package) of everything apt installs at the lock's versions: every Debian entry,
-    and every Debian package an index wheel is installed over (apt installs it anyway, as a dependency of a
-    Debian entry: pinned too, so that apt takes the version the lock saw, not whatever the mirror has)."""
+    """(distribution, Debian package) of every distribution apt installs at the lock's versions: every Debian
+    entry, and every Debian package an index wheel is installed over (apt installs it anyway, as a dependency
+    of a Debian entry: pinned too, so that apt takes the version the lock saw, not whatever the mirror has).
+    The lock's system packages, no distributions, are `all_apt_packages`'."""
     out = [(e.name, e.debian) for e in lock.by_origin(Origin.DEBIAN) if e.debian]
     out += [(e.name, e.shadows) for e in lock.entries if e.shadows]
     return sorted(out, key=lambda r: r[1].package)
+
+
+def all_apt_packages(lock: Lock) -> list[DebianRef]:
+    """Every Debian package apt installs for the lock: the distributions' and the system packages."""
+    return sorted(
+        [deb for _, deb in apt_packages(lock)] + [p.ref() for p in lock.system], key=lambda d: d.package
+    )
 
 
 def check_debian(lock: Lock, opts: Options) -> dict | None:
@@ -140,7 +153,7 @@ def check_debian(lock: Lock, opts: Options) -> dict | None:
     from rvport.engine import debpins
     from rvport.sources import debarchive
 
-    pins = [deb for _, deb in apt_packages(lock)]
+    pins = all_apt_packages(lock)
     if not pins:
         return None
     extra = {"keyring": opts.keyring} if opts.keyring else {}
@@ -348,9 +361,12 @@ def make(lock: Lock, opts: Options, *, log: Callable[[str], None] = lambda _m: N
         (tmp / REQUIREMENTS).write_text(
             requirements_text((e.name, f, s) for e, f, s in rows), encoding="utf-8"
         )
-        debs = [(deb.package, deb.version) for _, deb in apt_packages(lock)]
+        debs = [(deb.package, deb.version) for deb in all_apt_packages(lock)]
         (tmp / DEBIAN_LIST).write_text(debian_text(lock.target.suite, debs), encoding="utf-8")
-        doc = manifest_doc(lock, opts.profile, rows, debian)
+        compiled = inductor.settings(lock, opts.profile, opts.gcc)
+        if compiled is not None:
+            (tmp / inductor.ENV_FILE).write_text(inductor.env_text(compiled), encoding="utf-8")
+        doc = manifest_doc(lock, opts.profile, rows, debian, compiled)
         from rvport import manifest
 
         manifest.write(tmp / MANIFEST, doc)
@@ -370,7 +386,11 @@ def _umask() -> int:
 
 
 def manifest_doc(
-    lock: Lock, profile: Profile, rows: Sequence[tuple[Entry, str, str]], debian: dict | None
+    lock: Lock,
+    profile: Profile,
+    rows: Sequence[tuple[Entry, str, str]],
+    debian: dict | None,
+    compiled: inductor.Settings | None = None,
 ) -> dict:
     return {
         "schema": WHEELHOUSE_SCHEMA,
@@ -389,6 +409,8 @@ def manifest_doc(
             for e, f, s in sorted(rows, key=lambda r: r[0].name)
         ],
         "debian": [{**deb.to_json(), "name": name} for name, deb in apt_packages(lock)],
+        "system": [p.to_json() for p in lock.system],
+        "inductor": compiled.to_json() if compiled is not None else None,
         "debian_release": (debian or {}).get("release"),
     }
 
@@ -433,8 +455,16 @@ class Wheelhouse:
         return frozenset(canonicalize_name(w["name"]) for w in self.doc["wheels"])
 
     def debian(self) -> list[tuple[str, str, str]]:
-        """(package, version, sha256) of every Debian package, as the lock pins it."""
-        return [(d["package"], d["version"], d["sha256"]) for d in self.doc["debian"]]
+        """(package, version, sha256) of every Debian package apt installs (the distributions' and the
+        system packages), as the lock pins it, sorted by package."""
+        rows = [(d["package"], d["version"], d["sha256"]) for d in self.doc["debian"]]
+        rows += [(d["package"], d["version"], d["sha256"]) for d in self.doc.get("system") or []]
+        return sorted(rows)
+
+    def inductor(self) -> inductor.Settings | None:
+        """The inductor settings it ships (inductor-env.sh), None when it ships none."""
+        doc = self.doc.get("inductor")
+        return inductor.from_json(doc, self.recipe, self.version) if doc else None
 
 
 def read(directory: Path) -> Wheelhouse:
@@ -470,6 +500,9 @@ def read(directory: Path) -> Wheelhouse:
         REQUIREMENTS: requirements_text((w["name"], w["file"], w["sha256"]) for w in doc["wheels"]),
         DEBIAN_LIST: debian_text(made.suite, ((p, v) for p, v, _ in made.debian())),
     }
+    compiled = made.inductor()
+    if compiled is not None:
+        expected[inductor.ENV_FILE] = inductor.env_text(compiled)
     changed: list[Problem] = []
     for name, text in expected.items():
         got = read_regular(directory / name, limit=TEXT_LIMIT, what="wheelhouse file", hint=make_hint)

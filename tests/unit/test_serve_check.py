@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -196,6 +197,8 @@ def fake_inside(status: dict[str, str], logs: Path) -> dict:
     by = {s["name"]: s for s in steps}
     if status.get("generate") == "passed":
         by["generate"]["result"] = inside.generate_figures(200.0, 0.3, 0.5, list(range(8)))
+    if status.get("generate-eager") == "passed":
+        by["generate-eager"]["result"] = inside.generate_figures(150.0, 0.4, 0.8, list(range(8)))
     if status.get("pip-check"):
         by["pip-check"].update(lines=["x"], judged=[], not_judged=["x"])
     return {"steps": steps, "env": inside.RUN_ENV}
@@ -231,7 +234,9 @@ ALL_PASS = {
     "pip-check": "passed",
     "import": "passed",
     "generate": "passed",
+    "generate-eager": "passed",
     "serve": "passed",
+    "serve-eager": "passed",
 }
 
 
@@ -243,6 +248,11 @@ def test_result_json_of_a_passing_check_has_every_step_the_figures_and_the_load(
     assert gen["log"] == "logs/generate.log" and gen["excerpt"][-1] == "line 29" and len(gen["excerpt"]) == 20
     assert doc["figures"]["ttft_seconds"] == 0.3 and doc["figures"]["tokens_per_second"] == 16.0
     assert doc["figures"]["decode_tokens_per_second"] == 35.0 and doc["figures"]["install_seconds"] == 1.5
+    assert (
+        doc["figures"]["eager"]["tokens_per_second"] == 10.0
+        and doc["figures"]["eager"]["load_seconds"] == 150
+    )
+    assert doc["inductor"] is None  # this wheelhouse ships no inductor settings
     assert doc["qemu_cpu"] == get_profile("rv64gc").qemu_cpu and doc["load_average"]["mean"] == 2.0
     assert doc["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1" and doc["container"]["network"] == "none"
 
@@ -253,12 +263,14 @@ def test_a_failed_step_fails_the_check_with_exit_10_and_its_last_lines(tmp_path)
     )
     jsonschema.validate(doc, manifest.schema("serve-check"))
     assert doc["passed"] is False
-    assert [s["status"] for s in doc["steps"]] == ["passed", "passed", "failed", "not-run", "not-run"]
+    assert [s["status"] for s in doc["steps"]] == ["passed", "passed", "failed", *["not-run"] * 4]
     err = servecheck.failure(doc, tmp_path / "out")
     text = err.render()
     assert err.exit_code == ExitCode.CHECK_FAILED == 10
     assert (
-        "import: failed (exit status 1)" in text and "line 29" in text and "not run: generate, serve" in text
+        "import: failed (exit status 1)" in text
+        and "line 29" in text
+        and "not run: generate, generate-eager, serve, serve-eager" in text
     )
 
 
@@ -272,8 +284,9 @@ def test_a_container_that_died_before_its_steps_is_a_failed_check(tmp_path):
 
 
 def test_serve_skipped_still_passes(tmp_path):
-    doc = make_record(tmp_path, {**ALL_PASS, "serve": "skipped"}, skip_serve=True)
-    assert doc["passed"] is True and doc["steps"][4] == {"name": "serve", "status": "skipped"}
+    doc = make_record(tmp_path, {**ALL_PASS, "serve": "skipped", "serve-eager": "skipped"}, skip_serve=True)
+    assert doc["passed"] is True and doc["steps"][5] == {"name": "serve", "status": "skipped"}
+    assert doc["steps"][6] == {"name": "serve-eager", "status": "skipped"}
 
 
 def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monkeypatch):
@@ -306,7 +319,7 @@ def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monk
     doc = servecheck.run(opts(tmp_path))
     assert json.loads((out / "result.json").read_text()) == doc
     jsonschema.validate(doc, manifest.schema("serve-check"))
-    assert [s["status"] for s in doc["steps"]] == ["failed"] + ["not-run"] * 4
+    assert [s["status"] for s in doc["steps"]] == ["failed"] + ["not-run"] * 6
 
 
 # -------------------------------------------------------------------------------------------- the image
@@ -385,9 +398,41 @@ def test_which_steps_run_after_a_failure():
     after_import = {"install": "passed", "pip-check": "failed", "import": "failed"}
     assert inside.next_step(after_import, False) == ("generate", "not-run")
     ok = {"install": "passed", "pip-check": "passed", "import": "passed", "generate": "failed"}
-    assert inside.next_step(ok, False) == ("serve", "run")  # serve is measured although generate failed
+    # the eager run is measured although the default configuration failed, and serve after both
+    assert inside.next_step(ok, False) == ("generate-eager", "run")
+    ok["generate-eager"] = "passed"
+    assert inside.next_step(ok, False) == ("serve", "run")
     assert inside.next_step(ok, True) == ("serve", "skipped")
-    assert inside.next_step({**ok, "serve": "passed"}, False) is None
+    assert inside.next_step({**ok, "serve": "skipped"}, True) == ("serve-eager", "skipped")
+    assert inside.next_step({**ok, "serve": "failed"}, False) == ("serve-eager", "run")
+    assert inside.next_step({**ok, "serve": "passed", "serve-eager": "passed"}, False) is None
+
+
+def test_the_default_configuration_steps_source_the_wheelhouse_settings_and_cache_in_out(tmp_path):
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    plain = inside.step_commands(wh)
+    assert plain["generate"][0][1:3] == [
+        str(Path(inside.__file__).resolve()),
+        "generate",
+    ]  # nothing to source
+    (wh / inside.ENV_FILE).write_text("export TORCHINDUCTOR_CPP_MARCH='rv64gc -mabi=lp64d'\n")
+    cmds = inside.step_commands(wh)
+    for name in ("generate", "serve"):
+        (argv,) = cmds[name]
+        assert argv[:5] == ["sh", "-c", '. "$1" && shift && exec "$@"', "sh", str(wh / inside.ENV_FILE)]
+        assert "--eager" not in argv
+        (eager,) = cmds[f"{name}-eager"]
+        assert eager[-1] == "--eager" and eager[0] != "sh"
+    out = tmp_path / "out"
+    assert inside.step_env("generate", out)["XDG_CACHE_HOME"] == str(out / inside.CACHE)
+    assert "XDG_CACHE_HOME" not in inside.step_env("generate-eager", out)
+    assert inside.step_env("install", out) == {}
+    # the sourced file's settings reach the program, as a user's shell gives them
+    (argv,) = cmds["generate"]
+    probe = [sys.executable, "-c", "import os; print(os.environ['TORCHINDUCTOR_CPP_MARCH'])"]
+    got = subprocess.run([*argv[:5], *probe], capture_output=True, text=True, check=True)
+    assert got.stdout.strip() == "rv64gc -mabi=lp64d"
 
 
 def test_the_pip_install_is_the_documented_one_offline_hashed_and_resolved():
@@ -456,7 +501,10 @@ def test_the_steps_record_as_the_container_writes_it(tmp_path):
         "pip-check": f"print({SYMPY!r}); raise SystemExit(1)",
         "import": "print('{\"import_seconds\": 9.5}')",
         "generate": "print('{\"tokens\": 7}')",
-        "serve": 'print(\'{"text": " Paris", "tokens": 8}\')',
+        "generate-eager": "import os; assert 'XDG_CACHE_HOME' not in os.environ; print('{\"tokens\": 8}')",
+        "serve": "import os; assert os.environ['XDG_CACHE_HOME'].endswith('/cache'); "
+        'print(\'{"text": " Paris", "tokens": 8}\')',
+        "serve-eager": 'print(\'{"text": " Paris", "tokens": 8}\')',
     }
     commands = {name: [[py, "-c", code]] for name, code in said.items()}
     args = inside.argparse.Namespace(
@@ -469,6 +517,7 @@ def test_the_steps_record_as_the_container_writes_it(tmp_path):
     assert by["import"]["result"] == {"import_seconds": 9.5}
     assert by["generate"]["status"] == "failed"  # 7 tokens, not 8
     assert by["serve"]["status"] == "passed" and doc["env"] == inside.RUN_ENV
+    assert by["generate-eager"]["status"] == "passed" and by["serve-eager"]["status"] == "passed"
 
 
 def test_the_tiny_model_and_the_figures():

@@ -15,12 +15,19 @@ result and has not exited EXIT_GRACE seconds later (a failed step, never a stuck
     pip-check  `pip check`; every line is recorded, and only the lines that name a distribution the
                wheelhouse installs are judged (Debian's own packages disagree with each other in sid)
     import     `from vllm import LLM`, timed
-    generate   this script's `generate` in the venv: a tiny Llama with dummy weights, 8 tokens
-    serve      this script's `serve` in the venv: `vllm serve` on loopback, one /v1/completions request
+    generate   this script's `generate` in the venv: a tiny Llama with dummy weights, 8 tokens, in vLLM's
+               default configuration (torch.compile: inductor compiles C++ with g++), after sourcing the
+               wheelhouse's inductor-env.sh (its profile's -march and -mabi, caches of the profile's) when it
+               ships one; the caches go to OUT/cache, where rvport verifies the shared objects after
+    generate-eager  the same with enforce_eager=True (no compile)
+    serve      this script's `serve` in the venv: `vllm serve` on loopback, one /v1/completions request, in
+               the default configuration as generate
+    serve-eager     the same with --enforce-eager
 
 After each step OUT/steps.json is written whole (a temporary file, then a rename), so what ran is known
-even if the container dies. A step after a failed install, or a generate or serve after a failed import, is
-"not-run"; serve is "skipped" with --skip-serve. The exit status is 0 when every step that ran passed.
+even if the container dies. A step after a failed install, or a generate or serve (either mode) after a
+failed import, is "not-run"; both serve steps are "skipped" with --skip-serve. The exit status is 0 when every
+step that ran passed.
 
 Only the Python standard library is used outside `generate` and `serve` (they run in the venv, with vLLM).
 """
@@ -41,7 +48,12 @@ VENV = "/tmp/rvport-venv"
 PORT = 8000
 EXIT_GRACE = 180.0  # seconds a step may take to exit once it printed its result
 MAX_TOKENS = 8
-STEPS = ("install", "pip-check", "import", "generate", "serve")
+STEPS = ("install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager")
+RUNS = ("generate", "generate-eager", "serve", "serve-eager")  # the steps that run vLLM
+ENV_FILE = "inductor-env.sh"  # the wheelhouse's inductor settings (rvport/closure/inductor.py)
+CACHE = "cache"  # OUT/cache: XDG_CACHE_HOME of the default-configuration steps (inductor's and vLLM's caches)
+# what the generate and serve steps report of the settings they ran with
+INDUCTOR_VARS = ("TORCHINDUCTOR_CPP_MARCH", "TORCHINDUCTOR_CACHE_DIR", "VLLM_CACHE_ROOT", "XDG_CACHE_HOME")
 
 # the tiny model: no download, dummy weights. head_dim is given: 64 / 4 heads would be 16, which vLLM's CPU
 # attention refuses (its head sizes start at 32)
@@ -167,11 +179,11 @@ def next_step(done: dict[str, str], skip_serve: bool) -> tuple[str, str] | None:
     for name in STEPS:
         if name in done:
             continue
-        if name == "serve" and skip_serve:
+        if name.startswith("serve") and skip_serve:
             return name, "skipped"
         if name != "install" and done.get("install") != "passed":
             return name, "not-run"
-        if name in ("generate", "serve") and done.get("import") != "passed":
+        if name in RUNS and done.get("import") != "passed":
             return name, "not-run"
         return name, "run"
     return None
@@ -315,10 +327,21 @@ def write_steps(out: Path, steps: list[dict]) -> None:
     os.replace(tmp, out / "steps.json")
 
 
+def sourced(env_file: Path | None, argv: list[str]) -> list[str]:
+    """argv run after the wheelhouse's inductor-env.sh is sourced, as a user does (`. FILE`), when it ships
+    one: a missing compiler or header then stops the step with the file's message naming the package."""
+    if env_file is None:
+        return argv
+    return ["sh", "-c", '. "$1" && shift && exec "$@"', "sh", str(env_file), *argv]
+
+
 def step_commands(wh: Path) -> dict[str, list[list[str]]]:
     """The programs of each step."""
     venv_py = f"{VENV}/bin/python"
     me = str(Path(__file__).resolve())
+    env_file = wh / ENV_FILE if (wh / ENV_FILE).is_file() else None
+    gen = [venv_py, me, "generate", "--model", "/tmp/rvport-tiny"]
+    srv = [venv_py, me, "serve", "--model", "/tmp/rvport-tiny-serve", "--port", str(PORT)]
     return {
         "install": [
             [sys.executable, "-m", "venv", "--system-site-packages", VENV],
@@ -326,15 +349,27 @@ def step_commands(wh: Path) -> dict[str, list[list[str]]]:
         ],
         "pip-check": [[venv_py, "-m", "pip", "check"]],
         "import": [[venv_py, "-c", IMPORT]],
-        "generate": [[venv_py, me, "generate", "--model", "/tmp/rvport-tiny"]],
-        "serve": [[venv_py, me, "serve", "--model", "/tmp/rvport-tiny-serve", "--port", str(PORT)]],
+        "generate": [sourced(env_file, gen)],
+        "generate-eager": [[*gen, "--eager"]],
+        "serve": [sourced(env_file, srv)],
+        "serve-eager": [[*srv, "--eager"]],
     }
+
+
+def step_env(name: str, out: Path) -> dict[str, str]:
+    """What a step adds to the environment: vLLM's settings (RUN_ENV) for every step but install, and for the
+    default-configuration steps a cache directory in OUT, so the shared objects inductor compiled can be
+    verified on the host after the run."""
+    if name == "install":
+        return {}
+    if name in ("generate", "serve"):
+        return {**RUN_ENV, "XDG_CACHE_HOME": str(out / CACHE)}
+    return dict(RUN_ENV)
 
 
 def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = None) -> int:
     """Every step in order (the module's docstring); `commands`: the programs of each step (step_commands)."""
     out, wh = Path(args.out), Path(args.wheelhouse)
-    env = {**os.environ, **RUN_ENV}
     ours = wheelhouse_names((wh / "requirements.txt").read_text(encoding="utf-8"))
     commands = commands or step_commands(wh)
     steps: list[dict] = []
@@ -345,8 +380,10 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
             rec = {"name": name, "status": what}
         else:
             print(f"{name}: running", flush=True)
-            grace = EXIT_GRACE if name in ("import", "generate", "serve") else None
-            rec = run_step(out, name, commands[name], args.timeout, None if name == "install" else env, grace)
+            grace = EXIT_GRACE if name == "import" or name in RUNS else None
+            added = step_env(name, out)
+            env = {**os.environ, **added} if added else None
+            rec = run_step(out, name, commands[name], args.timeout, env, grace)
             text = tail_text(out / rec["log"])
             if name == "pip-check":
                 lines = [x for x in text.splitlines() if x and not x.startswith(("$ ", "rvport: "))]
@@ -356,10 +393,11 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
                 # failed: any other exit status)
                 broken = judged or rec["timed_out"] or rec["exit_status"] not in (0, 1)
                 rec["status"] = "failed" if broken else "passed"
-            elif name in ("import", "generate", "serve"):
+            elif name == "import" or name in RUNS:
                 result = last_json(text)
                 rec["result"] = result
-                check = {"generate": generate_passed, "serve": serve_passed}.get(name, lambda _r: True)
+                check = generate_passed if name.startswith("generate") else serve_passed
+                check = (lambda _r: True) if name == "import" else check
                 if rec["status"] == "passed" and not check(result):
                     rec["status"] = "failed"
         steps.append(rec)
@@ -387,13 +425,15 @@ def generate(args: argparse.Namespace) -> int:
     from vllm import LLM, SamplingParams
 
     t0 = time.monotonic()
+    # the default configuration leaves enforce_eager out, as `LLM(model)` does: vLLM compiles the model
+    eager = {"enforce_eager": True} if args.eager else {}
     llm = LLM(
         model=str(model),
         load_format="dummy",
         skip_tokenizer_init=True,
-        enforce_eager=True,
         max_model_len=128,
         dtype="float32",
+        **eager,
     )
     load = time.monotonic() - t0
     try:
@@ -407,7 +447,8 @@ def generate(args: argparse.Namespace) -> int:
         outs = llm.generate([prompt], full, use_tqdm=False)
         whole = time.monotonic() - t2
         ids = list(outs[0].outputs[0].token_ids)
-        print(json.dumps(generate_figures(load, ttft, whole, ids)), flush=True)
+        doc = {**generate_figures(load, ttft, whole, ids), **run_mode(args.eager)}
+        print(json.dumps(doc), flush=True)
     finally:
         engine = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
         if engine is not None:
@@ -415,6 +456,14 @@ def generate(args: argparse.Namespace) -> int:
         del llm
         gc.collect()
     return 0
+
+
+def run_mode(eager: bool) -> dict:
+    """How vLLM ran: eager or its default configuration, and the inductor settings in the environment."""
+    return {
+        "mode": "eager" if eager else "default",
+        "inductor_env": {k: os.environ[k] for k in INDUCTOR_VARS if k in os.environ},
+    }
 
 
 def generate_figures(load: float, ttft: float, whole: float, ids: list[int]) -> dict:
@@ -449,11 +498,13 @@ def serve(args: argparse.Namespace) -> int:
     argv = [
         sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(model),
         "--host", "127.0.0.1", "--port", str(args.port), "--served-model-name", "tiny",
-        "--tokenizer-mode", "mistral", "--load-format", "dummy", "--enforce-eager",
+        "--tokenizer-mode", "mistral", "--load-format", "dummy",
         "--max-model-len", "128", "--dtype", "float32",
     ]  # fmt: skip
+    if args.eager:
+        argv.append("--enforce-eager")
     base = f"http://127.0.0.1:{args.port}"
-    result: dict = {"tokenizer": "mistral_common/data/tokenizer.model.v1"}
+    result: dict = {"tokenizer": "mistral_common/data/tokenizer.model.v1", **run_mode(args.eager)}
     t0 = time.monotonic()
     server = subprocess.Popen(argv)  # in this step's process group: a timeout stops it too
     try:
@@ -519,9 +570,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--skip-serve", action="store_true")
     g = sub.add_parser("generate", help="(in the venv) the generate step")
     g.add_argument("--model", required=True)
+    g.add_argument("--eager", action="store_true", help="enforce_eager=True (no torch.compile)")
     s = sub.add_parser("serve", help="(in the venv) the serve step")
     s.add_argument("--model", required=True)
     s.add_argument("--port", type=int, default=PORT)
+    s.add_argument("--eager", action="store_true", help="--enforce-eager (no torch.compile)")
     args = ap.parse_args(argv)
     return {"run": run, "generate": generate, "serve": serve}[args.cmd](args)
 
