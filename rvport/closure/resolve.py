@@ -56,6 +56,7 @@ from rvport.fileio import atomic_write_text
 from rvport.sources.debarchive import DebPackage
 from rvport.sources.fetch import Fetcher, FetchOptions
 from rvport.sources.pypi import IndexFile, project_pages
+from rvport.verify.members import ZIP_ERRORS
 
 MAX_ROUNDS = 30
 MAX_METADATA = 4 << 20  # bytes of one METADATA / PKG-INFO / requirements file
@@ -162,8 +163,10 @@ def wheel_metadata(path: Path, what: str) -> email.message.Message:
             if len(names) != 1:
                 raise IntegrityError(f"{what}: {len(names)} *.dist-info/METADATA files", hint="not a wheel")
             text = _limited(z.read(names[0]), what)
-    except (zipfile.BadZipFile, OSError) as e:
-        raise IntegrityError(f"{what}: not a readable wheel: {e}", hint="the file is damaged") from e
+    except ZIP_ERRORS as e:  # encrypted, an unknown compression method, corrupt data: never exit 9
+        raise IntegrityError(
+            f"{what}: not a readable wheel: {e or type(e).__name__}", hint="the file is damaged"
+        ) from None
     return email.parser.Parser().parsestr(text, headersonly=True)
 
 

@@ -14,11 +14,12 @@ Before anything is written, everything that can be checked is: the lock (rvport.
 Debian entry against the suite's signed index (a version gone: exit 5; other bytes: exit 4), each recipe's
 wheel found in the artifact directories and fitting the target (missing: exit 5). Then, in a temporary
 directory beside DIR: the index wheels are fetched through the download cache (a changed file: exit 4); every
-wheel's METADATA is read (its name and version are the lock's; each requirement, evaluated for the target,
-is satisfied by the lock: else exit 3, e.g. a vllm wheel built without the lock's edits); every wheel is
-verified for the profile by rvport's verifier (an x86-64 wheel tagged riscv64: exit 1). Only then is the
-temporary directory renamed to DIR (a previous wheelhouse there is replaced); on any error or an interrupt it
-is removed, so DIR is whole or untouched.
+wheel is verified for the profile by rvport's verifier, first, so that whatever verify refuses is refused
+with its verdict (an x86-64 wheel tagged riscv64, a METADATA it cannot read, a member name that leaves the
+wheel: exit 1); then every wheel's METADATA is read (its name and version are the lock's; each requirement,
+evaluated for the target, is satisfied by the lock: else exit 3, e.g. a vllm wheel built without the lock's
+edits). Only then is the temporary directory renamed to DIR (a previous wheelhouse rvport wrote there is
+replaced: rvport.outdir); on any error or an interrupt it is removed, so DIR is whole or untouched.
 """
 
 from __future__ import annotations
@@ -343,6 +344,11 @@ def make(lock: Lock, opts: Options, *, log: Callable[[str], None] = lambda _m: N
             sha = _copy(p.source, tmp / p.filename)
             placed.append((p.entry, tmp / p.filename, sha))
         log(f"recipes: {len(recipe_wheels)} wheels from {', '.join(map(str, opts.artifacts))}")
+        verify_wheels(  # first: what verify refuses (a METADATA it cannot read too) is refused as it says
+            [path for _, path, _ in placed],
+            opts.profile,
+            carries=[path for e, path, _ in placed if e.origin is Origin.RECIPE and e.name in opts.carries],
+        )
         problems = [x for e, path, _ in placed for x in check_metadata(lock, path, e)]
         if problems:
             raise closure.LockConflict(
@@ -351,11 +357,6 @@ def make(lock: Lock, opts: Options, *, log: Callable[[str], None] = lambda _m: N
                 problems=problems,
                 hint="nothing was written",
             )
-        verify_wheels(
-            [path for _, path, _ in placed],
-            opts.profile,
-            carries=[path for e, path, _ in placed if e.origin is Origin.RECIPE and e.name in opts.carries],
-        )
         log(f"verify: {len(placed)} wheels pass for {opts.profile.name}")
         rows = [(e, path.name, sha) for e, path, sha in placed]
         (tmp / REQUIREMENTS).write_text(

@@ -45,7 +45,7 @@ _LOCAL_HEADER = struct.Struct(
 )  # PK\3\4, versions, flags, method, time, date, crc, sizes, lengths
 _LOCAL_MAGIC = b"PK\x03\x04"
 _UTF8_NAME = 0x800
-_UNREADABLE_FLAGS = {
+UNREADABLE_FLAGS = {
     0x1: "encrypted, password required",
     0x20: "compressed patched data (flag bit 5)",
     0x40: "strong encryption (flag bit 6)",
@@ -93,7 +93,7 @@ def _read(
     keep: Callable[[bytes], Keep],
     limits: Limits,
 ) -> Member:
-    for bit, why in _UNREADABLE_FLAGS.items():
+    for bit, why in UNREADABLE_FLAGS.items():
         if info.flag_bits & bit:
             raise MemberError(why)
     hasher = hashlib.new(algo) if algo else None

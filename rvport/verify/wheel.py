@@ -7,12 +7,13 @@ from __future__ import annotations
 import email.parser
 import os
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -25,7 +26,7 @@ from rvport.verify.filehash import size_sha
 from rvport.verify.keep import Keep
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit, check
 from rvport.verify.manylinux import best_tag
-from rvport.verify.members import ZIP_ERRORS, MemberError, read_member
+from rvport.verify.members import UNREADABLE_FLAGS, ZIP_ERRORS, MemberError, read_member
 from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, WheelInfo
 from rvport.verify.policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags
 from rvport.verify.pool import map_ordered
@@ -89,6 +90,7 @@ def verify_wheel(
                 "wheel_bytes",
                 limits.wheel_bytes,
             )
+            reasons += escaping("member", (i.filename for i in zf.infolist()))
             record_names = [i.filename for i in infos if RECORD.match(i.filename)]
             record: Record | None = None
             if len(record_names) != 1:
@@ -98,10 +100,13 @@ def verify_wheel(
                     else f"several RECORD files: {', '.join(record_names)}"
                 )
             else:
-                text = _read_small(zf, zf.getinfo(record_names[0]), limits)
-                record = parse_record(text.decode("utf-8", "replace"))
-                reasons += _check_wheel_tags_file(zf, record_names[0].rsplit("/", 1)[0], tags, limits)
-                requires = _requires(zf, record_names[0].rsplit("/", 1)[0], limits)
+                text = _read_small(zf, zf.getinfo(record_names[0]), limits, reasons)
+                record = parse_record(text.decode("utf-8", "replace")) if text is not None else None
+                if record is not None:
+                    reasons += escaping("RECORD entry", record)
+                distinfo = record_names[0].rsplit("/", 1)[0]
+                reasons += _check_wheel_tags_file(zf, distinfo, tags, limits)
+                requires = _requires(zf, distinfo, limits, reasons)
 
             def listed(fname: str) -> bool:
                 return record is not None and fname not in record_names and not RECORD_SIGNATURES.match(fname)
@@ -161,6 +166,7 @@ def verify_wheel(
     except OverLimit as e:
         reasons.append(f"{REASON}: {e}; its files not judged")
         readable = False
+    reasons = list(dict.fromkeys(reasons))  # a metadata file that cannot be read is said once
     size, sha = whole if whole is not None else size_sha(path)
     if readable:  # an unreadable zip has no ELF files to judge its tags by: that is not a second reason
         tj = judge_wheel_tags(tags, elfs, requires)
@@ -242,15 +248,43 @@ def _check_directory_size(f: BinaryIO, limits: Limits) -> None:
         check("files its zip directory has room for", room, "wheel_members", limits.wheel_members)
 
 
-def _read_small(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits) -> bytes:
-    """A metadata file of the wheel (RECORD, WHEEL), inflated in chunks up to metadata_bytes: OverLimit
-    past it, whatever its zip directory entry says."""
+def escaping(what: str, names: Iterable[str]) -> list[str]:
+    """A reason for each name (of a zip member or a RECORD entry) that would leave the directory a wheel is
+    installed into: absolute (`/tmp/x`, `C:x`, `\\x`), or through `..`; NUL in a name too. pip refuses
+    them at install time; verify refuses them first."""
+    out = []
+    for name in names:
+        parts = name.replace("\\", "/").split("/")
+        if (
+            "\0" in name
+            or name.startswith(("/", "\\"))
+            or ".." in parts
+            or (len(name) >= 2 and name[1] == ":" and name[0].isalpha())
+        ):
+            out.append(f"{what} {name!r} leaves the wheel (an absolute path, or ..): refused")
+    return out
+
+
+def _read_small(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits, reasons: list[str]
+) -> bytes | None:
+    """A metadata file of the wheel (RECORD, WHEEL, METADATA), inflated in chunks up to metadata_bytes:
+    OverLimit past it, whatever its zip directory entry says. One that cannot be read (encrypted, an
+    unknown compression method, corrupt data, a bad CRC) adds its reason and gives None."""
     check(f"bytes of {info.filename}", info.file_size, "metadata_bytes", limits.metadata_bytes)
+    for bit, why in UNREADABLE_FLAGS.items():
+        if info.flag_bits & bit:
+            reasons.append(f"{info.filename}: cannot read member: {why}")
+            return None
     out = bytearray()
-    with zf.open(info) as f:
-        while chunk := f.read(1 << 20):
-            out += chunk
-            check(f"bytes of {info.filename}", len(out), "metadata_bytes", limits.metadata_bytes)
+    try:
+        with zf.open(info) as f:
+            while chunk := f.read(1 << 20):
+                out += chunk
+                check(f"bytes of {info.filename}", len(out), "metadata_bytes", limits.metadata_bytes)
+    except ZIP_ERRORS as e:
+        reasons.append(f"{info.filename}: cannot read member: {e or type(e).__name__}")
+        return None
     return bytes(out)
 
 
@@ -264,21 +298,34 @@ _TARGET_MARKERS = {
 }
 
 
-def _requires(zf: zipfile.ZipFile, distinfo: str, limits: Limits) -> tuple[str, ...]:
+def _requires(zf: zipfile.ZipFile, distinfo: str, limits: Limits, reasons: list[str]) -> tuple[str, ...]:
     """The distributions .dist-info/METADATA's Requires-Dist names for riscv64 Linux: a marker is evaluated
     with the target's platform (an extra's requirement, or one for x86_64 only, is not named; the Python
-    version markers are this interpreter's). Read within the small-file cap; no METADATA names none."""
+    version markers are this interpreter's). Read within the small-file cap; no METADATA names none. A
+    METADATA that cannot be read, or a marker that cannot be evaluated, adds its reason."""
     try:
-        text = _read_small(zf, zf.getinfo(f"{distinfo}/METADATA"), limits).decode("utf-8", "replace")
+        info = zf.getinfo(f"{distinfo}/METADATA")
     except KeyError:
         return ()
+    raw = _read_small(zf, info, limits, reasons)
+    if raw is None:
+        return ()
     out = []
-    for value in email.parser.HeaderParser().parsestr(text).get_all("Requires-Dist") or []:
+    for value in (
+        email.parser.HeaderParser().parsestr(raw.decode("utf-8", "replace")).get_all("Requires-Dist") or []
+    ):
         try:
             req = Requirement(value)
         except InvalidRequirement:
             continue
-        if req.marker is None or req.marker.evaluate(_TARGET_MARKERS):
+        try:
+            applies = req.marker is None or req.marker.evaluate(_TARGET_MARKERS)
+        except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName, ValueError) as e:
+            reasons.append(
+                f"{info.filename}: Requires-Dist {str(value)[:200]!r}: its marker cannot be evaluated: {e}"
+            )
+            continue
+        if applies:
             out.append(req.name)
     return tuple(sorted(set(out)))
 
@@ -286,9 +333,14 @@ def _requires(zf: zipfile.ZipFile, distinfo: str, limits: Limits) -> tuple[str, 
 def _check_wheel_tags_file(zf: zipfile.ZipFile, distinfo: str, tags: frozenset, limits: Limits) -> list[str]:
     """The Tag lines of .dist-info/WHEEL must be the tags of the file name."""
     try:
-        text = _read_small(zf, zf.getinfo(f"{distinfo}/WHEEL"), limits).decode("utf-8", "replace")
+        info = zf.getinfo(f"{distinfo}/WHEEL")
     except KeyError:
         return [f"no {distinfo}/WHEEL"]
+    unreadable: list[str] = []
+    raw = _read_small(zf, info, limits, unreadable)
+    if raw is None:
+        return unreadable
+    text = raw.decode("utf-8", "replace")
     listed = {line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("tag:")}
     named = {str(t) for t in tags}
     if listed and listed != named:

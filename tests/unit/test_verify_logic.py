@@ -746,7 +746,11 @@ def test_unreadable_zip_structures_are_verdicts(tmp_path):
 
     for member, fn, why in [
         ("demo/_x.so", version, "not a readable zip file: zip file version"),
-        ("demo-1.0.dist-info/RECORD", encrypted_record, "not a readable zip file: File"),
+        (
+            "demo-1.0.dist-info/RECORD",
+            encrypted_record,
+            "demo-1.0.dist-info/RECORD: cannot read member: encrypted",
+        ),
     ]:
         whl = _wheel(tmp_path, {"demo/_x.so": elf})
         _patch_member_headers(whl, member, fn)
@@ -1001,10 +1005,11 @@ def test_the_requirements_verify_reads_are_metadata_s_requires_dist_without_extr
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("xgrammar-0.2.8.dist-info/METADATA", meta)
     with zipfile.ZipFile(path) as zf:
-        got = _requires(zf, "xgrammar-0.2.8.dist-info", DEFAULT_LIMITS)
+        reasons: list[str] = []
+        got = _requires(zf, "xgrammar-0.2.8.dist-info", DEFAULT_LIMITS, reasons)
         # triton is for x86_64, pytest for an extra
-        assert got == ("apache-tvm-ffi", "torch", "tvm-ffi-riscv")
-        assert _requires(zf, "other-1.0.dist-info", DEFAULT_LIMITS) == ()  # no METADATA: none
+        assert got == ("apache-tvm-ffi", "torch", "tvm-ffi-riscv") and reasons == []
+        assert _requires(zf, "other-1.0.dist-info", DEFAULT_LIMITS, reasons) == ()  # no METADATA: none
 
 
 # VLEN-exact vector code (policy.rule_vlen): vLLM compiles its kernels with -mrvv-vector-bits=zvl, which

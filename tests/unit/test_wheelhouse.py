@@ -410,3 +410,108 @@ def test_the_apt_list_pins_the_debian_packages_an_index_wheel_is_installed_over_
     assert len(listed) == len(debian) + len(shadowing)
     for package, e in shadowing.items():
         assert listed[package] == (e.name, e.shadows.version) and e.origin.value == "pypi"
+
+
+def _patch_member(path: Path, name: str, *, method: int | None = None, flags: int = 0, corrupt: bool = False):
+    """Rewrite one member's headers in place: its compression method, extra flag bits, or its data spoiled
+    (the sizes kept): what a hostile wheel can hold and zipfile itself cannot write."""
+    import struct
+
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(name)
+        start = z.start_dir
+    lh = info.header_offset
+    entries = [lh + 6]  # the local header's flags (the method follows)
+    pos = start
+    while data[pos : pos + 4] == b"PK\x01\x02":
+        n, e, c = struct.unpack_from("<HHH", data, pos + 28)
+        if data[pos + 46 : pos + 46 + n].decode() == name:
+            entries.append(pos + 8)
+        pos += 46 + n + e + c
+    for off in entries:
+        f, m = struct.unpack_from("<HH", data, off)
+        struct.pack_into("<HH", data, off, f | flags, m if method is None else method)
+    if corrupt:
+        n, e = struct.unpack_from("<HH", data, lh + 26)
+        body = lh + 30 + n + e
+        data[body : body + info.compress_size] = b"\xff" * info.compress_size
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    "spoil, says",
+    [
+        (lambda p: _patch_member(p, "app-1.0+cpu.dist-info/METADATA", method=99), "cannot read member"),
+        (lambda p: _patch_member(p, "app-1.0+cpu.dist-info/METADATA", flags=0x1), "encrypted"),
+        (lambda p: _patch_member(p, "app-1.0+cpu.dist-info/METADATA", corrupt=True), "cannot read member"),
+        (lambda p: None, "leaves the wheel"),  # made below with a member ../../x
+    ],
+)
+def test_a_recipe_wheel_verify_refuses_is_refused_by_the_wheelhouse_with_its_verdict(
+    tmp_path, house, archive, spoil, says
+):
+    """Whatever verify refuses, the wheelhouse refuses, with verify's verdict (exit 1): a METADATA entry that
+    cannot be read is never exit 9, nor let in."""
+    from rvport.verify import IsaLevel, verify_paths
+
+    lock, mirror, art = house
+    wheel = next(art.glob("app-*.whl"))
+    if says == "leaves the wheel":
+        wheel.unlink()
+        wheel = make_wheel(
+            art,
+            "app",
+            "1.0+cpu",
+            "cp314-cp314-linux_riscv64",
+            {"app/_C.so": RV_SO, "../../x": b"x"},
+            requires=["dep-a>=1", "dep_b", "torch==2.14.*"],
+        )
+    else:
+        with zipfile.ZipFile(wheel) as z:
+            members = {i.filename: z.read(i) for i in z.infolist()}
+        with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            for n, data in members.items():
+                z.writestr(n, data)
+        spoil(wheel)
+    report = verify_paths([wheel], get_profile("rvv256"), IsaLevel.RUNS_ON)
+    assert not report.artifacts[0].ok and says in "; ".join(report.artifacts[0].reasons)
+    opts = _opts(tmp_path, mirror, art, archive)
+    with pytest.raises(VerifyFailed) as ei:
+        wh.make(lock, opts)
+    assert ei.value.exit_code == ExitCode.VERIFY_FAILED and says in ei.value.render()
+    _nothing_left(tmp_path, opts.output)
+
+
+@pytest.mark.parametrize("name", ["../../x", "/tmp/x", "a/../../x", "C:x", "\\\\host\\x"])
+def test_a_member_or_record_name_that_escapes_fails_verify(tmp_path, name):
+    from rvport.verify import IsaLevel, verify_paths
+
+    member = make_wheel(
+        tmp_path / "m", "dep_a", "1.0", "py3-none-any", {"dep_a/__init__.py": b"", name: b"x"}
+    )
+    rec = make_wheel(tmp_path / "r", "dep_a", "1.0", "py3-none-any", {"dep_a/__init__.py": b""})
+    with zipfile.ZipFile(rec) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    members["dep_a-1.0.dist-info/RECORD"] += f"{name},sha256=x,1\n".encode()
+    with zipfile.ZipFile(rec, "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    for path, what in ((member, "member"), (rec, "RECORD entry")):
+        a = verify_paths([path], get_profile("rvv256"), IsaLevel.RUNS_ON).artifacts[0]
+        assert not a.ok and f"{what} {name!r} leaves the wheel" in "; ".join(a.reasons), a.reasons
+    good = make_wheel(
+        tmp_path / "g", "dep_a", "1.0", "py3-none-any", {"dep_a/x..y.py": b"", "dep_a/..x": b""}
+    )
+    assert verify_paths([good], get_profile("rvv256"), IsaLevel.RUNS_ON).artifacts[0].ok
+
+
+def test_a_marker_verify_cannot_evaluate_is_said_as_such_not_as_an_unreadable_zip(tmp_path):
+    from rvport.verify import IsaLevel, verify_paths
+
+    w = make_wheel(
+        tmp_path, "dep_a", "1.0", "py3-none-any", {"dep_a/x.py": b""}, requires=['x; python_version ~= "3"']
+    )
+    a = verify_paths([w], get_profile("rvv256"), IsaLevel.RUNS_ON).artifacts[0]
+    text = "; ".join(a.reasons)
+    assert "not a readable zip" not in text and "its marker cannot be evaluated" in text, text
