@@ -83,10 +83,18 @@ def check_dir(path: Path | None) -> None:
     _probe(path, path)
 
 
+STDOUT = "-"
+
+
+def is_stdout(path: Path | None) -> bool:
+    """`-` for a file means standard output, as for every Unix tool (a file named - is ./-)."""
+    return path is not None and str(path) == STDOUT
+
+
 def check_file(path: Path | None, *, append: bool = False, make_parents: bool = True) -> None:
     """A file rvport writes whole (a temporary file beside it, then a rename), or appends to. make_parents:
     rvport creates its missing directories; else the directory must exist."""
-    if path is None:
+    if path is None or is_stdout(path):
         return
     mode = _mode(path)
     if mode is None:

@@ -719,7 +719,7 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--json",),
         metavar="FILE",
-        help="Write the report as JSON to FILE.",
+        help="Write the report as JSON to FILE (- for standard output: the table then goes to stderr).",
         check=_report_file,
     ),
     Setting(
@@ -728,7 +728,7 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--junit",),
         metavar="FILE",
-        help="Write JUnit XML to FILE (one case per artifact).",
+        help="Write JUnit XML to FILE (one case per artifact; - for standard output).",
         check=_report_file,
     ),
     Setting(

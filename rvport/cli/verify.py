@@ -7,6 +7,7 @@ import typer
 from rvport.catalogue.profiles import get_profile
 from rvport.cli import settings
 from rvport.cli.console import ui
+from rvport.cli.outputs import is_stdout
 from rvport.cli.settings import DEFAULT_PROFILE
 from rvport.errors import UsageError, VerifyFailed
 from rvport.verify import isa_level, verify_paths
@@ -28,6 +29,9 @@ def artifacts(o) -> None:
 
     Each PATH is a wheel, an ar archive (.a), an ELF file (.so, executable, object) or a directory, searched
     for them recursively. Only regular files are read: a FIFO, socket or device fails at once."""
+    to_stdout = [flag for flag, path in (("--json", o.json_out), ("--junit", o.junit_out)) if is_stdout(path)]
+    if len(to_stdout) > 1:
+        raise UsageError("--json - and --junit - both ask for standard output", hint="write one to a file")
     prov = load_provenance(o.provenance) if o.provenance is not None else None
     prof = get_profile(o.profile or (prov.profile if prov is not None and prov.profile else DEFAULT_PROFILE))
     # Checked here, not by a click Choice, so a bad value is an rvport UsageError (exit 2).
@@ -39,7 +43,8 @@ def artifacts(o) -> None:
         write_json(report, o.json_out)
     if o.junit_out is not None:
         write_junit(report, o.junit_out)
-    render_table(report, ui().console, every_member=o.every_member)
+    # with a report on standard output, the table goes to standard error
+    render_table(report, ui().err if to_stdout else ui().console, every_member=o.every_member)
     if not report.ok:
         raise VerifyFailed(
             f"{len(report.failed)} of {len(report.artifacts)} artifact(s) failed verification "

@@ -122,7 +122,14 @@ def recipes_table(cat: Catalogue) -> Table:
         ),
         title_justify="left",
     )
-    longest = max((len(r.version) + 1 for vs in cat.recipes.values() for r in vs), default=0)
+    longest = max(
+        (
+            len(r.version) + 1 + (len(" (default)") if len(cat.recipes[n]) > 1 and r is cat.default(n) else 0)
+            for n in cat.names
+            for r in cat.recipes[n]
+        ),
+        default=0,
+    )
     # where each recipe comes from, only when there is a choice: without directories of the user's, every
     # row would say built-in (the title says it once, and 80 columns keep room for the description)
     cols = ("name, kind", "versions", "depends", *(("from",) if layers else ()), "description")
@@ -135,7 +142,11 @@ def recipes_table(cat: Catalogue) -> Table:
         )
     for name in cat.names:
         d = cat.default(name)
-        versions = Text(", ").join(Text(r.version, style="bold" if r is d else "") for r in cat.recipes[name])
+        several = len(cat.recipes[name]) > 1  # the default said in words too: bold alone needs colour
+        versions = Text(", ").join(
+            Text(r.version + (" (default)" if several and r is d else ""), style="bold" if r is d else "")
+            for r in cat.recipes[name]
+        )
         t.add_row(
             Text.assemble(name, "\n", (d.kind.value, "dim")),
             versions,

@@ -47,23 +47,19 @@ def _why_not(name: str, hits: list[tuple[Found, Symbol]], found: Sequence[Found]
 
     for f, s in hits:
         if s.linkable and not s.is_function:
-            return f"{name} is {s.bind} {s.type} (STT_{s.type}){at(f)}, not a function (STT_FUNC)"
+            return f"it is {s.bind} {s.type} (STT_{s.type}){at(f)}, not a function (STT_FUNC)"
     for f, s in hits:
         if s.linkable and s.is_function:  # only in .dynsym with hidden or internal visibility
-            return f"{name} is a {s.visibility} function{at(f)}: not visible outside its object"
+            return f"it is a {s.visibility} function{at(f)}, not visible outside its object"
     for f, s in hits:
         if s.defined:
-            return f"{name} is defined only as a {s.bind} symbol{at(f)} (static): not visible to a linker"
+            return f"it is defined only as a {s.bind} symbol{at(f)} (static), not visible to a linker"
     if hits:
-        return (
-            f"{name} is referenced{at(hits[0][0])} but defined {'in no member' if archive else 'elsewhere'}"
-        )
+        return f"it is referenced{at(hits[0][0])} but defined {'in no member' if archive else 'elsewhere'}"
     if archive:
-        return f"no member defines or references {name}"
+        return "no member defines or references it"
     tables = sorted({f.table.table for f in found if f.table.table})
-    return (
-        f"{name} is not in its {' or '.join(tables)}" if tables else f"{name}: the file has no symbol table"
-    )
+    return f"it is not in its {' or '.join(tables)}" if tables else "the file has no symbol table"
 
 
 def judge_exports(names: Sequence[str], found: Sequence[Found], *, archive: bool) -> ExportsJudgement:
@@ -76,7 +72,7 @@ def judge_exports(names: Sequence[str], found: Sequence[Found], *, archive: bool
         if any(_exported(s, f.table) for f, s in hits):
             good.append(name)
         else:
-            reasons.append(f"does not export {_why_not(name, hits, found, archive)}")
+            reasons.append(f"{name} is not exported: {_why_not(name, hits, found, archive)}")
     notes = [f"exports {', '.join(good)} (functions)"] if good else []
     return ExportsJudgement(reasons=tuple(reasons), notes=tuple(notes))
 

@@ -73,3 +73,49 @@ def test_a_wide_terminal_has_the_sources_column(tmp_path):
     assert rc == 0, out
     header = next(line for line in _plain(out) if "recipe, kind" in line)
     assert "sources" in header and "recipe, kind, sources" not in header
+
+
+def test_verify_json_dash_is_standard_output_and_the_table_goes_to_stderr(tmp_path, elf_fixtures):
+    import json
+    import subprocess
+
+    so = elf_fixtures.path("librvv256.so")
+    cp = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rvport",
+            "verify",
+            "artifacts",
+            str(so),
+            "--profile",
+            "rvv256",
+            "--json",
+            "-",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    assert cp.returncode == 0, cp.stderr
+    assert json.loads(cp.stdout)["artifacts"][0]["verdict"] == "pass"
+    assert "librvv256.so" in cp.stderr and not (tmp_path / "-").exists()
+
+
+def test_verify_groups_members_with_the_same_reason_in_one_row(elf_fixtures):
+    import io
+
+    from rvport.catalogue.profiles import get_profile
+    from rvport.cli.console import SafeConsole
+    from rvport.verify import isa_level, verify_paths
+    from rvport.verify.report import render_table
+
+    report = verify_paths(
+        [elf_fixtures.path("libexports.a")], get_profile("rvv128"), isa=isa_level("carries")
+    )
+    out = io.StringIO()
+    render_table(report, SafeConsole(file=out, width=200))
+    text = out.getvalue()
+    assert text.count("libexports.a") == 1  # one row for the archive
+    assert "2 members (exports.o, exports2-bitcode.o): arch string lacks" in text

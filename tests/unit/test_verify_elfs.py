@@ -489,10 +489,10 @@ def test_archive_exports(elf_fixtures: ElfFixtures):
     )
     text = reasons(r.artifacts[0])
     assert not r.ok and len(r.artifacts[0].reasons) == 4, text
-    assert "does not export counter is GLOBAL OBJECT (STT_OBJECT) in exports.o, not a function" in text
-    assert "does not export local_only is defined only as a LOCAL symbol in exports.o" in text
-    assert "does not export undefined_fn is referenced in exports.o but defined in no member" in text
-    assert "does not export no member defines or references destroy_client" in text
+    assert "counter is not exported: it is GLOBAL OBJECT (STT_OBJECT) in exports.o, not a function" in text
+    assert "local_only is not exported: it is defined only as a LOCAL symbol in exports.o" in text
+    assert "undefined_fn is not exported: it is referenced in exports.o but defined in no member" in text
+    assert "destroy_client is not exported: no member defines or references it" in text
     assert "create_client" not in text
 
 
@@ -502,9 +502,9 @@ def test_shared_object_exports(elf_fixtures: ElfFixtures):
     r = verify_paths([so], get_profile("rv64gc"), exports=["hidden_fn", "counter", "undefined_fn"])
     text = reasons(r.artifacts[0])
     assert not r.ok
-    assert "hidden_fn is not in its .dynsym" in text
-    assert "counter is GLOBAL OBJECT (STT_OBJECT), not a function" in text
-    assert "undefined_fn is referenced but defined elsewhere" in text
+    assert "hidden_fn is not exported: it is not in its .dynsym" in text
+    assert "counter is not exported: it is GLOBAL OBJECT (STT_OBJECT), not a function" in text
+    assert "undefined_fn is not exported: it is referenced but defined elsewhere" in text
 
 
 def test_exports_of_a_wheel_or_a_bad_archive_fail(elf_fixtures: ElfFixtures, tmp_path):

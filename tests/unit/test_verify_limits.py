@@ -213,7 +213,7 @@ def test_a_sparse_4_gib_archive_is_walked_member_by_member_in_bounded_memory(tmp
     r = run_bounded(code, address_space=512 * MiB)
     assert [name for name, _ in r["members"]] == ["huge.o", "small.o"], r
     assert r["members"][1][1] is True and r["exports"] == [
-        "does not export no member defines or references f"
+        "f is not exported: no member defines or references it"
     ]
     # verify itself: the file is over a (lowered) file cap, so it fails at once without being read
     report = verify_paths([archive], get_profile("rv64gc"), limits=Limits(file_bytes=1 << 30))
@@ -269,11 +269,11 @@ def test_a_zip_directory_with_room_for_too_many_files_is_refused_before_it_is_pa
     assert reason.endswith("over the cap of 1000 (wheel_members); its files not judged")
 
 
-def test_the_table_shows_at_most_its_rows_per_artifact_and_says_how_many_more(tmp_path):
+def test_the_table_shows_at_most_its_lines_per_artifact_and_says_how_many_more(tmp_path):
     import io
 
     from rvport.cli.console import SafeConsole
-    from rvport.verify.report import TABLE_ROWS, render_table
+    from rvport.verify.report import TABLE_LINES, render_table
 
     wheel = tmp_path / "many-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
@@ -287,4 +287,5 @@ def test_the_table_shows_at_most_its_rows_per_artifact_and_says_how_many_more(tm
     out = io.StringIO()
     render_table(report, SafeConsole(file=out, width=200))
     text = out.getvalue()
-    assert text.count("not listed in RECORD") == TABLE_ROWS - 1 and f"{n - TABLE_ROWS + 1} more rows" in text
+    assert text.count("not listed in RECORD") == TABLE_LINES - 1
+    assert f"{n - TABLE_LINES + 1} more lines" in text

@@ -889,10 +889,11 @@ def test_judge_exports_in_archive_members():
     assert j.reasons == () and j.notes == ("exports create_client, close_client, resolver, hid (functions)",)
     j = judge_exports(["data", "helper", "only_ref", "nowhere"], found, archive=True)
     assert j.reasons == (
-        "does not export data is GLOBAL OBJECT (STT_OBJECT) in a.o, not a function (STT_FUNC)",
-        "does not export helper is defined only as a LOCAL symbol in a.o (static): not visible to a linker",
-        "does not export only_ref is referenced in b.o but defined in no member",
-        "does not export no member defines or references nowhere",
+        "data is not exported: it is GLOBAL OBJECT (STT_OBJECT) in a.o, not a function (STT_FUNC)",
+        "helper is not exported: it is defined only as a LOCAL symbol in a.o (static), "
+        "not visible to a linker",
+        "only_ref is not exported: it is referenced in b.o but defined in no member",
+        "nowhere is not exported: no member defines or references it",
     )
     assert j.notes == ()
 
@@ -911,12 +912,12 @@ def test_judge_exports_in_a_shared_object():
     assert judge_exports(["f", "p"], found, archive=False).reasons == ()
     j = judge_exports(["h", "g"], found, archive=False)
     assert j.reasons == (
-        "does not export h is a HIDDEN function: not visible outside its object",
-        "does not export g is not in its .dynsym",
+        "h is not exported: it is a HIDDEN function, not visible outside its object",
+        "g is not exported: it is not in its .dynsym",
     )
     empty = [Found(where=None, table=_table(""))]
     assert judge_exports(["g"], empty, archive=False).reasons == (
-        "does not export g: the file has no symbol table",
+        "g is not exported: the file has no symbol table",
     )
 
 
