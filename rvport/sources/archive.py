@@ -33,7 +33,18 @@ from rvport.sources.cache import disk_error, open_blob
 from rvport.sources.members import MALICIOUS, BoundedTarInfo, Budget, Kind, Layout, Limits, member_mode
 from rvport.sources.treehash import check_excludes, digest, tar_entries, tree_digest
 
-TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz", ".tar")
+# each tar suffix and the one compression tarfile is told to read (never "*": the content is not sniffed)
+TAR_COMPRESSION = {
+    ".tar.gz": "gz",
+    ".tgz": "gz",
+    ".tar.xz": "xz",
+    ".txz": "xz",
+    ".tar.bz2": "bz2",
+    ".tbz2": "bz2",
+    ".tbz": "bz2",
+    ".tar": "",
+}
+TAR_SUFFIXES = tuple(TAR_COMPRESSION)
 ZIP_SUFFIXES = (".zip", ".whl")
 CHUNK = 1 << 16
 MAX_LINK = 4095  # bytes in a link target (PATH_MAX - 1)
@@ -58,6 +69,17 @@ def archive_kind(name: str) -> Literal["tar", "zip"]:
         + ", ".join((*TAR_SUFFIXES, *ZIP_SUFFIXES))
         + " (give a URL, or pypi filename, with one of these endings)",
     )
+
+
+def tar_mode(name: str) -> str:
+    """tarfile's stream mode for a tar the name declares: `r|gz` for a .tar.gz, `r|` for a .tar. A file
+    that is not what its name says then fails to read (exit 4), as an xz tar named .tar.gz does."""
+    low = name.lower()
+    for suffix, compression in TAR_COMPRESSION.items():
+        if low.endswith(suffix):
+            return f"r|{compression}"
+    archive_kind(name)  # raises: no tar suffix
+    raise AssertionError(name)
 
 
 def is_zip(name: str, path: Path | None = None) -> bool:
@@ -105,7 +127,7 @@ def archive_tree(
             return tree_digest(Path(tmp) / "t", exclude)
     ranges: list[tuple[int, int]] = []
     with _reading(path, blob) as f:
-        entries = tar_entries(f, name=name, limits=limits, ranges=ranges)
+        entries = tar_entries(f, name=name, mode=tar_mode(name), limits=limits, ranges=ranges)
     _refuse_zip_polyglot(path, name, ranges)
     return digest(entries, exclude)
 
@@ -323,7 +345,7 @@ def _unpack_tar(f: IO[bytes], w: _Writer) -> tuple[Layout, list[tuple[int, int]]
     layout = Layout(w.name)
     ranges: list[tuple[int, int]] = []
     try:
-        with tarfile.open(fileobj=f, mode="r|*", tarinfo=BoundedTarInfo) as t:
+        with tarfile.open(fileobj=f, mode=tar_mode(w.name), tarinfo=BoundedTarInfo) as t:
             for m in t:
                 w.budget.member()
                 path = layout.path(m.name)
@@ -351,8 +373,17 @@ def _unpack_tar(f: IO[bytes], w: _Writer) -> tuple[Layout, list[tuple[int, int]]
     return layout, ranges
 
 
+def _polyglot(name: str, also: str) -> IntegrityError:
+    return IntegrityError(
+        f"{name}: the file is a {'zip' if also == 'tar' else 'tar'} archive and also a {also} archive (a "
+        "polyglot); it was not unpacked",
+        hint="tools that look at its content rather than its name would unpack other files: " + MALICIOUS,
+    )
+
+
 def _refuse_zip_polyglot(archive: Path, name: str, ranges: list[tuple[int, int]]) -> None:
     """A tar that a zip reader would read too is refused: tools that sniff content would see other files.
+    Fail closed: a file with a zip end record that the zip reader then cannot open is refused too.
 
     A plain tar whose last member is itself a zip (a test fixture, say) is not a polyglot: the zip's end
     record lies inside that member's data (`ranges`)."""
@@ -364,33 +395,52 @@ def _refuse_zip_polyglot(archive: Path, name: str, ranges: list[tuple[int, int]]
             tail = f.read()
         if not zipfile.is_zipfile(archive):
             return
-        with zipfile.ZipFile(archive) as z:
-            if not z.infolist():
-                return
-    except (OSError, zipfile.BadZipFile, ValueError, EOFError, NotImplementedError):
-        return
+    except OSError as e:
+        raise IntegrityError(f"{name}: cannot read it again: {e.strerror or e}", hint=DAMAGED) from None
     end = size - len(tail) + tail.rfind(b"PK\x05\x06")
     compressed = head.startswith(_COMPRESSED)
     if not compressed and any(o <= end < o + n for o, n in ranges):
         return
-    raise IntegrityError(
-        f"{name}: the file is a tar archive and also a zip archive (a polyglot); it was not unpacked",
-        hint="tools that look at its content rather than its name would unpack other files: " + MALICIOUS,
-    )
+    try:
+        with zipfile.ZipFile(archive) as z:
+            if not z.infolist():
+                return
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError, NotImplementedError, RuntimeError):
+        pass  # a zip reader that sniffs may read it yet: refused
+    raise _polyglot(name, "zip")
 
 
 def _refuse_tar_polyglot(archive: Path, name: str) -> None:
-    """A zip that a tar reader would read too is refused."""
+    """A zip that a tar reader would read too is refused. Fail closed: the zip is no tar only when its first
+    bytes are no compressed stream and no tar header, and tarfile, reading with any compression, says it is
+    not a tar (ReadError); any other failure of the tar reader is a refusal."""
+    try:
+        with open(archive, "rb") as f:
+            head = f.read(tarfile.BLOCKSIZE)
+    except OSError as e:
+        raise IntegrityError(f"{name}: cannot read it again: {e.strerror or e}", hint=DAMAGED) from None
+    if head.startswith(_COMPRESSED) or _tar_header(head):
+        raise _polyglot(name, "tar")
     try:
         with tarfile.open(archive, mode="r:*") as t:
             first = t.next()
-    except Exception:  # noqa: BLE001 - anything a tar reader cannot read is not a tar
-        return
+    except tarfile.ReadError:
+        return  # "not a tar" in every compression
+    except Exception:  # noqa: BLE001 - any other failure of the tar reader: it cannot say it is no tar
+        raise _polyglot(name, "tar") from None
     if first is not None:
-        raise IntegrityError(
-            f"{name}: the file is a zip archive and also a tar archive (a polyglot); it was not unpacked",
-            hint="tools that look at its content rather than its name would unpack other files: " + MALICIOUS,
-        )
+        raise _polyglot(name, "tar")
+
+
+def _tar_header(block: bytes) -> bool:
+    """Whether a 512-byte block is a tar header (its checksum holds)."""
+    if len(block) < tarfile.BLOCKSIZE:
+        return False
+    try:
+        tarfile.TarInfo.frombuf(block, tarfile.ENCODING, "surrogateescape")
+    except tarfile.HeaderError:
+        return False
+    return True
 
 
 # ------------------------------------------------------------------------------------------ zip

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import gzip
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -296,6 +298,12 @@ def mirror_candidates(source: Source, mirror: Path, sha256: str | None = None) -
     return out
 
 
+def _gzip_into(src: Path, dest: Path) -> None:
+    """src gzip-compressed into dest, with no name or time in the gzip header (the same bytes every time)."""
+    with open(src, "rb") as i, open(dest, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as o:
+        shutil.copyfileobj(i, o, 1 << 20)
+
+
 def _in_mirror(source: Source, mirror: Path | None) -> Path | None:
     if mirror is None:
         return None
@@ -563,7 +571,11 @@ class Fetcher:
             )
         if found is not None:
             try:
-                digest, size = hash_file(found, copy_to=part)
+                if found.name.endswith(".tar") and filename.endswith(".tar.gz"):
+                    _gzip_into(found, part)  # a `git archive` tarball: the entry is the .tar.gz its name says
+                    digest, size = hash_file(part)
+                else:
+                    digest, size = hash_file(found, copy_to=part)
             except OSError as e:
                 if e.errno in NO_SPACE:
                     raise disk_error(e, part.parent, f"copying {found}") from e

@@ -133,10 +133,12 @@ def tar_entries(
     fileobj: IO[bytes],
     *,
     name: str = "archive",
+    mode: str,
     limits: Limits | None = None,
     ranges: list[tuple[int, int]] | None = None,
 ) -> list[Entry]:
-    """The entries of a tar archive (any compression), read as a stream; its single top directory, if it has
+    """The entries of a tar archive, read as a stream with tarfile's `mode` (`r|gz`: the compression its
+    name declares, archive.tar_mode); its single top directory, if it has
     one, is stripped (as unpacking does). Members are checked as unpacking checks them (`members.Layout`:
     paths, links, kinds) and counted against `limits`. `ranges`, when given, receives each regular member's
     (offset, size) in the stream."""
@@ -145,7 +147,7 @@ def tar_entries(
     layout = Layout(name)
     budget = Budget(limits or Limits(), name)
     try:
-        with tarfile.open(fileobj=fileobj, mode="r|*", tarinfo=BoundedTarInfo) as t:
+        with tarfile.open(fileobj=fileobj, mode=mode, tarinfo=BoundedTarInfo) as t:
             for m in t:
                 budget.member()
                 path = layout.path(m.name)

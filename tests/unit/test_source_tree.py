@@ -168,7 +168,7 @@ def test_clean_checkout_has_its_commits_tree_digest(tmp_path):
         check=True,
         capture_output=True,
     ).stdout
-    assert t.digest == digest(tar_entries(io.BytesIO(tar)))
+    assert t.digest == digest(tar_entries(io.BytesIO(tar), mode="r|*"))
     assert t.epoch == 1767323045  # the commit's time, for every copied file
     local.copy_into(t, tmp_path / "copy")
     assert not (tmp_path / "copy" / ".git").exists()
@@ -379,4 +379,4 @@ def test_tar_of_tree_matches(tmp_path):
     with tarfile.open(fileobj=buf, mode="w") as t:
         t.add(top, arcname="msgspec-0.23.0")
     buf.seek(0)
-    assert local.inspect(top).digest == digest(tar_entries(buf))
+    assert local.inspect(top).digest == digest(tar_entries(buf, mode="r|"))

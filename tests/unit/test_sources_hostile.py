@@ -141,6 +141,10 @@ def test_rvport_refuses_the_cve_chain(tmp_path, name):
     outside = tmp_path / "outside"
     outside.mkdir()
     data = _cve_chain(outside)
+    if name.endswith(".gz"):  # read as its name says
+        import gzip
+
+        data = gzip.compress(data)
     e = _refused(tmp_path, data, name, match="through the link")
     assert e.exit_code == ExitCode.INTEGRITY
     assert list(outside.iterdir()) == []
@@ -173,7 +177,7 @@ def test_unpacking_needs_no_tarfile_filter(tmp_path, monkeypatch):
     assert os.readlink(dest / "link") == "run.sh"
     assert (dest / "hard").read_bytes() == b"#!/bin/sh\n" and not (dest / "hard").is_symlink()
     assert os.stat(dest / "run.sh").st_mtime == 1_700_000_000
-    entries = tar_entries(io.BytesIO(data))
+    entries = tar_entries(io.BytesIO(data), mode="r|*")
     from rvport.sources.treehash import digest
 
     assert tree_digest(dest) == digest(entries)
@@ -223,7 +227,9 @@ def test_a_file_after_a_link_of_the_same_name_replaces_the_link_as_tar_does(tmp_
     assert (dest / "target").read_bytes() == b"keep me\n"
     from rvport.sources.treehash import digest
 
-    assert tree_digest(dest) == digest(tar_entries(io.BytesIO(data)))  # the tree is what the digest saw
+    assert tree_digest(dest) == digest(
+        tar_entries(io.BytesIO(data), mode="r|*")
+    )  # the tree is what the digest saw
 
 
 def test_links_inside_the_tree_are_kept(tmp_path):
@@ -266,6 +272,32 @@ def test_a_tar_that_is_also_a_zip_is_refused(tmp_path, compression):
     _refused(tmp_path, tar + _inner_zip(), name, match="polyglot")
     with pytest.raises(IntegrityError, match="polyglot"):
         archive_tree(_write(tmp_path / "again", tar + _inner_zip()), name=name)
+
+
+@pytest.mark.parametrize("compression", ["gz", "xz", "bz2", ""])
+@pytest.mark.parametrize("name", ["x.tar.gz", "x.tgz", "x.tar.xz", "x.txz", "x.tar.bz2", "x.tbz", "x.tar"])
+def test_a_tar_is_read_as_the_compression_its_name_says_never_sniffed(tmp_path, compression, name):
+    """An xz tar named .tar.gz, or any other mismatch, is exit 4; the matching pair unpacks."""
+    data = _tar([("p/", "d", None), ("p/a", "f", b"a")], compression=compression)
+    if archive_mod.tar_mode(name) == f"r|{compression}":
+        assert (_unpack(tmp_path, data, name) / "a").read_bytes() == b"a"
+        assert archive_tree(tmp_path / name, name=name)
+        return
+    e = _refused(tmp_path, data, name, match="cannot unpack it as a tar archive")
+    assert e.exit_code == ExitCode.INTEGRITY
+    with pytest.raises(IntegrityError, match="as a tar archive|cannot read"):
+        archive_tree(_write(tmp_path / "again", data), name=name)
+
+
+def test_a_zip_whose_bytes_start_as_a_tar_header_or_a_compressed_stream_is_refused(tmp_path):
+    """The tar check fails closed: not only a zip tarfile reads, but one that begins with a tar header (its
+    checksum holds) or the magic of gzip, bzip2 or xz, is a polyglot."""
+    header = bytearray(_tar([("p/", "d", None)], compression="")[:512])
+    header[0:1] = b"\x00"  # a header with no name: its checksum still holds
+    header[148:156] = b"%06o\x00 " % tarfile.calc_chksums(bytes(header))[0]
+    assert archive_mod._tar_header(bytes(header))
+    for head in (bytes(header), b"\x1f\x8b" + bytes(510), b"\xfd7zXZ\x00" + bytes(506)):
+        _refused(tmp_path, head + _inner_zip(), "x.zip", match="polyglot")
 
 
 def test_a_zip_that_is_also_a_tar_is_refused(tmp_path):

@@ -189,7 +189,7 @@ def test_a_tar_stream_gives_the_unpacked_trees_digest(tmp_path, knobs):
 def tree_digest_of_tar(data: bytes, exclude=()) -> str:
     from rvport.sources.treehash import digest
 
-    return digest(tar_entries(io.BytesIO(data)), exclude)
+    return digest(tar_entries(io.BytesIO(data), mode="r|*"), exclude)
 
 
 def test_a_hard_link_counts_as_a_copy_of_its_target(tmp_path):
