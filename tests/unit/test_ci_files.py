@@ -88,3 +88,14 @@ def test_readme_links_the_docs_and_keeps_two_setup_commands():
         assert (ROOT / "docs" / f"{doc}.md").is_file()
     quick = readme[readme.index("## Quick start") : readme.index("## What else")]
     assert quick.count("```sh") == 2 and quick.count("scripts/setup-host &&") == 2
+
+
+def test_docs_ci_lists_every_input_of_the_action():
+    """docs/ci.md's table of the action's inputs names each input action.yml declares, and no other."""
+
+    root = Path(__file__).resolve().parents[2]
+    declared = set(yaml.safe_load((root / "action.yml").read_text())["inputs"])
+    text = (root / "docs" / "ci.md").read_text()
+    table = text[text.index("| input | default | meaning |") :].split("\n\n", 1)[0]
+    listed = set(re.findall(r"^\| `([a-z-]+)` \|", table, re.M))
+    assert listed == declared
