@@ -9,9 +9,18 @@ import typer
 from rich.text import Text
 
 from rvport import outdir
-from rvport.cli import outputs, planning, settings
+from rvport.cli import handoff, outputs, planning, settings
 from rvport.cli.closure import register as register_closure
 from rvport.cli.console import configure, ui
+from rvport.cli.options import (
+    BuildArgs,
+    DoctorArgs,
+    GlobalArgs,
+    PlanArgs,
+    PrepareArgs,
+    RecipesListArgs,
+    RecipesShowArgs,
+)
 from rvport.cli.reproduce import register as register_reproduce
 from rvport.cli.signals import install_handlers
 from rvport.cli.sources import register as register_sources
@@ -34,7 +43,7 @@ register_closure(app)  # lock (rvport/cli/closure.py)
 
 @app.callback()
 @settings.command(settings.GLOBAL)
-def main_options(o) -> None:
+def main_options(o: GlobalArgs) -> None:
     from rvport import resources
     from rvport.verify import pool
 
@@ -49,7 +58,7 @@ def main_options(o) -> None:
 # ------------------------------------------------------------------------------------------------- plan
 @app.command(short_help="Resolve recipes into a plan, with every pin, before anything runs.")
 @settings.command(settings.PLAN)
-def plan(o) -> None:
+def plan(o: PlanArgs) -> None:
     """Resolve recipes into a plan (printed, and written to DIR/plan.json) before anything runs.
 
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all. The plan promises every pin:
@@ -77,17 +86,9 @@ def plan(o) -> None:
     path = manifest.write(output / "plan.json", p.to_json())
     u.console.print(f"wrote {path}", markup=False)
     if o.format == "bake":
-        from rvport.engine.bake import BakeOptions, export, runtime_notes
+        from rvport.engine.bake import export, runtime_notes
 
-        bopts = BakeOptions(
-            output=output,
-            fetch=fopts,
-            builder=o.builder,
-            base_image=o.base_image,
-            allow_expired_release=o.allow_expired_release,
-            bootstrap=o.bootstrap,
-        )
-        bpath = export(p, bopts)
+        bpath = export(p, handoff.bake_options(o, fopts))
         u.console.print(
             f"wrote {bpath} (contexts in {output / 'bake'}); run: docker buildx bake -f {bpath} "
             "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)),
@@ -110,14 +111,14 @@ def _say_accepted(p) -> None:  # type: ignore[no-untyped-def]
 # ------------------------------------------------------------------------------------------------ build
 @app.command(short_help="Run the plan in buildx stages; export, verify and record the artifacts.")
 @settings.command(settings.BUILD)
-def build(o) -> None:
+def build(o: BuildArgs) -> None:
     """Run the plan in Docker buildx stages; export artifacts; verify them; write DIR/result.json.
 
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
     from rvport import manifest
     from rvport.cli import views
     from rvport.cli.progress import reporter
-    from rvport.engine.runner import BuildOptions, Runner
+    from rvport.engine.runner import Runner
 
     p, fopts = planning.from_options(o)
     output, builder, junit = o.output, o.builder, o.junit
@@ -131,18 +132,7 @@ def build(o) -> None:
     outputs.check_file(summary, append=True)
     outdir.claim(output, outdir.Kind.BUILD)
     manifest.write(output / "plan.json", p.to_json())
-    opts = BuildOptions(
-        output=output,
-        fetch=fopts,
-        builder=builder,
-        base_image=o.base_image,
-        allow_expired_release=o.allow_expired_release,
-        bootstrap=o.bootstrap,
-        smoke=not o.no_smoke,
-        no_cache=o.no_cache,
-        cache_to=o.cache_to,
-        cache_from=o.cache_from,
-    )
+    opts = handoff.build_options(o, fopts)
     rep = reporter(u.err, u.ci, u.live)
     for s in p.stages:
         rep.add(s.name, s.mode.value)
@@ -168,7 +158,7 @@ def build(o) -> None:
 # ---------------------------------------------------------------------------------------------- prepare
 @app.command()
 @settings.command(settings.PREPARE)
-def prepare(o) -> None:
+def prepare(o: PrepareArgs) -> None:
     """Make every base, toolchain, smoke and prefix image a build of these recipes needs, ahead of time.
 
     Nothing is fetched or compiled; a later `rvport build` with the same recipes, profile and mode reuses the
@@ -179,7 +169,6 @@ def prepare(o) -> None:
     from rvport.cli import views
     from rvport.cli.progress import reporter
     from rvport.engine.prepare import Preparer
-    from rvport.engine.stage import RunOptions
     from rvport.fileio import atomic_write_text
 
     p, fopts = planning.from_options(o)
@@ -187,14 +176,7 @@ def prepare(o) -> None:
     u = ui()
     _say_accepted(p)
     # the options of the build this prepares for: the same cache, CA bundle, builder, riscv64 base and smoke
-    opts = RunOptions(
-        output=o.output,
-        fetch=fopts,
-        builder=o.builder,
-        base_image=o.base_image,
-        allow_expired_release=o.allow_expired_release,
-        bootstrap=o.bootstrap,
-    )
+    opts = handoff.run_options(o, fopts)
     rep = reporter(u.err, u.ci, u.live)
     for s in p.stages:
         rep.add(s.name, s.mode.value)
@@ -221,7 +203,7 @@ app.add_typer(recipes_app, name="recipes")
 
 @recipes_app.command("list")
 @settings.command(settings.RECIPES_LIST)
-def recipes_list(o) -> None:
+def recipes_list(o: RecipesListArgs) -> None:
     """Every recipe with its versions (default in bold), what it depends on and its description; with
     directories of your own (--recipes, RVPORT_RECIPE_PATH), a column says where each recipe comes from
     (built-in or which directory). Without them the title says that every recipe is built-in."""
@@ -233,7 +215,7 @@ def recipes_list(o) -> None:
 
 @recipes_app.command("show")
 @settings.command(settings.RECIPES_SHOW)
-def recipes_show(o) -> None:
+def recipes_show(o: RecipesShowArgs) -> None:
     """Everything a recipe pins: sources, patches, lock files, files, toolchain, env, commands."""
     from rvport.catalogue.recipes import load_catalogue
     from rvport.cli import views
@@ -244,7 +226,7 @@ def recipes_show(o) -> None:
 # ----------------------------------------------------------------------------------------------- doctor
 @app.command(short_help="What this host can do for a riscv64 build, and what to fix.")
 @settings.command(settings.DOCTOR)
-def doctor(o) -> None:
+def doctor(o: DoctorArgs) -> None:
     """What this host can do for a riscv64 build, and what to fix. Exit 0 when a build can run, 6 if not."""
     from rvport.cli import views
     from rvport.engine.doctor import can_build, run_checks

@@ -9,8 +9,9 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from rvport.cli import outputs, settings
+from rvport.cli import handoff, outputs, settings
 from rvport.cli.console import ui
+from rvport.cli.options import LockArgs, ServeCheckArgs, WheelhouseArgs
 
 
 def counts_table(summary: dict) -> Table:
@@ -24,7 +25,7 @@ def counts_table(summary: dict) -> Table:
 
 
 @settings.command(settings.LOCK)
-def lock(o) -> None:
+def lock(o: LockArgs) -> None:
     """Resolve a recipe's runtime closure for riscv64 and its base's Python, and write its lock.
 
     Every requirement, evaluated for riscv64 Linux and the base's CPython, becomes a recipe rvport builds, a
@@ -34,13 +35,10 @@ def lock(o) -> None:
     requirements."""
     from rvport.catalogue.recipes import load_catalogue
     from rvport.closure.resolve import default_output, generate
-    from rvport.sources import fetch_options
 
     cat = load_catalogue(list(o.recipes_dir))
     recipe = cat.resolve(o.recipe)
-    fopts = fetch_options(
-        cache_dir=o.cache_dir, mirror=o.mirror, offline=o.offline, ca=o.ca_bundle, unpack_limit=o.unpack_limit
-    )
+    fopts = handoff.fetch_options(o)
     u = ui()
     out = o.lock_file or default_output(recipe)
     outputs.check_lock_file(out)  # before any resolving: only a lock rvport wrote is replaced
@@ -57,7 +55,7 @@ def lock(o) -> None:
 
 
 @settings.command(settings.WHEELHOUSE)
-def wheelhouse(o) -> None:
+def wheelhouse(o: WheelhouseArgs) -> None:
     """Put every wheel of a recipe's closure lock into DIR, with DIR/requirements.txt (each wheel by sha256)
     and DIR/debian-packages.txt (what apt installs first), for an offline install on riscv64.
 
@@ -72,7 +70,6 @@ def wheelhouse(o) -> None:
     from rvport.closure import inductor
     from rvport.closure import wheelhouse as wh
     from rvport.errors import RecipeError
-    from rvport.sources import fetch_options
 
     cat = load_catalogue(list(o.recipes_dir))
     recipe = cat.resolve(o.recipe)
@@ -84,9 +81,7 @@ def wheelhouse(o) -> None:
             f"({lock_path(recipe.name, recipe.version, python)})",
             hint=f"make one with `rvport lock {recipe.ref}` (docs/closure.md)",
         )
-    fopts = fetch_options(
-        cache_dir=o.cache_dir, mirror=o.mirror, offline=o.offline, ca=o.ca_bundle, unpack_limit=o.unpack_limit
-    )
+    fopts = handoff.fetch_options(o)
     u = ui()
     doc = wh.make(
         lk,
@@ -112,7 +107,7 @@ def wheelhouse(o) -> None:
 
 
 @settings.command(settings.SERVE_CHECK)
-def serve_check(o) -> None:
+def serve_check(o: ServeCheckArgs) -> None:
     """Install a wheelhouse offline in a clean riscv64 container and see the recipe's program run: for vllm,
     `pip install` of the wheelhouse, `pip check`, `from vllm import LLM`, 8 tokens generated from a tiny Llama
     with dummy weights (time to first token, tokens per second), then `vllm serve` answering /v1/completions.
@@ -123,7 +118,6 @@ def serve_check(o) -> None:
     every step, the figures, the image and the host's load average; a failed step exits 10
     (docs/closure.md)."""
     from rvport.closure import servecheck
-    from rvport.sources import fetch_options
 
     recipe, _, version = o.recipe.partition("==")
     opts = servecheck.Options(
@@ -132,7 +126,7 @@ def serve_check(o) -> None:
         wheelhouse=o.wheelhouse,
         output=o.check_dir,
         profile=o.profile,
-        fetch=fetch_options(cache_dir=o.cache_dir, offline=o.offline, ca=o.ca_bundle),
+        fetch=handoff.fetch_options(o),
         allow_expired=o.allow_expired_release,
         skip_serve=o.skip_serve,
         timeout=float(o.timeout),

@@ -6,53 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from rvport.cli import handoff
 from rvport.cli.console import ui
 from rvport.errors import UsageError
 
 if TYPE_CHECKING:
     from rvport.catalogue.recipes import Catalogue
+    from rvport.cli.options import BuildArgs, PlanArgs, PrepareArgs
     from rvport.plan.planner import Plan, Request
     from rvport.sources.fetch import FetchOptions
-
-
-def request(o: Any, *, tag: str | None = None) -> Request:
-    """What the command line asks for: `o` is the options value of plan, build, prepare or reproduce
-    (rvport/cli/settings.py), its values checked already; `tag` replaces its --tag (reproduce has none)."""
-    from rvport.catalogue.profiles import get_profile
-    from rvport.plan.planner import Mode, Request
-
-    all_ = getattr(o, "all", False)
-    if all_ and o.recipes:
-        raise UsageError(
-            "give recipe names or --all, not both", hint="drop --all to use only the named recipes"
-        )
-    return Request(
-        refs=tuple(o.recipes),
-        all=all_,
-        profile=get_profile(o.profile),
-        mode=Mode(o.mode),
-        tag=o.tag if tag is None else tag,
-        jobs=getattr(o, "jobs", None),
-        builder=o.builder,
-        manylinux=getattr(o, "manylinux", "auto"),
-        allow_expired_release=getattr(o, "allow_expired_release", ()),
-        pythons=getattr(o, "python", ()),
-    )
-
-
-def fetch_options(o: Any, *, cache_dir: Path | None = None) -> FetchOptions:
-    """The fetch options of a verb's options value `o`; `cache_dir` replaces its --cache-dir (reproduce)."""
-    from rvport.sources import fetch_options
-
-    return fetch_options(
-        cache_dir=cache_dir or getattr(o, "cache_dir", None),
-        mirror=o.mirror,
-        offline=o.offline,
-        ca=getattr(o, "ca_bundle", None),
-        unpack_limit=o.unpack_limit,
-    )
 
 
 def resolve(req: Request, cat: Catalogue, fopts: FetchOptions) -> Plan:
@@ -111,21 +75,21 @@ def with_closures(plan: Plan, cat: Catalogue) -> Plan:
     return replace(plan, closures=tuple(closures), warnings=tuple(dict.fromkeys((*plan.warnings, *notes))))
 
 
-def from_options(o: Any) -> tuple[Plan, FetchOptions]:
-    """request, the catalogue (with the user's recipe directories), the fetch options, resolve: the plan and
-    the fetch options of one command line (`o`: the options value of plan, build or prepare)."""
+def from_options(o: PlanArgs | BuildArgs | PrepareArgs) -> tuple[Plan, FetchOptions]:
+    """The request, the catalogue (with the user's recipe directories), the fetch options, resolve: the plan
+    and the fetch options of one command line."""
     from rvport.catalogue.recipes import load_catalogue
 
-    req = request(o)
+    req = handoff.request(o)
     cat = load_catalogue(list(o.recipes_dir))
-    fopts = fetch_options(o)
-    req, notes = with_source_trees(req, getattr(o, "source_tree", ()) or (), cat, fopts)
+    fopts = handoff.fetch_options(o)
+    req, notes = with_source_trees(req, o.source_tree, cat, fopts)
     plan = resolve(req, cat, fopts)
     if notes:
         from dataclasses import replace
 
         plan = replace(plan, warnings=tuple(dict.fromkeys((*plan.warnings, *notes))))
-    _one_base_for_base_image(plan, getattr(o, "base_image", None))
+    _one_base_for_base_image(plan, o.base_image)
     return plan, fopts
 
 

@@ -16,8 +16,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from rvport import manifest, outdir
-from rvport.cli import planning, settings
+from rvport.cli import handoff, planning, settings
 from rvport.cli.console import ui
+from rvport.cli.options import ReproduceArgs
 from rvport.errors import UsageError, VerifyFailed
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ REPORT_SCHEMA = 1
 
 
 @settings.command(settings.REPRODUCE)
-def reproduce(o) -> None:
+def reproduce(o: ReproduceArgs) -> None:
     """Build recipes twice from nothing and compare the artifacts bit for bit (exit 1 when any differs).
 
     Name recipes as NAME or NAME==VERSION. Each build has a fresh cache directory (sources fetched again,
@@ -36,13 +37,13 @@ def reproduce(o) -> None:
     that differ."""
     from rvport.catalogue.recipes import load_catalogue
     from rvport.cli.progress import reporter
-    from rvport.engine.runner import BuildOptions, Runner
+    from rvport.engine.runner import Runner
     from rvport.verify.compare import compare_dirs
 
     if not o.recipes:
         raise UsageError("name the recipes to rebuild", hint="e.g. rvport reproduce msgspec")
     output = outdir.claim(o.output, outdir.Kind.REPRODUCE)
-    req = planning.request(o, tag="reproduce")
+    req = handoff.request(o)
     cat = load_catalogue(list(o.recipes_dir))
     u = ui()
     dirs = {}
@@ -50,7 +51,7 @@ def reproduce(o) -> None:
         out = output / run
         outdir.remove(out, outdir.Kind.BUILD)  # from nothing: its own fresh cache directory too
         outdir.claim(out, outdir.Kind.BUILD)
-        fopts = planning.fetch_options(o, cache_dir=out / "cache")
+        fopts = handoff.fetch_options(o, cache_dir=out / "cache")
         plan = planning.resolve(req, cat, fopts)
         manifest.write(out / "plan.json", plan.to_json())
         u.console.print(
@@ -61,17 +62,8 @@ def reproduce(o) -> None:
         rep = reporter(u.err, u.ci, u.live)
         for s in plan.stages:
             rep.add(s.name, s.mode.value)
-        opts = BuildOptions(
-            output=out,
-            fetch=fopts,
-            builder=o.builder,
-            bootstrap=o.bootstrap,
-            smoke=not o.no_smoke,
-            no_cache=True,
-            allow_expired_release=o.allow_expired_release,  # --python 3.14: sid's frozen Release
-        )
         with rep:
-            Runner(plan, opts, rep).run()
+            Runner(plan, handoff.build_options(o, fopts, output=out), rep).run()
         dirs[run] = out / "artifacts"
     result = compare_dirs(dirs["first"], dirs["second"])
     path = manifest.write(output / "reproduce.json", report(o.profile, o.mode, list(o.recipes), result))

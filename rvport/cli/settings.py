@@ -6,7 +6,8 @@ its flags, type, default, metavar, help, choices, the check of its value, the en
 its default and which verbs use it. From the table come:
 
 - the Typer parameters of every verb (`command` turns a function of one options value into a Typer command);
-- the verb's one frozen, keyword-only options value (`options_type`, built by `make_options`), checked once;
+- the values of the verb's one frozen, keyword-only options value (rvport/cli/options.py, a dataclass written
+  there; tests/unit/test_options.py checks it against this table), each checked once by `make_options`;
 - the environment defaults: RVPORT_* variables are read here and nowhere deeper (lower layers are given the
   values in their options);
 - docs/commands.md (scripts/commands-doc renders the Typer app; tests/unit/test_settings.py checks the app
@@ -26,7 +27,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ import typer
 from rvport.catalogue import modes
 from rvport.catalogue.profiles import get_profile, load_profiles
 from rvport.cli import outputs
+from rvport.cli.options import ARGS
 from rvport.errors import UsageError
 from rvport.verify.policy import IsaLevel
 
@@ -821,26 +823,10 @@ def _value_type(annotation: Any) -> Any:
     return annotation
 
 
-def _options_name(verb: str) -> str:
-    return "".join(w.capitalize() for w in (verb or "global").split()) + "Options"
-
-
-@cache
-def options_type(verb: str) -> type:
-    """The frozen, keyword-only options value of `verb`: one field per setting, defaulting to its default."""
-    fields = []
-    for s in settings_of(verb):
-        vt = _value_type(s.type)
-        default = () if vt is not s.type else s.default
-        fields.append((s.dest, vt, field(default=default)))
-    cls = dataclasses.make_dataclass(_options_name(verb), fields, frozen=True, kw_only=True)
-    cls.__module__ = __name__
-    return cls
-
-
 def make_options(verb: str, values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Any:
-    """The options value of `verb` from the command line's `values`: the environment's defaults filled in
-    (RVPORT_* read here, at the edge), every value checked by its setting, in table order."""
+    """The options value of `verb` (rvport/cli/options.py: ARGS[verb]) from the command line's `values`: the
+    environment's defaults filled in (RVPORT_* read here, at the edge), every value checked by its setting, in
+    table order."""
     environ = os.environ if environ is None else environ
     out: dict[str, Any] = {}
     for s in settings_of(verb):
@@ -859,7 +845,7 @@ def make_options(verb: str, values: Mapping[str, Any], environ: Mapping[str, str
         if _value_type(s.type) is not s.type:
             value = tuple(value or ())
         out[s.dest] = value
-    return options_type(verb)(**out)
+    return ARGS[verb](**out)
 
 
 def command(verb: str) -> Callable[[Callable[[Any], None]], Callable[..., None]]:

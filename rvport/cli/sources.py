@@ -10,10 +10,11 @@ from rich.text import Text
 
 from rvport.catalogue.recipes import WHEEL_KINDS, Recipe, load_catalogue
 from rvport.catalogue.tools import tools
-from rvport.cli import settings
+from rvport.cli import handoff, settings
 from rvport.cli.console import ui
+from rvport.cli.options import FetchArgs, PinArgs
 from rvport.errors import RvportError, UsageError
-from rvport.sources import Fetched, Fetcher, fetch_options, pin_recipe, prepare_tree
+from rvport.sources import Fetched, Fetcher, pin_recipe, prepare_tree
 
 
 def _size(n: int) -> str:
@@ -55,21 +56,13 @@ def _select(recipes: list[str], all_: bool, root: list[Path] | None) -> list[Rec
 
 
 @settings.command(settings.FETCH)
-def fetch(o) -> None:
+def fetch(o: FetchArgs) -> None:
     """Download and verify sources (SHA256, tree digests) into the cache; optionally fill a mirror for offline
     hosts.
 
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
     selected = _select(list(o.recipes), o.all_versions, list(o.recipes_dir))
-    opts = fetch_options(
-        cache_dir=o.cache_dir,
-        mirror=o.mirror,
-        offline=o.offline,
-        ca=o.ca_bundle,
-        to=o.to,
-        from_git=o.from_git,
-        unpack_limit=o.unpack_limit,
-    )
+    opts = handoff.fetch_options(o)
     u = ui()
     rows: list[tuple[str, Fetched]] = []
     try:
@@ -102,19 +95,12 @@ def fetch(o) -> None:
 
 
 @settings.command(settings.PIN)
-def pin(o) -> None:
+def pin(o: PinArgs) -> None:
     """Record the digest of sources without a published one in your recipe YAML (later fetches must match):
     the
     SHA256 of an archive, the tree digest of a git source."""
     r = load_catalogue(list(o.recipes_dir)).resolve(o.recipe)
-    opts = fetch_options(
-        cache_dir=o.cache_dir,
-        mirror=o.mirror,
-        offline=o.offline,
-        ca=o.ca_bundle,
-        unpack_limit=o.unpack_limit,
-    )
-    pinned = pin_recipe(r, opts)
+    pinned = pin_recipe(r, handoff.fetch_options(o))
     u = ui()
     if not pinned:
         u.err.print(f"{r.ref}: every source is already pinned; nothing to pin", markup=False)

@@ -7,6 +7,7 @@ import typer
 from rvport.catalogue.profiles import get_profile
 from rvport.cli import settings
 from rvport.cli.console import ui
+from rvport.cli.options import VerifyArtifactsArgs
 from rvport.cli.outputs import is_stdout
 from rvport.cli.settings import DEFAULT_PROFILE
 from rvport.errors import UsageError, VerifyFailed
@@ -24,7 +25,7 @@ app = typer.Typer(
 
 @app.command("artifacts")
 @settings.command(settings.VERIFY_ARTIFACTS)
-def artifacts(o) -> None:
+def artifacts(o: VerifyArtifactsArgs) -> None:
     """Verify artifacts against a target profile. Exit 0 if all pass, 1 if any fails, 2 on usage errors.
 
     Each PATH is a wheel, an ar archive (.a), an ELF file (.so, executable, object) or a directory, searched
@@ -53,7 +54,7 @@ def artifacts(o) -> None:
         )
 
 
-def _names(values: list[str]) -> tuple[str, ...]:
+def _names(values: tuple[str, ...]) -> tuple[str, ...]:
     names = [n.strip() for v in values for n in v.split(",")]
     bad = [n for n in names if not n or any(c.isspace() for c in n)]
     if bad:

@@ -1,10 +1,9 @@
 """The one table of settings (rvport/cli/settings.py) drives every verb: the Typer app's arguments and
-options match it exactly, each verb gets one frozen keyword-only options value, RVPORT_* is read only at the
-CLI edge."""
+options match it exactly, each verb's values are checked once into its options value (rvport/cli/options.py,
+checked against the table by tests/unit/test_options.py), RVPORT_* is read only at the CLI edge."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from pathlib import Path
@@ -65,19 +64,6 @@ def test_one_verb_never_has_one_flag_twice():
     for verb in settings.VERBS:
         flags = [f for s in settings.settings_of(verb) for f in s.flags]
         assert len(flags) == len(set(flags)), verb
-
-
-@pytest.mark.parametrize("verb", settings.VERBS)
-def test_each_verb_builds_one_frozen_keyword_only_options_value(verb):
-    cls = settings.options_type(verb)
-    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
-    assert all(f.kw_only for f in dataclasses.fields(cls))
-    assert [f.name for f in dataclasses.fields(cls)] == [s.dest for s in settings.settings_of(verb)]
-    o = cls()
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        o.__setattr__(dataclasses.fields(cls)[0].name, None)
-    with pytest.raises(TypeError):
-        cls(*[None])
 
 
 def test_values_are_checked_once_by_their_setting(tmp_path):

@@ -19,7 +19,8 @@ import pytest
 from rvport import manifest
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import PinnedFile, SourceKind, load_catalogue
-from rvport.cli import planning
+from rvport.cli import handoff, planning
+from rvport.cli.options import PlanArgs
 from rvport.errors import IntegrityError, UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Request, SourceTree, make_plan
@@ -237,23 +238,14 @@ def test_a_tree_of_another_project_is_refused(tmp_path):
 
 
 def _options(tmp_path, texts, refs=("msgspec",)):
-    class Opts:
-        recipes = list(refs)
-        all = False
-        profile = "rvv256"
-        mode = "auto"
-        tag = "local"
-        builder = None
-        source_tree = tuple(texts)
-
-    return Opts()
+    return PlanArgs(recipes=tuple(refs), source_tree=tuple(texts))
 
 
 def test_plan_names_the_tree_and_validates(tmp_path):
     top = _sdist(tmp_path)
     cat = load_catalogue()
     fopts = fetch_options(cache_dir=tmp_path / "cache")
-    req = planning.request(_options(tmp_path, [str(top)]))
+    req = handoff.request(_options(tmp_path, [str(top)]))
     req, notes = planning.with_source_trees(req, [str(top)], cat, fopts)
     assert notes == []
     plan = make_plan(cat, req, X86, locate=lambda s: "local" if s.local else "cache")
@@ -268,8 +260,8 @@ def test_plan_names_the_tree_and_validates(tmp_path):
     # the stage's key is the tree's, wherever it lies; another tree, another key
     moved = tmp_path / "elsewhere"
     shutil.copytree(top, moved, symlinks=True)
-    req2, _ = planning.with_source_trees(planning.request(_options(tmp_path, [])), [str(moved)], cat, fopts)
-    pinned = make_plan(cat, planning.request(_options(tmp_path, [])), X86)
+    req2, _ = planning.with_source_trees(handoff.request(_options(tmp_path, [])), [str(moved)], cat, fopts)
+    pinned = make_plan(cat, handoff.request(_options(tmp_path, [])), X86)
     assert make_plan(cat, req2, X86).stages[0].key == plan.stages[0].key != pinned.stages[0].key
 
 
@@ -277,10 +269,10 @@ def test_source_tree_needs_one_recipe_and_a_known_source(tmp_path):
     top = _sdist(tmp_path)
     cat = load_catalogue()
     fopts = fetch_options(cache_dir=tmp_path / "cache")
-    two = planning.request(_options(tmp_path, [], refs=("msgspec", "tiktoken")))
+    two = handoff.request(_options(tmp_path, [], refs=("msgspec", "tiktoken")))
     with pytest.raises(UsageError, match="for one recipe"):
         planning.with_source_trees(two, [str(top)], cat, fopts)
-    one = planning.request(_options(tmp_path, []))
+    one = handoff.request(_options(tmp_path, []))
     req, _ = planning.with_source_trees(one, [f"sdist={top}"], cat, fopts)
     assert [t.source for t in req.source_trees] == ["sdist"]
     with pytest.raises(UsageError, match="given twice"):

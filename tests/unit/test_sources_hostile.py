@@ -530,7 +530,7 @@ def test_a_full_disk_while_downloading_is_exit_6_and_leaves_nothing(tmp_path, mo
 
 
 def test_the_unpack_limit_is_read_from_the_environment(tmp_path):
-    from rvport.cli.planning import fetch_options
+    from rvport.cli.handoff import fetch_options
     from rvport.cli.settings import make_options
     from rvport.errors import UsageError
 
