@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from rvport.catalogue import modes
-from rvport.catalogue.recipes import RUST_WEB, WHEEL_KINDS, Kind, Recipe
+from rvport.catalogue.model import RUST_WEB, Recipe
 from rvport.target import GOARCH, PLATFORM, RUST_TARGET, TRIPLET
+from rvport.vocab import Kind, Mode
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,18 +39,19 @@ class CrossToolchain:
 class KindFacts:
     kind: Kind
     job_memory_gib: float  # memory one compile job may need: bounds --jobs on a small host
-    # its artifacts are built for one CPython (cpXY wheels): planned once per --python; a kind without a
-    # Python (a static library, a Go binary) is planned once, on its recipe's own base, whatever --python says
+    # its artifacts are wheels built for one CPython (cpXY): planned once per --python, smoke-tested by
+    # pip-installing them, repaired to a manylinux tag (WHEEL_KINDS); a kind without a Python (a static
+    # library, a Go binary) is planned once, on its recipe's own base, whatever --python says
     per_python: bool = False
     cross: CrossToolchain | None = None
 
     @property
     def installs_wheels(self) -> bool:
-        """Its artifacts are wheels: its smoke test pip-installs them (recipes.WHEEL_KINDS)."""
-        return self.kind in WHEEL_KINDS
+        """Its artifacts are wheels: its smoke test pip-installs them (WHEEL_KINDS)."""
+        return self.per_python
 
     @property
-    def modes(self) -> frozenset[str]:
+    def modes(self) -> frozenset[Mode]:
         """The build modes a recipe of this kind may list (the mode registry's `kinds`)."""
         return modes.modes_of(self.kind)
 
@@ -107,6 +109,11 @@ KINDS: Mapping[Kind, KindFacts] = {
         ),
     )
 }
+
+# The kinds whose artifacts are wheels (cpXY, `per_python`): their smoke tests pip-install them, their stages
+# repair them to a manylinux tag (auditwheel) unless the recipe says otherwise (`manylinux:`). The one
+# definition: the loader, the planner and the CLI import it.
+WHEEL_KINDS = frozenset(k for k, f in KINDS.items() if f.per_python)
 
 
 # Rust toolchains a recipe may name (`toolchain: rust:`) that change a cargo kind's cross toolchain. The

@@ -1,4 +1,4 @@
-"""The mode registry: every build mode's facts in one table, keyed by `Mode`.
+"""The mode registry: every build mode's facts in one table, keyed by `Mode` (rvport/vocab.py).
 
 What a mode is for and where it may run is data here; the planner (rvport/plan/planner.py) decides a stage's
 mode from it alone, the kinds table (kinds.py) reads which kinds each mode serves, the command line takes its
@@ -16,18 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rvport.catalogue.recipes import Kind
 from rvport.target import BUILD_HOSTS
+from rvport.vocab import Kind, Mode
 
 RISCV64 = "riscv64"  # the host architecture whose stages need no emulation
-
-
-class Mode(StrEnum):
-    AUTO = "auto"  # not a mode of its own: the planner picks one per recipe (ModeFacts.auto)
-    NATIVE = "native"
-    QEMU = "qemu"
-    CROSS = "cross"
-    ACCELERATED = "accelerated"  # a riscv64 stage whose compilers run as native cross compilers
 
 
 class Hosts(StrEnum):
@@ -76,13 +68,9 @@ class ModeFacts:
     # (mode, reason) a request becomes on a host the mode does not run on, instead of being refused
     instead: tuple[Mode, str] | None = None
 
-    def admits(self, kind: Kind, recipe_modes: tuple[str, ...], arch: str) -> bool:
+    def admits(self, kind: Kind, recipe_modes: tuple[Mode, ...], arch: str) -> bool:
         """May a recipe of `kind` listing `recipe_modes` be built in this mode on a host of `arch`?"""
-        return (
-            self.hosts.admit(arch)
-            and self.serves(kind)
-            and (not self.listed or self.mode.value in recipe_modes)
-        )
+        return self.hosts.admit(arch) and self.serves(kind) and (not self.listed or self.mode in recipe_modes)
 
     def serves(self, kind: Kind) -> bool:
         return self.kinds is None or kind in self.kinds
@@ -173,9 +161,15 @@ def kinds_of(mode: Mode) -> tuple[Kind, ...]:
     return tuple(sorted((k for k in Kind if MODES[mode].serves(k)), key=lambda k: k.value))
 
 
-def modes_of(kind: Kind) -> frozenset[str]:
+def modes_of(kind: Kind) -> frozenset[Mode]:
     """The modes a recipe of this kind may list."""
-    return frozenset(m.value for m, f in MODES.items() if f.serves(kind))
+    return frozenset(m for m, f in MODES.items() if f.serves(kind))
+
+
+def defaults() -> tuple[Mode, ...]:
+    """A recipe's modes when it lists none (`modes:`): every mode a recipe need not list (not `listed`), in
+    the table's order."""
+    return tuple(m for m, f in MODES.items() if not f.listed)
 
 
 def choices() -> tuple[str, ...]:

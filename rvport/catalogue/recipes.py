@@ -1,4 +1,4 @@
-"""Recipes: frozen values loaded from recipes/*.yaml, validated with file:line errors.
+"""Recipes: the model's values (catalogue/model.py) loaded from recipes/*.yaml, with file:line errors.
 
 A recipe file holds one project and one or more versions of it. `Catalogue.resolve("name")` picks the default
 version (the one marked `default`, else the newest hermetic one); `name==version` picks another.
@@ -12,8 +12,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path, PurePosixPath
 
@@ -21,421 +20,33 @@ from packaging.version import InvalidVersion, Version
 
 from rvport import resources
 from rvport.catalogue.bases import recipe_base_problems
+from rvport.catalogue.kinds import WHEEL_KINDS
+from rvport.catalogue.model import (
+    BUILTIN,
+    CHECK_TIMEOUT_S,
+    LOCK_NAMES,
+    RUST_WEB,
+    RUST_WEB_PACKAGES,
+    RVPORT_CHECK_ENV,
+    DebianPin,
+    Output,
+    PinnedFile,
+    Recipe,
+    RecipeToolchain,
+    Runtime,
+    RuntimeCheck,
+    RuntimeFile,
+    Source,
+    SourceKind,
+    TreeLock,
+)
 from rvport.catalogue.profiles import load_profiles
 from rvport.catalogue.schema import control_characters, validate
 from rvport.catalogue.yamlsrc import MAX_BYTES, LDict, line_of, load_yaml
 from rvport.errors import Problem, RecipeError, RvportError, UsageError
 from rvport.fileio import read_regular
 from rvport.target import CARGO_HOME, RVPORT_DIR
-
-BUILTIN = "built-in"
-EXPORTING_OUTPUTS = ("staticlib", "shared", "executable")  # output types whose `exports:` verify can check
-
-
-class Kind(StrEnum):
-    PYTHON_WHEEL = "python-wheel"
-    CARGO_STATICLIB = "cargo-staticlib"
-    GO_BINARY = "go-binary"
-    TORCH_WHEEL = "torch-wheel"
-
-
-# The kinds whose artifacts are wheels: their smoke tests pip-install them (kinds.KindFacts.installs_wheels),
-# their stages repair them to a manylinux tag (auditwheel) unless the recipe says otherwise (`manylinux:`).
-# The one definition: the planner and the CLI import it.
-WHEEL_KINDS = frozenset({Kind.PYTHON_WHEEL, Kind.TORCH_WHEEL})
-
-
-class SourceKind(StrEnum):
-    PYPI = "pypi"
-    URL = "url"
-    GIT = "git"
-    # a local tree under test (`--source-tree`), never written in a recipe: the planner puts it in place of a
-    # pinned source (rvport.plan.planner.with_source_trees)
-    LOCAL = "local"
-
-
-@dataclass(frozen=True, kw_only=True)
-class GitState:
-    """What a local tree's git checkout says of it: its commit (None in a repository without one) and whether
-    the tree's files differ from the commit's (changed, added or removed files; ignored files are no part of
-    the tree)."""
-
-    commit: str | None
-    dirty: bool
-
-    def to_json(self) -> dict:
-        return {"commit": self.commit, "dirty": self.dirty}
-
-
-@dataclass(frozen=True, kw_only=True)
-class LocalTree:
-    """A local source tree as it was read (rvport.sources.local.inspect): where it is, its tree digest (the
-    canonical digest of docs/sources.md, "Tree digests"), its size, the modification time every copy of it
-    gets (SOURCE_DATE_EPOCH), and its git state when it is a checkout."""
-
-    path: str  # absolute
-    digest: str  # "sha256:<hex>"
-    files: int  # files and links
-    bytes: int
-    epoch: int
-    git: GitState | None = None
-
-    def to_json(self) -> dict:
-        return {
-            "path": self.path,
-            "tree": self.digest,
-            "files": self.files,
-            "bytes": self.bytes,
-            "epoch": self.epoch,
-            "git": self.git.to_json() if self.git else None,
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class Source:
-    name: str
-    kind: SourceKind
-    sha256: str | None  # the archive's digest; None: pinned by `tree`, or to be recorded (`rvport pin`)
-    url: str | None = None  # for url sources
-    project: str | None = None  # for pypi sources
-    version: str | None = None
-    filename: str | None = None
-    repo: str | None = None  # for git sources
-    commit: str | None = None
-    tag: str | None = None
-    recorded: str | None = None  # date the digest was recorded by rvport, if it was
-    dest: str | None = None  # where it is unpacked inside the source tree (None: it is the tree)
-    cmake_var: str | None = None  # handed to CMake as -D<var>=<dir> (FetchContent source dirs)
-    tree: str | None = None  # "sha256:<hex>": the digest of the unpacked tree (docs/sources.md)
-    exclude: tuple[str, ...] = ()  # paths left out of the tree digest, and removed from the prepared tree
-    profiles: tuple[str, ...] = ()  # the profiles whose builds need it (empty: every profile)
-    line: int | None = None
-    local: LocalTree | None = None  # kind local: the tree that replaces the recipe's pinned source
-
-    def serves(self, profile: str) -> bool:
-        """Whether a build for `profile` needs this source (the planner leaves out the others)."""
-        return not self.profiles or profile in self.profiles
-
-    @property
-    def pinned(self) -> bool:
-        """Whether nothing is left to record (`rvport pin`): a local tree is named by its digest, though it is
-        no pin."""
-        return self.sha256 is not None or self.tree is not None or self.kind is SourceKind.LOCAL
-
-    @property
-    def archive_name(self) -> str:
-        """A file name for the downloaded archive."""
-        if self.kind is SourceKind.PYPI:
-            return self.filename or f"{self.project}-{self.version}.tar.gz"
-        if self.kind is SourceKind.GIT:
-            return f"{self.repo.rstrip('/').rsplit('/', 1)[-1]}-{self.commit}.tar.gz"
-        if self.kind is SourceKind.LOCAL:
-            return f"{self.name}-local-tree"
-        return self.url.rsplit("/", 1)[-1]
-
-    @property
-    def origin(self) -> str:
-        if self.kind is SourceKind.PYPI:
-            return f"pypi:{self.project}=={self.version}"
-        if self.kind is SourceKind.GIT:
-            return f"git:{self.repo}@{self.commit}"
-        if self.kind is SourceKind.LOCAL and self.local:
-            return f"local:{self.local.path}"
-        return self.url or ""
-
-    @property
-    def fetch_url(self) -> str | None:
-        """The URL to download, when it is known without asking an index."""
-        if self.kind is SourceKind.URL:
-            return self.url
-        if self.kind is SourceKind.GIT and self.repo and "github.com" in self.repo:
-            return f"{self.repo.rstrip('/').removesuffix('.git')}/archive/{self.commit}.tar.gz"
-        return None
-
-    def to_json(self) -> dict:
-        d = {
-            "name": self.name,
-            "kind": self.kind.value,
-            "origin": self.origin,
-            "archive": self.archive_name,
-            "sha256": self.sha256
-            or (
-                "a local tree, not pinned"
-                if self.kind is SourceKind.LOCAL
-                else "pinned by its tree digest"
-                if self.tree
-                else "to be recorded on first verified fetch"
-            ),
-        }
-        if self.local:
-            d["local"] = self.local.to_json()
-        for k in (
-            "url",
-            "project",
-            "version",
-            "filename",
-            "repo",
-            "commit",
-            "tag",
-            "recorded",
-            "dest",
-            "cmake_var",
-            "tree",
-        ):
-            v = getattr(self, k)
-            if v is not None:
-                d[k] = v
-        if self.exclude:
-            d["exclude"] = list(self.exclude)
-        if self.profiles:
-            d["profiles"] = list(self.profiles)
-        if self.fetch_url:
-            d["fetch_url"] = self.fetch_url
-        return d
-
-
-@dataclass(frozen=True, kw_only=True)
-class PinnedFile:
-    path: Path  # absolute path of the file shipped with the recipe
-    rel: str  # path relative to recipes/
-    sha256: str
-    dest: str | None = None
-    strip: int = 1
-    note: str | None = None
-    line: int | None = None
-
-    def to_json(self) -> dict:
-        d = {"file": self.rel, "sha256": self.sha256, "strip": self.strip}
-        if self.dest:
-            d["dest"] = self.dest
-        return d
-
-    def file_json(self) -> dict:
-        """A recipe-local file (`files:`): no strip level, always a dest."""
-        d = {"file": self.rel, "sha256": self.sha256, "dest": self.dest}
-        if self.note:
-            d["note"] = self.note
-        return d
-
-
-@dataclass(frozen=True, kw_only=True)
-class RuntimeFile:
-    """One file of a runtime image: an artifact of the build, or a file pinned with the recipe."""
-
-    dest: str  # absolute path in the image
-    mode: str = "0644"
-    artifact: str | None = None  # a file the build left in $RVPORT_OUT (matches an output glob)
-    pinned: PinnedFile | None = None
-
-    def to_json(self) -> dict:
-        d = {"dest": self.dest, "mode": self.mode}
-        if self.artifact:
-            d["artifact"] = self.artifact
-        if self.pinned:
-            d["file"], d["sha256"] = self.pinned.rel, self.pinned.sha256
-        return d
-
-
-CHECK_TIMEOUT_S = 300  # a runtime check's round, by default (seconds)
-# Set by rvport in a runtime check's client container, never by the recipe's check env
-# (rvport/engine/check.py)
-RVPORT_CHECK_ENV = ("SERVICE_HOST", "RVPORT_CHECK_ROUND", "QEMU_CPU")
-
-
-@dataclass(frozen=True, kw_only=True)
-class RuntimeCheck:
-    """What `rvport build` runs against the runtime image as a service (`runtime: check:`): a script in a
-    client container (the stage's smoke image, the artifacts at /artifacts) that reaches the service as
-    $SERVICE_HOST on a network of their own; exit 0 passes. With `restart`, the service is restarted and the
-    script runs again."""
-
-    script: str
-    restart: bool = True
-    timeout: int = CHECK_TIMEOUT_S  # seconds per round
-    env: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def rounds(self) -> int:
-        return 2 if self.restart else 1
-
-    def to_json(self) -> dict:
-        return {
-            "script": self.script,
-            "restart": self.restart,
-            "timeout": self.timeout,
-            "env": dict(sorted(self.env.items())),
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class Runtime:
-    """The image a build's artifacts run in: the riscv64 base, Debian packages, the artifacts and pinned files
-    (configuration, start script), a non-root user, and how it must be run (read-only root, tmpfs, ports)."""
-
-    user: str
-    uid: int
-    files: tuple[RuntimeFile, ...]
-    entrypoint: tuple[str, ...]
-    debian: tuple[str, ...] = ()
-    read_only: bool = True
-    tmpfs: tuple[str, ...] = ()
-    workdir: str = "/"
-    env: Mapping[str, str] = field(default_factory=dict)
-    ports: tuple[int, ...] = ()
-    check: RuntimeCheck | None = None  # run against the image, not part of it: to_json leaves it out
-
-    def to_json(self) -> dict:
-        """What the image is made of and how it runs (the runtime key covers exactly this); not its check."""
-        return {
-            "user": self.user,
-            "uid": self.uid,
-            "files": [f.to_json() for f in self.files],
-            "entrypoint": list(self.entrypoint),
-            "debian": list(self.debian),
-            "read_only": self.read_only,
-            "tmpfs": list(self.tmpfs),
-            "workdir": self.workdir,
-            "env": dict(sorted(self.env.items())),
-            "ports": list(self.ports),
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class TreeLock:
-    """The lock file vendoring reads, already in the source tree (e.g. ml-binding/Cargo.lock): its digest is
-    checked once the tree is made, and vendoring runs beside it alone."""
-
-    path: str  # relative to the tree's top, /-separated
-    sha256: str
-    line: int | None = None
-
-    @property
-    def dir(self) -> str:
-        """The directory it sits in, relative to the tree's top ("" for the top)."""
-        parent = str(PurePosixPath(self.path).parent)
-        return "" if parent == "." else parent
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "sha256": self.sha256}
-
-
-@dataclass(frozen=True, kw_only=True)
-class DebianPin:
-    """A Debian package of the base's suite (riscv64) by exact version and the .deb's sha256 from the
-    archive's signed index (`toolchain: pins:`)."""
-
-    name: str
-    version: str
-    sha256: str
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "version": self.version, "sha256": self.sha256}
-
-
-@dataclass(frozen=True, kw_only=True)
-class RecipeToolchain:
-    base: str = "debian-trixie"
-    debian: tuple[str, ...] = ()
-    go: str | None = None
-    rust: str | None = None
-    pins: tuple[DebianPin, ...] = ()  # installed at exactly these versions, checked against the signed index
-    python: str | None = None  # the one CPython it builds for (its base's): --python plans no other for it
-    # `on_base:` what changes when --python plans it on another riscv64 base: (base, debian or None, rust or
-    # None); what a base lacks (sid has no rustc-web) is said here, per base, instead of failing in apt
-    on_base: tuple[tuple[str, tuple[str, ...] | None, str | None], ...] = ()
-
-    def for_base(self, name: str) -> RecipeToolchain:
-        """The toolchain as a stage on riscv64 base `name` has it: that base, with its `on_base:` entry's
-        packages and Rust where it has one."""
-        for base, debian, rust in self.on_base:
-            if base == name:
-                return replace(
-                    self,
-                    base=name,
-                    debian=self.debian if debian is None else debian,
-                    rust=self.rust if rust is None else rust,
-                    on_base=(),
-                )
-        return replace(self, base=name, on_base=())
-
-    @property
-    def apt_packages(self) -> tuple[str, ...]:
-        """What apt installs: the packages by name, and the pinned ones as name=version."""
-        return self.debian + tuple(f"{p.name}={p.version}" for p in self.pins)
-
-    def to_json(self) -> dict:
-        d = {"base": self.base, "debian": list(self.debian), "go": self.go, "rust": self.rust}
-        if self.pins:  # only where there are some: other plans stay as they were
-            d["pins"] = [p.to_json() for p in self.pins]
-        if self.python is not None:
-            d["python"] = self.python
-        return d
-
-
-@dataclass(frozen=True, kw_only=True)
-class Output:
-    glob: str
-    type: str
-    isa: str = "profile"  # "profile": must carry the profile's promised extensions (verify's "carries");
-    # "baseline": must run on the profile ("runs-on")
-    exports: tuple[str, ...] = ()  # functions it must export (verify: ELF symbol tables, any archive member)
-    # "exact": its vector code assumes the VLEN it is built for (vLLM's kernels: -mrvv-vector-bits=zvl), so it
-    # runs only where VLEN is exactly the profile's (verify's rule_vlen); "agnostic": any VLEN at least that
-    vlen: str = "agnostic"
-
-    @property
-    def vlen_exact(self) -> bool:
-        return self.vlen == "exact"
-
-    def to_json(self) -> dict:
-        """plan.json's entry; `vlen` only where it is exact, so other plans stay as they were."""
-        return {"glob": self.glob, "type": self.type, "isa": self.isa} | (
-            {"vlen": self.vlen} if self.vlen_exact else {}
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Recipe:
-    """One version of one recipe, with the recipe-wide fields merged in."""
-
-    name: str
-    version: str
-    kind: Kind
-    description: str
-    file: Path
-    sources: tuple[Source, ...]
-    patches: tuple[PinnedFile, ...] = ()
-    lockfiles: tuple[PinnedFile, ...] = ()
-    files: tuple[PinnedFile, ...] = ()  # recipe-local files copied into the tree at their dest
-    vendor: str | None = None
-    lock: TreeLock | None = None  # vendoring's lock file inside the source tree (instead of a shipped one)
-    depends: tuple[str, ...] = ()
-    toolchain: RecipeToolchain = field(default_factory=RecipeToolchain)
-    env: Mapping[str, str] = field(default_factory=dict)
-    build: tuple[str, ...] = ()
-    outputs: tuple[Output, ...] = ()
-    smoke: str | None = None
-    smoke_debian: tuple[str, ...] = ()
-    # `smoke: without_vector:` sigill or pass: the smoke test runs again on a QEMU CPU without V and must die
-    # with SIGILL under a vector profile (pass under rv64gc), or pass under all (planner.smoke_without_vector)
-    smoke_without_vector: str | None = None
-    # `manylinux: {repair: false, reason: ...}`: why its wheels are never repaired, whatever --manylinux says
-    # (a wheel linked against the system's libraries, e.g. Debian's libtorch); None: --manylinux decides
-    no_repair: str | None = None
-    # `manylinux: {exclude: [...], reason: ...}`: libraries its wheels' repair leaves out (auditwheel
-    # --exclude), which a wheel they require ships (xgrammar: apache-tvm-ffi's libtvm_ffi.so), and why
-    repair_exclude: tuple[str, ...] = ()
-    repair_exclude_reason: str | None = None
-    runtime: Runtime | None = None  # the image the artifacts run in (`runtime:`), made after the stage
-    modes: tuple[str, ...] = ("native", "qemu")
-    hermetic: bool = True
-    is_default: bool = False
-    note: str | None = None
-    origin: str = BUILTIN  # "built-in", or the user recipe directory it came from
-
-    @property
-    def ref(self) -> str:
-        return f"{self.name}=={self.version}"
+from rvport.vocab import EXPORTING_OUTPUTS, Kind, Mode, OutputType
 
 
 @cache
@@ -627,10 +238,6 @@ def _source_profiles(v: LDict, file: str, vline: int | None) -> list[Problem]:
                     )
                 )
     return out
-
-
-# what each kind of vendoring reads as its lock file
-LOCK_NAMES = {"cargo": "Cargo.lock", "go": "go.sum"}
 
 
 def _tree_lock(v: LDict, file: str, problems: list[Problem]) -> TreeLock | None:
@@ -844,14 +451,6 @@ def _toolchain(d: dict | None, base: RecipeToolchain | None = None) -> RecipeToo
         if "on_base" in d
         else base.on_base,
     )
-
-
-# `toolchain: rust:` names. debian-rustc-web is Debian's rustc-web and cargo-web, which conflict with its
-# rustc and cargo: a recipe naming it installs them itself (toolchain.debian) for native, qemu and accelerated
-# stages, and cross stages then install them instead of rustc and cargo (kinds.CROSS_RUST); a recipe that
-# installs them without naming it would get rustc and cargo beside them in a cross stage.
-RUST_WEB = "debian-rustc-web"
-RUST_WEB_PACKAGES = ("rustc-web", "cargo-web")
 
 
 def _rust_problems(
@@ -1126,7 +725,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                 outputs=tuple(
                     Output(
                         glob=o["glob"],
-                        type=o["type"],
+                        type=OutputType(o["type"]),
                         isa=o.get("isa", "profile"),
                         exports=tuple(o.get("exports", ())),
                         vlen=o.get("vlen", "agnostic"),
@@ -1140,7 +739,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                 repair_exclude=tuple(repair.get("exclude", ())),
                 repair_exclude_reason=repair.get("reason") if repair.get("exclude") else None,
                 runtime=runtime,
-                modes=tuple(doc.get("modes", ["native", "qemu"])),
+                **({"modes": tuple(Mode(m) for m in doc["modes"])} if "modes" in doc else {}),
                 hermetic=bool(v.get("hermetic", True)),
                 is_default=bool(v.get("default", False)),
                 note=v.get("note"),

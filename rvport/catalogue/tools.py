@@ -10,7 +10,7 @@ from functools import cache
 import yaml
 
 from rvport import resources
-from rvport.catalogue.recipes import Source, SourceKind
+from rvport.catalogue.model import Source, SourceKind
 
 
 @dataclass(frozen=True, kw_only=True)

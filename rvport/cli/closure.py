@@ -184,11 +184,14 @@ def carrying(cat, lock) -> frozenset[str]:  # type: ignore[no-untyped-def]
     """The lock's recipe distributions whose recipe (at the locked version) declares its wheel `isa:
     profile`: the wheelhouse verifies that they carry the profile's extensions."""
     from rvport.catalogue.closure import Origin
+    from rvport.vocab import OutputType
 
     out = set()
     for e in lock.by_origin(Origin.RECIPE):
         for r in cat.recipes.get(e.recipe or "", ()):
-            if r.version == e.version and any(x.type == "wheel" and x.isa == "profile" for x in r.outputs):
+            if r.version == e.version and any(
+                x.type is OutputType.WHEEL and x.isa == "profile" for x in r.outputs
+            ):
                 out.add(e.name)
     return frozenset(out)
 

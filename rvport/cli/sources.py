@@ -8,7 +8,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from rvport.catalogue.recipes import WHEEL_KINDS, Recipe, load_catalogue
+from rvport.catalogue.kinds import WHEEL_KINDS
+from rvport.catalogue.model import Recipe
+from rvport.catalogue.recipes import load_catalogue
 from rvport.catalogue.tools import tools
 from rvport.cli import handoff, settings
 from rvport.cli.console import ui

@@ -8,7 +8,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from rvport.catalogue.recipes import BUILTIN, Catalogue, Recipe, RuntimeCheck, Source
+from rvport.catalogue.model import BUILTIN, Recipe, RuntimeCheck, Source
+from rvport.catalogue.recipes import Catalogue
 from rvport.cli.ci import smoke_word
 from rvport.engine.doctor import Check
 from rvport.plan.planner import Plan

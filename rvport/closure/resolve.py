@@ -49,7 +49,8 @@ from packaging.version import InvalidVersion, Version
 from rvport.catalogue import closure
 from rvport.catalogue.bases import load_base
 from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin, Target
-from rvport.catalogue.recipes import Catalogue, Recipe, Source, SourceKind
+from rvport.catalogue.model import Recipe, Source, SourceKind
+from rvport.catalogue.recipes import Catalogue
 from rvport.catalogue.yamlsrc import load_yaml
 from rvport.errors import IntegrityError, Problem, RecipeError, SourceUnavailable
 from rvport.fileio import atomic_write_text

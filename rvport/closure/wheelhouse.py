@@ -37,8 +37,8 @@ from packaging.version import InvalidVersion, Version
 from rvport import outdir
 from rvport.catalogue import closure
 from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin
+from rvport.catalogue.model import Source, SourceKind
 from rvport.catalogue.profiles import Profile
-from rvport.catalogue.recipes import Source, SourceKind
 from rvport.closure import inductor
 from rvport.errors import IntegrityError, Problem, SourceUnavailable, UsageError, VerifyFailed
 from rvport.sources.fetch import Fetcher, FetchOptions

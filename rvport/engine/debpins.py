@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport.catalogue.bases import load_base
-from rvport.catalogue.recipes import Recipe
+from rvport.catalogue.model import Recipe
 from rvport.errors import HostNotReady, SourceUnavailable
 from rvport.sources import debarchive
 from rvport.sources.fetch import FetchOptions, https_session

@@ -16,7 +16,7 @@ from pathlib import Path
 from rvport import resources
 from rvport.catalogue.kinds import KINDS
 from rvport.catalogue.profiles import Profile, get_profile
-from rvport.catalogue.recipes import Kind
+from rvport.vocab import Kind
 
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
 

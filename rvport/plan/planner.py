@@ -16,25 +16,17 @@ from dataclasses import dataclass, field, replace
 from rvport import resources
 from rvport.catalogue import modes
 from rvport.catalogue.bases import BaseSpec, load_bases, python_bases
-from rvport.catalogue.kinds import KINDS, compiles_go, compiles_rust
-from rvport.catalogue.modes import Mode
+from rvport.catalogue.kinds import KINDS, WHEEL_KINDS, compiles_go, compiles_rust
+from rvport.catalogue.model import LocalTree, Recipe, Runtime, Source, SourceKind
 from rvport.catalogue.profiles import Profile, get_profile
-from rvport.catalogue.recipes import (
-    WHEEL_KINDS,
-    Catalogue,
-    Kind,
-    LocalTree,
-    Recipe,
-    Runtime,
-    Source,
-    SourceKind,
-)
+from rvport.catalogue.recipes import Catalogue
 from rvport.catalogue.tools import Tool, tool
 from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.target import CARGO_HOME, RUST_TARGET
 from rvport.target import PLATFORM as RISCV64
 from rvport.target import TRIPLET as TRIPLE
+from rvport.vocab import Kind, Mode
 
 PLAN_SCHEMA = 1
 # Reproducible builds: the build directory (/src in every stage) never reaches an artifact. C and C++ get the
@@ -333,12 +325,12 @@ def on_python_base(
     refused."""
     suite = bases[py.base].suite
 
-    def fits(mode: str) -> bool:
-        own = [b for b in modes.facts(Mode(mode)).bases if b in bases]
+    def fits(mode: Mode) -> bool:
+        own = [b for b in modes.facts(mode).bases if b in bases]
         return not own or any(bases[b].suite == suite for b in own)  # a mode may have a base per suite
 
     kept = tuple(m for m in recipe.modes if fits(m))
-    if requested != Mode.AUTO and requested.value in recipe.modes and requested.value not in kept:
+    if requested != Mode.AUTO and requested in recipe.modes and requested not in kept:
         raise UsageError(
             f"--mode {requested.value} cannot build {recipe.ref} for Python {py.version}: its build-platform "
             f"bases are not of Debian {suite}, the suite of {py.base}",
@@ -669,7 +661,7 @@ def make_plan(
             warnings.append(
                 f"{r.ref}: Go compiles under QEMU in {mode.value} mode, where Go >= 1.23 can hang at "
                 "random (golang/go#70329); "
-                + ("--mode cross avoids it" if "cross" in r.modes else "a riscv64 build host avoids it")
+                + ("--mode cross avoids it" if Mode.CROSS in r.modes else "a riscv64 build host avoids it")
             )
         stages.append(
             Stage(

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Literal
 
-from rvport.catalogue.recipes import Source
+from rvport.catalogue.model import Source
 from rvport.errors import IntegrityError, RecipeError, RvportError
 from rvport.sources.cache import disk_error, open_blob
 from rvport.sources.members import MALICIOUS, BoundedTarInfo, Budget, Kind, Layout, Limits, member_mode

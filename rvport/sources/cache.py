@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from rvport.catalogue.recipes import Source
+from rvport.catalogue.model import Source
 from rvport.errors import HostNotReady, IntegrityError
 from rvport.fileio import atomic_file, atomic_write_text
 

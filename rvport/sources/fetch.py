@@ -31,7 +31,7 @@ import requests
 from packaging.utils import canonicalize_name
 
 from rvport import __version__
-from rvport.catalogue.recipes import Source, SourceKind
+from rvport.catalogue.model import Source, SourceKind
 from rvport.errors import IntegrityError, RecipeError, RvportError, SourceUnavailable, UsageError
 from rvport.sources import gitsrc
 from rvport.sources.archive import archive_tree, tree_mismatch

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from rvport import proc
-from rvport.catalogue.recipes import Source
+from rvport.catalogue.model import Source
 from rvport.errors import SourceUnavailable, UsageError
 from rvport.sources.treehash import check_excludes
 

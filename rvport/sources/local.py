@@ -35,7 +35,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from rvport import proc
-from rvport.catalogue.recipes import GitState, LocalTree, Recipe, Source, SourceKind
+from rvport.catalogue.model import GitState, LocalTree, Recipe, Source, SourceKind
 from rvport.errors import IntegrityError, UsageError
 from rvport.fileio import read_regular
 from rvport.sources.members import Budget, Layout, Limits, member_mode

@@ -24,7 +24,7 @@ from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist
 from packaging.version import InvalidVersion, Version
 
 from rvport import proc, resources
-from rvport.catalogue.recipes import Source
+from rvport.catalogue.model import Source
 from rvport.errors import IntegrityError, SourceUnavailable
 
 log = logging.getLogger("rvport.sources")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport import proc
-from rvport.catalogue.recipes import LOCK_NAMES, PinnedFile, Recipe
+from rvport.catalogue.model import LOCK_NAMES, PinnedFile, Recipe
 from rvport.errors import IntegrityError, RecipeError, SourceUnavailable
 from rvport.sources.archive import unpack
 from rvport.sources.cache import NO_SPACE, CorruptEntry, atomic_write_text, disk_error, sha256_file

@@ -16,10 +16,11 @@ from rvport.catalogue.profiles import Profile
 from rvport.errors import UsageError
 from rvport.verify.artifacts import verify_file, verify_path
 from rvport.verify.limits import DEFAULT_LIMITS, Limits
-from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport, WheelInfo
+from rvport.verify.model import ArtifactResult, MemberResult, VerifyReport, WheelInfo
 from rvport.verify.policy import IsaLevel, Verdict
 from rvport.verify.provenance import Provenance, is_vlen_exact
 from rvport.verify.provenance import check as check_provenance
+from rvport.vocab import ArtifactKind
 
 __all__ = [
     "ArtifactKind",

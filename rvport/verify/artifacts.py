@@ -16,9 +16,10 @@ from rvport.verify.elf import ELF_MAGIC, ElfReadError, read_elf
 from rvport.verify.exports import check_exports
 from rvport.verify.filehash import size_sha
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit
-from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult
+from rvport.verify.model import ArtifactResult, MemberResult
 from rvport.verify.policy import IsaLevel, Verdict
 from rvport.verify.wheel import verify_wheel
+from rvport.vocab import ArtifactKind
 
 __all__ = [
     "ArchiveError",

@@ -15,8 +15,8 @@ from typing import BinaryIO
 from rvport.verify.ar import ArchiveError, Window, iter_ar_entries
 from rvport.verify.elf import ELF_MAGIC, ElfReadError
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit
-from rvport.verify.model import ArtifactKind
 from rvport.verify.symbols import Symbol, SymbolTable, read_symbols
+from rvport.vocab import ArtifactKind
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import StrEnum
 
 from rvport.verify.elf import ElfFacts
 from rvport.verify.policy import IsaLevel, Verdict
+from rvport.vocab import ArtifactKind
 
 # the report's version, under the key all rvport documents use ("schema"); schema 1 named it "schema_version"
 REPORT_SCHEMA = 2
-
-
-class ArtifactKind(StrEnum):
-    WHEEL = "wheel"
-    ARCHIVE = "archive"
-    ELF = "elf"
-    DIRECTORY = "directory"
-    OTHER = "other"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from rvport import __version__
-from rvport.catalogue.recipes import LOCK_NAMES
+from rvport.catalogue.model import LOCK_NAMES
 from rvport.errors import UsageError
 from rvport.fileio import MiB, atomic_write_text, read_json
 

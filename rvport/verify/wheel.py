@@ -27,7 +27,7 @@ from rvport.verify.keep import Keep
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit, check
 from rvport.verify.manylinux import best_tag
 from rvport.verify.members import UNREADABLE_FLAGS, ZIP_ERRORS, MemberError, read_member
-from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, WheelInfo
+from rvport.verify.model import ArtifactResult, MemberResult, WheelInfo
 from rvport.verify.policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags
 from rvport.verify.pool import map_ordered
 from rvport.verify.record import (
@@ -38,6 +38,7 @@ from rvport.verify.record import (
     entry_algorithm,
     parse_record,
 )
+from rvport.vocab import ArtifactKind
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,8 +12,8 @@ import pytest
 from rvport import resources
 from rvport.catalogue import closure
 from rvport.catalogue.closure import Origin
+from rvport.catalogue.model import Source, SourceKind
 from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.recipes import Source, SourceKind
 from rvport.closure import wheelhouse as wh
 from rvport.sources import fetch_options
 from rvport.sources.fetch import Fetcher

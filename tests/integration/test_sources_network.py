@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rvport.catalogue.recipes import Source, SourceKind, load_catalogue
+from rvport.catalogue.model import Source, SourceKind
+from rvport.catalogue.recipes import load_catalogue
 from rvport.sources import Cache, FetchOptions, fetch_source, prepare_tree
 
 pytestmark = pytest.mark.network

@@ -536,8 +536,9 @@ def test_written_files_keep_the_users_umask(tmp_path):
 def test_refs_and_verify_reports_follow_the_umask_and_pin_keeps_the_recipes_mode(tmp_path):
     import hashlib
 
+    from rvport.catalogue.model import Source, SourceKind
     from rvport.catalogue.profiles import get_profile
-    from rvport.catalogue.recipes import Source, SourceKind, load_catalogue
+    from rvport.catalogue.recipes import load_catalogue
     from rvport.sources import Cache, FetchOptions, pin_recipe
     from rvport.verify import verify_paths
     from rvport.verify.report import write_json

@@ -281,7 +281,8 @@ def archive(keyring, tmp_path):
 def _vllm_like(pins):
     from dataclasses import replace
 
-    from rvport.catalogue.recipes import DebianPin, load_catalogue
+    from rvport.catalogue.model import DebianPin
+    from rvport.catalogue.recipes import load_catalogue
 
     r = load_catalogue().resolve("vllm")
     return replace(r, toolchain=replace(r.toolchain, pins=tuple(DebianPin(**p.to_json()) for p in pins)))

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rvport.catalogue import tools as tools_mod
-from rvport.catalogue.recipes import Source, SourceKind
+from rvport.catalogue.model import Source, SourceKind
 from tests.fixtures.httpserver import Route, serve
 
 TOOL = b"not really an sdist, but pinned by its digest\n" * 50

@@ -14,15 +14,16 @@ from typer.testing import CliRunner
 from rvport.catalogue import modes
 from rvport.catalogue.bases import load_bases
 from rvport.catalogue.kinds import KINDS
-from rvport.catalogue.modes import Hosts, Mode, ModeFacts
+from rvport.catalogue.modes import Hosts, ModeFacts
 from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.recipes import Kind, load_catalogue
+from rvport.catalogue.recipes import load_catalogue
 from rvport.cli.app import app
 from rvport.engine import modes as build_modes
 from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Request, make_plan
 from rvport.target import PLATFORM as RISCV64
+from rvport.vocab import Kind, Mode
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 RV = HostFacts(arch="riscv64", cpus=64, mem_bytes=128 * 2**30)

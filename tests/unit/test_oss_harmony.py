@@ -12,10 +12,11 @@ from rvport import resources
 from rvport.catalogue.bases import load_bases
 from rvport.catalogue.kinds import compiles_rust
 from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.recipes import Kind, load_catalogue
+from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
+from rvport.vocab import Kind
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 

@@ -9,10 +9,11 @@ import pytest
 
 from rvport import manifest
 from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.recipes import Kind, load_catalogue
+from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, bound_jobs, expand, make_plan
+from rvport.vocab import Kind
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 RV = HostFacts(arch="riscv64", cpus=64, mem_bytes=128 * 2**30)
@@ -186,13 +187,14 @@ def test_go_compiled_under_qemu_is_warned_about(cat):
     assert not [w for w in plan(cat, "msgspec", mode=Mode.QEMU).warnings if "70329" in w]
 
 
-def test_the_wheel_kinds_are_defined_once_in_the_catalogue_and_the_kinds_table_agrees():
-    """recipes.WHEEL_KINDS is the one definition (the lower layer); the planner and the CLI import it."""
+def test_the_wheel_kinds_are_defined_once_from_the_kinds_table():
+    """kinds.WHEEL_KINDS is the one definition, read from the kinds table (`per_python`); the loader, the
+    planner and the CLI import it."""
     import ast
     from pathlib import Path
 
     import rvport
-    from rvport.catalogue import recipes
+    from rvport.catalogue import kinds, recipes
     from rvport.catalogue.kinds import KINDS
     from rvport.plan import planner
 
@@ -205,6 +207,11 @@ def test_the_wheel_kinds_are_defined_once_in_the_catalogue_and_the_kinds_table_a
         for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(target, ast.Name) and target.id == "WHEEL_KINDS"
     )
-    assert defined == ["catalogue/recipes.py"]
-    assert planner.WHEEL_KINDS is recipes.WHEEL_KINDS
-    assert {k for k, f in KINDS.items() if f.installs_wheels} == recipes.WHEEL_KINDS
+    assert defined == ["catalogue/kinds.py"]
+    assert planner.WHEEL_KINDS is kinds.WHEEL_KINDS is recipes.WHEEL_KINDS
+    assert {k for k, f in KINDS.items() if f.installs_wheels} == kinds.WHEEL_KINDS
+    assert (
+        {k for k, f in KINDS.items() if f.per_python}
+        == kinds.WHEEL_KINDS
+        == {Kind.PYTHON_WHEEL, Kind.TORCH_WHEEL}
+    )

@@ -518,7 +518,7 @@ def test_a_patch_or_lock_file_dest_stays_inside_the_tree(tmp_path, key):
 
 @pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, "[1, 2]", '"x"', "{"])
 def test_a_cache_ref_that_is_deep_or_not_a_mapping_is_no_entry(tmp_path, text):
-    from rvport.catalogue.recipes import Source, SourceKind
+    from rvport.catalogue.model import Source, SourceKind
     from rvport.sources import Cache
 
     cache = Cache(root=tmp_path)
@@ -533,7 +533,7 @@ def test_a_cache_ref_that_is_deep_or_not_a_mapping_is_no_entry(tmp_path, text):
     [b"[" * 100_000 + b"]" * 100_000, b"{not json", b"[1]", b'{"files": [{"url": 1}]}', b'{"files": 3}'],
 )
 def test_an_index_page_that_is_not_the_simple_api_is_a_miss_not_an_internal_error(tmp_path, body):
-    from rvport.catalogue.recipes import Source, SourceKind
+    from rvport.catalogue.model import Source, SourceKind
     from rvport.errors import SourceUnavailable
     from rvport.sources.fetch import IndexConfig
     from rvport.sources.pypi import find_sdist

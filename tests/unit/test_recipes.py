@@ -335,11 +335,11 @@ def test_a_vendoring_cargo_recipe_may_not_set_cargo_home(tmp_path, top, version,
 
 
 def test_lock_file_names_are_written_once():
-    """Which lock file each vendoring reads is recipes.LOCK_NAMES; no other module spells the names."""
+    """Which lock file each vendoring reads is model.LOCK_NAMES; no other module spells the names."""
     import ast
 
     import rvport
-    from rvport.catalogue.recipes import LOCK_NAMES
+    from rvport.catalogue.model import LOCK_NAMES
 
     pkg = Path(rvport.__file__).resolve().parent
     found = sorted(
@@ -348,4 +348,4 @@ def test_lock_file_names_are_written_once():
         for n in ast.walk(ast.parse(p.read_text()))
         if isinstance(n, ast.Constant) and n.value in LOCK_NAMES.values()
     )
-    assert [f.split(":")[0] for f in found] == ["catalogue/recipes.py", "catalogue/recipes.py"], found
+    assert [f.split(":")[0] for f in found] == ["catalogue/model.py", "catalogue/model.py"], found

@@ -18,8 +18,8 @@ import jsonschema
 import pytest
 
 from rvport import manifest, proc
+from rvport.catalogue.model import CHECK_TIMEOUT_S
 from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.recipes import CHECK_TIMEOUT_S
 from rvport.engine import check, containers
 from rvport.engine.runtime import MadeImage
 from rvport.engine.stage import Toolchain

@@ -1,6 +1,7 @@
-"""Every enum in rvport/resources/schemas/*.json that mirrors a Python StrEnum (modes, recipe kinds, verify's
-verdicts, ISA levels and artifact kinds) is generated from it: the test fails when a schema file differs from
-what the Python enums say, and running this file as a script writes them:
+"""Every enum in rvport/resources/schemas/*.json that mirrors a Python StrEnum (modes, recipe kinds and output
+types, verify's verdicts, ISA levels and artifact kinds: rvport/vocab.py and verify/policy.py) is generated
+from it: the test fails when a schema file differs from what the Python enums say, and running this file as a
+script writes them:
 
     python tests/unit/test_schema_enums.py
 
@@ -20,10 +21,9 @@ import pytest
 
 from rvport import resources
 from rvport.catalogue import modes
-from rvport.catalogue.modes import Mode
-from rvport.catalogue.recipes import Kind, SourceKind
-from rvport.verify.model import ArtifactKind
+from rvport.catalogue.model import SourceKind
 from rvport.verify.policy import IsaLevel, Verdict
+from rvport.vocab import ArtifactKind, Kind, Mode, OutputType
 
 
 def _values(enum: type) -> Callable[[], list[str]]:
@@ -40,6 +40,7 @@ MIRRORS: dict[tuple[str, str], Callable[[], list[str]]] = {
     ("recipe", "/properties/kind/enum"): _values(Kind),
     ("plan", "/properties/stages/items/properties/sources/items/properties/kind/enum"): _values(SourceKind),
     ("recipe", "/properties/modes/items/enum"): lambda: [m.value for m in modes.buildable()],
+    ("recipe", "/$defs/output/properties/type/enum"): _values(OutputType),
     ("verify", "/properties/isa/enum"): _values(IsaLevel),
     ("verify", "/$defs/verdict/enum"): _values(Verdict),
     ("verify", "/$defs/artifact/properties/kind/enum"): _values(ArtifactKind),

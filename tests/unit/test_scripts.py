@@ -192,8 +192,8 @@ def test_the_pip_default_index_script_prints_the_index_of_the_pip_it_runs_with()
 
 
 def test_the_smoke_install_script_installs_every_wheel_offline(tmp_path):
-    from rvport.catalogue.recipes import Kind
     from rvport.engine import render
+    from rvport.vocab import Kind
 
     calls = tmp_path / "calls"
     env = _stand_ins(tmp_path / "bin", {"python3": f'echo "python3 $*" >> {calls}'})

@@ -14,7 +14,7 @@ import pytest
 
 from rvport import manifest
 from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.recipes import Kind, load_catalogue
+from rvport.catalogue.recipes import load_catalogue
 from rvport.engine import buildx, render
 from rvport.engine import runner as runner_mod
 from rvport.engine.runner import BuildOptions, Runner, smoke_failure, smoke_record
@@ -22,6 +22,7 @@ from rvport.errors import BuildFailed, ExitCode, SmokeFailed
 from rvport.host import HostFacts
 from rvport.plan.planner import Request, make_plan
 from rvport.sources import Cache, FetchOptions
+from rvport.vocab import Kind
 
 SCRIPT = "#!/bin/sh\necho building nothing\necho the smoke marker 7f3a\nexit 3\n"
 

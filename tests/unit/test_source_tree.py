@@ -17,8 +17,9 @@ import jsonschema
 import pytest
 
 from rvport import manifest
+from rvport.catalogue.model import PinnedFile, SourceKind
 from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.recipes import PinnedFile, SourceKind, load_catalogue
+from rvport.catalogue.recipes import load_catalogue
 from rvport.cli import handoff, planning
 from rvport.cli.options import PlanArgs
 from rvport.errors import IntegrityError, UsageError

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rvport.catalogue.recipes import Source, SourceKind, load_catalogue
+from rvport.catalogue.model import Source, SourceKind
+from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import ExitCode, IntegrityError
 from rvport.sources import Cache, CorruptEntry, Fetcher, FetchOptions, fetch_source, fill_mirror, prepare_tree
 from rvport.sources.cache import open_blob

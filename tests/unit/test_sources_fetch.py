@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fixtures.httpserver import Route, serve, simple_index_html  # noqa: E402
 
-from rvport.catalogue.recipes import Source, SourceKind  # noqa: E402
+from rvport.catalogue.model import Source, SourceKind  # noqa: E402
 from rvport.errors import ExitCode, IntegrityError, SourceUnavailable  # noqa: E402
 from rvport.sources import (  # noqa: E402
     Cache,
@@ -340,7 +340,7 @@ def test_killed_fetch_leaves_no_cache_entry(tmp_path):
     with serve({"/a.tar.gz": route}, lifetime=60) as srv:
         code = textwrap.dedent(f"""
             from pathlib import Path
-            from rvport.catalogue.recipes import Source, SourceKind
+            from rvport.catalogue.model import Source, SourceKind
             from rvport.sources import Cache, FetchOptions, fetch_source
             src = Source(name="src", kind=SourceKind.URL, url={srv.url("/a.tar.gz")!r}, sha256={DIGEST!r})
             fetch_source(src,

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rvport.catalogue.recipes import Source, SourceKind, load_catalogue
+from rvport.catalogue.model import Source, SourceKind
+from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import ExitCode, RecipeError
 from rvport.sources import archive_tree, tree_digest
 from tests.fixtures.cli import rvport_process

@@ -547,7 +547,7 @@ def test_the_unpack_limit_is_read_from_the_environment(tmp_path):
 
 
 def _pypi(filename: str | None, sha256: str | None = None):
-    from rvport.catalogue.recipes import Source, SourceKind
+    from rvport.catalogue.model import Source, SourceKind
 
     return Source(
         name="s", kind=SourceKind.PYPI, project="demo", version="1.0", filename=filename, sha256=sha256
@@ -598,7 +598,7 @@ def test_a_mirror_file_that_leads_out_of_the_mirror_is_named_and_never_read(tmp_
 
 def test_a_corrupt_git_bundle_is_a_readable_message(tmp_path):
 
-    from rvport.catalogue.recipes import Source, SourceKind
+    from rvport.catalogue.model import Source, SourceKind
     from rvport.errors import SourceUnavailable
     from rvport.sources import gitsrc
 

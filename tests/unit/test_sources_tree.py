@@ -322,7 +322,7 @@ def test_pin_writes_the_digest_in_place_and_later_fetches_check_it(tmp_path):
 
 
 def test_insert_pin_handles_nested_mappings_and_end_of_file(tmp_path):
-    from rvport.catalogue.recipes import Source, SourceKind
+    from rvport.catalogue.model import Source, SourceKind
 
     text = "versions:\n  - sources:\n      - name: a\n        pypi:\n          project: a\n"
     text += "          version: '1'"

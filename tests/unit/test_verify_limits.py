@@ -203,7 +203,7 @@ def test_a_sparse_4_gib_archive_is_walked_member_by_member_in_bounded_memory(tmp
         from rvport.catalogue.profiles import get_profile
         from rvport.verify.blob import judge_stream
         from rvport.verify.exports import check_exports
-        from rvport.verify.model import ArtifactKind
+        from rvport.vocab import ArtifactKind
         from rvport.verify.policy import IsaLevel
         with open({str(archive)!r}, "rb") as f:
             members = judge_stream(None, f, get_profile("rv64gc"), IsaLevel.RUNS_ON)

@@ -34,7 +34,7 @@ from rvport.verify.elf import (
 )
 from rvport.verify.keep import Keep
 from rvport.verify.members import Member, MemberError, read_member
-from rvport.verify.model import ArtifactKind, ArtifactResult, MemberResult, VerifyReport
+from rvport.verify.model import ArtifactResult, MemberResult, VerifyReport
 from rvport.verify.policy import (
     IsaLevel,
     Verdict,
@@ -47,6 +47,7 @@ from rvport.verify.policy import (
 from rvport.verify.pool import map_ordered, read_ahead
 from rvport.verify.report import to_junit
 from rvport.verify.wheel import verify_wheel
+from rvport.vocab import ArtifactKind
 
 GC_ARCH = "rv64i2p1_m2p0_a2p1_f2p2_d2p2_c2p0_zicsr2p0_zifencei2p0_zmmul1p0_zaamo1p0_zalrsc1p0"
 V256_ARCH = (

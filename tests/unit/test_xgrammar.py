@@ -13,12 +13,14 @@ import yaml
 from rvport import resources
 from rvport.catalogue import closure
 from rvport.catalogue.bases import load_bases
+from rvport.catalogue.model import SourceKind
 from rvport.catalogue.profiles import get_profile
-from rvport.catalogue.recipes import Kind, SourceKind, load_catalogue
+from rvport.catalogue.recipes import load_catalogue
 from rvport.closure.resolve import load_policy, recipe_versions
 from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
+from rvport.vocab import Kind
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 NAMES = ("apache-tvm-ffi", "xgrammar")

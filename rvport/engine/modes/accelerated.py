@@ -31,7 +31,6 @@ from rvport import resources
 from rvport.catalogue import kinds, modes
 from rvport.catalogue.bases import BaseSpec, load_base
 from rvport.catalogue.kinds import KINDS
-from rvport.catalogue.recipes import Kind
 from rvport.engine import render
 from rvport.engine.images import BaseImage, ensure_image, installed_packages
 from rvport.engine.modes.emulated import riscv64_toolchain
@@ -39,6 +38,7 @@ from rvport.engine.stage import StageEnv, Toolchain
 from rvport.errors import BuildFailed, HostNotReady, RecipeError
 from rvport.target import BUILD_HOSTS, DOCKER_PLATFORM, HOST_RUST_TARGET, TRIPLET
 from rvport.target import PLATFORM as RISCV64
+from rvport.vocab import Kind
 
 if TYPE_CHECKING:
     from rvport.host import HostFacts

@@ -30,7 +30,7 @@ from rvport.engine.stage import StageEnv, Toolchain
 from rvport.target import DEBIAN_TARGET_ARCH
 
 if TYPE_CHECKING:
-    from rvport.catalogue.recipes import Recipe
+    from rvport.catalogue.model import Recipe
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 

@@ -1,0 +1,53 @@
+"""rvport's fixed choices, each a StrEnum: the one vocabulary the catalogue, the planner, the build and
+verify share, and that the JSON schemas mirror (tests/unit/test_schema_enums.py writes their lists from it).
+
+What each member means is data elsewhere: a kind's facts are the kinds table (catalogue/kinds.py), a mode's
+the mode registry (catalogue/modes.py). This module only names them, so that every layer may import it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """A recipe's kind: how its stage builds and what it makes (catalogue/kinds.py)."""
+
+    PYTHON_WHEEL = "python-wheel"
+    CARGO_STATICLIB = "cargo-staticlib"
+    GO_BINARY = "go-binary"
+    TORCH_WHEEL = "torch-wheel"
+
+
+class Mode(StrEnum):
+    """How a stage runs (catalogue/modes.py: the mode registry)."""
+
+    AUTO = "auto"  # not a mode of its own: the planner picks one per recipe (ModeFacts.auto)
+    NATIVE = "native"
+    QEMU = "qemu"
+    CROSS = "cross"
+    ACCELERATED = "accelerated"  # a riscv64 stage whose compilers run as native cross compilers
+
+
+class OutputType(StrEnum):
+    """What a recipe's output (`outputs: type:`) is."""
+
+    WHEEL = "wheel"
+    STATICLIB = "staticlib"
+    SHARED = "shared"
+    EXECUTABLE = "executable"
+    IMAGE = "image"
+
+
+# the output types whose `exports:` verify can check (ELF symbol tables, any archive member)
+EXPORTING_OUTPUTS = (OutputType.STATICLIB, OutputType.SHARED, OutputType.EXECUTABLE)
+
+
+class ArtifactKind(StrEnum):
+    """What verify finds a file to be (verify/artifacts.py), whatever the recipe said it is."""
+
+    WHEEL = "wheel"
+    ARCHIVE = "archive"
+    ELF = "elf"
+    DIRECTORY = "directory"
+    OTHER = "other"
