@@ -110,7 +110,9 @@ def wheelhouse(o: WheelhouseArgs) -> None:
 def serve_check(o: ServeCheckArgs) -> None:
     """Install a wheelhouse offline in a clean riscv64 container and see the recipe's program run: for vllm,
     `pip install` of the wheelhouse, `pip check`, `from vllm import LLM`, 8 tokens generated from a tiny Llama
-    with dummy weights (time to first token, tokens per second), then `vllm serve` answering /v1/completions.
+    with dummy weights (time to first token, tokens per second), then `vllm serve` answering /v1/completions;
+    both in vLLM's default configuration (torch.compile, with the wheelhouse's inductor-env.sh) and with
+    enforce-eager, and the shared objects inductor compiled verified for the profile.
 
     The container runs with no network, the profile's QEMU CPU and the wheelhouse read-only, in an image of
     the riscv64 base with the wheelhouse's Debian packages at their locked versions (made once: the one step
@@ -174,6 +176,22 @@ def figures_lines(doc: dict) -> list[str]:
             f"serve: ready in {f['serve_startup_seconds']} s, /v1/completions {f['serve_tokens_per_second']} "
             "tokens/s"
         )
+    e = f.get("eager") or {}
+    if e.get("ttft_seconds") is not None:
+        out.append(
+            f"generate-eager: time to first token {e['ttft_seconds']} s, {e['tokens_per_second']} tokens/s "
+            f"(engine ready in {e['load_seconds']} s)"
+        )
+    if e.get("serve_tokens_per_second") is not None:
+        out.append(
+            f"serve-eager: ready in {e['serve_startup_seconds']} s, /v1/completions "
+            f"{e['serve_tokens_per_second']} tokens/s"
+        )
+    compiled = doc.get("inductor")
+    if compiled:
+        verdict = "pass" if compiled["passed"] else "FAIL"
+        n, profile = compiled["objects"], doc["profile"]
+        out.append(f"inductor: {n} shared object(s) compiled, verify for {profile}: {verdict}")
     if load:
         span = f"{load['min']}-{load['max']} (mean {load['mean']})"
         out.append(f"host load average {span} on {load['cpus']} CPUs")

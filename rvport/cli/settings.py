@@ -661,7 +661,7 @@ SETTINGS: tuple[Setting, ...] = (
         type=bool,
         flags=("--skip-serve",),
         default=False,
-        help="Leave out the serve step (install, pip check, import and generate still run).",
+        help="Leave out the serve steps (install, pip check, import and both generate steps still run).",
     ),
     Setting(
         dest="timeout",

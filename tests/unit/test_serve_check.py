@@ -544,3 +544,14 @@ def test_the_tiny_model_and_the_figures():
     assert config["model_type"] == "llama" and config["architectures"] == ["LlamaForCausalLM"]
     (model / "config.json").unlink()
     model.rmdir()
+
+
+def test_the_summary_lines_give_both_modes_and_inductors_verdict(tmp_path):
+    from rvport.cli.closure import figures_lines
+
+    doc = make_record(tmp_path, ALL_PASS)
+    doc["inductor"] = {"objects": 4, "passed": True}
+    lines = figures_lines(doc)
+    assert lines[0].startswith("generate: time to first token 0.3 s, 16.0 tokens/s")
+    assert any(x.startswith("generate-eager: time to first token 0.4 s, 10.0 tokens/s") for x in lines)
+    assert "inductor: 4 shared object(s) compiled, verify for rv64gc: pass" in lines
