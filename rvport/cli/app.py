@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import traceback
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from rich.text import Text
 
 from rvport import outdir
 from rvport.cli import handoff, outputs, planning, settings
+from rvport.cli.argv import arrange
 from rvport.cli.closure import register as register_closure
 from rvport.cli.console import configure, ui
 from rvport.cli.options import (
@@ -248,7 +250,7 @@ def main() -> None:
     rvport.cli.entry, which handles an interrupt while this module is imported)."""
     install_handlers()
     try:
-        rc = app(standalone_mode=False)
+        rc = app(args=arrange(sys.argv[1:], settings.global_switches()), standalone_mode=False)
         # click 8.2+ (vendored by typer >= 0.16) turns Ctrl-C into Abort and, without standalone mode,
         # *returns* its exit code (130) instead of raising: that must still be exit 8, not 0
         if rc == 130:

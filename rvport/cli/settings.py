@@ -322,7 +322,6 @@ SETTINGS: tuple[Setting, ...] = (
         metavar=_RECIPE_ARG,
         show_default=False,
         hidden=True,
-        per_verb={PREPARE: {"metavar": f"[{_RECIPE_ARG}...]", "hidden": False, "show_default": True}},
     ),
     Setting(
         dest="recipe",
@@ -871,3 +870,9 @@ def command(verb: str) -> Callable[[Callable[[Any], None]], Callable[..., None]]
         return run
 
     return wrap
+
+
+def global_switches() -> tuple[str, ...]:
+    """The global options that take no value (--debug, --ci, --version): given after the verb, they still
+    count (rvport/cli/argv.py)."""
+    return tuple(f for s in SETTINGS if GLOBAL in s.verbs and s.type is bool for f in s.flags)

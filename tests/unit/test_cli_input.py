@@ -69,7 +69,7 @@ def rvport_script(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("args", [(), ("bogus",), ("plan", "--jobs", "abc", "msgspec")])
+@pytest.mark.parametrize("args", [("bogus",), ("plan", "--jobs", "abc", "msgspec")])
 def test_the_installed_script_exits_2_on_command_line_mistakes(args):
     cp = rvport_script(*args)
     assert cp.returncode == 2 and no_traceback(cp), cp.stderr
@@ -79,7 +79,6 @@ def test_the_installed_script_exits_2_on_command_line_mistakes(args):
 @pytest.mark.parametrize(
     "args, says",
     [
-        ((), "Missing command"),
         (("bogus",), "No such command 'bogus'"),
         (("b[red]o[/]gus",), "No such command 'b[red]o[/]gus'"),
         (("plan", "--jobs", "abc", "msgspec"), "Invalid value for '--jobs'"),
