@@ -2,9 +2,10 @@
 
 What a mode is for and where it may run is data here; the planner (rvport/plan/planner.py) decides a stage's
 mode from it alone, the kinds table (kinds.py) reads which kinds each mode serves, the command line takes its
-`--mode` help from it, and the build layer (rvport/engine/modes/) imports each mode's implementation by the
-module this table names. Adding a mode is a member of `Mode`, an entry in `MODES` and its implementation
-module; nothing else names the modes one by one.
+`--mode` help from it, and a recipe that lists no `modes:` gets its defaults (`defaults()`). The engine holds
+each mode's implementation in a static mapping (rvport/engine/modes/: `IMPLEMENTATIONS`), which a test holds
+to this table. Adding a mode is a member of `Mode` (rvport/vocab.py), an entry in `MODES`, and its
+implementation class in that mapping; nothing else names the modes one by one.
 
 Every function here reads `MODES` when it is called, so a test may replace the table (one more entry) at
 this edge and see the mode planned and dispatched.
@@ -47,7 +48,6 @@ class ModeFacts:
 
     mode: Mode
     help: str  # what it is, for --mode's help and the docs
-    implementation: str  # "module:Class" that builds it: rvport.engine.modes imports the module when asked
     kinds: frozenset[Kind] | None = None  # the recipe kinds it serves; None: every kind
     listed: bool = (
         False  # a recipe must list it in its `modes:` (else every recipe of a served kind may use it)
@@ -86,7 +86,6 @@ MODES: Mapping[Mode, ModeFacts] = {
         ModeFacts(
             mode=Mode.NATIVE,
             help="native (riscv64 host)",
-            implementation="rvport.engine.modes.emulated:Emulated",
             hosts=Hosts.RISCV64,
             auto=0,
             requested="host is riscv64: stages run natively",
@@ -97,7 +96,6 @@ MODES: Mapping[Mode, ModeFacts] = {
         ModeFacts(
             mode=Mode.QEMU,
             help="qemu (emulated)",
-            implementation="rvport.engine.modes.emulated:Emulated",
             hosts=Hosts.FOREIGN,
             auto=3,
             emulated=True,
@@ -108,7 +106,6 @@ MODES: Mapping[Mode, ModeFacts] = {
         ModeFacts(
             mode=Mode.CROSS,
             help="cross (cross toolchain)",
-            implementation="rvport.engine.modes.cross:Cross",
             kinds=frozenset({Kind.CARGO_STATICLIB, Kind.GO_BINARY}),
             listed=True,
             auto=1,
@@ -123,7 +120,6 @@ MODES: Mapping[Mode, ModeFacts] = {
         ModeFacts(
             mode=Mode.ACCELERATED,
             help="accelerated (emulated, native compilers)",
-            implementation="rvport.engine.modes.accelerated:Accelerated",
             listed=True,
             hosts=Hosts.BUILD_HOSTS,
             auto=2,

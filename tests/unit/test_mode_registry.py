@@ -4,13 +4,13 @@ from it. A throwaway mode added to the table alone (and its module) is planned a
 
 from __future__ import annotations
 
-import sys
-import textwrap
+import dataclasses
 from enum import StrEnum
 
 import pytest
 from typer.testing import CliRunner
 
+from rvport import resources
 from rvport.catalogue import modes
 from rvport.catalogue.bases import load_bases
 from rvport.catalogue.kinds import KINDS
@@ -43,8 +43,8 @@ def test_every_mode_has_one_entry_and_an_implementation():
     assert modes.choices() == tuple(m.value for m in Mode)
     for mode, f in modes.MODES.items():
         assert f.mode is mode
-        assert f.implementation.startswith("rvport.engine.modes.")
         impl = build_modes.of(mode)
+        assert isinstance(impl, build_modes.IMPLEMENTATIONS[mode])
         assert all(callable(getattr(impl, m)) for m in ("bases", "early", "toolchain", "dockerfile"))
         assert f.requested and f.help.startswith(mode.value)
         assert (
@@ -52,10 +52,35 @@ def test_every_mode_has_one_entry_and_an_implementation():
         )  # a request is taken, moved or refused
 
 
+def test_the_implementations_are_exactly_the_registrys_modes():
+    """Every mode with a registry entry has an implementation in the engine's static mapping, and the mapping
+    names no mode the registry does not have (Mode.AUTO is the planner's choice, never built)."""
+    assert set(build_modes.IMPLEMENTATIONS) == set(modes.MODES)
+    assert Mode.AUTO not in build_modes.IMPLEMENTATIONS
+    for mode, cls in build_modes.IMPLEMENTATIONS.items():
+        assert cls.__module__.startswith("rvport.engine.modes."), mode
+        assert all(callable(getattr(cls, m)) for m in ("bases", "early", "toolchain", "dockerfile")), mode
+
+
+def test_the_default_modes_of_a_recipe_are_the_registrys(cat, monkeypatch, tmp_path):
+    """A recipe that lists no `modes:` gets the registry's defaults (every mode that need not be listed)."""
+    assert modes.defaults() == (Mode.NATIVE, Mode.QEMU)
+    assert all(not modes.MODES[m].listed for m in modes.defaults())
+    text = resources.builtin("recipes", "msgspec.yaml").read_text()
+    (tmp_path / "msgspec.yaml").write_text(
+        "".join(x for x in text.splitlines(True) if not x.startswith("modes:"))
+    )
+    assert load_catalogue(tmp_path, builtin=False).resolve("msgspec").modes == modes.defaults()
+    assert all(isinstance(m, Mode) for r in cat.recipes.values() for v in r for m in v.modes)
+    entry = dataclasses.replace(modes.MODES[Mode.CROSS], listed=False)
+    monkeypatch.setitem(modes.MODES, Mode.CROSS, entry)
+    assert modes.defaults() == (Mode.NATIVE, Mode.QEMU, Mode.CROSS)
+
+
 def test_a_request_or_auto_always_finds_a_mode_for_every_kind():
     for kind in Kind:
         for arch in ("x86_64", "aarch64", "riscv64", "ppc64le"):
-            assert any(f.admits(kind, ("native", "qemu"), arch) for f in modes.auto_order()), (kind, arch)
+            assert any(f.admits(kind, modes.defaults(), arch) for f in modes.auto_order()), (kind, arch)
 
 
 def test_the_bases_a_mode_names_are_build_platform_base_specs():
@@ -96,7 +121,7 @@ def test_the_cli_shows_the_registrys_help(verb, then):
 
 # --- a throwaway mode: one more member and entry, and its module; nothing else is edited ---
 
-THROWAWAY_MODULE = """
+
 class Throwaway:
     def bases(self, stage, host):
         return (("debian-trixie-xtc", stage.platform),)
@@ -109,20 +134,16 @@ class Throwaway:
 
     def dockerfile(self, env, toolchain):
         raise NotImplementedError
-"""
 
 
 @pytest.fixture
-def throwaway(monkeypatch, tmp_path):
-    """The registry with a throwaway mode: `Mode` with one more member (as its module would declare it), one
-    more entry naming a module written here."""
-    (tmp_path / "rvport_throwaway_mode.py").write_text(textwrap.dedent(THROWAWAY_MODULE))
-    monkeypatch.syspath_prepend(str(tmp_path))
+def throwaway(monkeypatch):
+    """The registry with a throwaway mode: `Mode` with one more member (as rvport/vocab.py would declare it),
+    one more entry, and its class in the engine's mapping."""
     extended = StrEnum("Mode", {**{m.name: m.value for m in Mode}, "THROWAWAY": "throwaway"})
     entry = ModeFacts(
         mode=extended.THROWAWAY,
         help="throwaway (a test's)",
-        implementation="rvport_throwaway_mode:Throwaway",
         kinds=frozenset({Kind.PYTHON_WHEEL}),
         hosts=Hosts.BUILD_HOSTS,
         auto=-1,  # better than any: auto takes it wherever it is admitted
@@ -134,8 +155,10 @@ def throwaway(monkeypatch, tmp_path):
         refused_hint="the throwaway mode is for {kinds} recipes",
     )
     monkeypatch.setattr(modes, "MODES", {**modes.MODES, entry.mode: entry})
-    yield extended.THROWAWAY
-    sys.modules.pop("rvport_throwaway_mode", None)
+    monkeypatch.setattr(
+        build_modes, "IMPLEMENTATIONS", {**build_modes.IMPLEMENTATIONS, entry.mode: Throwaway}
+    )
+    return extended.THROWAWAY
 
 
 def test_a_throwaway_mode_is_planned_by_auto_where_admitted(cat, throwaway):
@@ -160,10 +183,10 @@ def test_a_throwaway_mode_is_taken_or_refused_on_request(cat, throwaway):
     )
 
 
-def test_a_throwaway_mode_is_dispatched_to_its_module(cat, throwaway):
+def test_a_throwaway_mode_is_dispatched_to_its_class(cat, throwaway):
     st = plan(cat, "msgspec").stage("msgspec")
     impl = build_modes.of(st.mode)
-    assert type(impl).__module__ == "rvport_throwaway_mode"
+    assert type(impl) is Throwaway
     assert build_modes.bases(st, X86) == (
         (st.recipe.toolchain.base, RISCV64),
         ("debian-trixie-xtc", X86.platform),

@@ -4,8 +4,8 @@
     cross         the stage runs on the build platform with the kind's riscv64 cross toolchain
     accelerated   a riscv64 stage whose compilers are native build-platform cross compilers (a prefix image)
 
-Which module builds which mode is the mode registry's (rvport/catalogue/modes.py: `implementation`); `of`
-imports it when a stage first asks, so the lower layers name the modules without importing the build layer.
+Which class builds which mode is one static mapping here, `IMPLEMENTATIONS` (mode -> class), that a test
+holds to the mode registry (rvport/catalogue/modes.py): every mode of the registry has one, and nothing else.
 A mode is given a StageEnv (rvport/engine/stage.py), provided alike by the runner and by the bake export, and
 answers two questions: which toolchain image the stage builds FROM, and the stage's Dockerfile. Modes never
 import the runner or bake; which mode a stage has is the planner's decision (Stage.mode), and which kinds
@@ -14,12 +14,15 @@ support which modes is the mode registry.
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from rvport.catalogue import modes as registry
 from rvport.engine.images import BaseImage
+from rvport.engine.modes.accelerated import Accelerated
+from rvport.engine.modes.cross import Cross
+from rvport.engine.modes.emulated import Emulated
 from rvport.engine.render import Rendered
 from rvport.engine.stage import StageEnv, Toolchain
 from rvport.errors import HostNotReady
@@ -44,11 +47,18 @@ class StageMode(Protocol):
         """The stage's build Dockerfile, FROM `toolchain`."""
 
 
+# Each buildable mode's implementation (tests/unit/test_mode_registry.py: exactly the registry's modes).
+IMPLEMENTATIONS: Mapping[Mode, type[StageMode]] = {
+    Mode.NATIVE: Emulated,
+    Mode.QEMU: Emulated,
+    Mode.CROSS: Cross,
+    Mode.ACCELERATED: Accelerated,
+}
+
+
 def of(mode: Mode) -> StageMode:
-    """The implementation of a planned stage's mode (never Mode.AUTO: the planner decides): the class the mode
-    registry names ("module:Class"), its module imported on first use."""
-    module, _, name = registry.facts(mode).implementation.partition(":")
-    return getattr(importlib.import_module(module), name)()
+    """The implementation of a planned stage's mode (never Mode.AUTO: the planner decides)."""
+    return IMPLEMENTATIONS[mode]()
 
 
 @dataclass(frozen=True, kw_only=True)
