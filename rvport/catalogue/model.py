@@ -377,6 +377,81 @@ class Output:
         )
 
 
+DEFAULT_TEST_TIMEOUT = 1800  # seconds for one test file's run, when the recipe's `tests:` says none
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamTestFile:
+    """One test file of the source tree that `tests:` runs, with its `-k` selection, the profiles it runs
+    for (empty: all) and its own timeout."""
+
+    path: str  # relative to the source tree's top
+    select: str | None = None  # pytest -k
+    profiles: tuple[str, ...] = ()
+    timeout: int | None = None
+    line: int | None = None
+
+    def serves(self, profile: str) -> bool:
+        return not self.profiles or profile in self.profiles
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "select": self.select,
+            "profiles": list(self.profiles),
+            "timeout": self.timeout,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestWheel:
+    """A wheel the test environment needs (pytest and what it requires), fetched from the package index by its
+    file name and checked by its sha256, as a closure lock's index wheels are."""
+
+    __test__ = False  # not a test class, whatever pytest thinks of its name
+
+    file: str
+    sha256: str
+    line: int | None = None
+
+    def source(self) -> Source:
+        from packaging.utils import parse_wheel_filename
+
+        name, version, _build, _tags = parse_wheel_filename(self.file)
+        return Source(
+            name=f"test-wheel-{name}",
+            kind=SourceKind.PYPI,
+            sha256=self.sha256,
+            project=str(name),
+            version=str(version),
+            filename=self.file,
+            line=self.line,
+        )
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "sha256": self.sha256}
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamTests:
+    """A recipe's `tests:`: the source tree's own tests, run after the smoke test in the smoke image under the
+    profile's QEMU CPU with no network (docs/recipes.md)."""
+
+    files: tuple[UpstreamTestFile, ...]
+    copy: tuple[str, ...]  # the tree's paths copied into the test container
+    timeout: int = DEFAULT_TEST_TIMEOUT
+    wheels: tuple[TestWheel, ...] = ()
+    line: int | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "files": [f.to_json() for f in self.files],
+            "copy": list(self.copy),
+            "timeout": self.timeout,
+            "wheels": [w.to_json() for w in self.wheels],
+        }
+
+
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
     """One version of one recipe, with the recipe-wide fields merged in."""
@@ -410,6 +485,7 @@ class Recipe:
     repair_exclude: tuple[str, ...] = ()
     repair_exclude_reason: str | None = None
     runtime: Runtime | None = None  # the image the artifacts run in (`runtime:`), made after the stage
+    tests: UpstreamTests | None = None  # the source tree's own tests (`tests:`), run after the smoke test
     # the build modes it may be built in: `modes:`, else the registry's defaults (modes.defaults())
     modes: tuple[Mode, ...] = field(default_factory=modes.defaults)
     hermetic: bool = True

@@ -24,6 +24,7 @@ from rvport.catalogue.kinds import WHEEL_KINDS
 from rvport.catalogue.model import (
     BUILTIN,
     CHECK_TIMEOUT_S,
+    DEFAULT_TEST_TIMEOUT,
     LOCK_NAMES,
     RUST_WEB,
     RUST_WEB_PACKAGES,
@@ -38,7 +39,10 @@ from rvport.catalogue.model import (
     RuntimeFile,
     Source,
     SourceKind,
+    TestWheel,
     TreeLock,
+    UpstreamTestFile,
+    UpstreamTests,
 )
 from rvport.catalogue.profiles import load_profiles
 from rvport.catalogue.schema import control_characters, validate
@@ -57,6 +61,95 @@ def recipe_schema() -> dict:
 def default_recipes_dir() -> Path:
     """The built-in catalogue, shipped inside the package."""
     return resources.builtin("recipes")
+
+
+def _tests(d: LDict | None, doc: LDict, file: str, problems: list[Problem]) -> UpstreamTests | None:
+    """`tests:` (a version's, else the recipe's) as a value; its problems (a kind whose artifacts are no
+    wheels, no smoke test, an unknown profile, a wheel file name that is no wheel's) collected."""
+    if not d:
+        return None
+    line = getattr(d, "line", None)
+    if Kind(doc["kind"]) not in WHEEL_KINDS or not (doc.get("smoke") or {}).get("script"):
+        problems.append(
+            Problem(
+                message="tests: runs in the smoke test's image with the wheels installed: it needs a kind "
+                "whose artifacts are wheels and a smoke: script",
+                file=file,
+                line=line,
+                hint="add a smoke: test, or drop tests:",
+            )
+        )
+    known = set(load_profiles())
+    files = []
+    for i, f in enumerate(d["files"]):
+        fl = line_of(d["files"], i) or line
+        bad = [p for p in f.get("profiles", ()) if p not in known]
+        if bad:
+            problems.append(
+                Problem(
+                    message=f"tests: file {f['path']}: unknown profile(s) {', '.join(bad)}",
+                    file=file,
+                    line=fl,
+                    hint=f"profiles: {', '.join(sorted(known))}",
+                )
+            )
+        files.append(
+            UpstreamTestFile(
+                path=f["path"],
+                select=f.get("select"),
+                profiles=tuple(f.get("profiles", ())),
+                timeout=f.get("timeout"),
+                line=fl,
+            )
+        )
+    wheels = []
+    for i, w in enumerate(d.get("wheels", ())):
+        wl = line_of(d["wheels"], i) or line
+        tw = TestWheel(file=w["file"], sha256=w["sha256"], line=wl)
+        try:
+            tw.source()
+        except ValueError as e:
+            problems.append(
+                Problem(
+                    message=f"tests: wheel {w['file']!r} is not a wheel's file name: {e}", file=file, line=wl
+                )
+            )
+            continue
+        wheels.append(tw)
+    copy = tuple(d.get("copy") or dict.fromkeys(f.path.split("/", 1)[0] for f in files))
+    for c in copy:
+        _rel_ok(c, "tests: copy", file, line, problems)
+    for f in files:
+        _rel_ok(f.path, "tests: file", file, f.line, problems)
+        if not any(f.path == c or f.path.startswith(c.rstrip("/") + "/") for c in copy):
+            problems.append(
+                Problem(
+                    message=f"tests: file {f.path} is not under any path of tests: copy ({', '.join(copy)})",
+                    file=file,
+                    line=f.line,
+                    hint="add its directory to copy:",
+                )
+            )
+    return UpstreamTests(
+        files=tuple(files),
+        copy=copy,
+        timeout=int(d.get("timeout", DEFAULT_TEST_TIMEOUT)),
+        wheels=tuple(wheels),
+        line=line,
+    )
+
+
+def _rel_ok(path: str, what: str, file: str, line: int | None, problems: list[Problem]) -> None:
+    parts = PurePosixPath(path).parts
+    if not _REL_PATH.fullmatch(path) or ".." in parts or "." in parts or parts[0] == RVPORT_DIR:
+        problems.append(
+            Problem(
+                message=f"{what} {path!r} is not a relative path inside the source tree",
+                file=file,
+                line=line,
+                hint="letters, digits and _ . + @ = , ~ - between single slashes; no '..'",
+            )
+        )
 
 
 def _source(d: LDict, file: str, problems: list[Problem]) -> Source:
@@ -739,6 +832,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                 repair_exclude=tuple(repair.get("exclude", ())),
                 repair_exclude_reason=repair.get("reason") if repair.get("exclude") else None,
                 runtime=runtime,
+                tests=_tests(v.get("tests") or doc.get("tests"), doc, file, problems),
                 **({"modes": tuple(Mode(m) for m in doc["modes"])} if "modes" in doc else {}),
                 hermetic=bool(v.get("hermetic", True)),
                 is_default=bool(v.get("default", False)),

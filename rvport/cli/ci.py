@@ -28,6 +28,7 @@ TIMING_ORDER = (
     "verify",
     "smoke_image",
     "smoke",
+    "tests",
     "runtime",
     "check",
 )
@@ -61,7 +62,10 @@ def stage_time(stage: dict) -> float:
 def timing_keys(stages: list[dict]) -> list[str]:
     """The timing table's columns: TIMING_ORDER, then any other key a stage has, as first seen (never
     dropped)."""
-    keys = list(TIMING_ORDER)
+    # the upstream tests' column only where a stage ran them (a recipe's `tests:`)
+    keys = [
+        k for k in TIMING_ORDER if k != "tests" or any("tests" in (s.get("timings") or {}) for s in stages)
+    ]
     for s in stages:
         keys += [k for k in (s.get("timings") or {}) if k not in keys]
     return keys
@@ -81,6 +85,20 @@ def smoke_word(stage: dict) -> str:
     word = s.get("status", "-")
     wv = s.get("without_vector")
     return f"{word}; {without_vector_words(wv)}" if wv else word
+
+
+def tests_word(stage: dict) -> str:
+    """A stage's upstream tests in a few words: `passed (12 passed, 3 skipped)`, `failed (2 failed)`, `-`."""
+    t = stage.get("tests")
+    if not t:
+        return "-"
+    c = t.get("counts") or {}
+    parts = [
+        f"{c[k]} {k if k != 'error' else 'errors'}"
+        for k in ("passed", "failed", "error", "skipped")
+        if c.get(k)
+    ]
+    return f"{t.get('status', '?')} ({', '.join(parts) or 'no test'})"
 
 
 def without_vector_words(wv: dict) -> str:
@@ -121,11 +139,17 @@ def summary_markdown(doc: dict) -> str:
         + (f" ({', '.join(cached)})" if cached else ""),
         "",
     ]
-    lines += ["| stage | version | mode | status | verify | smoke | time |", "|---|---|---|---|---|---|---:|"]
+    tested = any(s.get("tests") for s in stages)  # the tests column only where a stage ran upstream tests
+    lines += [
+        "| stage | version | mode | status | verify | smoke | " + ("tests | " if tested else "") + "time |",
+        "|---|---|---|---|---|---|" + ("---|" if tested else "") + "---:|",
+    ]
     for s in stages:
         lines.append(
             f"| {_cell(_stage_id(s))} | {_cell(s.get('version', ''))} | {_cell(s.get('mode', ''))} | "
-            f"{_cell(s.get('status', ''))} | {verify_word(s)} | {smoke_word(s)} | {stage_time(s):.1f} s |"
+            f"{_cell(s.get('status', ''))} | {verify_word(s)} | {smoke_word(s)} | "
+            + (f"{_cell(tests_word(s))} | " if tested else "")
+            + f"{stage_time(s):.1f} s |"
         )
     keys = timing_keys(stages)
     lines += [
@@ -261,9 +285,65 @@ def junit_xml(doc: dict) -> str:
         elif s.get("status") == "not run":
             ET.SubElement(case, "skipped", message="not run: an earlier stage failed or was interrupted")
         ET.SubElement(case, "system-out").text = "\n".join(out)
+    for s in stages:
+        if s.get("tests"):
+            _tests_suite(suites, s, profile)
     clean_xml(suites)  # any name, message or log line: well-formed XML, no terminal controls
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _tests_suite(suites: ET.Element, s: dict, profile: str) -> None:
+    """A stage's upstream tests as a <testsuite> of their own: one <testcase> per test id (failed ->
+    <failure>, error -> <error>, skipped -> <skipped>), and one per file that did not run to its end (no
+    test collected, timed out, ...) as a failure; the top element's totals count them too."""
+    t = s["tests"]
+    stage = _stage_id(s)
+    cases = list(t.get("cases") or [])
+    broken = [f for f in t.get("files") or [] if f.get("status") not in ("passed", "failed")]
+    if t.get("reason"):
+        broken.append({"path": "(install)", "status": t["reason"], "select": None})
+    failures = sum(1 for c in cases if c.get("outcome") == "failed") + len(broken)
+    errors = sum(1 for c in cases if c.get("outcome") == "error")
+    skipped = sum(1 for c in cases if c.get("outcome") == "skipped")
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"upstream tests of {stage} ({profile})",
+        tests=str(len(cases) + len(broken)),
+        failures=str(failures),
+        errors=str(errors),
+        skipped=str(skipped),
+        time=f"{round(sum(float(c.get('duration_s') or 0) for c in cases), 3)}",
+    )
+    for c in cases:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"{stage}.{c.get('file', '')}",
+            name=str(c.get("id", "")),
+            time=f"{c.get('duration_s', 0)}",
+        )
+        message = str(c.get("message") or "")
+        first = message.strip().splitlines()[-1] if message.strip() else str(c.get("outcome"))
+        if c.get("outcome") == "failed":
+            ET.SubElement(case, "failure", message=first, type="TestFailed").text = message
+        elif c.get("outcome") == "error":
+            ET.SubElement(case, "error", message=first, type="TestError").text = message
+        elif c.get("outcome") == "skipped":
+            ET.SubElement(case, "skipped", message=first)
+    for f in broken:
+        case = ET.SubElement(suite, "testcase", classname=f"{stage}.{f['path']}", name=f"{f['path']} (run)")
+        ET.SubElement(case, "failure", message=str(f["status"]), type="TestRunFailed").text = "\n".join(
+            t.get("output") or []
+        )
+    for k, n in (
+        ("tests", len(cases) + len(broken)),
+        ("failures", failures),
+        ("errors", errors),
+        ("skipped", skipped),
+    ):
+        suites.set(k, str(int(suites.get(k, "0")) + n))
 
 
 def write_junit(path: Path, doc: dict) -> Path:

@@ -83,6 +83,9 @@ def fetch(o: FetchArgs) -> None:
                 for _, f in rows[-len(r.sources) :]:
                     if f.note:
                         u.err.print(f"warning: {f.note}", markup=False)
+                # the test wheels of its upstream tests (`tests:`), so a mirror serves them too
+                for w in r.tests.wheels if r.tests else ():
+                    rows.append((f"{r.ref} tests", fetcher.fetch(w.source())))
             # the tools wheel stages run (auditwheel), so a mirror serves an offline build whole
             if any(r.kind in WHEEL_KINDS for r in selected):
                 for name, tl in sorted(tools().items()):

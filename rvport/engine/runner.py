@@ -36,6 +36,7 @@ from pathlib import Path
 from rvport import manifest, outdir, proc
 from rvport.catalogue.kinds import KINDS
 from rvport.engine import buildx, check, debpins, modes, render, runtime, sidebyside
+from rvport.engine import tests as upstream
 from rvport.engine.images import BaseImage
 from rvport.engine.prepare import Preparer
 from rvport.engine.progress import Progress
@@ -94,6 +95,7 @@ def artifact_record(
     verify: dict | None,
     smoke: dict | None,
     build_command: str | None,
+    tests: dict | None = None,
     manylinux: list,
     rust: dict | None,
     files: Path,
@@ -107,6 +109,7 @@ def artifact_record(
         "key": key,
         "verify": verify,
         "smoke": smoke,
+        **({"tests": tests} if tests is not None else {}),
         "build_command": build_command,
         "manylinux": manylinux,
         "rust": rust,
@@ -228,6 +231,7 @@ class Runner:
         self.stage_outputs: dict[str, Path] = {}
         self.ahead: dict | None = None  # result.json's images_ahead
         self._trees: dict[str, PreparedTree] = {}  # every stage's source tree, prepared first
+        self._test_wheels: dict[str, dict[str, Path]] = {}  # a stage's test wheels: file name -> cache entry
         # while the stages run: the image making (prepare.py) and its pool; the smoke images taken, by stage
         self._ahead: tuple[Preparer, sidebyside.SideBySide] | None = None
         self._smoke_images: dict[str, Toolchain] = {}
@@ -319,7 +323,69 @@ class Runner:
                 return rec, e
             self._trees[rec.stage.name] = tree
             rec.sources = [f.to_json() for f in tree.fetched]
+            if rec.stage.tests is not None and self.opts.smoke:
+                try:
+                    with env.timer("fetch"):
+                        self._test_wheels[rec.stage.name] = self._tests_ready(rec.stage, tree)
+                except KeyboardInterrupt:
+                    rec.status = "interrupted"
+                    raise
+                except RvportError as e:
+                    self.rep.begin(rec.stage.name, f"{rec.stage.recipe.ref} [{rec.stage.mode.value}]")
+                    return rec, e
         return None
+
+    def _tests_ready(self, st: Stage, tree: PreparedTree) -> dict[str, Path]:
+        """Before any image: the planned test files are in the stage's source tree (missing ones named,
+        exit 3), and the pinned test wheels are fetched and checked (exit 4 on a wrong sha256)."""
+        from rvport.catalogue.model import TestWheel
+        from rvport.sources import fetch_sources
+
+        assert st.tests is not None
+        local = next((s.local for s in st.recipe.sources if s.local is not None and s.dest is None), None)
+        where = f"the local tree {local.path}" if local else f"the prepared tree {tree.path}"
+        upstream.check_files(st.recipe.ref, st.tests, tree.path, where)
+        wheels = [TestWheel(file=w["file"], sha256=w["sha256"]) for w in st.tests["wheels"]]
+        got = fetch_sources([w.source() for w in wheels], self.opts.fetch)
+        return {w.file: f.path for w, f in zip(wheels, got, strict=True)}
+
+    def _upstream_tests(self, env: StageEnv, files: Path, image: str) -> None:
+        """The recipe's upstream tests (rvport/engine/tests.py) in a build of their own FROM the smoke image,
+        no network, the profile's QEMU CPU; the record (stages[].tests) is made only from a finished run, and
+        a failure raises UpstreamTestsFailed (exit 7)."""
+        st = env.stage
+        assert st.tests is not None
+        rendered = upstream.dockerfile(
+            image=image, qemu_cpu=env.riscv64_env["QEMU_CPU"], profile=self.profile
+        )
+        wheels = self._test_wheels.get(st.name, {})
+        with self._scratch(f"tests-{st.name}-", f"tests-out-{st.name}-") as (ctx, out):
+            upstream.context(
+                ctx,
+                tree=self._trees[st.name].path,
+                planned=st.tests,
+                artifacts=files,
+                deps={d: self.stage_outputs[d] for d in st.depends},
+                wheels=wheels,
+                dockerfile=rendered.text,
+            )
+            buildx.build(
+                buildx.BuildSpec(
+                    context=ctx,
+                    dockerfile=ctx / "Dockerfile",
+                    platform=RISCV64,
+                    output_dir=out,
+                    network="none",
+                    builder=self.opts.builder,
+                    no_cache=True,
+                ),
+                log_path=env.log_path,
+                on_line=env.line,
+            )
+            made = upstream.record(st.recipe.ref, out, st.tests, sorted(wheels))
+        env.record.tests = made
+        if made["status"] != "passed":
+            raise upstream.failure(st.recipe.ref, made, env.log_path)
 
     def _stages(self) -> tuple[StageRecord, RvportError] | None:
         """Every stage's images made side by side (rvport/engine/prepare.py), and each stage built as soon as
@@ -419,6 +485,7 @@ class Runner:
         if meta is not None:
             self.rep.step(name, "unchanged inputs: reusing verified artifacts")
             rec.verify, rec.smoke, rec.rust = meta.get("verify"), meta.get("smoke"), meta.get("rust")
+            rec.tests = meta.get("tests")
             rec.build_command = meta.get("build_command")
             rec.manylinux = meta.get("manylinux") or []
             rec.status = "cached"
@@ -541,11 +608,16 @@ class Runner:
                 with env.timer("smoke"):
                     self.rep.step(st.name, "smoke test in a clean riscv64 container")
                     self._smoke(env, files, image)  # sets rec.smoke; a failing test raises SmokeFailed
+                if st.tests is not None:
+                    with env.timer("tests"):
+                        self.rep.step(st.name, "upstream tests in a clean riscv64 container")
+                        self._upstream_tests(env, files, image)  # sets rec.tests; failing: exit 7
             meta = artifact_record(
                 recipe=st.recipe.ref,
                 key=rec.key,
                 verify=rec.verify,
                 smoke=rec.smoke,
+                tests=rec.tests,
                 build_command=rec.build_command,
                 manylinux=rec.manylinux,
                 rust=rec.rust,

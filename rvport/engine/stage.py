@@ -80,6 +80,7 @@ class StageRecord:
     artifacts: list[dict] = field(default_factory=list)
     verify: dict | None = None
     smoke: dict | None = None
+    tests: dict | None = None  # the recipe's upstream tests (`tests:`), run after the smoke test (tests.py)
     manylinux: list[dict] = field(
         default_factory=list
     )  # wheel repair: tag, grafted libraries, auditwheel's words
@@ -116,6 +117,7 @@ class StageRecord:
             "artifacts": self.artifacts,
             "verify": self.verify,
             "smoke": self.smoke,
+            **({"tests": self.tests} if self.tests is not None else {}),
             "manylinux": self.manylinux,
             # wheel kinds: whether the stage repairs its wheels, and who decided why (plan.json's)
             **({"wheel_repair": dict(s.wheel_repair)} if s.wheel_repair is not None else {}),

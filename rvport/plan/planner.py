@@ -189,6 +189,9 @@ class Stage:
     wheel_repair: Mapping[str, object] | None = None  # wheel kinds: repaired or not, and why (wheel_repair)
     # `smoke: without_vector:`: the smoke test's second run, {"cpu", "expected"} (smoke_without_vector)
     smoke_without_vector: Mapping[str, str] | None = None
+    # `tests:` as this profile runs them (upstream_tests): the files, selections and timeouts, the tree's
+    # paths copied, the pinned test wheels; None: no upstream tests
+    tests: Mapping[str, object] | None = None
 
     def _smoke_json(self) -> dict | None:
         r = self.recipe
@@ -243,6 +246,7 @@ class Stage:
             "runtime": self.runtime.to_json() if self.runtime else None,
             # wheel kinds only: other plans stay as they were
             **({"wheel_repair": dict(self.wheel_repair)} if self.wheel_repair is not None else {}),
+            **({"tests": dict(self.tests)} if self.tests is not None else {}),
         }
 
 
@@ -539,6 +543,7 @@ def stage_key(
     dep_keys: Sequence[str],
     tools: Sequence[Tool] = (),
     python: PythonTarget | None = None,
+    tests: Mapping[str, object] | None = None,
 ) -> str:
     doc = {
         "recipe": recipe.ref,
@@ -569,6 +574,8 @@ def stage_key(
         doc["tools"] = [[t.name, t.source.sha256, t.script_sha256] for t in tools]
     if python:
         doc["python"] = python.to_json()
+    if tests:  # only when there are any: every other stage's key stays what it was
+        doc["tests"] = dict(tests)
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -630,7 +637,8 @@ def make_plan(
             stage_id(n, py) if stage_id(n, py) in keys else n
             for n in (d.partition("==")[0] for d in r.depends)
         )
-        key = stage_key(r, profile, mode, env, commands, [keys[d] for d in deps], tools, py)
+        tests = upstream_tests(r, req.profile) if r.smoke else None
+        key = stage_key(r, profile, mode, env, commands, [keys[d] for d in deps], tools, py, tests)
         keys[stage_id(r.name, py)] = key
         locations = {s.name: locate(s) for s in r.sources}
         unpinned = [s.name for s in r.sources if not s.pinned]
@@ -682,6 +690,7 @@ def make_plan(
                 python=py,
                 wheel_repair=wheel_repair(r, req.manylinux, repair),
                 smoke_without_vector=smoke_without_vector(r, req.profile),
+                tests=tests,
             )
         )
     planned_names = {s.recipe.name for s in stages}
@@ -719,6 +728,23 @@ def expired_release_notes(accepted: tuple[str, ...], stages: list[Stage]) -> lis
         if s not in used
     ]
     return notes
+
+
+def upstream_tests(recipe: Recipe, profile: Profile) -> dict | None:
+    """The recipe's `tests:` as a build for `profile` runs them: the files that serve the profile, each with
+    its -k selection and its timeout (its own, else the step's), the tree's paths copied into the container
+    and the test wheels. None when the recipe has none, or none of its files is for this profile."""
+    t = recipe.tests
+    if t is None:
+        return None
+    files = [
+        {"path": f.path, "select": f.select, "timeout": f.timeout or t.timeout}
+        for f in t.files
+        if f.serves(profile.name)
+    ]
+    if not files:
+        return None
+    return {"files": files, "copy": list(t.copy), "wheels": [w.to_json() for w in t.wheels]}
 
 
 def smoke_without_vector(recipe: Recipe, profile: Profile) -> dict[str, str] | None:

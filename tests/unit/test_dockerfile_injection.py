@@ -19,6 +19,7 @@ from rvport.catalogue.kinds import compiles_rust
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
 from rvport.engine import modes, render, runtime
+from rvport.engine import tests as upstream
 from rvport.engine.modes import accelerated, cross
 from rvport.engine.stage import Toolchain
 from rvport.errors import ExitCode, RecipeError
@@ -197,6 +198,10 @@ def render_all(cat) -> dict[str, str]:
         without_vector_cpu=get_profile("rv64gc").qemu_cpu,
     )
     out[rendered.template] = rendered.text
+    rendered = upstream.dockerfile(
+        image="rvport/smoke:under-test", qemu_cpu="rv64", profile=get_profile("rvv256")
+    )
+    out[rendered.template] = rendered.text
     rendered = runtime.dockerfile(stage.runtime, "rvport/runtime-base:under-test", r.ref)
     out[rendered.template] = rendered.text
     return out
@@ -250,6 +255,7 @@ def test_the_templates_are_the_ones_rendered_here():
             "cross-toolchain",
             "accelerated",
             "accelerated-prefix",
+            "tests",
         )
     }
 

@@ -87,3 +87,46 @@ def test_fetch_to_a_mirror_adds_the_tools_for_wheel_recipes_only(tmp_path, monke
     assert ((mirror / "demotool-1.0.tar.gz").is_file()) is with_tool
     if with_tool:
         assert (mirror / "demotool-1.0.tar.gz").read_bytes() == TOOL and "rvport tool demotool" in res.output
+
+
+WHEEL = b"a test wheel's bytes, pinned by their digest\n" * 40
+
+
+def test_fetch_adds_the_test_wheels_of_a_recipes_tests(tmp_path, monkeypatch):
+    """`tests: wheels:` are fetched with the sources (checked by sha256), so a mirror serves the tests too."""
+    import rvport.cli.sources as cli_sources
+    from rvport.cli.app import app
+
+    name = "demotest-1.0-py3-none-any.whl"
+    page = f'<a href="/files/{name}#sha256={sha(WHEEL)}">{name}</a>'.encode()
+    routes = {
+        "/simple/demotest/": Route(body=page, content_type="text/html"),
+        f"/files/{name}": Route(body=WHEEL),
+        "/demo-1.0.tar.gz": Route(body=SRC),
+    }
+    with serve(routes) as srv:
+        monkeypatch.setattr(cli_sources, "tools", lambda: {})
+        monkeypatch.setenv("PIP_INDEX_URL", srv.url("/simple/"))
+        monkeypatch.setenv("COLUMNS", "300")
+        root = recipe(tmp_path / "recipes", "python-wheel", srv.url("/demo-1.0.tar.gz"))
+        text = (root / "demo.yaml").read_text()
+        (root / "demo.yaml").write_text(
+            text.replace("build: [make]\n", "build: [make]\nsmoke: {script: print(1)}\n")
+            + f"    tests:\n      files: [{{path: tests/test_a.py}}]\n"
+            f"      wheels: [{{file: {name}, sha256: {sha(WHEEL)}}}]\n"
+        )
+        mirror = tmp_path / "mirror"
+        args = [
+            "fetch",
+            "demo",
+            "--recipes",
+            str(root),
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--to",
+            str(mirror),
+        ]
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        assert srv.hits(f"/files/{name}") == 1
+    assert (mirror / name).read_bytes() == WHEEL and "demo==1.0 tests" in res.output
