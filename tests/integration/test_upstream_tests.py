@@ -80,23 +80,45 @@ def test_msgspecs_own_tests_pass_on_its_wheel(passed):
     assert doc["stages"][0]["timings"]["tests"] > 0
 
 
-def test_a_failing_test_of_a_local_tree_is_exit_7_naming_it(sdist_tree, tmp_path):
+def test_a_kernel_bug_in_a_local_tree_is_caught_by_the_projects_own_test(sdist_tree, tmp_path):
+    """A mutated tree, as a pull request could make it: an off-by-one in msgspec's C code (Raw's equality
+    compares one byte too few). rvport's smoke test does not use Raw and passes; msgspec's own
+    test_raw_comparison fails, and the run says so (exit 7, the id named)."""
     tree = tmp_path / "msgspec"
     shutil.copytree(sdist_tree, tree, symlinks=True)
-    with open(tree / "tests" / "unit" / "test_raw.py", "a") as f:
-        f.write("\n\ndef test_rvport_mutation():\n    assert msgspec.Raw(b'1') == msgspec.Raw(b'2')\n")
+    core = tree / "src" / "msgspec" / "_core.c"
+    text = core.read_text()
+    good = "(memcmp(self->buf, raw_other->buf, self->len) == 0)"
+    assert text.count(good) == 1
+    core.write_text(
+        text.replace(good, "(memcmp(self->buf, raw_other->buf, self->len ? self->len - 1 : 0) == 0)")
+    )
     before = _snapshot(tree)
     out = tmp_path / "out"
-    cp = rvport("build", "msgspec", "--profile", PROFILE, "--source-tree", str(tree), "--output", str(out))
+    cp = rvport(
+        "build",
+        "msgspec",
+        "--profile",
+        PROFILE,
+        "--source-tree",
+        str(tree),
+        "--output",
+        str(out),
+        "--junit",
+        str(tmp_path / "junit.xml"),
+    )
     assert cp.returncode == 7, cp.stdout[-4000:] + cp.stderr[-4000:]
-    assert "FAILED tests/unit/test_raw.py::test_rvport_mutation" in cp.stdout + cp.stderr
+    assert "FAILED tests/unit/test_raw.py::test_raw_comparison" in cp.stdout + cp.stderr
     doc = json.loads((out / "result.json").read_text())
     s = doc["stages"][0]
-    assert s["status"] == "failed"
+    assert s["status"] == "failed" and s["smoke"]["status"] == "passed"
     failed = [c["id"] for c in s["tests"]["cases"] if c["outcome"] == "failed"]
-    assert failed == ["tests/unit/test_raw.py::test_rvport_mutation"]
+    assert failed == ["tests/unit/test_raw.py::test_raw_comparison"]
     assert s["sources"][0]["from"] == "local" and s["sources"][0]["local"]["path"] == str(tree)
     assert _snapshot(tree) == before
+    junit = ET.parse(tmp_path / "junit.xml").getroot()
+    case = next(c for suite in junit for c in suite if c.get("name") == failed[0])
+    assert case.find("failure") is not None
 
 
 def test_a_listed_test_file_missing_from_the_tree_is_named_before_any_image(sdist_tree, tmp_path):
