@@ -64,7 +64,7 @@ def wheelhouse(o: WheelhouseArgs) -> None:
     come from --artifacts. Every wheel's requirements must be met by the lock, and every wheel must pass
     `rvport verify` for --profile. DIR is written whole at the end, or not at all (docs/closure.md)."""
     from rvport.catalogue.bases import load_base
-    from rvport.catalogue.closure import find_lock, lock_path
+    from rvport.catalogue.closure_lock import find_lock, lock_path
     from rvport.catalogue.profiles import get_profile
     from rvport.catalogue.recipes import load_catalogue
     from rvport.closure import inductor
@@ -201,7 +201,7 @@ def figures_lines(doc: dict) -> list[str]:
 def carrying(cat, lock) -> frozenset[str]:  # type: ignore[no-untyped-def]
     """The lock's recipe distributions whose recipe (at the locked version) declares its wheel `isa:
     profile`: the wheelhouse verifies that they carry the profile's extensions."""
-    from rvport.catalogue.closure import Origin
+    from rvport.catalogue.closure_lock import Origin
     from rvport.vocab import OutputType
 
     out = set()

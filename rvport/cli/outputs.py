@@ -126,7 +126,7 @@ def check_lock_file(path: Path) -> None:
     check_file(path)
     if not os.path.lexists(path):
         return
-    from rvport.catalogue.closure import LockConflict, load_lock
+    from rvport.catalogue.closure_lock import LockConflict, load_lock
     from rvport.errors import RvportError
 
     try:

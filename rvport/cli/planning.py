@@ -43,7 +43,7 @@ def with_closures(plan: Plan, cat: Catalogue) -> Plan:
     from dataclasses import replace
 
     from rvport.catalogue.bases import load_base
-    from rvport.catalogue.closure import LockConflict, Origin, check_recipe_pins, find_lock
+    from rvport.catalogue.closure_lock import LockConflict, Origin, check_recipe_pins, find_lock
 
     closures: list[dict] = []
     notes: list[str] = []

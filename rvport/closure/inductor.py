@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport.catalogue.closure import Lock
+from rvport.catalogue.closure_lock import Lock
 from rvport.catalogue.profiles import Profile
 from rvport.errors import IntegrityError
 

@@ -1,5 +1,5 @@
 """`rvport lock`: resolve a recipe's runtime closure for its base's Python on riscv64 and write its lock
-(rvport.catalogue.closure; docs/closure.md).
+(rvport.catalogue.closure_lock; docs/closure.md).
 
 The resolver is ours, small, and explainable:
 
@@ -18,7 +18,7 @@ The resolver is ours, small, and explainable:
 - a Debian package that apt installs as a dependency but whose version the closure cannot use is shadowed:
   the entry comes from the index and says which Debian package it is installed over.
 
-The lock is then loaded back (rvport.catalogue.closure.load_lock): the file written is one that holds
+The lock is then loaded back (rvport.catalogue.closure_lock.load_lock): the file written is one that holds
 together.
 """
 
@@ -46,9 +46,9 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from rvport.catalogue import closure
+from rvport.catalogue import closure_lock
 from rvport.catalogue.bases import load_base
-from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin, Target
+from rvport.catalogue.closure_lock import DebianRef, Entry, Lock, Origin, Target
 from rvport.catalogue.model import Recipe, Source, SourceKind
 from rvport.catalogue.recipes import Catalogue
 from rvport.catalogue.yamlsrc import load_yaml
@@ -82,7 +82,7 @@ class Policy:
     # pip walks them when it installs beside Debian's packages, so the closure must meet them too
     debian_requires: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Debian packages of the runtime that are no distribution: (package, file, why, matches or None), locked
-    # at the version the signed index holds (closure.SystemPackage)
+    # at the version the signed index holds (closure_lock.SystemPackage)
     system: tuple[tuple[str, str, str, str | None], ...] = ()
 
     def package(self, name: str) -> str:
@@ -99,7 +99,7 @@ class Policy:
 
 
 def load_policy(recipe: str, root: Path | None = None) -> Policy:
-    root = root or closure.locks_dir()
+    root = root or closure_lock.locks_dir()
     path = root / f"{recipe}.policy.yaml"
     names_path = root / "debian-names.yaml"
     if not path.is_file():
@@ -242,7 +242,7 @@ def evaluate(lines: Iterable[str], target: Target, extras: Iterable[str], what: 
     out = []
     for text in lines:
         try:
-            req = closure.applicable(text, target, extras)
+            req = closure_lock.applicable(text, target, extras)
         except ValueError as e:
             raise RecipeError(f"{what}: {e}") from e
         if req is None:
@@ -429,7 +429,7 @@ class Resolver:
                 hint=f"add the recipe, or name its version in the policy's recipe_versions ({recipe}: X.Y)",
             )
         if not self.spec(name).contains(Version(version), prereleases=True):
-            raise closure.LockConflict(
+            raise closure_lock.LockConflict(
                 f"recipe {recipe} builds {name} {version}, and the closure requires {name}{self.spec(name)}",
                 hint=f"build a version of {recipe} that satisfies it",
             )
@@ -469,10 +469,10 @@ class Resolver:
                     hint="name its Debian package in debian-names.yaml, or take it from the index",
                 )
             return None
-        version = closure.debian_python_version(pkg.version)
+        version = closure_lock.debian_python_version(pkg.version)
         if not self.spec(name).contains(Version(version), prereleases=True):
             if name in self.policy.debian:
-                raise closure.LockConflict(
+                raise closure_lock.LockConflict(
                     f"the policy takes {name} from Debian ({package} {pkg.version}), and the closure "
                     "requires "
                     f"{name}{self.spec(name)}",
@@ -565,7 +565,7 @@ class Resolver:
         files = [f for f in self.index.files(name) if _version_of(f.filename) == Version(version)]
         wheels = sorted((f for f in files if f.filename.endswith(".whl")), key=lambda f: f.filename)
         if wheels:
-            pure = [f for f in wheels if closure.is_pure(f.filename)]
+            pure = [f for f in wheels if closure_lock.is_pure(f.filename)]
             return self._metadata(name, version, (pure or wheels)[0])
         sdists = [f for f in files if f.filename.endswith((".tar.gz", ".zip"))]
         if not sdists:
@@ -596,7 +596,7 @@ HEADER = """\
 
 def system_packages(
     policy: Policy, debian: Mapping[str, tuple[DebPackage, ...]], suite: str
-) -> tuple[closure.SystemPackage, ...]:
+) -> tuple[closure_lock.SystemPackage, ...]:
     """The policy's system packages at the version the suite's signed index holds (the last it lists), with
     its .deb's sha256; every one the index lacks is named at once."""
     out, missing = [], []
@@ -607,7 +607,7 @@ def system_packages(
             continue
         pkg = have[-1]
         out.append(
-            closure.SystemPackage(
+            closure_lock.SystemPackage(
                 package=pkg.name, version=pkg.version, sha256=pkg.sha256, file=file, why=why, matches=matches
             )
         )
@@ -629,7 +629,7 @@ def make_lock(
     release: Mapping[str, Any],
     extras: Mapping[str, set[str]],
     replace: Iterable[tuple[str, str | None, str]] = (),
-    system: tuple[closure.SystemPackage, ...] = (),
+    system: tuple[closure_lock.SystemPackage, ...] = (),
 ) -> Lock:
     entries = []
     for name in sorted(nodes):
@@ -667,7 +667,7 @@ def make_lock(
         version=recipe.version,
         target=target,
         entries=tuple(entries),
-        digest=closure.digest_of(body),
+        digest=closure_lock.digest_of(body),
         debian_release=dict(release),
         edits=edits,
         system=system,
@@ -684,7 +684,7 @@ def write_lock(lock: Lock, path: Path) -> Lock:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, text)
     try:
-        return closure.load_lock(path)
+        return closure_lock.load_lock(path)
     except Exception:
         path.unlink(missing_ok=True)
         raise
@@ -707,8 +707,8 @@ def target_of(debian: Mapping[str, tuple[DebPackage, ...]], *, python: str, base
             raise SourceUnavailable(f"Debian {suite}'s riscv64 index has no {pkg}")
         return have[-1].version
 
-    full = closure.debian_python_version(version(f"python{python}"))
-    glibc = ".".join(closure.debian_python_version(version("libc6")).split(".")[:2])
+    full = closure_lock.debian_python_version(version(f"python{python}"))
+    glibc = ".".join(closure_lock.debian_python_version(version("libc6")).split(".")[:2])
     return Target(python=python, python_full=full, glibc=glibc, base=base, suite=suite)
 
 
@@ -736,7 +736,7 @@ def root_requirements(
 def default_output(recipe: Recipe) -> Path:
     """RECIPE-VERSION-cpXY.yaml in the current directory (the catalogue's file name for it)."""
     python = load_base(recipe.toolchain.base).python or "3"
-    return Path(closure.lock_path(recipe.name, recipe.version, python, Path(".")).name)
+    return Path(closure_lock.lock_path(recipe.name, recipe.version, python, Path(".")).name)
 
 
 RELEASE_KEYS = ("suite", "codename", "date", "valid_until", "inrelease_sha256")
@@ -801,9 +801,9 @@ def generate(
         replace=policy.replace,
         system=system_packages(policy, idx.packages, base.suite),
     )
-    problems = closure.conflicts(lock) + closure.check_recipe_pins(lock, recipe.toolchain.pins)
+    problems = closure_lock.conflicts(lock) + closure_lock.check_recipe_pins(lock, recipe.toolchain.pins)
     if problems:
-        raise closure.LockConflict(
+        raise closure_lock.LockConflict(
             f"the closure of {recipe.ref} resolved to a lock that does not hold together", problems=problems
         )
     return write_lock(lock, output)

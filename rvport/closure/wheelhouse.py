@@ -10,7 +10,7 @@ that pins each by sha256 and the list of Debian packages apt installs first (doc
                               for the profile, to source before running (rvport.closure.inductor)
     DIR/wheelhouse.json       what was put there: the lock's digest, the profile, each file and its verdict
 
-Before anything is written, everything that can be checked is: the lock (rvport.catalogue.closure), each
+Before anything is written, everything that can be checked is: the lock (rvport.catalogue.closure_lock), each
 Debian entry against the suite's signed index (a version gone: exit 5; other bytes: exit 4), each recipe's
 wheel found in the artifact directories and fitting the target (missing: exit 5). Then, in a temporary
 directory beside DIR: the index wheels are fetched through the download cache (a changed file: exit 4); every
@@ -35,8 +35,8 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from rvport import outdir
-from rvport.catalogue import closure
-from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin
+from rvport.catalogue import closure_lock
+from rvport.catalogue.closure_lock import DebianRef, Entry, Lock, Origin
 from rvport.catalogue.model import Source, SourceKind
 from rvport.catalogue.profiles import Profile
 from rvport.closure import inductor
@@ -200,7 +200,7 @@ def check_metadata(lock: Lock, path: Path, entry: Entry) -> list[Problem]:
     by = {e.name: e for e in lock.entries}
     for text in meta.get_all("Requires-Dist") or []:
         try:
-            req = closure.applicable(text, lock.target, entry.extras)
+            req = closure_lock.applicable(text, lock.target, entry.extras)
         except ValueError as e:
             out.append(Problem(message=f"{path.name}: {e}", file=file, line=entry.line))
             continue
@@ -351,7 +351,7 @@ def make(lock: Lock, opts: Options, *, log: Callable[[str], None] = lambda _m: N
         )
         problems = [x for e, path, _ in placed for x in check_metadata(lock, path, e)]
         if problems:
-            raise closure.LockConflict(
+            raise closure_lock.LockConflict(
                 f"{len(problems)} requirement(s) of the wheelhouse's wheels do not match the lock "
                 f"{lock.file}",
                 problems=problems,

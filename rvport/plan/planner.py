@@ -256,8 +256,8 @@ class Plan:
     host: HostFacts
     stages: tuple[Stage, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
-    # the closure locks of the planned recipes that have one (rvport.catalogue.closure: Lock.summary()), each
-    # with the stage it belongs to; loaded and checked by the command line (rvport/cli/planning.py)
+    # the closure locks of the planned recipes that have one (rvport.catalogue.closure_lock: Lock.summary()),
+    # each with the stage it belongs to; loaded and checked by the command line (rvport/cli/planning.py)
     closures: tuple[Mapping[str, object], ...] = ()
 
     def stage(self, name: str) -> Stage:

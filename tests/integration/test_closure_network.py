@@ -10,8 +10,8 @@ import shutil
 import pytest
 
 from rvport import resources
-from rvport.catalogue import closure
-from rvport.catalogue.closure import Origin
+from rvport.catalogue import closure_lock
+from rvport.catalogue.closure_lock import Origin
 from rvport.catalogue.model import Source, SourceKind
 from rvport.catalogue.profiles import get_profile
 from rvport.closure import wheelhouse as wh
@@ -28,7 +28,7 @@ SAMPLE = ("transformers", "tokenizers", "regex")
 
 @pytest.fixture(scope="module")
 def lock():
-    return closure.load_lock(LOCK)
+    return closure_lock.load_lock(LOCK)
 
 
 def test_sample_index_wheels_are_there_with_the_locks_sha256_and_pass_verify(lock, tmp_path):

@@ -1,6 +1,6 @@
-"""The closure lock (rvport.catalogue.closure, rvport.closure.resolve): the target's tags and markers, the
-shipped vllm lock, a lock edited by hand (digest), a lock whose pins conflict, the resolver over a fake index
-and a fake Debian index (no network), and `rvport plan` showing the lock and refusing a bad one."""
+"""The closure lock (rvport.catalogue.closure_lock, rvport.closure.resolve): the target's tags and markers,
+the shipped vllm lock, a lock edited by hand (digest), a lock whose pins conflict, the resolver over a fake
+index and a fake Debian index (no network), and `rvport plan` showing the lock and refusing a bad one."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from rvport import resources
-from rvport.catalogue import closure
-from rvport.catalogue.closure import Origin, Target
+from rvport.catalogue import closure_lock
+from rvport.catalogue.closure_lock import Origin, Target
 from rvport.errors import ExitCode, IntegrityError, RecipeError, SourceUnavailable
 from tests.fixtures.cli import rvport_process
 
@@ -46,14 +46,14 @@ def test_every_older_manylinux_tag_fits_as_pip_would_not_expand_them():
 
 
 def test_markers_are_the_targets_not_the_hosts():
-    assert closure.applicable('torch==2.14.0; platform_machine == "riscv64"', SID) is not None
-    assert closure.applicable('torchvision; platform_machine != "riscv64"', SID) is None
-    assert closure.applicable('six>=1.16; python_version > "3.11"', SID) is not None
-    assert str(closure.applicable('a>1; python_full_version >= "3.14.9"', SID)) == "a>1"
-    assert closure.applicable('b; extra == "image"', SID) is None
-    assert closure.applicable('b; extra == "image"', SID, ["image"]) is not None
+    assert closure_lock.applicable('torch==2.14.0; platform_machine == "riscv64"', SID) is not None
+    assert closure_lock.applicable('torchvision; platform_machine != "riscv64"', SID) is None
+    assert closure_lock.applicable('six>=1.16; python_version > "3.11"', SID) is not None
+    assert str(closure_lock.applicable('a>1; python_full_version >= "3.14.9"', SID)) == "a>1"
+    assert closure_lock.applicable('b; extra == "image"', SID) is None
+    assert closure_lock.applicable('b; extra == "image"', SID, ["image"]) is not None
     with pytest.raises(ValueError, match="is not a requirement"):
-        closure.applicable("not a requirement !!", SID)
+        closure_lock.applicable("not a requirement !!", SID)
 
 
 @pytest.mark.parametrize(
@@ -66,15 +66,15 @@ def test_markers_are_the_targets_not_the_hosts():
     ],
 )
 def test_the_python_version_of_a_debian_version(deb, py):
-    assert closure.debian_python_version(deb) == py
+    assert closure_lock.debian_python_version(deb) == py
 
 
 # ------------------------------------------------------------------------------------------ the shipped lock
 def test_the_shipped_vllm_lock_holds_together_and_gives_every_name_one_origin():
-    lock = closure.load_lock(SHIPPED)
+    lock = closure_lock.load_lock(SHIPPED)
     doc = yaml.safe_load(SHIPPED.read_text())
     jsonschema.validate(doc, json.loads(resources.schema_text("closure-lock")))
-    assert lock.digest == closure.digest_of(doc)
+    assert lock.digest == closure_lock.digest_of(doc)
     counts = lock.counts()
     assert sum(counts.values()) == len(lock.entries) and len({e.name for e in lock.entries}) == len(
         lock.entries
@@ -96,7 +96,7 @@ def test_the_shipped_vllm_lock_holds_together_and_gives_every_name_one_origin():
     assert torch.debian.version == "2.14.1+dfsg-1"
     from rvport.catalogue.recipes import load_catalogue
 
-    assert closure.check_recipe_pins(lock, load_catalogue().resolve("vllm").toolchain.pins) == []
+    assert closure_lock.check_recipe_pins(lock, load_catalogue().resolve("vllm").toolchain.pins) == []
     # the facts of issue 25: these come from the index as pure wheels, whatever Debian has
     for name in (
         "transformers",
@@ -108,7 +108,7 @@ def test_the_shipped_vllm_lock_holds_together_and_gives_every_name_one_origin():
         "compressed-tensors",
     ):
         e = lock.entry(name)
-        assert e.origin is Origin.PYPI and closure.is_pure(e.wheel), name
+        assert e.origin is Origin.PYPI and closure_lock.is_pure(e.wheel), name
     # and these as riscv64 wheels whose manylinux_2_31 tag pip would not take for manylinux_2_39
     for name in ("tokenizers", "safetensors", "blake3", "jiter", "pybase64", "rpds-py"):
         assert "manylinux_2_31_riscv64" in lock.entry(name).wheel, name
@@ -121,7 +121,7 @@ def _edited(tmp_path: Path, edit, *, redigest: bool) -> Path:
     doc = yaml.safe_load(SHIPPED.read_text())
     edit(doc)
     if redigest:
-        doc["digest"] = closure.digest_of(doc)
+        doc["digest"] = closure_lock.digest_of(doc)
     out = tmp_path / SHIPPED.name
     out.write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
@@ -134,7 +134,7 @@ def _entry(doc: dict, name: str) -> dict:
 def test_a_lock_edited_by_hand_is_refused_by_its_digest(tmp_path):
     path = _edited(tmp_path, lambda d: _entry(d, "aiohttp").update(sha256="0" * 64), redigest=False)
     with pytest.raises(IntegrityError, match="was changed after it was made") as ei:
-        closure.load_lock(path)
+        closure_lock.load_lock(path)
     assert ei.value.exit_code == ExitCode.INTEGRITY and "rvport lock" in ei.value.hint
 
 
@@ -143,8 +143,8 @@ def test_a_pin_that_conflicts_is_refused_naming_the_requirement(tmp_path):
         e = _entry(d, "transformers")
         e.update(version="5.12.1", wheel="transformers-5.12.1-py3-none-any.whl")
 
-    with pytest.raises(closure.LockConflict) as ei:
-        closure.load_lock(_edited(tmp_path, older_transformers, redigest=True))
+    with pytest.raises(closure_lock.LockConflict) as ei:
+        closure_lock.load_lock(_edited(tmp_path, older_transformers, redigest=True))
     assert ei.value.exit_code == ExitCode.RECIPE_INVALID
     text = ei.value.render()
     assert "vllm 0.33.0 requires transformers<5.21.0,>=5.16.1; the lock has transformers 5.12.1" in text
@@ -154,23 +154,23 @@ def test_a_lock_missing_a_requirement_or_holding_a_name_twice_is_refused(tmp_pat
     def drop_regex(d):
         d["packages"] = [p for p in d["packages"] if p["name"] != "regex"]
 
-    with pytest.raises(closure.LockConflict, match="does not hold together") as ei:
-        closure.load_lock(_edited(tmp_path, drop_regex, redigest=True))
+    with pytest.raises(closure_lock.LockConflict, match="does not hold together") as ei:
+        closure_lock.load_lock(_edited(tmp_path, drop_regex, redigest=True))
     assert "requires regex, which the lock does not hold" in ei.value.render()
 
     def twice(d):
         d["packages"].append(copy.deepcopy(_entry(d, "six")))
 
-    with pytest.raises(closure.LockConflict) as ei:
-        closure.load_lock(_edited(tmp_path, twice, redigest=True))
+    with pytest.raises(closure_lock.LockConflict) as ei:
+        closure_lock.load_lock(_edited(tmp_path, twice, redigest=True))
     assert "six is locked twice" in ei.value.render()
 
     def x86(d):
         e = _entry(d, "regex")
         e["wheel"] = e["wheel"].replace("riscv64", "x86_64")
 
-    with pytest.raises(closure.LockConflict) as ei:
-        closure.load_lock(_edited(tmp_path, x86, redigest=True))
+    with pytest.raises(closure_lock.LockConflict) as ei:
+        closure_lock.load_lock(_edited(tmp_path, x86, redigest=True))
     assert "does not fit cp314 Linux riscv64" in ei.value.render()
 
 
@@ -178,7 +178,7 @@ def test_a_lock_that_is_no_lock_is_a_recipe_error(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text("schema: 1\nkind: rvport-closure-lock\n")
     with pytest.raises(RecipeError, match="is not valid"):
-        closure.load_lock(path)
+        closure_lock.load_lock(path)
 
 
 def test_a_lock_whose_debian_torch_is_not_the_recipes_pin_conflicts(tmp_path):
@@ -187,8 +187,8 @@ def test_a_lock_whose_debian_torch_is_not_the_recipes_pin_conflicts(tmp_path):
     def other_torch(d):
         _entry(d, "torch")["debian"]["sha256"] = "1" * 64
 
-    lock = closure.load_lock(_edited(tmp_path, other_torch, redigest=True))
-    problems = closure.check_recipe_pins(lock, load_catalogue().resolve("vllm").toolchain.pins)
+    lock = closure_lock.load_lock(_edited(tmp_path, other_torch, redigest=True))
+    problems = closure_lock.check_recipe_pins(lock, load_catalogue().resolve("vllm").toolchain.pins)
     assert len(problems) == 1 and "the recipe is built against 2.14.1+dfsg-1" in problems[0].message
 
 
@@ -209,7 +209,7 @@ def test_plan_shows_the_lock_digest_and_counts_in_plan_json(tmp_path):
     doc = json.loads((tmp_path / "out" / "plan.json").read_text())
     jsonschema.validate(doc, json.loads(resources.schema_text("plan")))
     (c,) = doc["closures"]
-    lock = closure.load_lock(SHIPPED)
+    lock = closure_lock.load_lock(SHIPPED)
     assert c["digest"] == lock.digest and c["counts"] == lock.counts() and c["stage"] == "vllm"
     assert "python3-torch=2.14.1+dfsg-1" in c["debian"]
     assert f"closure lock of vllm (cp314): {len(lock.entries)} distributions" in cp.stdout
@@ -488,7 +488,7 @@ def test_what_a_debian_packages_own_metadata_requires_is_met_and_shadows_a_debia
 def test_a_policy_debian_requires_that_is_no_requirement_is_a_recipe_error(tmp_path):
     import shutil
 
-    from rvport.catalogue.closure import locks_dir
+    from rvport.catalogue.closure_lock import locks_dir
     from rvport.closure.resolve import load_policy
 
     for f in ("vllm.policy.yaml", "debian-names.yaml"):
@@ -502,7 +502,7 @@ def test_a_policy_debian_requires_that_is_no_requirement_is_a_recipe_error(tmp_p
 
 def test_a_policy_debian_name_whose_version_conflicts_is_a_lock_conflict(tmp_path):
     debian = {"python3-numpy": (_deb("python3-numpy", "1:1.26.0-1"),)}
-    with pytest.raises(closure.LockConflict, match="the policy takes numpy from Debian"):
+    with pytest.raises(closure_lock.LockConflict, match="the policy takes numpy from Debian"):
         _resolve(tmp_path, {}, ["numpy>=2"], packages=debian, debian=frozenset({"numpy"}))
 
 

@@ -1,5 +1,5 @@
 """The inductor settings a wheelhouse ships (rvport/closure/inductor.py), the lock's system packages they
-come from (rvport/catalogue/closure.py), and the verification of a compile cache's shared objects."""
+come from (rvport/catalogue/closure_lock.py), and the verification of a compile cache's shared objects."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from rvport import manifest, resources
-from rvport.catalogue import closure
-from rvport.catalogue.closure import SystemPackage
+from rvport.catalogue import closure_lock
+from rvport.catalogue.closure_lock import SystemPackage
 from rvport.catalogue.profiles import get_profile
 from rvport.closure import inductor
 from rvport.closure import wheelhouse as wh
@@ -38,7 +38,7 @@ def source(script: Path, probe: str = 'echo "$TORCHINDUCTOR_CPP_MARCH|$VLLM_CACH
 
 
 def test_the_shipped_lock_pins_what_inductor_needs_with_torchs_headers_at_torchs_version():
-    lock = closure.load_lock(SHIPPED)
+    lock = closure_lock.load_lock(SHIPPED)
     system = {p.package: p for p in lock.system}
     assert set(system) == {"g++", "g++-16", "libgcc-16-dev", "libtorch-dev", "libpython3.14-dev"}
     torch = lock.entry("torch").debian
@@ -50,7 +50,7 @@ def test_the_shipped_lock_pins_what_inductor_needs_with_torchs_headers_at_torchs
     # the recipe builds against the same libtorch-dev the closure installs
     from rvport.catalogue.recipes import load_catalogue
 
-    assert closure.check_recipe_pins(lock, load_catalogue().resolve("vllm").toolchain.pins) == []
+    assert closure_lock.check_recipe_pins(lock, load_catalogue().resolve("vllm").toolchain.pins) == []
     jsonschema.validate(
         yaml.safe_load(SHIPPED.read_text()), json.loads(resources.schema_text("closure-lock"))
     )
@@ -59,7 +59,7 @@ def test_the_shipped_lock_pins_what_inductor_needs_with_torchs_headers_at_torchs
 def _edited(tmp_path: Path, edit) -> Path:
     doc = yaml.safe_load(SHIPPED.read_text())
     edit(doc)
-    doc["digest"] = closure.digest_of(doc)
+    doc["digest"] = closure_lock.digest_of(doc)
     out = tmp_path / SHIPPED.name
     out.write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
@@ -85,13 +85,13 @@ def _system(doc: dict, package: str) -> dict:
     ],
 )
 def test_a_system_package_that_does_not_fit_the_lock_is_refused(tmp_path, edit, said):
-    with pytest.raises(closure.LockConflict) as ei:
-        closure.load_lock(_edited(tmp_path, edit))
+    with pytest.raises(closure_lock.LockConflict) as ei:
+        closure_lock.load_lock(_edited(tmp_path, edit))
     assert said in ei.value.render() and ei.value.exit_code == 3
 
 
 def test_a_lock_without_system_packages_keeps_its_document_and_ships_no_settings():
-    lock = closure.load_lock(SHIPPED)
+    lock = closure_lock.load_lock(SHIPPED)
     from dataclasses import replace
 
     bare = replace(lock, system=())
@@ -99,7 +99,7 @@ def test_a_lock_without_system_packages_keeps_its_document_and_ships_no_settings
 
 
 def test_the_settings_are_the_profiles_flags_and_caches_of_the_profiles_own(tmp_path):
-    lock = closure.load_lock(SHIPPED)
+    lock = closure_lock.load_lock(SHIPPED)
     gc = inductor.settings(lock, get_profile("rv64gc"), 16)
     assert gc.march_value == "rv64gc -mabi=lp64d"
     vec = inductor.settings(lock, get_profile("rvv256"), 16)
@@ -177,7 +177,7 @@ def test_the_wheelhouse_ships_the_settings_and_refuses_them_changed(tmp_path, ho
     )
     lock = _lock(tmp_path / "s", lock.entries)
     lock = replace(
-        lock, system=(libtorch,), digest=closure.digest_of(replace(lock, system=(libtorch,)).body())
+        lock, system=(libtorch,), digest=closure_lock.digest_of(replace(lock, system=(libtorch,)).body())
     )
     opts = _opts(tmp_path, mirror, art, archive, profile="rv64gc")
     doc = wh.make(lock, replace(opts, gcc=16))

@@ -15,8 +15,8 @@ import jsonschema
 import pytest
 
 from rvport import manifest, outdir
-from rvport.catalogue import closure
-from rvport.catalogue.closure import DebianRef, Entry, Lock, Origin, Target
+from rvport.catalogue import closure_lock
+from rvport.catalogue.closure_lock import DebianRef, Entry, Lock, Origin, Target
 from rvport.catalogue.profiles import get_profile
 from rvport.closure import wheelhouse as wh
 from rvport.closure.resolve import write_lock
@@ -116,7 +116,7 @@ def _lock(tmp_path: Path, entries, edits=()) -> Lock:
         version="1.0",
         target=SID,
         entries=tuple(entries),
-        digest=closure.digest_of(body.body()),
+        digest=closure_lock.digest_of(body.body()),
         debian_release={},
         edits=tuple(edits),
     )
@@ -269,7 +269,7 @@ def test_a_recipe_wheel_built_without_the_locks_edits_conflicts(tmp_path, house,
         requires=["dep-a[image]>=1", "dep_b", "torch==2.14.*", "outlines_core==0.2.14", "dep-a<1"],
     )
     opts = _opts(tmp_path, mirror, art, archive)
-    with pytest.raises(closure.LockConflict) as ei:
+    with pytest.raises(closure_lock.LockConflict) as ei:
         wh.make(lock, opts)
     text = ei.value.render()
     assert ei.value.exit_code == ExitCode.RECIPE_INVALID
@@ -392,7 +392,7 @@ def test_the_command_asks_carries_of_the_recipes_that_declare_isa_profile():
     from rvport.catalogue.recipes import load_catalogue
     from rvport.cli.closure import carrying
 
-    lock = closure.load_lock(closure.lock_path("vllm", "0.33.0", "3.14"))
+    lock = closure_lock.load_lock(closure_lock.lock_path("vllm", "0.33.0", "3.14"))
     got = carrying(load_catalogue(), lock)
     assert "vllm" in got and "tiktoken" not in got  # tiktoken's wheel is `isa: baseline`
 
@@ -400,7 +400,7 @@ def test_the_command_asks_carries_of_the_recipes_that_declare_isa_profile():
 def test_the_apt_list_pins_the_debian_packages_an_index_wheel_is_installed_over_too():
     """apt installs python3-mpmath and python3-setuptools anyway (dependencies of Debian entries) though the
     venv takes mpmath and setuptools from the index: they are pinned at the lock's versions as well."""
-    from rvport.catalogue.closure import load_lock, locks_dir
+    from rvport.catalogue.closure_lock import load_lock, locks_dir
 
     lock = load_lock(locks_dir() / "vllm-0.33.0-cp314.yaml")
     listed = {deb.package: (name, deb.version) for name, deb in wh.apt_packages(lock)}

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from rvport import resources
-from rvport.catalogue import closure
+from rvport.catalogue import closure_lock
 from rvport.catalogue.bases import load_bases
 from rvport.catalogue.model import SourceKind
 from rvport.catalogue.profiles import get_profile
@@ -52,8 +52,8 @@ def test_the_version_the_closure_lock_names_is_the_default(cat, name):
 
 
 def test_every_recipe_of_the_vllm_lock_is_in_the_catalogue_and_the_policy_names_no_version_of_its_own(cat):
-    lock = closure.load_lock(closure.lock_path("vllm", "0.33.0", "3.14"))
-    for e in lock.by_origin(closure.Origin.RECIPE):
+    lock = closure_lock.load_lock(closure_lock.lock_path("vllm", "0.33.0", "3.14"))
+    for e in lock.by_origin(closure_lock.Origin.RECIPE):
         assert any(r.version == e.version for r in cat.recipes[e.recipe or ""]), e.name
     policy = load_policy("vllm")
     assert policy.recipe_versions == {}  # the catalogue's versions are the ones locked
