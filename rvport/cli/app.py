@@ -12,7 +12,7 @@ from rich.text import Text
 from rvport import outdir
 from rvport.cli import handoff, outputs, planning, settings
 from rvport.cli.argv import arrange
-from rvport.cli.closure import register as register_closure
+from rvport.cli.closure_verbs import register as register_closure
 from rvport.cli.console import configure, ui
 from rvport.cli.options import (
     BuildArgs,
@@ -25,8 +25,8 @@ from rvport.cli.options import (
 )
 from rvport.cli.reproduce import register as register_reproduce
 from rvport.cli.signals import install_handlers
-from rvport.cli.sources import register as register_sources
-from rvport.cli.verify import app as verify_app
+from rvport.cli.source_verbs import register as register_sources
+from rvport.cli.verify_verbs import app as verify_app
 from rvport.errors import ExitCode, RvportError
 
 # Plain (click-style) help: paragraphs are re-flowed to the terminal, and no type labels such as <bool> are
@@ -38,9 +38,9 @@ app = typer.Typer(
     help="Pinned recipes in, proven riscv64 artifacts out.",
 )
 app.add_typer(verify_app, name="verify")
-register_sources(app)  # fetch, pin (rvport/cli/sources.py)
+register_sources(app)  # fetch, pin (rvport/cli/source_verbs.py)
 register_reproduce(app)  # reproduce (rvport/cli/reproduce.py)
-register_closure(app)  # lock (rvport/cli/closure.py)
+register_closure(app)  # lock (rvport/cli/closure_verbs.py)
 
 
 @app.callback()

@@ -46,7 +46,7 @@ def recipe(root: Path, kind: str, url: str) -> Path:
 
 @pytest.mark.parametrize("kind,with_tool", [("python-wheel", True), ("go-binary", False)])
 def test_fetch_to_a_mirror_adds_the_tools_for_wheel_recipes_only(tmp_path, monkeypatch, kind, with_tool):
-    import rvport.cli.sources as cli_sources
+    import rvport.cli.source_verbs as cli_sources
     from rvport.cli.app import app
 
     page = f'<a href="/files/demotool-1.0.tar.gz#sha256={sha(TOOL)}">demotool-1.0.tar.gz</a>'.encode()

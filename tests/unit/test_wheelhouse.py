@@ -390,7 +390,7 @@ def test_a_recipe_wheel_that_must_carry_the_profile_is_refused_when_built_for_le
 
 def test_the_command_asks_carries_of_the_recipes_that_declare_isa_profile():
     from rvport.catalogue.recipes import load_catalogue
-    from rvport.cli.closure import carrying
+    from rvport.cli.closure_verbs import carrying
 
     lock = closure_lock.load_lock(closure_lock.lock_path("vllm", "0.33.0", "3.14"))
     got = carrying(load_catalogue(), lock)
