@@ -57,7 +57,7 @@ from rvport.fileio import atomic_write_text
 from rvport.sources.debarchive import DebPackage
 from rvport.sources.fetch import Fetcher, FetchOptions
 from rvport.sources.pypi import IndexFile, project_pages
-from rvport.verify.members import ZIP_ERRORS
+from rvport.verify.zip_member import ZIP_ERRORS
 
 MAX_ROUNDS = 30
 MAX_METADATA = 4 << 20  # bytes of one METADATA / PKG-INFO / requirements file

@@ -30,7 +30,7 @@ from typing import IO, Literal
 from rvport.catalogue.model import Source
 from rvport.errors import IntegrityError, RecipeError, RvportError
 from rvport.sources.cache import disk_error, open_blob
-from rvport.sources.members import MALICIOUS, BoundedTarInfo, Budget, Kind, Layout, Limits, member_mode
+from rvport.sources.member_checks import MALICIOUS, BoundedTarInfo, Budget, Kind, Layout, Limits, member_mode
 from rvport.sources.treehash import check_excludes, digest, tar_entries, tree_digest
 
 # each tar suffix and the one compression tarfile is told to read (never "*": the content is not sniffed)

@@ -48,7 +48,7 @@ from rvport.sources.cache import (
     origin_key,
     sha256_file,
 )
-from rvport.sources.members import DEFAULT_MAX_BYTES, LIMIT_ENV, Limits, parse_size
+from rvport.sources.member_checks import DEFAULT_MAX_BYTES, LIMIT_ENV, Limits, parse_size
 from rvport.sources.pypi import IndexConfig, find_sdist, index_config
 
 log = logging.getLogger("rvport.sources")

@@ -38,7 +38,7 @@ from rvport import proc
 from rvport.catalogue.model import GitState, LocalTree, Recipe, Source, SourceKind
 from rvport.errors import IntegrityError, UsageError
 from rvport.fileio import read_regular
-from rvport.sources.members import Budget, Layout, Limits, member_mode
+from rvport.sources.member_checks import Budget, Layout, Limits, member_mode
 from rvport.sources.treehash import Entry, digest
 
 CHUNK = 1 << 16

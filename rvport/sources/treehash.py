@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
 from rvport.errors import IntegrityError, RecipeError
-from rvport.sources.members import BoundedTarInfo, Budget, Layout, Limits
+from rvport.sources.member_checks import BoundedTarInfo, Budget, Layout, Limits
 
 PREFIX = "sha256:"
 CHUNK = 1 << 16

@@ -26,7 +26,7 @@ from rvport.verify.filehash import size_sha
 from rvport.verify.keep import Keep
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit, check
 from rvport.verify.manylinux import best_tag
-from rvport.verify.members import UNREADABLE_FLAGS, ZIP_ERRORS, MemberError, read_member
+from rvport.verify.zip_member import UNREADABLE_FLAGS, ZIP_ERRORS, MemberError, read_member
 from rvport.verify.model import ArtifactResult, MemberResult, WheelInfo
 from rvport.verify.policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags
 from rvport.verify.pool import map_ordered

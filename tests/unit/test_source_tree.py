@@ -27,7 +27,7 @@ from rvport.host import HostFacts
 from rvport.plan.planner import Request, SourceTree, make_plan
 from rvport.sources import local, tree_digest
 from rvport.sources.fetch import fetch_options
-from rvport.sources.members import Limits
+from rvport.sources.member_checks import Limits
 from rvport.sources.tree import prepare_tree
 from rvport.sources.treehash import digest, tar_entries
 from rvport.verify import provenance

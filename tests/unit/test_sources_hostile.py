@@ -23,7 +23,7 @@ import pytest
 from rvport.errors import ExitCode, HostNotReady, IntegrityError, RecipeError, RvportError
 from rvport.sources import archive as archive_mod
 from rvport.sources.archive import archive_kind, archive_tree, unpack
-from rvport.sources.members import Limits, parse_size
+from rvport.sources.member_checks import Limits, parse_size
 from rvport.sources.treehash import tar_entries, tree_digest
 from tests.fixtures.hosttools import need
 

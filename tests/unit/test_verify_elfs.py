@@ -19,7 +19,7 @@ import pytest
 from rvport.catalogue.profiles import get_profile
 from rvport.errors import UsageError
 from rvport.resources import builtin
-from rvport.verify import keep, members, pool, verify_paths
+from rvport.verify import keep, pool, verify_paths, zip_member
 from tests.fixtures.cli import rvport_process
 from tests.fixtures.elfs import ElfFixtures, make_wheel, record_hash
 from tests.fixtures.hosttools import need
@@ -316,7 +316,7 @@ def test_wheel_same_report_on_threads_and_kept_in_ranges(elf_fixtures: ElfFixtur
     monkeypatch.setattr(pool, "THREADS", 3)
     monkeypatch.setattr(pool, "PARALLEL_MIN_COST", 0)
     monkeypatch.setattr(pool, "BATCH_COST", 1)
-    monkeypatch.setattr(members, "AHEAD_MIN", 0)
+    monkeypatch.setattr(zip_member, "AHEAD_MIN", 0)
     monkeypatch.setattr(keep, "HEAD", 4096)
     monkeypatch.setattr(keep, "NEAR", 1024)
     assert one(whl, "rvv256", "runs-on").to_json() == plain

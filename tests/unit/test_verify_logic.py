@@ -19,7 +19,7 @@ from packaging.tags import parse_tag
 
 from rvport.catalogue.profiles import get_profile
 from rvport.resources import builtin
-from rvport.verify import keep, members, pool
+from rvport.verify import keep, zip_member, pool
 from rvport.verify.artifacts import ArchiveError, iter_ar_members
 from rvport.verify.buffer import BufferFile, NotKept
 from rvport.verify.elf import (
@@ -33,7 +33,7 @@ from rvport.verify.elf import (
     read_elf_bytes,
 )
 from rvport.verify.keep import Keep
-from rvport.verify.members import Member, MemberError, read_member
+from rvport.verify.zip_member import Member, MemberError, read_member
 from rvport.verify.model import ArtifactResult, MemberResult, VerifyReport
 from rvport.verify.policy import (
     IsaLevel,
@@ -583,7 +583,7 @@ def test_member_read_once_hashes_and_keeps_elf(tmp_path, method, monkeypatch):
     whl = _wheel(tmp_path, {"demo/_x.so": elf, "demo/a.py": b"x = 1\n" * 1000}, method=method)
     monkeypatch.setattr(pool, "THREADS", 2)  # threads even on a one-CPU machine (RVPORT_VERIFY_THREADS)
     for ahead in (1 << 40, 0):  # inline, and inflated on a helper thread
-        monkeypatch.setattr(members, "AHEAD_MIN", ahead)
+        monkeypatch.setattr(zip_member, "AHEAD_MIN", ahead)
         m = _read(whl, "demo/_x.so")
         assert m.size == len(elf) and "sha256=" + (m.digest or "") == _sha256_field(elf)
         assert m.content is not None and m.content.getvalue() == elf
@@ -719,7 +719,7 @@ def test_wheel_verdicts_same_alone_and_on_threads(tmp_path, monkeypatch):
     monkeypatch.setattr(pool, "THREADS", 3)
     monkeypatch.setattr(pool, "PARALLEL_MIN_COST", 0)
     monkeypatch.setattr(pool, "BATCH_COST", 1)
-    monkeypatch.setattr(members, "AHEAD_MIN", 0)
+    monkeypatch.setattr(zip_member, "AHEAD_MIN", 0)
     threaded = verify_wheel(whl, profile, IsaLevel.CARRIES)
     assert alone.to_json() == threaded.to_json()
     doc = alone.to_json()
