@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from rvport.verify.buffer import SizedReader
+from rvport.verify.kept_stream import SizedReader
 from rvport.verify.limits import DEFAULT_LIMITS, Limits, check
 
 AR_MAGIC = b"!<arch>\n"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from rvport.catalogue.profiles import Profile
 from rvport.verify.ar import AR_MAGIC, AR_THIN_MAGIC, ArchiveError, iter_ar_members
-from rvport.verify.blob import judge_stream, member_result
 from rvport.verify.elf import ELF_MAGIC, ElfReadError, read_elf
 from rvport.verify.exports import check_exports
 from rvport.verify.filehash import size_sha
+from rvport.verify.judge_binary import judge_stream, member_result
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit
 from rvport.verify.model import ArtifactResult, MemberResult
 from rvport.verify.policy import IsaLevel, Verdict

@@ -13,7 +13,7 @@ from typing import BinaryIO, Literal
 
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
 
-from rvport.verify.buffer import NotKept
+from rvport.verify.kept_stream import NotKept
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit, check
 
 ELF_MAGIC = b"\x7fELF"

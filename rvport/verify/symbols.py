@@ -10,8 +10,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from rvport.verify.buffer import NotKept
 from rvport.verify.elf import ELF_MAGIC, ElfReadError, _cstr, _header, _Reads, _section_table
+from rvport.verify.kept_stream import NotKept
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit, check
 
 SHT_SYMTAB = 2

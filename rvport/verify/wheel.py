@@ -19,11 +19,11 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from rvport.catalogue.profiles import Profile
 from rvport.verify.ar import is_ar
-from rvport.verify.blob import judge_content
-from rvport.verify.buffer import NotKept
 from rvport.verify.elf import ELF_MAGIC, ElfFacts
+from rvport.verify.elf_ranges import Keep
 from rvport.verify.filehash import size_sha
-from rvport.verify.keep import Keep
+from rvport.verify.judge_binary import judge_content
+from rvport.verify.kept_stream import NotKept
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit, check
 from rvport.verify.manylinux import best_tag
 from rvport.verify.zip_member import UNREADABLE_FLAGS, ZIP_ERRORS, MemberError, read_member

@@ -1,7 +1,7 @@
 """Read one zip member once: inflate it in large chunks straight from the file (os.pread: no shared file
 position, so threads read members side by side), check its CRC-32 as zipfile does, hash it as it comes (for
 its RECORD entry), and keep its bytes only when it starts like an ELF file or ar archive (of a big ELF file,
-the ranges keep.py picks)."""
+the ranges elf_ranges.py picks)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport.verify import keep as keeping
-from rvport.verify.buffer import BufferFile
-from rvport.verify.keep import Keep
+from rvport.verify import elf_ranges as keeping
+from rvport.verify.elf_ranges import Keep
+from rvport.verify.kept_stream import BufferFile
 from rvport.verify.limits import DEFAULT_LIMITS, Limits, OverLimit
 from rvport.verify.pool import read_ahead, thread_count
 from rvport.verify.record import record_digest
@@ -120,7 +120,7 @@ def _read(
 
 
 class _Kept:
-    """The bytes kept of a member as they are inflated: none, all, or (keep.py) the ranges of a big ELF
+    """The bytes kept of a member as they are inflated: none, all, or (elf_ranges.py) the ranges of a big ELF
     file."""
 
     def __init__(self, keep: Callable[[bytes], Keep], size: int, limits: Limits) -> None:

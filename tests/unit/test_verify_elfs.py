@@ -19,7 +19,7 @@ import pytest
 from rvport.catalogue.profiles import get_profile
 from rvport.errors import UsageError
 from rvport.resources import builtin
-from rvport.verify import keep, pool, verify_paths, zip_member
+from rvport.verify import elf_ranges, pool, verify_paths, zip_member
 from tests.fixtures.cli import rvport_process
 from tests.fixtures.elfs import ElfFixtures, make_wheel, record_hash
 from tests.fixtures.hosttools import need
@@ -307,7 +307,7 @@ def test_stored_wheel_and_bad_name(elf_fixtures: ElfFixtures, tmp_path):
 
 def test_wheel_same_report_on_threads_and_kept_in_ranges(elf_fixtures: ElfFixtures, tmp_path, monkeypatch):
     """Real ELF layouts (section headers last): read on threads, big members inflated ahead and kept only in
-    keep.py's ranges (a head of 4 KiB here, so most are read again whole), the report is the same."""
+    elf_ranges.py's ranges (a head of 4 KiB here, so most are read again whole), the report is the same."""
     names = ["librvv256.so", "libnewglibc.so", "librv64gc.so", "hello", "libmixed.a", "soft.o", "libx86.so"]
     names += ["hello-go-riscv64", "hello-go-amd64"] if elf_fixtures.go else []
     files = {f"demo/{n}": elf_fixtures.read(n) for n in names}
@@ -317,8 +317,8 @@ def test_wheel_same_report_on_threads_and_kept_in_ranges(elf_fixtures: ElfFixtur
     monkeypatch.setattr(pool, "PARALLEL_MIN_COST", 0)
     monkeypatch.setattr(pool, "BATCH_COST", 1)
     monkeypatch.setattr(zip_member, "AHEAD_MIN", 0)
-    monkeypatch.setattr(keep, "HEAD", 4096)
-    monkeypatch.setattr(keep, "NEAR", 1024)
+    monkeypatch.setattr(elf_ranges, "HEAD", 4096)
+    monkeypatch.setattr(elf_ranges, "NEAR", 1024)
     assert one(whl, "rvv256", "runs-on").to_json() == plain
     assert plain["wheel"]["record_checked"] == len(files) + 3
 

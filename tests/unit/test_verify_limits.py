@@ -21,8 +21,8 @@ import pytest
 from rvport.catalogue.profiles import get_profile
 from rvport.verify import Limits, verify_paths
 from rvport.verify.ar import iter_ar_entries
-from rvport.verify.blob import judge_stream
 from rvport.verify.elf import ElfReadError, read_elf_bytes
+from rvport.verify.judge_binary import judge_stream
 from rvport.verify.limits import MiB
 from rvport.verify.policy import IsaLevel
 from tests.fixtures import elfwriter
@@ -201,7 +201,7 @@ def test_a_sparse_4_gib_archive_is_walked_member_by_member_in_bounded_memory(tmp
     assert archive.stat().st_size > 4 << 30 and os.stat(archive).st_blocks * 512 < 1 * MiB
     code = f"""
         from rvport.catalogue.profiles import get_profile
-        from rvport.verify.blob import judge_stream
+        from rvport.verify.judge_binary import judge_stream
         from rvport.verify.exports import check_exports
         from rvport.vocab import ArtifactKind
         from rvport.verify.policy import IsaLevel

@@ -19,9 +19,9 @@ from packaging.tags import parse_tag
 
 from rvport.catalogue.profiles import get_profile
 from rvport.resources import builtin
-from rvport.verify import keep, zip_member, pool
+from rvport.verify import elf_ranges, zip_member, pool
 from rvport.verify.artifacts import ArchiveError, iter_ar_members
-from rvport.verify.buffer import BufferFile, NotKept
+from rvport.verify.kept_stream import BufferFile, NotKept
 from rvport.verify.elf import (
     ElfFacts,
     ElfReadError,
@@ -32,7 +32,7 @@ from rvport.verify.elf import (
     read_elf,
     read_elf_bytes,
 )
-from rvport.verify.keep import Keep
+from rvport.verify.elf_ranges import Keep
 from rvport.verify.zip_member import Member, MemberError, read_member
 from rvport.verify.model import ArtifactResult, MemberResult, VerifyReport
 from rvport.verify.policy import (
@@ -760,8 +760,8 @@ def test_unreadable_zip_structures_are_verdicts(tmp_path):
 
 
 def test_big_elf_kept_in_ranges_judged_the_same(tmp_path, monkeypatch):
-    monkeypatch.setattr(keep, "HEAD", 4096)
-    monkeypatch.setattr(keep, "NEAR", 1024)
+    monkeypatch.setattr(elf_ranges, "HEAD", 4096)
+    monkeypatch.setattr(elf_ranges, "NEAR", 1024)
     usual = _riscv_elf(V256_ARCH, tail=200_000)  # attributes in the head, section headers far: kept in ranges
     unusual = _riscv_elf(V256_ARCH, gap=100_000, tail=100_000)  # attributes in the middle: read again, whole
     whl = _wheel(tmp_path, {"demo/usual.so": usual, "demo/unusual.so": unusual})
@@ -772,7 +772,7 @@ def test_big_elf_kept_in_ranges_judged_the_same(tmp_path, monkeypatch):
     with pytest.raises(NotKept):
         read_elf(m.content)  # type: ignore[arg-type]
     sparse = verify_wheel(whl, get_profile("rvv128"), IsaLevel.CARRIES)
-    monkeypatch.setattr(keep, "HEAD", 1 << 30)
+    monkeypatch.setattr(elf_ranges, "HEAD", 1 << 30)
     whole = verify_wheel(whl, get_profile("rvv128"), IsaLevel.CARRIES)
     assert sparse.to_json() == whole.to_json()
     assert [m.name for m in sparse.failed_members] == ["demo/usual.so", "demo/unusual.so"]
@@ -791,22 +791,22 @@ def _read_keep(path: Path, name: str) -> Member:
 
 
 def test_ranges_beyond_head_from_program_headers(monkeypatch):
-    monkeypatch.setattr(keep, "HEAD", 1000)
-    monkeypatch.setattr(keep, "NEAR", 10)
+    monkeypatch.setattr(elf_ranges, "HEAD", 1000)
+    monkeypatch.setattr(elf_ranges, "NEAR", 10)
     phdrs = [(1, 0x5, 0, 5000), (1, 0x6, 6000, 3000), (2, 0x6, 7000, 500), (0x70000003, 0x4, 9500, 60)]
     hdr = b"\x7fELF" + bytes([2, 1, 1, 0]) + b"\0" * 8
     hdr += struct.pack("<HHIQQQIHHHHHH", 3, 243, 1, 0, 64, 20000, 5, 64, 56, len(phdrs), 64, 4, 3)
     for typ, flags, off, size in phdrs:
         hdr += struct.pack("<IIQQQQQQ", typ, flags, off, off, off, size, size, 8)
-    assert keep.ranges_beyond_head(hdr, 30000) == [
+    assert elf_ranges.ranges_beyond_head(hdr, 30000) == [
         (6000, 6010),
         (7000, 7500),
         (9000, 9010),
         (9500, 9560),
         (19990, 20256),
     ]
-    assert keep.ranges_beyond_head(b"not an ELF file", 30000) == []
-    assert keep.ranges_beyond_head(hdr[:70], 30000) == [(19990, 20256)]  # cut short: what it could read
+    assert elf_ranges.ranges_beyond_head(b"not an ELF file", 30000) == []
+    assert elf_ranges.ranges_beyond_head(hdr[:70], 30000) == [(19990, 20256)]  # cut short: what it could read
 
 
 def test_elf_header_read_with_struct():

@@ -7,8 +7,8 @@ from typing import BinaryIO, cast
 
 from rvport.catalogue.profiles import Profile
 from rvport.verify.ar import ArchiveError, Window, is_ar, iter_ar_entries
-from rvport.verify.buffer import BufferFile
 from rvport.verify.elf import ELF_MAGIC, ElfFacts, ElfReadError, read_elf
+from rvport.verify.kept_stream import BufferFile
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit
 from rvport.verify.model import MemberResult
 from rvport.verify.policy import IsaLevel, Verdict, judge_elf

@@ -1,6 +1,6 @@
 """A read-only, seekable binary stream over the bytes kept of a member, without copying them: all of it (one
-buffer), or some ranges of it (keep.py chooses them for a big ELF file). A read outside what was kept raises
-NotKept, so that the caller reads the member again, whole, instead of judging it on missing bytes."""
+buffer), or some ranges of it (elf_ranges.py chooses them for a big ELF file). A read outside what was kept
+raises NotKept, so that the caller reads the member again, whole, instead of judging it on missing bytes."""
 
 from __future__ import annotations
 
