@@ -119,7 +119,7 @@ def build(o: BuildArgs) -> None:
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
     from rvport import manifest
     from rvport.cli import views
-    from rvport.cli.progress import reporter
+    from rvport.cli.progress_view import reporter
     from rvport.engine.runner import Runner
 
     p, fopts = planning.from_options(o)
@@ -169,7 +169,7 @@ def prepare(o: PrepareArgs) -> None:
     A recipe's runtime image holds its artifacts: it is listed (and put in --tags) only when the engine has it
     already, under --tag as the build names it; otherwise `rvport build` makes it."""
     from rvport.cli import views
-    from rvport.cli.progress import reporter
+    from rvport.cli.progress_view import reporter
     from rvport.engine.prepare import Preparer
     from rvport.fileio import atomic_write_text
 

@@ -36,7 +36,7 @@ def reproduce(o: ReproduceArgs) -> None:
     A difference names the wheel members (contents, times, modes, order), archive members and ELF sections
     that differ."""
     from rvport.catalogue.recipes import load_catalogue
-    from rvport.cli.progress import reporter
+    from rvport.cli.progress_view import reporter
     from rvport.engine.runner import Runner
     from rvport.verify.compare import compare_dirs
 

@@ -1,7 +1,7 @@
 """What the build side tells the user while it works: a protocol, so the build layer never imports the CLI.
 
-rvport/cli/progress.py implements it (a live view on a terminal, plain lines in CI); `SILENT` is for callers
-that show nothing (the bake export, tests).
+rvport/cli/progress_view.py implements it (a live view on a terminal, plain lines in CI); `SILENT` is for
+callers that show nothing (the bake export, tests).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from rich.console import Console
 
 import rvport.engine
 from rvport.cli import ci
-from rvport.cli.progress import Reporter
+from rvport.cli.progress_view import Reporter
 from rvport.engine.buildx import BuildSpec, check_cache_export
 from rvport.errors import UsageError
 

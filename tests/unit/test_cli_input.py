@@ -234,7 +234,7 @@ def test_recipe_descriptions_are_printed_literally(tmp_path, description):
 def test_views_keep_markup_like_names_literal():
     from rich.console import Console
 
-    from rvport.cli.progress import LiveReporter
+    from rvport.cli.progress_view import LiveReporter
     from rvport.cli.views import result_table
 
     doc = {

@@ -11,7 +11,7 @@ import time
 import pytest
 from rich.console import Console
 
-from rvport.cli.progress import Activity, LiveReporter, Reporter, duration
+from rvport.cli.progress_view import Activity, LiveReporter, Reporter, duration
 
 
 class FakeClock:

@@ -150,7 +150,7 @@ def test_a_command_line_mistake_is_shown_escaped():
 def test_the_live_view_keeps_its_cursor_movements_and_escapes_the_build_output():
     import time
 
-    from rvport.cli.progress import LiveReporter
+    from rvport.cli.progress_view import LiveReporter
 
     buf = io.StringIO()
     rep = LiveReporter(SafeConsole(file=buf, force_terminal=True, width=100), None)

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from rvport.catalogue.bases import load_base
-from rvport.cli.progress import LiveReporter, Reporter
+from rvport.cli.progress_view import LiveReporter, Reporter
 from rvport.engine import buildx
 from rvport.engine.images import Bases, base_key, ensure_image, host_debian_mirror
 from rvport.engine.progress import SILENT, Progress
