@@ -43,7 +43,7 @@ from functools import partial
 from pathlib import Path
 
 from rvport import proc, resources
-from rvport.engine import debprefetch, sidebyside
+from rvport.engine import debprefetch, parallel
 from rvport.errors import HostNotReady, RvportError, UsageError
 
 CLASSIC = "debootstrap"
@@ -594,7 +594,7 @@ def certificate_runs(calls: list[list[str]]) -> list[list[str]]:
 def deferred_runs(
     rootfs: Path,
     calls: dict[str, list[list[str]]],
-    parts: int = sidebyside.WORKERS,
+    parts: int = parallel.WORKERS,
     done: set[Job] | frozenset[Job] = frozenset(),
     certificates: bool = True,
 ) -> tuple[list[tuple[str, list[list[str]]]], list[list[str]]]:
@@ -804,7 +804,7 @@ def _run_deferred(
     tasks, after = deferred_runs(rootfs, calls, done=early.done, certificates=not early.certificates_started)
     if tasks:
         on_line(f"bootstrap: deferred work side by side: {', '.join(w for w, _ in tasks)} (emulated)...")
-        results = sidebyside.run([(what, partial(run, argvs)) for what, argvs in tasks])
+        results = parallel.run([(what, partial(run, argvs)) for what, argvs in tasks])
         failed = next((r for r in results.values() if isinstance(r, RvportError)), None)
         if failed is not None:
             raise failed

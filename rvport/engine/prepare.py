@@ -12,7 +12,7 @@ build" (`pending`) and left out of --tags. So the images are the ones `rvport bu
 makes and uses: same Dockerfiles, same tags. No source is fetched, nothing is compiled. What the stages used
 (StageEnv.used) is listed: the images to keep between CI runs (docs/ci.md).
 
-The work goes side by side (rvport/engine/sidebyside.py): every base the stages need first (the riscv64 base
+The work goes side by side (rvport/engine/parallel.py): every base the stages need first (the riscv64 base
 on one worker, the build-platform bases on the other), then the stages' images, in the order a build needs
 them: each stage's build images, then its smoke image. `rvport build` makes its images this way too, while its
 stages build (rvport/engine/runner.py): a stage's build starts once its build images are made, its smoke test
@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from rvport.engine import debpins, modes, runtime, sidebyside
+from rvport.engine import debpins, modes, parallel, runtime
 from rvport.engine.images import BaseImage
 from rvport.engine.progress import Progress
 from rvport.engine.stage import LoadedToolchains, RunOptions, StageEnv, StageRecord, Toolchain
@@ -61,7 +61,7 @@ class Preparer:
     options, output, fetch (the cache and the CA bundle), builder and base_image count here, and whether smoke
     tests run).
 
-    Side by side (rvport/engine/sidebyside.py): first every base the stages need (modes.bases), then each
+    Side by side (rvport/engine/parallel.py): first every base the stages need (modes.bases), then each
     stage's build images and then its smoke image (a task of its own), `workers` at a time. A stage whose
     images could not be made is in `errors`; `run` raises the first of them in plan order, `make` leaves them
     to the caller. `rvport build` (for_build) uses `start`, `wait` and `smoke_image` on a pool of its own: it
@@ -81,7 +81,7 @@ class Preparer:
         smoke: bool = True,
         bases: dict[str, BaseImage] | None = None,
         for_build: bool = False,
-        workers: int = sidebyside.WORKERS,
+        workers: int = parallel.WORKERS,
     ):
         self.plan, self.opts, self.rep, self.smoke, self.workers = plan, opts, rep, smoke, workers
         self.logs = opts.output / "logs"
@@ -128,7 +128,7 @@ class Preparer:
     def make(self) -> dict[str, RvportError]:
         """Every image, side by side (the smoke images too); the stages that failed, by name (a stage whose
         build images and smoke image both failed: the build images' error)."""
-        with sidebyside.SideBySide(self.workers) as pool:
+        with parallel.SideBySide(self.workers) as pool:
             self.start(pool)
             for st in self.plan.stages:
                 self.wait(pool, st.name)
@@ -150,7 +150,7 @@ class Preparer:
         there meanwhile)."""
         return self.logs / f"{self._log_prefix}{name}.smoke-image.log"
 
-    def start(self, pool: sidebyside.SideBySide) -> None:
+    def start(self, pool: parallel.SideBySide) -> None:
         """Hand the work to `pool`: first every base the stages need (the riscv64 base on one worker, the
         build-platform bases on the other), then the images that start from a build-platform base alone
         (modes: `early`), then each stage's images (a stage's task waits for the bases it needs; a base that
@@ -168,7 +168,7 @@ class Preparer:
             if self.smokes(st):
                 pool.submit(("smoke", st.name), partial(self._smoke, st))
 
-    def wait(self, pool: sidebyside.SideBySide, name: str) -> RvportError | None:
+    def wait(self, pool: parallel.SideBySide, name: str) -> RvportError | None:
         """Wait for stage `name`'s build images (not its smoke image: `smoke_image`); the error that stopped
         them, if any (also kept in `errors`)."""
         result = pool.result(("stage", name))
@@ -177,7 +177,7 @@ class Preparer:
             return result
         return None
 
-    def smoke_image(self, pool: sidebyside.SideBySide, name: str) -> Toolchain | RvportError:
+    def smoke_image(self, pool: parallel.SideBySide, name: str) -> Toolchain | RvportError:
         """Wait for stage `name`'s smoke image (a stage `smokes`): the image, or the error that stopped it."""
         return pool.result(("smoke", name))
 
@@ -220,7 +220,7 @@ class Preparer:
         self._early_used[st.name] = self._listed(st, env)
         self.rep.end(row, "ok")
 
-    def _timed(self, st: Stage, pool: sidebyside.SideBySide | None) -> None:
+    def _timed(self, st: Stage, pool: parallel.SideBySide | None) -> None:
         row = f"{st.name}{self._row_suffix}"
         self.rep.begin(row, f"images for {st.recipe.ref} [{st.mode.value}]")
         t0 = time.monotonic()

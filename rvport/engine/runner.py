@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rvport import manifest, outdir, proc
 from rvport.catalogue.kinds import KINDS
-from rvport.engine import buildx, check, debpins, modes, render, runtime, sidebyside
+from rvport.engine import buildx, check, debpins, modes, render, runtime, parallel
 from rvport.engine import tests as upstream
 from rvport.engine.images import BaseImage
 from rvport.engine.prepare import Preparer
@@ -233,7 +233,7 @@ class Runner:
         self._trees: dict[str, PreparedTree] = {}  # every stage's source tree, prepared first
         self._test_wheels: dict[str, dict[str, Path]] = {}  # a stage's test wheels: file name -> cache entry
         # while the stages run: the image making (prepare.py) and its pool; the smoke images taken, by stage
-        self._ahead: tuple[Preparer, sidebyside.SideBySide] | None = None
+        self._ahead: tuple[Preparer, parallel.SideBySide] | None = None
         self._smoke_images: dict[str, Toolchain] = {}
 
     # ------------------------------------------------------------------------------------------ helpers
@@ -400,7 +400,7 @@ class Runner:
             self.plan, self.opts, self.rep, smoke=self.opts.smoke, bases=self.bases, for_build=True
         )
         try:
-            with sidebyside.SideBySide(prep.workers) as pool:
+            with parallel.SideBySide(prep.workers) as pool:
                 prep.start(pool)
                 self._ahead = (prep, pool)
                 for rec in self.records:

@@ -1,4 +1,4 @@
-"""Work side by side (rvport/engine/sidebyside.py): results and errors by key, and an interrupt that stops the
+"""Work side by side (rvport/engine/parallel.py): results and errors by key, and an interrupt that stops the
 workers' programs and waits for their cleanup before it goes on."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from rvport import proc
-from rvport.engine import sidebyside
+from rvport.engine import parallel
 from rvport.errors import BuildFailed
 
 
@@ -19,9 +19,9 @@ def test_results_and_errors_come_back_by_key_once_every_task_ended():
     def fail():
         raise BuildFailed("no")
 
-    out = sidebyside.run([("a", lambda: 1), ("b", fail), ("c", lambda: 3)], workers=2)
+    out = parallel.run([("a", lambda: 1), ("b", fail), ("c", lambda: 3)], workers=2)
     assert out["a"] == 1 and out["c"] == 3 and isinstance(out["b"], BuildFailed)
-    assert sidebyside.run([]) == {}
+    assert parallel.run([]) == {}
 
 
 def test_a_bug_in_a_task_is_raised_after_the_others_ended():
@@ -32,7 +32,7 @@ def test_a_bug_in_a_task_is_raised_after_the_others_ended():
         ended.append("slow")
 
     with pytest.raises(ZeroDivisionError):
-        sidebyside.run([("slow", slow), ("bug", lambda: 1 / 0)], workers=2)
+        parallel.run([("slow", slow), ("bug", lambda: 1 / 0)], workers=2)
     assert ended == ["slow"]
 
 
@@ -55,7 +55,7 @@ def test_an_interrupt_stops_the_workers_programs_and_waits_for_their_cleanup(tmp
     timer.start()
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        sidebyside.run([("a", task("a")), ("b", task("b")), ("late", not_started)], workers=2)
+        parallel.run([("a", task("a")), ("b", task("b")), ("late", not_started)], workers=2)
     assert time.monotonic() - t0 < 20
     assert sorted(cleaned) == ["a", "b"] and started == []
     # programs start again afterwards
@@ -64,7 +64,7 @@ def test_an_interrupt_stops_the_workers_programs_and_waits_for_their_cleanup(tmp
 
 def test_a_task_can_be_asked_whether_it_was_handed_in_and_whether_it_ended():
     go = threading.Event()
-    with sidebyside.SideBySide(2) as pool:
+    with parallel.SideBySide(2) as pool:
         pool.submit("slow", lambda: go.wait(10) and "late")
         pool.submit("quick", lambda: "now")
         assert pool.has("slow") and not pool.has("other")
