@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rvport import manifest, outdir, proc
 from rvport.catalogue.kinds import KINDS
-from rvport.engine import buildx, check, debpins, modes, render, runtime, parallel
+from rvport.engine import buildx, check, debpins, modes, parallel, render, runtime
 from rvport.engine import tests as upstream
 from rvport.engine.images import BaseImage
 from rvport.engine.prepare import Preparer

@@ -26,7 +26,6 @@ from rvport.verify.judge_binary import judge_content
 from rvport.verify.kept_stream import NotKept
 from rvport.verify.limits import DEFAULT_LIMITS, REASON, Limits, OverLimit, check
 from rvport.verify.manylinux import best_tag
-from rvport.verify.zip_member import UNREADABLE_FLAGS, ZIP_ERRORS, MemberError, read_member
 from rvport.verify.model import ArtifactResult, MemberResult, WheelInfo
 from rvport.verify.policy import IsaLevel, Verdict, glibc_str, judge_wheel_tags
 from rvport.verify.pool import map_ordered
@@ -38,6 +37,7 @@ from rvport.verify.record import (
     entry_algorithm,
     parse_record,
 )
+from rvport.verify.zip_member import UNREADABLE_FLAGS, ZIP_ERRORS, MemberError, read_member
 from rvport.vocab import ArtifactKind
 
 

@@ -94,7 +94,7 @@ WHEEL = b"a test wheel's bytes, pinned by their digest\n" * 40
 
 def test_fetch_adds_the_test_wheels_of_a_recipes_tests(tmp_path, monkeypatch):
     """`tests: wheels:` are fetched with the sources (checked by sha256), so a mirror serves the tests too."""
-    import rvport.cli.sources as cli_sources
+    import rvport.cli.source_verbs as cli_sources
     from rvport.cli.app import app
 
     name = "demotest-1.0-py3-none-any.whl"

@@ -547,7 +547,7 @@ def test_the_tiny_model_and_the_figures():
 
 
 def test_the_summary_lines_give_both_modes_and_inductors_verdict(tmp_path):
-    from rvport.cli.closure import figures_lines
+    from rvport.cli.closure_verbs import figures_lines
 
     doc = make_record(tmp_path, ALL_PASS)
     doc["inductor"] = {"objects": 4, "passed": True}

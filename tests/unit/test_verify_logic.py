@@ -19,9 +19,8 @@ from packaging.tags import parse_tag
 
 from rvport.catalogue.profiles import get_profile
 from rvport.resources import builtin
-from rvport.verify import elf_ranges, zip_member, pool
+from rvport.verify import elf_ranges, pool, zip_member
 from rvport.verify.artifacts import ArchiveError, iter_ar_members
-from rvport.verify.kept_stream import BufferFile, NotKept
 from rvport.verify.elf import (
     ElfFacts,
     ElfReadError,
@@ -33,7 +32,7 @@ from rvport.verify.elf import (
     read_elf_bytes,
 )
 from rvport.verify.elf_ranges import Keep
-from rvport.verify.zip_member import Member, MemberError, read_member
+from rvport.verify.kept_stream import BufferFile, NotKept
 from rvport.verify.model import ArtifactResult, MemberResult, VerifyReport
 from rvport.verify.policy import (
     IsaLevel,
@@ -47,6 +46,7 @@ from rvport.verify.policy import (
 from rvport.verify.pool import map_ordered, read_ahead
 from rvport.verify.report import to_junit
 from rvport.verify.wheel import verify_wheel
+from rvport.verify.zip_member import Member, MemberError, read_member
 from rvport.vocab import ArtifactKind
 
 GC_ARCH = "rv64i2p1_m2p0_a2p1_f2p2_d2p2_c2p0_zicsr2p0_zifencei2p0_zmmul1p0_zaamo1p0_zalrsc1p0"
