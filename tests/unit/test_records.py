@@ -50,3 +50,25 @@ def test_write_record_writes_what_the_test_reads(tmp_path, monkeypatch):
         FIELDS <= doc.keys() and doc["figures"] == {"ratio": 2.5} and doc["command"] == "bench/x.py '--a b'"
     )
     assert path == tmp_path / "t" / "one.json"
+
+
+def test_every_docs_page_a_hint_or_script_names_exists():
+    """A hint that says `see docs/X.md` sends a user to a page that is there."""
+    named = set()
+    for path in [*sorted((ROOT / "rvport").rglob("*.py")), *sorted((ROOT / "scripts").iterdir())]:
+        if path.is_file():
+            named |= {
+                (path.name, n) for n in re.findall(r"docs/[a-z0-9-]+\.md", path.read_text(errors="replace"))
+            }
+    missing = sorted(f"{where}: {name}" for where, name in named if not (ROOT / name).is_file())
+    assert missing == []
+
+
+def test_troubleshooting_covers_what_the_hints_send_users_to_it_for():
+    text = (ROOT / "docs" / "troubleshooting.md").read_text()
+    for heading in (
+        "## Adding bookworm-backports and trixie by hand",
+        '## "the Release of Debian sid expired"',
+        '## "with a non-docker builder, --load must be supported"',
+    ):
+        assert heading in text
