@@ -340,3 +340,107 @@ def test_the_plugin_records_every_id(tmp_path):
         "test_param[1]": "passed",
         "test_param[2]": "passed",
     }
+
+
+# ------------------------------------------------------------------------------------------ the runner
+
+RUNNER_RECIPE = """\
+schema: 1
+name: demo
+kind: python-wheel
+build: [make]
+outputs: [{glob: "*.whl", type: wheel}]
+smoke: {script: print(1)}
+versions:
+  - version: "1.0"
+    sources:
+      - {name: sdist, url: "https://example.invalid/demo-1.0.tar.gz", sha256: "%s"}
+    tests:
+      files: [{path: tests/test_a.py, select: "fast"}]
+""" % ("a" * 64)
+
+
+def _runner(tmp_path):
+    from types import SimpleNamespace
+
+    from rvport.engine.runner import BuildOptions, Runner
+    from rvport.sources import Cache, FetchOptions
+
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "demo.yaml").write_text(RUNNER_RECIPE)
+    plan = make_plan(
+        load_catalogue(tmp_path / "recipes"), Request(refs=("demo",), profile=get_profile("rvv256")), X86
+    )
+    run = Runner(
+        plan,
+        BuildOptions(output=tmp_path / "out", fetch=FetchOptions(cache=Cache(root=tmp_path / "c"))),
+        rep=SimpleNamespace(),
+    )
+    tree = tmp_path / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "test_a.py").write_text("def test_fast(): pass\n")
+    (tree / "demo").mkdir()
+    (tree / "demo" / "__init__.py").write_text("")  # the tree's own package: never copied in
+    run._trees["demo"] = SimpleNamespace(path=tree)
+    rec = run.records[0]
+    env = SimpleNamespace(
+        stage=rec.stage,
+        record=rec,
+        log_path=tmp_path / "demo.log",
+        line=lambda _: None,
+        riscv64_env={"QEMU_CPU": "rv64,v=true,vlen=256"},
+    )
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "demo-1.0-py3-none-any.whl").write_bytes(b"PK")
+    return run, rec, env, files
+
+
+@pytest.mark.parametrize("outcome", ["passed", "failed"])
+def test_the_runner_runs_the_tests_in_a_build_of_their_own(tmp_path, monkeypatch, outcome):
+    from rvport.engine import runner as runner_mod
+
+    run, rec, env, files = _runner(tmp_path)
+    seen = {}
+
+    def fake_build(spec, *, log_path, on_line=None):
+        seen["dockerfile"] = spec.dockerfile.read_text()
+        seen["network"] = spec.network
+        seen["tree"] = sorted(
+            p.relative_to(spec.context / "tree").as_posix() for p in (spec.context / "tree").rglob("*")
+        )
+        seen["script"] = (spec.context / "rvport-tests.sh").read_text()
+        _export(
+            spec.output_dir,
+            {0: 0 if outcome == "passed" else 1},
+            {0: [{"id": "tests/test_a.py::test_fast", "outcome": outcome, "duration_s": 1}]},
+        )
+
+    monkeypatch.setattr(runner_mod.buildx, "build", fake_build)
+    if outcome == "passed":
+        run._upstream_tests(env, files, "rvport/smoke:under-test")
+    else:
+        with pytest.raises(upstream.UpstreamTestsFailed, match="FAILED tests/test_a.py::test_fast"):
+            run._upstream_tests(env, files, "rvport/smoke:under-test")
+    assert "FROM rvport/smoke:under-test AS tests" in seen["dockerfile"]
+    assert "ENV QEMU_CPU=rv64,v=true,vlen=256 " in seen["dockerfile"] and seen["network"] == "none"
+    assert seen["tree"] == ["tests", "tests/test_a.py"]  # the copied paths only, not the tree's package
+    assert "tests/test_a.py -k fast" in seen["script"]
+    assert rec.tests["status"] == outcome
+    assert not list((tmp_path / "c" / "tmp").iterdir())  # its scratch directories are gone
+
+
+def test_an_interrupt_during_the_tests_leaves_no_partial_record(tmp_path, monkeypatch, sigint):
+    from rvport.engine import runner as runner_mod
+
+    run, rec, env, files = _runner(tmp_path)
+
+    def interrupted(spec, *, log_path, on_line=None):
+        _export(spec.output_dir, {0: 0}, {0: [{"id": "tests/test_a.py::test_fast", "outcome": "passed"}]})
+        raise KeyboardInterrupt  # buildx stopped: BuildKit removes the build's container
+
+    monkeypatch.setattr(runner_mod.buildx, "build", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run._upstream_tests(env, files, "rvport/smoke:under-test")
+    assert rec.tests is None and "tests" not in rec.to_json()
+    assert not list((tmp_path / "c" / "tmp").iterdir())
