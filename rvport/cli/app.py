@@ -75,10 +75,11 @@ def plan(o: PlanArgs) -> None:
     u = ui()
     u.console.print(views.plan_table(p, u.console.width), crop=False)
     for c in p.closures:
-        counts = ", ".join(f"{k} {v}" for k, v in c["counts"].items())
+        lock = c.lock
+        counts = ", ".join(f"{k} {v}" for k, v in lock.counts().items())
         u.console.print(
-            f"closure lock of {c['stage']} ({c['abi']}): {c['total']} distributions ({counts}), "
-            f"{c['digest']}",
+            f"closure lock of {c.stage} ({lock.target.abi}): {len(lock.entries)} distributions ({counts}), "
+            f"{lock.digest}",
             markup=False,
             highlight=False,
         )

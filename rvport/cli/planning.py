@@ -1,6 +1,6 @@
-"""The plan a verb works from (plan, build, prepare, reproduce): the command line's values checked into a
-Request, then the catalogue loaded, the plan made with every source located, --jobs bounds said, pinned files
-checked."""
+"""The plan a verb works from (plan, build, prepare, reproduce): the command line's values made a Request
+(rvport/cli/handoff.py) with its local source trees, the catalogue loaded, and the complete, checked plan made
+in rvport/plan/ with every source located; what --jobs became said."""
 
 from __future__ import annotations
 
@@ -20,59 +20,17 @@ if TYPE_CHECKING:
 
 
 def resolve(req: Request, cat: Catalogue, fopts: FetchOptions) -> Plan:
-    """The plan of `req` over `cat`, its sources located in `fopts`' cache and mirror; the shipped patches and
-    lock files of its recipes checked against their sha256."""
+    """The complete, checked plan of `req` over `cat` (rvport/plan/checked.py), its sources located in
+    `fopts`' cache and mirror; what --jobs became said."""
     from rvport.host import gather
-    from rvport.plan.planner import make_plan
+    from rvport.plan.checked import make_checked_plan
     from rvport.sources import locate
-    from rvport.sources.pin import check_pinned_files
 
-    plan = make_plan(
+    plan = make_checked_plan(
         cat, req, gather(), locate=lambda s: str(locate(s, fopts.cache, fopts.mirror, offline=fopts.offline))
     )
     _warn_jobs(plan, req.jobs)
-    check_pinned_files(s.recipe for s in plan.stages)
-    return with_closures(plan, cat)
-
-
-def with_closures(plan: Plan, cat: Catalogue) -> Plan:
-    """The plan with the closure lock of each stage whose recipe has one for the stage's Python, each loaded
-    and checked (its digest, that it holds together, that its Debian entries are the recipe's own pins):
-    plan.json shows its digest and counts per origin. A recipe the lock names that the catalogue does not
-    hold (at that version) is a note: the wheelhouse needs its wheel."""
-    from dataclasses import replace
-
-    from rvport.catalogue.bases import load_base
-    from rvport.catalogue.closure_lock import LockConflict, Origin, check_recipe_pins, find_lock
-
-    closures: list[dict] = []
-    notes: list[str] = []
-    for s in plan.stages:
-        r = s.recipe
-        python = s.python.version if s.python else load_base(r.toolchain.base).python
-        if not python:
-            continue
-        lock = find_lock(r.name, r.version, python)
-        if lock is None:
-            continue
-        problems = check_recipe_pins(lock, r.toolchain.pins)
-        if problems:
-            raise LockConflict(
-                f"{r.ref}: its closure lock {lock.file} does not install what the recipe is built against",
-                problems=problems,
-            )
-        for e in lock.by_origin(Origin.RECIPE):
-            have = cat.recipes.get(e.recipe or "", ())
-            if not any(x.version == e.version for x in have):
-                notes.append(
-                    f"{r.ref}'s closure lock needs recipe {e.recipe} {e.version}, which the catalogue does "
-                    "not "
-                    "hold: `rvport wheelhouse` refuses until it is built"
-                )
-        closures.append({"stage": s.name, **lock.summary()})
-    if not closures:
-        return plan
-    return replace(plan, closures=tuple(closures), warnings=tuple(dict.fromkeys((*plan.warnings, *notes))))
+    return plan
 
 
 def from_options(o: PlanArgs | BuildArgs | PrepareArgs) -> tuple[Plan, FetchOptions]:

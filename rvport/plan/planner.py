@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from rvport import resources
 from rvport.catalogue import modes
@@ -27,6 +28,9 @@ from rvport.target import CARGO_HOME, RUST_TARGET
 from rvport.target import PLATFORM as RISCV64
 from rvport.target import TRIPLET as TRIPLE
 from rvport.vocab import Kind, Mode
+
+if TYPE_CHECKING:
+    from rvport.catalogue.closure_lock import Lock  # a Lock's module reads wheels' tags: not imported to plan
 
 PLAN_SCHEMA = 1
 # Reproducible builds: the build directory (/src in every stage) never reaches an artifact. C and C++ get the
@@ -251,14 +255,25 @@ class Stage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StageClosure:
+    """A stage's closure lock (docs/closure.md): what its recipe's program needs at run time, for the stage's
+    Python."""
+
+    stage: str  # the stage's id
+    lock: Lock
+
+    def to_json(self) -> dict:
+        return {"stage": self.stage, **self.lock.summary()}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     request: Request
     host: HostFacts
     stages: tuple[Stage, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
-    # the closure locks of the planned recipes that have one (rvport.catalogue.closure_lock: Lock.summary()),
-    # each with the stage it belongs to; loaded and checked by the command line (rvport/cli/planning.py)
-    closures: tuple[Mapping[str, object], ...] = ()
+    # the closure locks of the planned stages that have one, loaded and checked (rvport/plan/checked.py)
+    closures: tuple[StageClosure, ...] = ()
 
     def stage(self, name: str) -> Stage:
         """A stage by its id (the recipe's name, or msgspec-cp314 in a --python plan)."""
@@ -286,7 +301,7 @@ class Plan:
                 else {}
             ),
             **({"pythons": list(self.request.pythons)} if self.request.pythons else {}),
-            **({"closures": [dict(c) for c in self.closures]} if self.closures else {}),
+            **({"closures": [c.to_json() for c in self.closures]} if self.closures else {}),
         }
 
 

@@ -213,17 +213,18 @@ def test_the_checker_sees_cycles_and_upward_imports(tmp_path):
 IMPURE = ("rvport.proc", "rvport.sources", "rvport.engine", "subprocess", "requests", "docker")
 
 
-def test_importing_the_planner_brings_no_io_modules():
+@pytest.mark.parametrize("module", ["rvport.plan.planner", "rvport.plan.checked"])
+def test_importing_the_planner_brings_no_io_modules(module):
     """In a fresh interpreter: importing the planner loads no subprocess door, no fetcher, no HTTP client."""
     import subprocess
     import sys
 
-    code = "import rvport.plan.planner, sys; print('\\n'.join(sorted(sys.modules)))"
+    code = f"import {module}, sys; print('\\n'.join(sorted(sys.modules)))"
     loaded = set(
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
         ).stdout.split()
     )
-    assert "rvport.plan.planner" in loaded
+    assert module in loaded
     bad = sorted(m for m in loaded if any(m == p or m.startswith(p + ".") for p in IMPURE))
-    assert not bad, f"importing rvport.plan.planner loads {bad}"
+    assert not bad, f"importing {module} loads {bad}"
