@@ -6,6 +6,8 @@ rvport.closure.resolve, .wheelhouse and .servecheck, render. Registered in rvpor
 
 from __future__ import annotations
 
+import shlex
+
 import typer
 from rich.table import Table
 
@@ -33,6 +35,7 @@ def lock(o: LockArgs) -> None:
     wheel from the package index by file name and sha256, as RECIPE.policy.yaml in rvport/resources/locks/
     says (docs/closure.md). The wheels are downloaded into the cache, checked by sha256, to read their
     requirements."""
+    from rvport.catalogue import closure_lock
     from rvport.catalogue.recipes import load_catalogue
     from rvport.closure.resolve import default_output, generate
 
@@ -52,6 +55,14 @@ def lock(o: LockArgs) -> None:
     )
     u.console.print(counts_table(made.summary()), crop=False)
     u.console.print(f"wrote {out} ({made.digest})", markup=False)
+    # a lock is used from the locks directory: the built-in one, or the directory RVPORT_LOCKS names
+    where = out.absolute().parent
+    if where != closure_lock.locks_dir().absolute():
+        u.console.print(
+            f"to use it: RVPORT_LOCKS={shlex.quote(str(where))} rvport plan {recipe.ref} (plan, build, "
+            "wheelhouse and serve-check read the lock from there instead of the built-in one)",
+            markup=False,
+        )
 
 
 @settings.command(settings.WHEELHOUSE)
