@@ -110,8 +110,8 @@ def write_record(
 ) -> Path:
     """A bench's figures as a record: records/TOPIC/NAME.json with the command that made them, the commit
     it ran at (and whether the tree was dirty), the machine, the load beside the run and each figure. The
-    docs cite the record's path (tests/unit/test_records.py checks that every cited record exists and has
-    these fields); commit the file with the docs that quote it."""
+    docs cite the record's path (tests/unit/project/test_records.py checks that every cited record exists and
+    has these fields); commit the file with the docs that quote it."""
     import json
     import shlex
 

@@ -1,5 +1,6 @@
 """rvport's fixed choices, each a StrEnum: the one vocabulary the catalogue, the planner, the build and
-verify share, and that the JSON schemas mirror (tests/unit/test_schema_enums.py writes their lists from it).
+verify share, and that the JSON schemas mirror (tests/unit/project/test_schema_enums.py writes their lists
+from it).
 
 What each member means is data elsewhere: a kind's facts are the kinds table (catalogue/kinds.py), a mode's
 the mode registry (catalogue/modes.py). This module only names them, so that every layer may import it.

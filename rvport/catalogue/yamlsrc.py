@@ -140,7 +140,8 @@ def _parse(text: str, *, fast: bool) -> Any:
     it does not take is read again by the Python parser, which words and locates the refusal. The two
     parsers do not take quite the same documents (libyaml takes a tab, or a `?` inside a flow mapping's
     plain value, where the Python parser stops), so only rvport's own files are read fast:
-    tests/unit/test_yamlsrc.py proves both parsers read each of them to the same values and lines."""
+    tests/unit/catalogue/test_yamlsrc.py proves both parsers read each of them to the same values and
+    lines."""
     if fast and _CLoader is not None:
         try:
             return yaml.load(text, Loader=_CLoader)  # noqa: S506 - SafeConstructor

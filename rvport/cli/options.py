@@ -1,6 +1,7 @@
 """Each verb's options value: a frozen, keyword-only dataclass written here, one field per setting of the verb
 in the settings table (rvport/cli/settings.py), of the type and default the table gives it
-(tests/unit/test_options.py checks both ways: every setting of a verb is a field, no field lacks a setting).
+(tests/unit/cli/test_options.py checks both ways: every setting of a verb is a field, no field lacks a
+setting).
 
 A setting the command line repeats (list[X] in the table) is a tuple here. What a verb has no setting for but
 a lower layer's options need is a class constant (ClassVar), not a field: `rvport plan` takes no

@@ -7,11 +7,11 @@ its default and which verbs use it. From the table come:
 
 - the Typer parameters of every verb (`command` turns a function of one options value into a Typer command);
 - the values of the verb's one frozen, keyword-only options value (rvport/cli/options.py, a dataclass written
-  there; tests/unit/test_options.py checks it against this table), each checked once by `make_options`;
+  there; tests/unit/cli/test_options.py checks it against this table), each checked once by `make_options`;
 - the environment defaults: RVPORT_* variables are read here and nowhere deeper (lower layers are given the
   values in their options);
-- docs/commands.md (scripts/commands-doc renders the Typer app; tests/unit/test_settings.py checks the app
-  against this table, and tests/unit/test_ci_files.py the document against the app).
+- docs/commands.md (scripts/commands-doc renders the Typer app; tests/unit/cli/test_settings.py checks the app
+  against this table, and tests/unit/project/test_ci_files.py the document against the app).
 
 Several settings may share a flag when they mean different things in different verbs (`--all`: every
 recipe, every version of every recipe, every ELF row); one verb never has two settings with one flag. A

@@ -17,7 +17,7 @@ import pytest
 
 from rvport import manifest
 from rvport.closure import wheelhouse as wh
-from tests.unit.test_wheelhouse import make_wheel
+from tests.unit.closure.test_wheelhouse import make_wheel
 
 from .conftest import rvport
 

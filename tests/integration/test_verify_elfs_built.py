@@ -1,6 +1,6 @@
-"""The verifier's tests of tests/unit/test_verify_elfs.py again, on the files compilers make: riscv64 from
-Debian's cross GCC 14 (in Docker), x86-64 from the host's gcc, Go from the host's Go. They are compiled once
-per content key (the fixture sources, the toolchain image's id, the host compilers' versions) and cached
+"""The verifier's tests of tests/unit/verify/test_real_elfs.py again, on the files compilers make: riscv64
+from Debian's cross GCC 14 (in Docker), x86-64 from the host's gcc, Go from the host's Go. They are compiled
+once per content key (the fixture sources, the toolchain image's id, the host compilers' versions) and cached
 (tests/fixtures/elfs.py: cached_fixtures). And the files the unit tests write instead say what these say."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rvport.verify.ar import iter_ar_members
 from rvport.verify.elf import ELF_MAGIC, read_elf_bytes
 from rvport.verify.symbols import read_symbols
 from tests.fixtures.elfs import ElfFixtures, cached_fixtures, docker_ready, write_fixtures
-from tests.unit.test_verify_elfs import *  # noqa: F403 - every verifier test, here on compiled files
+from tests.unit.verify.test_real_elfs import *  # noqa: F403 - every verifier test, here on compiled files
 
 pytestmark = pytest.mark.integration
 

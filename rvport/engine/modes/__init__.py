@@ -47,7 +47,8 @@ class StageMode(Protocol):
         """The stage's build Dockerfile, FROM `toolchain`."""
 
 
-# Each buildable mode's implementation (tests/unit/test_mode_registry.py: exactly the registry's modes).
+# Each buildable mode's implementation (tests/unit/catalogue/test_mode_registry.py: exactly the registry's
+# modes).
 IMPLEMENTATIONS: Mapping[Mode, type[StageMode]] = {
     Mode.NATIVE: Emulated,
     Mode.QEMU: Emulated,

@@ -1,0 +1,43 @@
+"""bench/default_config.py: the record's figures from a serving check's result.json."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "bench"))
+spec = importlib.util.spec_from_file_location("bench_default_config", ROOT / "bench" / "default_config.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_the_figures_compare_the_default_configuration_with_eager():
+    result = {
+        "profile": "rv64gc",
+        "passed": True,
+        "seconds": 100.0,
+        "image": {"tag": "t", "made": False, "seconds": 1.0},
+        "steps": [
+            {"name": "generate", "status": "passed", "seconds": 9.0,
+             "result": {"inductor_env": {"TORCHINDUCTOR_CPP_MARCH": "rv64gc -mabi=lp64d"}}},
+            {"name": "serve", "status": "passed", "seconds": 8.0, "result": {"text": " a"}},
+            {"name": "serve-eager", "status": "passed", "seconds": 5.0, "result": {"text": " b"}},
+        ],
+        "figures": {
+            "load_seconds": 300.0, "ttft_seconds": 0.2, "tokens_per_second": 20.0,
+            "eager": {"load_seconds": 200.0, "ttft_seconds": 0.4, "tokens_per_second": 10.0},
+        },
+        "inductor": {"objects": 3, "arch": ["rv64i2p1"], "passed": True, "failed": [], "truncated": False,
+                     "settings": {}},
+        "load_average": {"mean": 2.0},
+    }  # fmt: skip
+    f = bench.figures_of(result, 0, 120.0)
+    assert (
+        f["default_over_eager"]["load_seconds"] == 1.5 and f["default_over_eager"]["tokens_per_second"] == 2.0
+    )
+    assert f["default_over_eager"]["decode_tokens_per_second"] is None  # not measured: no ratio
+    assert f["steps"]["generate"] == {"status": "passed", "seconds": 9.0} and f["inductor"]["objects"] == 3
+    assert f["inductor_env"]["TORCHINDUCTOR_CPP_MARCH"] == "rv64gc -mabi=lp64d"
+    assert f["serve_text"] == {"default": " a", "eager": " b"} and f["exit_status"] == 0

@@ -1,0 +1,101 @@
+"""The CI entry points and their docs stay true: action.yml, the GitLab template, the examples in docs/ci.md,
+and docs/commands.md against the Typer app (no Docker)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import typer
+import yaml
+
+from rvport.cli.app import app
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _action() -> dict:
+    return yaml.safe_load((ROOT / "action.yml").read_text())
+
+
+def _yaml_blocks(md: str) -> list[dict]:
+    return [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", md, re.S)]
+
+
+def test_action_is_a_composite_that_sets_up_installs_and_builds_without_uploading():
+    a = _action()
+    assert a["runs"]["using"] == "composite"
+    assert {"recipes", "profile", "output", "cache"} <= set(a["inputs"])
+    assert a["inputs"]["recipes"]["required"] is True
+    runs = "\n".join(s.get("run", "") for s in a["runs"]["steps"])
+    assert "$GITHUB_ACTION_PATH/scripts/setup-host" in runs and (ROOT / "scripts/setup-host").is_file()
+    assert 'pip install -q "$GITHUB_ACTION_PATH"' in runs
+    assert "rvport --ci build" in runs and "--cache-dir" in runs and "--junit" in runs
+    assert not any("uses" in s for s in a["runs"]["steps"])  # uploads and caches nothing itself
+    for s in a["runs"]["steps"]:  # inputs reach shells through env only
+        assert "${{" not in s.get("run", ""), s["name"]
+
+
+def test_gitlab_template_defines_a_job_with_cache_and_junit_report():
+    doc = yaml.safe_load((ROOT / "ci/gitlab/rvport.gitlab-ci.yml").read_text())
+    job = doc[".rvport"]
+    assert {"RVPORT_RECIPES", "RVPORT_PROFILE", "RVPORT_OUTPUT", "RVPORT_CACHE_DIR"} <= set(job["variables"])
+    assert job["cache"]["paths"] == ["$RVPORT_CACHE_DIR"]
+    assert job["artifacts"]["reports"]["junit"] == "$RVPORT_OUTPUT/junit.xml"
+    script = "\n".join(job["before_script"] + job["script"])
+    assert "scripts/setup-host" in script and "rvport --ci build" in script and "--junit" in script
+
+
+def test_ci_doc_examples_use_the_real_action_inputs_and_template_job():
+    md = (ROOT / "docs/ci.md").read_text()
+    blocks = _yaml_blocks(md)
+    workflow = next(b for b in blocks if "jobs" in b)
+    steps = workflow["jobs"]["wheels"]["steps"]
+    (rv,) = [s for s in steps if s.get("id") == "rvport"]
+    assert set(rv["with"]) <= set(_action()["inputs"])
+    cache = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache"))
+    assert cache["with"]["path"] == rv["with"]["cache"]  # the cache between runs is the action's
+    gitlab = next(b for b in blocks if "include" in b)
+    assert gitlab["include"][0]["file"] == "ci/gitlab/rvport.gitlab-ci.yml"
+    job = next(v for k, v in gitlab.items() if k != "include")
+    template = yaml.safe_load((ROOT / "ci/gitlab/rvport.gitlab-ci.yml").read_text())[".rvport"]
+    assert job["extends"] == ".rvport" and set(job["variables"]) <= set(template["variables"])
+    assert job["cache"]["paths"] == [template["variables"]["RVPORT_CACHE_DIR"]]
+
+
+def test_commands_doc_names_every_command_and_option():
+    text = (ROOT / "docs/commands.md").read_text()
+
+    def walk(cmd, path):
+        heading = f"`{path}`"
+        assert heading in text, f"{path} is not documented in docs/commands.md"
+        section = text[text.index(heading) :]
+        nxt = re.search(r"\n#{2,3} `", section[1:])
+        section = section[: nxt.start() + 1] if nxt else section
+        for p in cmd.params:
+            for opt in p.opts if p.param_type_name == "option" else []:
+                assert f"`{opt}`" in section, f"{path}: {opt} missing from docs/commands.md"
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+
+    walk(typer.main.get_command(app), "rvport")
+
+
+def test_readme_links_the_docs_and_keeps_two_setup_commands():
+    readme = (ROOT / "README.md").read_text()
+    for doc in ("getting-started", "commands", "ci", "troubleshooting", "exit-codes"):
+        assert f"docs/{doc}.md" in readme, doc
+        assert (ROOT / "docs" / f"{doc}.md").is_file()
+    quick = readme[readme.index("## Quick start") : readme.index("## What else")]
+    assert quick.count("```sh") == 2 and quick.count("scripts/setup-host &&") == 2
+
+
+def test_docs_ci_lists_every_input_of_the_action():
+    """docs/ci.md's table of the action's inputs names each input action.yml declares, and no other."""
+
+    root = Path(__file__).resolve().parents[3]
+    declared = set(yaml.safe_load((root / "action.yml").read_text())["inputs"])
+    text = (root / "docs" / "ci.md").read_text()
+    table = text[text.index("| input | default | meaning |") :].split("\n\n", 1)[0]
+    listed = set(re.findall(r"^\| `([a-z-]+)` \|", table, re.M))
+    assert listed == declared
