@@ -4,8 +4,8 @@ catalogue's own files through their loaders: the patches, lock files and files s
 (checked against their sha256: rvport.sources.pin) and the closure locks (rvport.catalogue.closure_lock).
 
 Where sources are (`locate`: cache, mirror, network) is the caller's to say, as for `make_plan`. Importing
-this module loads no I/O module, as importing the planner does not (tests/unit/test_layers.py): the pin check
-and the lock loader, which read files and wheels' tags, are imported when a plan is made.
+this module loads no I/O module, as importing the planner does not (tests/unit/project/test_layers.py): the
+pin check and the lock loader, which read files and wheels' tags, are imported when a plan is made.
 """
 
 from __future__ import annotations
