@@ -64,6 +64,7 @@ print(json.dumps({"torch": torch.__version__, "import_seconds": round(imported, 
 
 
 def main(argv: list[str] | None = None) -> int:
+    from rvport import host
     from rvport.catalogue.closure import load_lock, locks_dir
     from rvport.catalogue.profiles import get_profile
     from rvport.closure import inductor
@@ -93,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                 cmd += ["-v", f"{(a.torch_headers / d).resolve()}:/usr/include/{d}:ro"]
         cmd += [a.image, "python3", "/out/probe.py"]
         t0 = time.monotonic()
-        p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        with host.LoadAverage() as load:  # the host's load beside the run, sampled
+            p = subprocess.run(cmd, capture_output=True, text=True, check=False)
         wall = time.monotonic() - t0
         result = next((json.loads(x) for x in reversed(p.stdout.splitlines()) if x.startswith("{")), {})
         verified = inductor.verify_cache(out / "cache", profile)
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         f"inductor-probe-{a.name or f'{profile.name}-on-{cpu.name}'}",
         command=["python", "bench/inductor_probe.py", *(argv if argv is not None else sys.argv[1:])],
         figures=figures,
+        load=load.summary(),
     )
     print(json.dumps(figures, indent=2))
     print(f"wrote {path}")
