@@ -683,6 +683,13 @@ class Fetcher:
                     requests.exceptions.ChunkedEncodingError,
                     _Retry,
                 ) as e:
+                    if _unresolvable(e):  # no name service, or no such host: retrying will not help
+                        raise SourceUnavailable(
+                            f"{label}: cannot download {url}: its host name does not resolve "
+                            f"({_short(e)}); nothing was kept",
+                            hint="without a network, fill a mirror on a connected host (`rvport fetch --all "
+                            "--to DIR`) and use --mirror DIR --offline",
+                        ) from e
                     attempt += 1
                     if attempt > opts.retries:
                         raise SourceUnavailable(
@@ -691,12 +698,32 @@ class Fetcher:
                             hint="check the network or proxy and run again, or use --mirror DIR",
                         ) from e
                     delay = opts.backoff * 2 ** (attempt - 1)
-                    log.info("%s: %s; retry %d/%d in %.1fs", label, _short(e), attempt, opts.retries, delay)
+                    # said, not logged in silence: a user waiting on a slow network sees why
+                    log.warning(
+                        "%s: %s; retry %d/%d in %.1fs", label, _short(e), attempt, opts.retries, delay
+                    )
                     time.sleep(delay)
                 except requests.RequestException as e:
                     raise SourceUnavailable(
                         f"{label}: download of {url} failed: {_short(e)}", hint="check the URL in the recipe"
                     ) from e
+
+
+def _unresolvable(e: BaseException) -> bool:
+    """A connection error whose cause is a host name that does not resolve: urllib3's NameResolutionError or
+    the resolver's gaierror, found among its causes (requests wraps them in MaxRetryError, as `reason`)."""
+    import socket
+
+    todo: list[BaseException] = [e]
+    for _ in range(16):  # a chain of causes is short; a cycle ends here too
+        if not todo:
+            return False
+        cause = todo.pop()
+        if isinstance(cause, socket.gaierror) or type(cause).__name__ == "NameResolutionError":
+            return True
+        nested = [getattr(cause, "reason", None), cause.__cause__, cause.__context__, *cause.args[:1]]
+        todo += [n for n in nested if isinstance(n, BaseException)]
+    return False
 
 
 def _range_start(r: requests.Response) -> int | None:

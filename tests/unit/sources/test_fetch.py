@@ -477,3 +477,17 @@ def test_ca_bundle_falls_back_to_pip_cert(tmp_path):
     pem.write_text("-----BEGIN CERTIFICATE-----\n")
     assert ca_bundle(env={}, pip_cert=lambda: str(pem)) == pem
     assert ca_bundle(env={"SSL_CERT_FILE": str(pem)}, pip_cert=lambda: None) == pem
+
+
+def test_a_host_name_that_does_not_resolve_fails_at_once_and_says_what_to_do():
+    import socket
+
+    import requests
+
+    from rvport.sources.fetch import _unresolvable
+
+    inner = socket.gaierror(-2, "Name or service not known")
+    wrapped = requests.ConnectionError(type("MaxRetryError", (Exception,), {})("pool", inner))
+    wrapped.args[0].reason = inner
+    assert _unresolvable(wrapped)
+    assert not _unresolvable(requests.ConnectionError(ConnectionRefusedError(111, "refused")))
