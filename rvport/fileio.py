@@ -210,10 +210,18 @@ def read_json(
     max_depth: int = JSON_MAX_DEPTH,
     error: type[RvportError] = UsageError,
     hint: str | None = None,
+    max_containers: int | None = None,
 ) -> object:
     """A JSON value from a regular file (read_regular's bounds), in UTF-8, nested at most `max_depth` deep.
-    Bad JSON raises `error` with the file and line; so does nesting too deep for the parser or the cap."""
+    Bad JSON raises `error` with the file and line; so does nesting too deep for the parser or the cap.
+    max_containers: at most this many arrays and objects, counted by their opening brackets before parsing
+    (each costs the parser tens of bytes: 16 MiB of `[]` would take gigabytes)."""
     data = read_regular(path, limit=limit, what=what, error=error, hint=hint)
+    if max_containers is not None and data.count(b"[") + data.count(b"{") > max_containers:
+        raise error(
+            f"{path}: {what} holds more than {max_containers} JSON arrays and objects, over the cap",
+            hint=hint,
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -36,6 +36,10 @@ BUILD_TYPE = "https://rvport.dev/provenance/build/v1"  # what the parameters bel
 BUILDER_ID = "https://rvport.dev/builder/buildx"  # + "/<buildx driver>" when it is known
 FILENAME = "provenance.json"  # beside result.json
 PROVENANCE_MAX_BYTES = 16 * MiB  # a statement names each artifact once: a whole catalogue's is a few KiB
+# arrays and objects in one statement (a catalogue's has a few hundred), and subjects: each array costs the
+# parser tens of bytes, so a file of nothing but `[]` would take far more memory than its size
+PROVENANCE_MAX_CONTAINERS = 100_000
+PROVENANCE_MAX_SUBJECTS = 10_000
 
 _SHA256 = re.compile(r"^(?:sha256:)?([0-9a-f]{64})$")
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
@@ -330,6 +334,7 @@ def load(path: Path) -> Provenance:
         what="provenance",
         limit=PROVENANCE_MAX_BYTES,
         hint="pass the provenance.json a build wrote (an in-toto Statement v1)",
+        max_containers=PROVENANCE_MAX_CONTAINERS,
     )
     hint = "rvport writes one beside result.json (OUTPUT/provenance.json)"
     if not isinstance(doc, dict) or doc.get("_type") != STATEMENT_TYPE:
@@ -339,6 +344,11 @@ def load(path: Path) -> Provenance:
         )
     subjects: list[Subject] = []
     listed = doc.get("subject") or []
+    if isinstance(listed, list) and len(listed) > PROVENANCE_MAX_SUBJECTS:
+        raise UsageError(
+            f"{path}: the statement has {len(listed)} subjects, over the cap of {PROVENANCE_MAX_SUBJECTS}",
+            hint=hint,
+        )
     for i, s in enumerate(listed if isinstance(listed, list) else [None]):
         digest = s.get("digest") if isinstance(s, dict) else None
         sha = digest.get("sha256") if isinstance(digest, dict) else None

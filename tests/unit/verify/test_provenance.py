@@ -345,7 +345,7 @@ def test_provenance_from_a_special_file_too_big_or_too_deep_is_refused_at_once(t
         with pytest.raises(UsageError, match=f"provenance {path} is a {kind}: only regular files are read"):
             provenance.load(path)
     deep = tmp_path / "deep.json"
-    deep.write_text("[" * 200_000 + "]" * 200_000)
+    deep.write_text("[" * 2_000 + "]" * 2_000)
     with pytest.raises(UsageError, match="nests deeper than"):
         provenance.load(deep)
     big = tmp_path / "big.json"
@@ -353,6 +353,22 @@ def test_provenance_from_a_special_file_too_big_or_too_deep_is_refused_at_once(t
         f.truncate(provenance.PROVENANCE_MAX_BYTES + 1)
     with pytest.raises(UsageError, match="over the cap"):
         provenance.load(big)
+
+
+def test_provenance_of_too_many_arrays_or_subjects_is_refused_before_it_is_parsed(tmp_path):
+    """16 MiB of empty arrays would cost the parser gigabytes: the arrays and objects are counted first."""
+    empty = tmp_path / "empty.json"
+    head = f'{{"_type": "{provenance.STATEMENT_TYPE}", "subject": ['.encode()
+    n = (provenance.PROVENANCE_MAX_BYTES - len(head) - 8) // 3
+    empty.write_bytes(head + b"[]," * n + b"[]]}")
+    with pytest.raises(UsageError, match="more than 100000 JSON arrays and objects"):
+        provenance.load(empty)
+    many = tmp_path / "many.json"
+    one = {"name": "x.whl", "digest": {"sha256": "a" * 64}}
+    doc = {"_type": provenance.STATEMENT_TYPE, "subject": [one] * (provenance.PROVENANCE_MAX_SUBJECTS + 1)}
+    many.write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match="10001 subjects, over the cap of 10000"):
+        provenance.load(many)
 
 
 @pytest.mark.parametrize(
