@@ -667,6 +667,21 @@ def _manylinux(doc: LDict) -> dict:
     return dict(doc.get("manylinux") or {})
 
 
+def _smoke_problems(doc: LDict, file: str) -> list[Problem]:
+    """A smoke test whose script is empty (or only blanks) proves nothing: refused, where it stands."""
+    smoke = doc.get("smoke")
+    if not isinstance(smoke, dict) or not isinstance(smoke.get("script"), str) or smoke["script"].strip():
+        return []
+    return [
+        Problem(
+            message="smoke.script is empty: a smoke test that runs nothing proves nothing",
+            file=file,
+            line=line_of(smoke, "script"),
+            hint="write a script that loads the artifact and checks what it computes, or leave smoke: out",
+        )
+    ]
+
+
 def _repair_problems(doc: LDict, file: str) -> list[Problem]:
     """`manylinux:` (the recipe's own wheel repair choice) only where a stage makes wheels."""
     if "manylinux" not in doc or Kind(doc["kind"]) in WHEEL_KINDS:
@@ -735,6 +750,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
             )
     problems += _pinned_by_rvport(doc.get("env"), file)
     problems += _repair_problems(doc, file)
+    problems += _smoke_problems(doc, file)
     recipes: list[Recipe] = []
     top_tc = _toolchain(doc.get("toolchain"))
     runtime = _runtime(doc, root, file, problems)

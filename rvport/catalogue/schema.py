@@ -87,6 +87,37 @@ def _resolve(root: dict, node: dict) -> dict:
     return node
 
 
+# a JSON Schema type as a message says it (the article included)
+_TYPE_WORDS = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+def _kind_of(value: Any) -> str:
+    """What a YAML or JSON value is, in the words of _TYPE_WORDS (never a Python class name)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return "a value of another kind"
+
+
 def _check(
     value: Any, node: dict, root: dict, path: str, parent: Any, key: Any, file: str, out: list[Problem]
 ) -> None:
@@ -110,8 +141,8 @@ def _check(
                 name = str(key) if isinstance(key, str) else "value"
                 hint = f"YAML reads an unquoted all-digit value as a number: quote it ({name}: '...')"
             return bad(
-                f"must be a {' or '.join(kinds)}, got {type(value).__name__}"
-                + (f" ({value!r})" if value is not None else ""),
+                f"must be {' or '.join(_TYPE_WORDS.get(k, k) for k in kinds)}, got {_kind_of(value)}"
+                + (f" ({value!r})" if isinstance(value, (str, int, float)) else ""),
                 hint,
             )
     if isinstance(value, str) and "pattern" in node and not pattern(node["pattern"]).search(value):

@@ -380,7 +380,8 @@ def test_unquoted_all_digit_sha256_gets_a_hint_to_quote_it(tmp_path):
     cp = run("plan", "demo", "--recipes", str(tmp_path), "-o", str(tmp_path / "out"))
     assert cp.returncode == 3 and no_traceback(cp), cp.stderr
     assert (
-        f"{tmp_path / 'demo.yaml'}:11: versions[0].sources[0].sha256: must be a string, got int" in cp.stderr
+        f"{tmp_path / 'demo.yaml'}:11: versions[0].sources[0].sha256: must be a string, got an integer"
+        in cp.stderr
     )
     assert "hint: YAML reads an unquoted all-digit value as a number: quote it (sha256: '...')" in cp.stderr
 

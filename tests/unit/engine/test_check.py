@@ -71,7 +71,10 @@ def test_a_check_loads_with_its_defaults(tmp_path):
         (("    env: {EXPECT: hello}", "    env: {QEMU_CPU: max}"), "sets QEMU_CPU"),
         (("    env: {EXPECT: hello}", "    timeout: 0"), "runtime.check.timeout: must be >= 1"),
         (("    env: {EXPECT: hello}", "    timeout: 100000"), "runtime.check.timeout: must be <= 86400"),
-        (("    env: {EXPECT: hello}", "    timeout: soon"), "runtime.check.timeout: must be a integer"),
+        (
+            ("    env: {EXPECT: hello}", "    timeout: soon"),
+            "runtime.check.timeout: must be an integer, got a string",
+        ),
         (("    env: {EXPECT: hello}", "    restart: twice"), "runtime.check.restart: must be a boolean"),
         (("    env: {EXPECT: hello}", "    rounds: 3"), "runtime.check.rounds: unknown key 'rounds'"),
         (
@@ -482,3 +485,33 @@ def test_the_plan_table_and_junit_show_the_check(tmp_path):
         assert line in xml, xml
     summary = ci.summary_markdown({"status": "failed", "stages": [stage_doc]})
     assert "| runtime | check |" in summary and "| 301.5 |" in summary
+
+
+@pytest.mark.parametrize("script", ["''", "'   '", "|\n    \n"])
+def test_an_empty_smoke_script_is_a_located_recipe_error(tmp_path, script):
+    """A smoke test that runs nothing proves nothing: refused where it stands, as an empty check script is."""
+    root = tmp_path / "recipes"
+    root.mkdir()
+    text = RECIPE_WITH_SMOKE.format(script=script, digest="a" * 64)
+    (root / "app.yaml").write_text(text)
+    from rvport.catalogue.recipes import load_catalogue
+
+    hits = located_problems(lambda: load_catalogue(root), "smoke.script is empty")
+    assert hits[0].line == text.splitlines().index("smoke:") + 2
+
+
+RECIPE_WITH_SMOKE = """\
+schema: 1
+name: app
+kind: go-binary
+build: [go build -o "$RVPORT_OUT/app" .]
+outputs: [{{glob: app, type: executable, isa: baseline}}]
+smoke:
+  script: {script}
+versions:
+  - version: "1.0"
+    sources:
+      - name: src
+        url: https://example.org/app-1.0.tar.gz
+        sha256: {digest}
+"""
