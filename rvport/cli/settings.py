@@ -844,7 +844,33 @@ def make_options(verb: str, values: Mapping[str, Any], environ: Mapping[str, str
         if _value_type(s.type) is not s.type:
             value = tuple(value or ())
         out[s.dest] = value
+    _outside_the_cache(out, environ)
     return ARGS[verb](**out)
+
+
+# the settings naming a directory rvport writes or replaces, which must not lie inside the download cache
+_OUTPUT_DIRS = {"output": "--output", "wheelhouse_dir": "--output", "check_dir": "--output", "to": "--to"}
+
+
+def _outside_the_cache(values: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+    """An output directory inside the download cache is refused: the cache's entries are rvport's to check
+    and remove, and an output among them would mix with them. (A cache inside an output directory, as
+    reproduce makes for each build, is another matter.)"""
+    if "cache_dir" not in values:
+        return
+    from rvport.sources.cache import default_cache_dir
+
+    cache = (values["cache_dir"] or default_cache_dir(dict(environ))).absolute().resolve()
+    for dest, flag in _OUTPUT_DIRS.items():
+        path = values.get(dest)
+        if path is None:
+            continue
+        where = Path(path).absolute().resolve()
+        if where == cache or cache in where.parents:
+            raise UsageError(
+                f"{flag} {path} lies inside the download cache {cache}",
+                hint="name a directory outside the cache (or another --cache-dir)",
+            )
 
 
 def command(verb: str) -> Callable[[Callable[[Any], None]], Callable[..., None]]:

@@ -96,6 +96,7 @@ def find_recipe_wheels(lock: Lock, artifacts: Sequence[Path], profile: str = "PR
     entry's distribution and version and fits the lock's target. Every missing one is named at once."""
     found: list[Placed] = []
     missing: list[Problem] = []
+    clash: list[Problem] = []
     wheels = sorted(p for d in artifacts for p in d.rglob("*.whl") if p.is_file() and not p.is_symlink())
     for e in lock.by_origin(Origin.RECIPE):
         seen = []
@@ -107,6 +108,17 @@ def find_recipe_wheels(lock: Lock, artifacts: Sequence[Path], profile: str = "PR
             seen.append(p.name)
             if _same_version(nv[1], e.version) and lock.target.wheel_fits(p.name) is not None:
                 fit.append(p)
+        twins = _twins(fit)
+        if twins:
+            clash.append(
+                Problem(
+                    message=f"{e.name} {e.version}: two different wheels named {twins[0].name}: "
+                    + " and ".join(map(str, twins)),
+                    hint="keep the one you mean and remove the other, or name one build's artifacts with "
+                    "--artifacts",
+                )
+            )
+            continue
         if len(fit) > 1:
             fit = sorted(fit, key=lambda p: (lock.target.wheel_fits(p.name), p.name))[:1]
         if fit:
@@ -120,6 +132,13 @@ def find_recipe_wheels(lock: Lock, artifacts: Sequence[Path], profile: str = "PR
                     f"{lock.target.python} --output out, then pass --artifacts out/artifacts",
                 )
             )
+    if clash:
+        raise UsageError(
+            f"the artifact directories hold {len(clash)} wheel name(s) twice with other bytes: which one to "
+            "take is not rvport's guess",
+            problems=clash,
+            hint="nothing was written",
+        )
     if missing:
         where = ", ".join(map(str, artifacts)) or "no --artifacts directory"
         raise SourceUnavailable(
@@ -129,6 +148,24 @@ def find_recipe_wheels(lock: Lock, artifacts: Sequence[Path], profile: str = "PR
             "(repeatable); nothing was written",
         )
     return found
+
+
+def _twins(wheels: Sequence[Path]) -> list[Path]:
+    """The paths of the first file name that two of `wheels` share with different bytes (by sha256); [] when
+    none do (the same wheel found twice, say in out/artifacts and a copy of it, is one wheel)."""
+    by_name: dict[str, list[Path]] = {}
+    for p in wheels:
+        by_name.setdefault(p.name, []).append(p)
+    for paths in by_name.values():
+        if len(paths) > 1 and len({_sha256(p) for p in paths}) > 1:
+            return paths
+    return []
+
+
+def _sha256(path: Path) -> str:
+    from rvport.sources.cache import sha256_file
+
+    return sha256_file(path)
 
 
 def apt_packages(lock: Lock) -> list[tuple[str, DebianRef]]:

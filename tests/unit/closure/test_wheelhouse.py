@@ -515,3 +515,20 @@ def test_a_marker_verify_cannot_evaluate_is_said_as_such_not_as_an_unreadable_zi
     a = verify_paths([w], get_profile("rvv256"), IsaLevel.RUNS_ON).artifacts[0]
     text = "; ".join(a.reasons)
     assert "not a readable zip" not in text and "its marker cannot be evaluated" in text, text
+
+
+def test_two_different_wheels_of_one_name_in_the_artifacts_are_refused_naming_both(tmp_path, house, archive):
+    """The first by path used to be taken, silently: which one the user meant is not rvport's guess."""
+    lock, mirror, art = house
+    wheel = next(art.glob("app-*.whl"))
+    other = art.parent / "elsewhere" / wheel.name
+    other.parent.mkdir()
+    other.write_bytes(wheel.read_bytes())
+    opts = wh.Options(**{**_opts(tmp_path, mirror, art, archive).__dict__, "artifacts": (art, other.parent)})
+    assert wh.find_recipe_wheels(lock, opts.artifacts)  # the same bytes twice: one wheel
+    make_wheel(other.parent, "app", "1.0+cpu", "cp314-cp314-linux_riscv64", {"app/_C.so": RV_SO, "x": b"1"})
+    with pytest.raises(UsageError, match="wheel name") as ei:
+        wh.make(lock, opts)
+    text = ei.value.render()
+    assert str(wheel) in text and str(other) in text and ei.value.exit_code == ExitCode.USAGE
+    _nothing_left(tmp_path, opts.output)

@@ -177,3 +177,21 @@ def test_lock_replaces_only_a_lock_rvport_wrote(tmp_path):
     assert cp.returncode == ExitCode.USAGE, cp.stderr
     assert "not a closure lock rvport wrote" in cp.stderr and "my: notes" not in cp.stderr
     assert (tmp_path / "notes.yaml").read_text() == "my: notes\n"
+
+
+@pytest.mark.parametrize(
+    "verb, dest",
+    [("plan", "output"), ("build", "output"), ("wheelhouse", "wheelhouse_dir"), ("fetch", "to")],
+)
+def test_an_output_inside_the_download_cache_is_refused(tmp_path, verb, dest):
+    from rvport.cli.settings import make_options
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with pytest.raises(UsageError, match="lies inside the download cache"):
+        make_options(verb, {dest: cache / "out", "cache_dir": cache}, environ={})
+    with pytest.raises(UsageError, match="lies inside the download cache"):  # the default cache too
+        make_options(
+            verb, {dest: tmp_path / "xdg" / "rvport" / "o"}, environ={"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+        )
+    make_options(verb, {dest: tmp_path / "out", "cache_dir": cache}, environ={})
