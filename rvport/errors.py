@@ -46,7 +46,10 @@ class Problem:
     def location(self) -> str:
         if self.file is None:
             return ""
-        return f"{self.file}:{self.line}" if self.line else self.file
+        from rvport.safetext import one_line  # a file's name on one line: it cannot start a line of its own
+
+        file = one_line(self.file)
+        return f"{file}:{self.line}" if self.line else file
 
     def render(self) -> str:
         loc = self.location()

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from rvport.errors import UsageError
 from rvport.fileio import atomic_write_text, read_regular
+from rvport.safetext import one_line
 
 MANIFEST = "rvport-output.json"
 MANIFEST_KIND = "rvport-output"
@@ -80,12 +81,12 @@ _TEMPORARY = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp", re.DOTALL)  # fil
 
 def _refuse(path: Path, flag: str, why: str, hint: str | None = None) -> UsageError:
     """An output directory rvport did not write: FLAG PATH: why, and what to do."""
-    return UsageError(f"{flag} {path}: {why}", hint=hint or HINT.format(m=MANIFEST))
+    return UsageError(f"{flag} {one_line(path)}: {why}", hint=hint or HINT.format(m=MANIFEST))
 
 
 def _cannot(path: Path, why: str) -> UsageError:
     """A path rvport cannot write at all: cannot write PATH: why (as rvport.cli.outputs says it)."""
-    return UsageError(f"cannot write {path}: {why}", hint=_WRITABLE)
+    return UsageError(f"cannot write {one_line(path)}: {why}", hint=_WRITABLE)
 
 
 def what_is(mode: int) -> str:
@@ -169,12 +170,12 @@ def _writable_ancestor(path: Path, flag: str) -> None:
     while not os.path.lexists(p) and p != p.parent:
         p = p.parent
     if not p.is_dir():
-        raise _cannot(path, f"{p} is not a directory")
+        raise _cannot(path, f"{one_line(p)} is not a directory")
     try:
         with tempfile.TemporaryFile(dir=p):
             pass
     except OSError as e:
-        raise _cannot(path, f"{p}: {e.strerror or e}") from None
+        raise _cannot(path, f"{one_line(p)}: {e.strerror or e}") from None
 
 
 def check(path: Path, kind: Kind, *, flag: str = "--output") -> None:
@@ -200,7 +201,9 @@ def check(path: Path, kind: Kind, *, flag: str = "--output") -> None:
     listed = _manifest_entries(path, kind, flag)
     other = sorted(n for n in names if n != MANIFEST and n not in listed and not _temporary_of(n, listed))
     if other:
-        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+        shown = ", ".join(map(one_line, other[:5])) + (
+            f" and {len(other) - 5} more" if len(other) > 5 else ""
+        )
         raise _refuse(path, flag, f"it holds what rvport did not write there: {shown}")
     return None
 
@@ -248,7 +251,7 @@ def beside(path: Path, kind: Kind, *, flag: str = "--output") -> Path:
         parent.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=parent))
     except OSError as e:
-        raise _cannot(path, f"{parent}: {e.strerror or e}") from None
+        raise _cannot(path, f"{one_line(parent)}: {e.strerror or e}") from None
 
 
 def replace(made: Path, path: Path, kind: Kind, *, flag: str = "--output") -> None:

@@ -43,6 +43,13 @@ def printable(text: str, *, lines: bool = True) -> str:
     return out if lines else _UNSAFE_LINE.sub(_escape, out)
 
 
+def one_line(value: object) -> str:
+    """A name or path (a file name, an --output path, a member's name) made safe to show on one line: what
+    printable escapes, and newlines too (a tab, which cannot start a line, is kept), so that a name cannot
+    print a line of its own (`p\nerror: FORGED`)."""
+    return printable(str(value)).replace("\n", "\\n")
+
+
 def xml_text(text: str) -> str:
     """text that XML 1.0 can hold (ElementTree escapes &, < and > itself): characters XML cannot carry at
     all are shown escaped, lone surrogates as the bytes they stand for; the terminal's controls too, so that

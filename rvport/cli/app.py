@@ -28,6 +28,7 @@ from rvport.cli.signals import install_handlers
 from rvport.cli.source_verbs import register as register_sources
 from rvport.cli.verify_verbs import app as verify_app
 from rvport.errors import ExitCode, RvportError
+from rvport.safetext import one_line
 
 # Plain (click-style) help: paragraphs are re-flowed to the terminal, and no type labels such as <bool> are
 # shown.
@@ -87,14 +88,14 @@ def plan(o: PlanArgs) -> None:
         u.console.print(Text.assemble(("note:", "yellow"), f" {w}"))
     output = outdir.claim(o.output, outdir.Kind.BUILD)
     path = manifest.write(output / "plan.json", p.to_json())
-    u.console.print(f"wrote {path}", markup=False)
+    u.console.print(f"wrote {one_line(path)}", markup=False)
     if o.format == "bake":
         from rvport.engine.bake import export, runtime_notes
 
         bpath = export(p, handoff.bake_options(o, fopts))
         u.console.print(
-            f"wrote {bpath} (contexts in {output / 'bake'}); run: docker buildx bake -f {bpath} "
-            "toolchains && docker buildx bake -f {bpath}".replace("{bpath}", str(bpath)),
+            f"wrote {one_line(bpath)} (contexts in {one_line(output / 'bake')}); run: docker buildx bake -f "
+            "{bpath} toolchains && docker buildx bake -f {bpath}".replace("{bpath}", one_line(bpath)),
             markup=False,
         )
         for note in runtime_notes(p):
@@ -149,13 +150,15 @@ def build(o: BuildArgs) -> None:
 
             doc = read_json(rpath, what="result")
             u.console.print(views.result_table(doc), crop=False)
-            u.console.print(f"wrote {rpath}", markup=False)
+            u.console.print(f"wrote {one_line(rpath)}", markup=False)
             from rvport.cli import ci
 
             if junit is not None:
-                u.console.print(f"wrote {ci.write_junit(junit, doc)}", markup=False)
+                u.console.print(f"wrote {one_line(ci.write_junit(junit, doc))}", markup=False)
             if summary is not None:
-                u.console.print(f"appended the summary to {ci.append_summary(summary, doc)}", markup=False)
+                u.console.print(
+                    f"appended the summary to {one_line(ci.append_summary(summary, doc))}", markup=False
+                )
 
 
 # ---------------------------------------------------------------------------------------------- prepare
@@ -189,7 +192,7 @@ def prepare(o: PrepareArgs) -> None:
     u.console.print(views.prepared_table(prepared))
     if tags is not None:
         atomic_write_text(tags, "".join(f"{i.tag}\n" for i in prepared if not i.pending))  # in the engine
-        u.console.print(f"wrote {tags}")
+        u.console.print(f"wrote {one_line(tags)}")
 
 
 def _step_summary(ci_name: str | None) -> Path | None:
@@ -264,7 +267,9 @@ def main() -> None:
             escape,  # messages quote build output, e.g. "executor failed running [/bin/sh -c ...]"
         )
 
-        u.err.print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
+        u.err.print(
+            f"[bold red]error:[/] {escape(_given_on_one_line(e.render()))}", markup=True, highlight=False
+        )
         if u.debug:
             u.err.print(traceback.format_exc(), markup=False, highlight=False)
         raise SystemExit(int(e.exit_code)) from None
@@ -282,15 +287,35 @@ def main() -> None:
 
             shown = io.StringIO()  # typer's message quotes the command line: printed escaped, as all else
             e.show(file=shown)  # type: ignore[attr-defined]
-            ui().err.print(shown.getvalue().rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+            ui().err.print(
+                _given_on_one_line(shown.getvalue().rstrip("\n")),
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
             raise SystemExit(int(ExitCode.USAGE)) from None
         u = ui()
-        u.err.print(f"internal error: {type(e).__name__}: {e}", markup=False, highlight=False)
+        u.err.print(
+            f"internal error: {type(e).__name__}: {_given_on_one_line(str(e))}", markup=False, highlight=False
+        )
         if u.debug:
             u.err.print(traceback.format_exc(), markup=False, highlight=False)
         else:
             u.err.print("run again with --debug for the traceback, and report it", markup=False)
         raise SystemExit(int(ExitCode.INTERNAL)) from None
+
+
+def _given_on_one_line(text: str) -> str:
+    """text with every value given on the command line or in an RVPORT_* variable that holds a newline (a
+    path such as `p\nerror: FORGED`) shown on one line, wherever a message quotes it: a value given cannot
+    print a line of its own. The message's own lines are kept."""
+    import os
+    import sys
+
+    given = [*sys.argv[1:], *(v for k, v in os.environ.items() if k.startswith("RVPORT_"))]
+    for value in sorted({v for v in given if "\n" in v}, key=len, reverse=True):
+        text = text.replace(value, one_line(value))
+    return text
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

@@ -14,6 +14,7 @@ from rich.table import Table
 from rvport.cli import handoff, outputs, settings
 from rvport.cli.console import ui
 from rvport.cli.options import LockArgs, ServeCheckArgs, WheelhouseArgs
+from rvport.safetext import one_line
 
 
 def counts_table(summary: dict) -> Table:
@@ -54,7 +55,7 @@ def lock(o: LockArgs) -> None:
         log=lambda m: u.err.print(m, markup=False, highlight=False),
     )
     u.console.print(counts_table(made.summary()), crop=False)
-    u.console.print(f"wrote {out} ({made.digest})", markup=False)
+    u.console.print(f"wrote {one_line(out)} ({made.digest})", markup=False)
     # a lock is used from the locks directory: the built-in one, or the directory RVPORT_LOCKS names
     where = out.absolute().parent
     if where != closure_lock.locks_dir().absolute():
@@ -109,7 +110,8 @@ def wheelhouse(o: WheelhouseArgs) -> None:
     )
     u.console.print(counts_table(lk.summary()), crop=False)
     u.console.print(
-        f"wrote {o.wheelhouse_dir}: {len(doc['wheels'])} wheels, {wh.REQUIREMENTS}, {wh.DEBIAN_LIST} "
+        f"wrote {one_line(o.wheelhouse_dir)}: {len(doc['wheels'])} wheels, {wh.REQUIREMENTS}, "
+        f"{wh.DEBIAN_LIST} "
         f"({len(doc['debian']) + len(doc['system'])} packages), "
         + (f"{inductor.ENV_FILE}, " if doc["inductor"] else "")
         + wh.MANIFEST,
@@ -149,7 +151,7 @@ def serve_check(o: ServeCheckArgs) -> None:
     u.console.print(steps_table(doc), crop=False)
     for line in figures_lines(doc):
         u.console.print(line, markup=False, highlight=False)
-    u.console.print(f"wrote {o.check_dir / servecheck.RESULT}", markup=False)
+    u.console.print(f"wrote {one_line(o.check_dir / servecheck.RESULT)}", markup=False)
     if not doc["passed"]:
         raise servecheck.failure(doc, o.check_dir)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from rvport import outdir
 from rvport.errors import UsageError
 from rvport.outdir import Kind
+from rvport.safetext import one_line
 
 __all__ = ["Kind", "cannot_write", "check_dir", "check_file", "check_lock_file", "check_output"]
 
@@ -23,7 +24,7 @@ HINT = "choose a path in a directory you can write to"
 
 
 def _cannot(path: Path, why: str) -> UsageError:
-    return UsageError(f"cannot write {path}: {why}", hint=HINT)
+    return UsageError(f"cannot write {one_line(path)}: {why}", hint=HINT)
 
 
 @contextlib.contextmanager
@@ -67,7 +68,7 @@ def _mode(path: Path) -> int | None:
 def _check_missing(path: Path) -> None:
     ancestor = _existing_ancestor(path)
     if not ancestor.is_dir():
-        raise _cannot(path, f"{ancestor} is a file, not a directory")
+        raise _cannot(path, f"{one_line(ancestor)} is a file, not a directory")
     _probe(ancestor, path)
 
 
@@ -100,7 +101,7 @@ def check_file(path: Path | None, *, append: bool = False, make_parents: bool = 
     if mode is None:
         parent = path.absolute().parent
         if not make_parents and not parent.is_dir():
-            raise _cannot(path, f"no directory {path.parent}")
+            raise _cannot(path, f"no directory {one_line(path.parent)}")
         return _check_missing(path)
     if stat.S_ISDIR(mode):
         raise _cannot(path, "it is a directory")
@@ -135,7 +136,7 @@ def check_lock_file(path: Path) -> None:
         return  # rvport's lock, whose pins no longer hold together: made again, it is replaced
     except RvportError:
         raise UsageError(
-            f"--output {path}: it is not a closure lock rvport wrote (or it was changed since), so it is not "
-            "replaced",
+            f"--output {one_line(path)}: it is not a closure lock rvport wrote (or it was changed since), so "
+            "it is not replaced",
             hint="name a new file, or remove this one yourself if you mean to give it up",
         ) from None

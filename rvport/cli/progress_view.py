@@ -182,7 +182,8 @@ class Reporter:
         with self._lock:
             if raw:
                 self.console.file.write(raw)
-            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+            # one line: a newline in a name or a log line cannot start a line of its own (a forged one)
+            self.console.print(text.replace("\n", "\\n"), markup=False, highlight=False, soft_wrap=True)
 
     def add(self, name: str, mode: str) -> None:
         self.stages[name] = StageView(name=name, mode=mode)

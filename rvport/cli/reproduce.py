@@ -20,6 +20,7 @@ from rvport.cli import handoff, planning, settings
 from rvport.cli.console import ui
 from rvport.cli.options import ReproduceArgs
 from rvport.errors import UsageError, VerifyFailed
+from rvport.safetext import one_line
 
 if TYPE_CHECKING:
     from rvport.verify.compare import Comparison
@@ -68,7 +69,7 @@ def reproduce(o: ReproduceArgs) -> None:
     result = compare_dirs(dirs["first"], dirs["second"])
     path = manifest.write(output / "reproduce.json", report(o.profile, o.mode, list(o.recipes), result))
     u.console.print(_table(result))
-    u.console.print(f"wrote {path}", markup=False)
+    u.console.print(f"wrote {one_line(path)}", markup=False)
     if not result.ok:
         raise VerifyFailed(
             f"{len(result.differences)} artifact(s) differ between two builds from nothing",

@@ -16,6 +16,7 @@ from rvport.cli import handoff, settings
 from rvport.cli.console import ui
 from rvport.cli.options import FetchArgs, PinArgs
 from rvport.errors import RvportError, UsageError
+from rvport.safetext import one_line
 from rvport.sources import Fetched, Fetcher, pin_recipe, prepare_tree
 
 
@@ -96,7 +97,7 @@ def fetch(o: FetchArgs) -> None:
         raise
     u.console.print(_table(rows), crop=False)
     if o.to:
-        u.err.print(f"mirror filled: {o.to} (use it with --mirror {o.to})", markup=False)
+        u.err.print(f"mirror filled: {one_line(o.to)} (use it with --mirror {one_line(o.to)})", markup=False)
 
 
 @settings.command(settings.PIN)
@@ -111,7 +112,9 @@ def pin(o: PinArgs) -> None:
         u.err.print(f"{r.ref}: every source is already pinned; nothing to pin", markup=False)
         return
     for p in pinned:
-        u.console.print(f"{r.ref}: {p.source}: {p.key} {p.sha256} written to {p.file}:{p.line}", markup=False)
+        u.console.print(
+            f"{r.ref}: {p.source}: {p.key} {p.sha256} written to {one_line(p.file)}:{p.line}", markup=False
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,7 @@ from rvport.catalogue.recipes import Catalogue
 from rvport.cli.ci import smoke_word
 from rvport.engine.doctor import Check
 from rvport.plan.planner import Plan
+from rvport.safetext import one_line
 
 
 def _whole(name_like: bool, header: str = "", min_width: int = 0) -> dict:
@@ -245,7 +246,10 @@ def result_table(doc: dict) -> Table:
         t.add_column(col, **_whole(col not in ("smoke", "artifacts (sha256)"), "artifacts"))
     for s in doc["stages"]:
         total = sum(s["timings"].values())
-        arts = "\n".join(f"{a['path']} {a['size']} B {a['sha256'][:16]}…" for a in s["artifacts"]) or "-"
+        arts = (
+            "\n".join(f"{one_line(a['path'])} {a['size']} B {a['sha256'][:16]}…" for a in s["artifacts"])
+            or "-"
+        )  # an artifact's name (what a build made) on one line: one row per artifact
         style = {"ok": "green", "cached": "green", "failed": "red"}.get(s["status"], "yellow")
         t.add_row(
             Text(f"{s['recipe']}=={s['version']}"),

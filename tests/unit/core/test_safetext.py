@@ -163,3 +163,42 @@ def test_the_live_view_keeps_its_cursor_movements_and_escapes_the_build_output()
     out = buf.getvalue()
     assert "\x1b[?25l" in out or "\x1b[2K" in out  # Rich's own control sequences (hide cursor, erase line)
     assert "\x1b[31mred" not in out and "\x1b[2J" not in out and "\\x1b[31mred" in out
+
+
+def test_one_line_escapes_newlines_and_controls_but_keeps_a_tab():
+    from rvport.safetext import one_line
+
+    assert one_line("p\nerror: FORGED") == "p\\nerror: FORGED"
+    assert one_line("a\tb\r\x1b[2J") == "a\tb\\x0d\\x1b[2J"
+    assert one_line(Path("/tmp/x\ny")) == "/tmp/x\\ny"
+
+
+def test_a_newline_in_an_output_path_never_prints_a_line_of_its_own(tmp_path):
+    """`--output "$(printf 'p\\nerror: FORGED')"` printed a forged line: in the `wrote` line, and in an error
+    message quoting the path."""
+    forged = "p\nerror: FORGED"
+    (tmp_path / "afile\nerror: FORGED").write_text("x")
+    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent.sock", "RVPORT_CACHE_DIR": str(tmp_path / "c")}
+    for args in (
+        ("plan", "msgspec", "--output", forged),  # the wrote line
+        ("plan", "msgspec", "--output", "afile\nerror: FORGED/sub"),  # an error naming the path
+        ("wheelhouse", "vllm", "--output", forged),  # a plan's directory is no wheelhouse: refused
+    ):
+        cp = subprocess.run(
+            [sys.executable, "-m", "rvport", *args], capture_output=True, text=True, cwd=tmp_path, env=env
+        )
+        lines = (cp.stdout + cp.stderr).splitlines()
+        assert not [ln for ln in lines if ln.startswith("error: FORGED")], cp.stdout + cp.stderr
+        assert "\\nerror: FORGED" in cp.stdout + cp.stderr
+
+
+def test_a_ci_log_line_is_one_line():
+    from rich.console import Console
+
+    from rvport.cli.progress import Reporter
+
+    out = io.StringIO()
+    rep = Reporter(Console(file=out, width=200), ci="generic")
+    rep.add("s", "qemu")
+    rep.line("s", "a\n::error::FORGED")
+    assert not [ln for ln in out.getvalue().splitlines() if ln.startswith("::error::")]
