@@ -41,6 +41,7 @@ from rvport.catalogue.model import Source, SourceKind
 from rvport.catalogue.profiles import Profile
 from rvport.closure import inductor
 from rvport.errors import IntegrityError, Problem, SourceUnavailable, UsageError, VerifyFailed
+from rvport.safetext import one_line
 from rvport.sources.fetch import Fetcher, FetchOptions
 
 MANIFEST = "wheelhouse.json"
@@ -305,7 +306,11 @@ def verify_wheels(paths: Sequence[Path], profile: Profile, carries: Sequence[Pat
         for a, level in bad:
             reasons = list(a.reasons) + [f"{m.name}: {'; '.join(m.reasons)}" for m in a.members if not m.ok]
             problems.append(
-                Problem(message=f"{Path(a.path).name} ({level.value}): {'; '.join(reasons[:4]) or 'failed'}")
+                Problem(  # on one line: a member's name in a reason cannot print a line of its own
+                    message=one_line(
+                        f"{Path(a.path).name} ({level.value}): {'; '.join(reasons[:4]) or 'failed'}"
+                    )
+                )
             )
         raise VerifyFailed(
             f"{len(bad)} of {len(results)} wheel(s) of the wheelhouse fail verification for profile "

@@ -109,7 +109,10 @@ def render_table(report: VerifyReport, console: Console, *, every_member: bool =
         if every_member:
             for member, verdict, reason in _member_rows(a):
                 table.add_row(
-                    name, Text(printable(member, lines=False)), _verdict(verdict), Text(printable(reason))
+                    name,
+                    Text(printable(member, lines=False)),
+                    _verdict(verdict),
+                    Text(printable(reason, lines=False)),
                 )
         else:
             reasons = Text("\n").join(Text(printable(line, lines=False)) for line in summary_lines(a))

@@ -532,3 +532,22 @@ def test_two_different_wheels_of_one_name_in_the_artifacts_are_refused_naming_bo
     text = ei.value.render()
     assert str(wheel) in text and str(other) in text and ei.value.exit_code == ExitCode.USAGE
     _nothing_left(tmp_path, opts.output)
+
+
+def test_a_member_name_with_a_newline_prints_no_line_of_its_own(tmp_path, house, archive):
+    lock, mirror, art = house
+    next(art.glob("app-*.whl")).unlink()
+    name = "app/x\nerror: FORGED.py"
+    wheel = make_wheel(
+        art,
+        "app",
+        "1.0+cpu",
+        "cp314-cp314-linux_riscv64",
+        {"app/_C.so": RV_SO, name: b"x"},
+        requires=["dep-a>=1", "dep_b", "torch==2.14.*"],
+    )
+    _patch_member(wheel, name, flags=0x1)  # encrypted: a reason that names the member
+    with pytest.raises(VerifyFailed) as ei:
+        wh.make(lock, _opts(tmp_path, mirror, art, archive))
+    text = ei.value.render()
+    assert "x\\nerror: FORGED.py" in text and not [ln for ln in text.splitlines() if ln.startswith("error:")]
