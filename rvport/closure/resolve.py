@@ -54,6 +54,7 @@ from rvport.catalogue.recipes import Catalogue
 from rvport.catalogue.yamlsrc import load_yaml
 from rvport.errors import IntegrityError, Problem, RecipeError, SourceUnavailable
 from rvport.fileio import atomic_write_text
+from rvport.sources.archive import TAR_SUFFIXES, tar_mode
 from rvport.sources.debarchive import DebPackage
 from rvport.sources.fetch import Fetcher, FetchOptions
 from rvport.sources.pypi import IndexFile, project_pages
@@ -171,10 +172,14 @@ def wheel_metadata(path: Path, what: str) -> email.message.Message:
     return email.parser.Parser().parsestr(text, headersonly=True)
 
 
-def sdist_member(path: Path, rel: str, what: str) -> str:
-    """A file of an sdist (tar.gz), by its path below the sdist's top directory."""
+def sdist_member(path: Path, rel: str, what: str, name: str | None = None) -> str:
+    """A file of an sdist (tar.gz), by its path below the sdist's top directory. The sdist is read as the
+    kind its file name (`name`, else `what`) declares, never sniffed."""
+    declared = name or what
+    if not declared.lower().endswith(TAR_SUFFIXES):
+        raise IntegrityError(f"{what}: the sdist cannot be read: its name declares no tar archive")
     try:
-        with tarfile.open(path, "r:*") as t:
+        with tarfile.open(path, tar_mode(declared)) as t:
             for m in t:
                 parts = PurePosixPath(m.name).parts
                 if len(parts) >= 2 and "/".join(parts[1:]) == rel and m.isfile() and m.size <= MAX_METADATA:
@@ -713,11 +718,13 @@ def target_of(debian: Mapping[str, tuple[DebPackage, ...]], *, python: str, base
 
 
 def root_requirements(
-    sdist: Path, policy: Policy, target: Target
+    sdist: Path, policy: Policy, target: Target, name: str | None = None
 ) -> Callable[[Iterable[str]], list[Requirement]]:
+    """name: the sdist's file name (what it is read as); default the path's own."""
+    name = name or sdist.name
     lines: list[str] = []
     for f in policy.requirements:
-        lines += requirements_lines(lambda rel: sdist_member(sdist, rel, sdist.name), f, policy.replace)
+        lines += requirements_lines(lambda rel: sdist_member(sdist, rel, name, name), f, policy.replace)
 
     def reqs(extras: Iterable[str]) -> list[Requirement]:
         merged: dict[str, Requirement] = {}
@@ -786,7 +793,7 @@ def generate(
             index=Index(fetcher),
             debian=idx.packages,
             recipe_versions=recipe_versions(cat, policy) | {recipe.name: recipe.version},
-            root_requires=root_requirements(sdist, policy, target),
+            root_requires=root_requirements(sdist, policy, target, sdists[0].archive_name),
             log=log,
         )
         nodes = resolver.run()

@@ -582,3 +582,29 @@ def test_the_vllm_recipe_edits_its_requirements_as_the_lock_policy_says(tmp_path
     (req / "common.txt").write_text("regex\n")
     failed = subprocess.run([sys.executable, "-"], input=script, text=True, cwd=tmp_path, capture_output=True)
     assert failed.returncode != 0 and "requirement lines not in the sdist" in failed.stderr
+
+
+def test_an_sdist_is_read_as_the_compression_its_name_says(tmp_path):
+    import io
+    import tarfile
+
+    from rvport.closure.resolve import sdist_member
+    from rvport.errors import IntegrityError
+
+    def sdist(compression: str) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode=f"w:{compression}") as t:
+            data = b"Metadata-Version: 2.2\nName: x\n"
+            info = tarfile.TarInfo("x-1.0/PKG-INFO")
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.write_bytes(sdist("gz"))
+    bad.write_bytes(sdist("xz"))
+    assert "Name: x" in sdist_member(good, "PKG-INFO", "x-1.0.tar.gz")
+    with pytest.raises(IntegrityError, match="the sdist cannot be read"):
+        sdist_member(bad, "PKG-INFO", "x-1.0.tar.gz")  # an xz tar named .tar.gz: not sniffed
+    with pytest.raises(IntegrityError, match="declares no tar archive"):
+        sdist_member(good, "PKG-INFO", "x-1.0.zip")
