@@ -52,7 +52,8 @@ class Kind(StrEnum):
     SERVE_CHECK = "serve-check"  # result.json, logs/
 
 
-# The names each kind writes at the top of its directory (None: the manifest lists them, e.g. the wheels).
+# The names each kind writes at the top of its directory (None: the manifest lists them, e.g. the wheels); a
+# verb lists more when it writes more there (claim's `also`: a --junit file inside the output directory).
 ENTRIES: dict[Kind, frozenset[str] | None] = {
     Kind.BUILD: frozenset(
         {
@@ -142,11 +143,7 @@ def _manifest_entries(path: Path, kind: Kind, flag: str) -> frozenset[str]:
     entries = doc["entries"]
     if not isinstance(entries, list) or len(entries) > MAX_ENTRIES or not all(map(_one_name, entries)):
         raise bad
-    names = frozenset(entries)
-    allowed = ENTRIES[kind]
-    if allowed is not None and not names <= allowed:
-        raise bad
-    return names
+    return frozenset(entries)
 
 
 def _listing(path: Path, flag: str) -> list[str]:
@@ -215,8 +212,7 @@ def _temporary_of(name: str, listed: frozenset[str]) -> bool:
 
 def manifest_text(kind: Kind, entries: Iterable[str]) -> str:
     names = sorted(set(entries))
-    allowed = ENTRIES[kind]
-    if not all(map(_one_name, names)) or (allowed is not None and not set(names) <= allowed):
+    if not all(map(_one_name, names)):
         raise ValueError(f"not entries of a {kind.value} output: {names}")
     doc = {"schema": MANIFEST_SCHEMA, "kind": MANIFEST_KIND, "output": kind.value, "entries": names}
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
@@ -230,13 +226,19 @@ def write_manifest(directory: Path, kind: Kind, entries: Iterable[str] | None = 
     atomic_write_text(directory / MANIFEST, manifest_text(kind, names))
 
 
-def claim(path: Path, kind: Kind, *, flag: str = "--output") -> Path:
+def claim(path: Path, kind: Kind, *, flag: str = "--output", also: Iterable[Path | None] = ()) -> Path:
     """Check `path` (check), then make it if need be and write its manifest: a directory the verb may now
-    write its entries into. An OSError while making it is a UsageError too (exit 2)."""
+    write its entries into. `also`: other files the verb writes, listed when they lie directly in `path`
+    (`--junit out/junit.xml`); what an earlier run listed stays listed. An OSError while making it is a
+    UsageError too (exit 2)."""
     check(path, kind, flag=flag)
+    names = set(ENTRIES[kind] or ())
+    names |= {p.name for p in also if p is not None and p.absolute().parent == path.absolute()}
+    if (path / MANIFEST).is_file():
+        names |= _manifest_entries(path, kind, flag)
     try:
         path.mkdir(parents=True, exist_ok=True)
-        write_manifest(path, kind)
+        write_manifest(path, kind, names)
     except OSError as e:
         raise _cannot(path, e.strerror or str(e)) from None
     return path

@@ -134,7 +134,7 @@ def build(o: BuildArgs) -> None:
         check_cache_export(builder)
     summary = o.summary or _step_summary(u.ci)
     outputs.check_file(summary, append=True)
-    outdir.claim(output, outdir.Kind.BUILD)
+    outdir.claim(output, outdir.Kind.BUILD, also=(junit, summary))  # --junit out/junit.xml is rvport's too
     manifest.write(output / "plan.json", p.to_json())
     opts = handoff.build_options(o, fopts)
     rep = reporter(u.err, u.ci, u.live)
@@ -187,7 +187,7 @@ def prepare(o: PrepareArgs) -> None:
     for s in p.stages:
         rep.add(s.name, s.mode.value)
     with rep:
-        outdir.claim(o.output, outdir.Kind.BUILD)  # its logs/
+        outdir.claim(o.output, outdir.Kind.BUILD, also=(tags,))  # its logs/ (and --tags there)
         prepared = Preparer(p, opts, rep, smoke=not o.no_smoke).run()
     u.console.print(views.prepared_table(prepared))
     if tags is not None:
