@@ -412,13 +412,15 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--output", "-o"),
         default=Path("out"),
         metavar="DIR",
-        help="Output directory (plan.json, result.json, artifacts/, logs/).",
+        help="Output directory (plan.json, result.json, artifacts/, logs/): new, empty, or one rvport wrote "
+        "(its rvport-output.json says so).",
         check=partial(outputs.check_output, kind=outputs.Kind.BUILD),
         per_verb={
             REPRODUCE: {
                 "check": partial(outputs.check_output, kind=outputs.Kind.REPRODUCE),
                 "default": Path("reproduce"),
-                "help": "Directory for both builds (DIR/first, DIR/second) and DIR/reproduce.json.",
+                "help": "Directory for both builds (DIR/first, DIR/second) and DIR/reproduce.json: new, "
+                "empty, or one rvport reproduce wrote.",
             }
         },
     ),
