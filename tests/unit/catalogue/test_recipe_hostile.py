@@ -546,3 +546,24 @@ def test_an_index_page_that_is_not_the_simple_api_is_a_miss_not_an_internal_erro
         src = Source(name="sdist", kind=SourceKind.PYPI, project="demo", version="1.0", sha256="a" * 64)
         with pytest.raises(SourceUnavailable, match="project page cannot be read"):
             find_sdist(requests.Session(), src, IndexConfig(index_url=srv.url("/simple"), origin="test"))
+
+
+def test_a_value_of_the_wrong_type_is_said_in_yaml_words_never_a_python_class(tmp_path):
+    """ "must be a object, got LList" read as a bug: the kinds are the document's (a mapping, a list)."""
+    from rvport.catalogue.schema import validate
+    from rvport.catalogue.yamlsrc import load_yaml
+
+    f = tmp_path / "x.yaml"
+    f.write_text("a: [1, 2]\nb: {c: 1}\nn: 5\n")
+    doc, problem = load_yaml(f)
+    assert problem is None
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "object"}, "b": {"type": "array"}, "n": {"type": "boolean"}},
+    }
+    said = [p.message for p in validate(doc, schema, file=str(f))]
+    assert said == [
+        "a: must be a mapping, got a list",
+        "b: must be a list, got a mapping",
+        "n: must be a boolean, got an integer (5)",
+    ], said
