@@ -676,3 +676,17 @@ def test_cli_fetch_tree_refuses_hostile_sources_with_their_exit_code(tmp_path, k
     assert list(outside.iterdir()) == []
     trees = tmp_path / "cache" / "trees"
     assert not trees.exists() or [p for p in trees.iterdir() if not p.name.endswith(".json")] == []
+
+
+def test_the_tar_check_of_a_zip_fails_closed(tmp_path, monkeypatch):
+    """Only tarfile's own "not a tar" (ReadError) clears a zip; any other failure of the tar reader refuses it
+    (it used to count as "not a tar")."""
+    path = _write(tmp_path / "x.zip", _inner_zip())
+    archive_mod._refuse_tar_polyglot(path, "x.zip")  # a plain zip: tarfile says it is no tar
+
+    def broken(*a, **k):
+        raise EOFError("compressed file ended before the end-of-stream marker was reached")
+
+    monkeypatch.setattr(archive_mod.tarfile, "open", broken)
+    with pytest.raises(IntegrityError, match="polyglot"):
+        archive_mod._refuse_tar_polyglot(path, "x.zip")
