@@ -194,7 +194,6 @@ def test_a_newline_in_an_output_path_never_prints_a_line_of_its_own(tmp_path):
 
 def test_a_ci_log_line_is_one_line():
     from rich.console import Console
-
     from rvport.cli.progress import Reporter
 
     out = io.StringIO()
