@@ -194,7 +194,8 @@ def test_a_newline_in_an_output_path_never_prints_a_line_of_its_own(tmp_path):
 
 def test_a_ci_log_line_is_one_line():
     from rich.console import Console
-    from rvport.cli.progress import Reporter
+
+    from rvport.cli.progress_view import Reporter
 
     out = io.StringIO()
     rep = Reporter(Console(file=out, width=200), ci="generic")
