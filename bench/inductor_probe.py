@@ -64,9 +64,8 @@ print(json.dumps({"torch": torch.__version__, "import_seconds": round(imported, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rvport.catalogue.closure import load_lock, locks_dir
-
     from rvport import host
+    from rvport.catalogue.closure_lock import load_lock, locks_dir
     from rvport.catalogue.profiles import get_profile
     from rvport.closure import inductor
 
