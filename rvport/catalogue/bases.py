@@ -13,16 +13,13 @@ describe the image).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from rvport import resources
-from rvport.catalogue.schema import control_characters, validate
-from rvport.catalogue.yamlsrc import line_of, load_yaml
+from rvport.catalogue.document import load_document, schema
 from rvport.errors import Problem, RecipeError
 
 SCHEMA_FILE = "rvport/resources/schemas/base.schema.json"
@@ -55,9 +52,8 @@ def spec_digest(data: bytes) -> str:
     return hashlib.sha256(_DESCRIBING_LINES.sub(b"", data)).hexdigest()
 
 
-@cache
 def base_schema() -> dict:
-    return json.loads(resources.schema_text("base"))
+    return schema("base")
 
 
 def default_bases_dir() -> Path:
@@ -67,32 +63,11 @@ def default_bases_dir() -> Path:
 
 def load_base_file(path: Path) -> tuple[BaseSpec | None, list[Problem]]:
     """Parse one base spec: (the spec, []) or (None, every problem found, each with its file and line)."""
-    file = str(path)
-    doc, problem = load_yaml(path)
-    if problem:
-        return None, [problem]
-    if not isinstance(doc, dict):
-        return None, [
-            Problem(
-                message="a base spec must be a YAML mapping",
-                file=file,
-                line=1,
-                hint=f"see {SCHEMA_FILE} and bases/debian-trixie.yaml",
-            )
-        ]
-    problems = validate(doc, base_schema(), file=file)
-    problems += control_characters(doc, file=file)  # as a recipe's and a toolchain file's strings
-    if problems:
+    doc, problems = load_document(
+        path, "base", what="a base spec", hint=f"see {SCHEMA_FILE} and bases/debian-trixie.yaml", named=True
+    )
+    if problems:  # strings: no control characters, as a recipe's and a toolchain file's
         return None, problems
-    if doc["name"] != path.stem:
-        return None, [
-            Problem(
-                message=f"base name {doc['name']!r} differs from its file name {path.stem!r}",
-                file=file,
-                line=line_of(doc, "name"),
-                hint=f"rename the file to {doc['name']}.yaml",
-            )
-        ]
     spec = BaseSpec(
         name=doc["name"],
         kind=doc["kind"],

@@ -43,8 +43,8 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from rvport import resources
-from rvport.catalogue.schema import control_characters, validate
-from rvport.catalogue.yamlsrc import line_of, load_yaml
+from rvport.catalogue.document import load_document, schema
+from rvport.catalogue.yamlsrc import line_of
 from rvport.errors import IntegrityError, Problem, RecipeError
 
 LOCK_SCHEMA = 1
@@ -343,9 +343,8 @@ def lock_path(recipe: str, version: str, python: str, root: Path | None = None) 
     return (root or locks_dir()) / f"{recipe}-{version}-cp{python.replace('.', '')}.yaml"
 
 
-@cache
 def lock_schema() -> dict:
-    return json.loads(resources.schema_text("closure-lock"))
+    return schema("closure-lock")
 
 
 class LockConflict(RecipeError):
@@ -365,17 +364,11 @@ def load_lock(path: Path) -> Lock:
     """A lock file, its shape (schema), digest and coherence checked. Raises RecipeError (exit 3) for a file
     that is no lock, IntegrityError (exit 4) for one whose digest is not its content's, LockConflict (exit 3)
     for one whose entries do not satisfy each other."""
-    file = str(path)
     regenerate = (
         "make it again with `rvport lock RECIPE --output FILE` (docs/closure.md); never edit it by hand"
     )
-    doc, problem = load_yaml(path)
-    if problem:
-        raise RecipeError(f"the closure lock {path} cannot be read", problems=[problem], hint=regenerate)
-    if not isinstance(doc, dict):
-        raise RecipeError(f"the closure lock {path} is not a YAML mapping", hint=regenerate)
-    problems = validate(doc, lock_schema(), file=file) + control_characters(doc, file=file)
-    if problems:
+    doc, problems = load_document(path, "closure-lock", what="a closure lock", hint=regenerate)
+    if doc is None:
         raise RecipeError(f"the closure lock {path} is not valid", problems=problems, hint=regenerate)
     want = digest_of(_plain(doc))
     if doc["digest"] != want:

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-import yaml
-
 from rvport import resources
-from rvport.errors import UsageError
+from rvport.catalogue.document import shipped_table
+from rvport.catalogue.yamlsrc import line_of
+from rvport.errors import Problem, RecipeError, UsageError
 
 _MULTI = re.compile(r"^(z[a-z0-9]+|s[a-z0-9]+|x[a-z0-9]+)$")
 
@@ -78,7 +78,7 @@ class Profile:
 
 @cache
 def isa_rules() -> dict:
-    return yaml.safe_load(resources.text("isa.yaml"))
+    return shipped_table("isa", "the ISA rules (isa.yaml)")
 
 
 def parse_march(march: str) -> frozenset[str]:
@@ -134,9 +134,19 @@ def go_level(setting: str | None) -> GoLevel | None:
     return GoLevel(name=name, extensions=frozenset(exts), default=setting is None)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Profiles:
+    """profiles.yaml: every profile by name, which one a verb targets when --profile names none (`default`),
+    and which one has no vector unit (`scalar`)."""
+
+    by_name: Mapping[str, Profile]
+    default: Profile
+    scalar: Profile
+
+
 @cache
-def load_profiles() -> dict[str, Profile]:
-    data = yaml.safe_load(resources.text("profiles.yaml"))
+def profile_table() -> Profiles:
+    data = shipped_table("profiles", "the profile table (profiles.yaml)")
     out: dict[str, Profile] = {}
     for name, p in data["profiles"].items():
         out[name] = Profile(
@@ -144,13 +154,52 @@ def load_profiles() -> dict[str, Profile]:
             description=p["description"],
             march=p["march"],
             mabi=p["mabi"],
-            vlen=int(p["vlen"]),
+            vlen=p["vlen"],
             requires=frozenset(p["requires"]),
             qemu_cpu=p["qemu_cpu"],
-            knobs={k: str(v) for k, v in (p.get("knobs") or {}).items()},
-            gcc_adds={k: int(v) for k, v in (p.get("gcc_adds") or {}).items()},
+            knobs=dict(p.get("knobs") or {}),
+            gcc_adds=dict(p.get("gcc_adds") or {}),
         )
-    return out
+    file = str(resources.builtin("profiles.yaml"))
+    problems = [
+        Problem(
+            message=f"{key}: {data[key]!r} is not a profile of this table",
+            file=file,
+            line=line_of(data, key),
+            hint=f"name one of {', '.join(out)}",
+        )
+        for key in ("default", "scalar")
+        if data[key] not in out
+    ]
+    if not problems and out[data["scalar"]].vlen != 0:
+        problems.append(
+            Problem(
+                message=f"scalar: {data['scalar']!r} has a vector unit (vlen {out[data['scalar']].vlen})",
+                file=file,
+                line=line_of(data, "scalar"),
+                hint="name the profile without V (vlen: 0)",
+            )
+        )
+    if problems:
+        raise RecipeError(
+            f"{len(problems)} problem(s) in profiles.yaml, which rvport ships", problems=problems
+        )
+    return Profiles(by_name=out, default=out[data["default"]], scalar=out[data["scalar"]])
+
+
+def load_profiles() -> Mapping[str, Profile]:
+    """Every profile by name, in the table's order."""
+    return profile_table().by_name
+
+
+def default_profile() -> Profile:
+    """The profile a verb targets when --profile names none (profiles.yaml: `default`)."""
+    return profile_table().default
+
+
+def scalar_profile() -> Profile:
+    """The profile without a vector unit (profiles.yaml: `scalar`)."""
+    return profile_table().scalar
 
 
 def get_profile(name: str) -> Profile:

@@ -7,19 +7,18 @@ version (the one marked `default`, else the newest hermetic one); `name==version
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
 from rvport import resources
 from rvport.catalogue.bases import recipe_base_problems
+from rvport.catalogue.document import load_document, schema
 from rvport.catalogue.kinds import WHEEL_KINDS
 from rvport.catalogue.model import (
     BUILTIN,
@@ -45,17 +44,15 @@ from rvport.catalogue.model import (
     UpstreamTests,
 )
 from rvport.catalogue.profiles import load_profiles
-from rvport.catalogue.schema import control_characters, validate
-from rvport.catalogue.yamlsrc import MAX_BYTES, LDict, line_of, load_yaml
+from rvport.catalogue.yamlsrc import MAX_BYTES, LDict, line_of
 from rvport.errors import Problem, RecipeError, RvportError, UsageError
 from rvport.fileio import read_regular
 from rvport.target import CARGO_HOME, RVPORT_DIR
 from rvport.vocab import EXPORTING_OUTPUTS, Kind, Mode, OutputType
 
 
-@cache
 def recipe_schema() -> dict:
-    return json.loads(resources.schema_text("recipe"))
+    return schema("recipe")
 
 
 def default_recipes_dir() -> Path:
@@ -708,36 +705,16 @@ MULTILINE = re.compile(
 
 def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[list[Recipe], list[Problem]]:
     file = str(path)
-    doc, problem = load_yaml(path)
-    if problem:
-        return [], [problem]
-    if not isinstance(doc, dict):
-        return [], [
-            Problem(
-                message="a recipe file must be a YAML mapping",
-                file=file,
-                line=1,
-                hint="see docs/recipes.md for the format",
-            )
-        ]
-    problems = validate(doc, recipe_schema(), file=file)
-    said = {p.message.split(": ", 1)[0] for p in problems}  # a value the schema refused is not named twice
-    problems += [
-        p
-        for p in control_characters(doc, file=file, multiline=MULTILINE)
-        if p.message.split(": ", 1)[0] not in said
-    ]
-    if problems:
+    doc, problems = load_document(
+        path,
+        "recipe",
+        what="a recipe file",
+        hint="see docs/recipes.md for the format",
+        multiline=MULTILINE,
+        named=True,
+    )
+    if doc is None:
         return [], problems
-    if doc["name"] != path.stem:
-        problems.append(
-            Problem(
-                message=f"recipe name {doc['name']!r} differs from its file name {path.stem!r}",
-                file=file,
-                line=line_of(doc, "name"),
-                hint=f"rename the file to {doc['name']}.yaml",
-            )
-        )
     for i, o in enumerate(doc.get("outputs", [])):
         if o.get("exports") and o["type"] not in EXPORTING_OUTPUTS:
             problems.append(

@@ -14,15 +14,13 @@ is reported with its file, so that an old toolchains directory (RVPORT_TOOLCHAIN
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from rvport import resources
-from rvport.catalogue.schema import control_characters, validate
-from rvport.catalogue.yamlsrc import line_of, load_yaml
+from rvport.catalogue.document import load_document, schema
+from rvport.catalogue.yamlsrc import LDict, line_of
 from rvport.errors import Problem, RecipeError
 
 _PLATFORM = re.compile(r"^linux/(riscv64|amd64|arm64)$")
@@ -37,9 +35,8 @@ class ToolchainSpec:
     file: Path | None = None
 
 
-@cache
 def toolchain_schema() -> dict:
-    return json.loads(resources.schema_text("toolchain"))
+    return schema("toolchain")
 
 
 def default_toolchains_dir() -> Path:
@@ -50,20 +47,11 @@ def default_toolchains_dir() -> Path:
 def load_toolchain_file(path: Path) -> tuple[ToolchainSpec | None, list[Problem]]:
     """Parse one toolchain file: (the spec, []) or (None, every problem found, each with file and line)."""
     file = str(path)
-    doc, problem = load_yaml(path)
-    if problem:
-        return None, [problem]
-    if not isinstance(doc, dict):
-        return None, [
-            Problem(
-                message="a toolchain file must be a YAML mapping",
-                file=file,
-                line=1,
-                hint="see rvport/resources/schemas/toolchain.schema.json",
-            )
-        ]
-    if doc.get("kind") == "debootstrap":
-        return None, [
+
+    def not_a_base(doc: LDict) -> list[Problem]:
+        if doc.get("kind") != "debootstrap":
+            return []
+        return [
             Problem(
                 message="a base image spec (kind: debootstrap) is not a toolchain",
                 file=file,
@@ -71,19 +59,18 @@ def load_toolchain_file(path: Path) -> tuple[ToolchainSpec | None, list[Problem]
                 hint="base specs live in a bases directory of their own: move it there (RVPORT_BASES)",
             )
         ]
-    problems = validate(doc, toolchain_schema(), file=file)
-    problems += control_characters(doc, file=file, multiline=re.compile("description"))
-    if problems:
+
+    doc, problems = load_document(
+        path,
+        "toolchain",
+        what="a toolchain file",
+        hint="see rvport/resources/schemas/toolchain.schema.json",
+        multiline=re.compile("description"),
+        named=True,
+        before=not_a_base,
+    )
+    if doc is None:
         return None, problems
-    if doc["name"] != path.stem:
-        problems.append(
-            Problem(
-                message=f"toolchain name {doc['name']!r} differs from its file name {path.stem!r}",
-                file=file,
-                line=line_of(doc, "name"),
-                hint=f"rename the file to {doc['name']}.yaml",
-            )
-        )
     if not doc["archives"]:
         problems.append(
             Problem(

@@ -34,13 +34,21 @@ from typing import Any
 import typer
 
 from rvport.catalogue import modes
-from rvport.catalogue.profiles import get_profile, load_profiles
+from rvport.catalogue.profiles import default_profile, get_profile, load_profiles
 from rvport.cli import outputs
 from rvport.cli.options import ARGS
-from rvport.errors import UsageError
+from rvport.errors import RecipeError, UsageError
 from rvport.verify.policy import IsaLevel
 
-DEFAULT_PROFILE = "rvv256"
+
+def default_profile_name() -> str | None:
+    """The profile a verb targets when --profile names none (profiles.yaml: `default`); None when the table
+    cannot be read: the settings table is built at import, for every command and --help, and a command that
+    needs a profile says then what is wrong with the table (located)."""
+    try:
+        return default_profile().name
+    except RecipeError:
+        return None
 
 
 # the verbs, as their command paths below `rvport` ("" is `rvport` itself: the global options)
@@ -235,9 +243,11 @@ def _print_version(value: bool) -> None:
 
 
 def _profile_help(extra: str = "") -> str:
-    return f"Target profile: {', '.join(load_profiles())} (docs/profiles.md)." + (
-        f" {extra}" if extra else ""
-    )
+    try:
+        names = f": {', '.join(load_profiles())}"
+    except RecipeError:  # said, located, by the command that needs a profile; --help still works
+        names = ""
+    return f"Target profile{names} (docs/profiles.md)." + (f" {extra}" if extra else "")
 
 
 _RECIPE_ARG = "RECIPE[==VERSION]"
@@ -363,7 +373,7 @@ SETTINGS: tuple[Setting, ...] = (
         verbs=PLANNING | {VERIFY_ARTIFACTS, WHEELHOUSE, SERVE_CHECK},
         type=str,
         flags=("--profile", "-p"),
-        default=DEFAULT_PROFILE,
+        default=default_profile_name(),
         metavar="PROFILE",
         help=_profile_help(),
         check=_check_profile,
@@ -372,7 +382,7 @@ SETTINGS: tuple[Setting, ...] = (
                 "type": str | None,
                 "default": None,
                 "help": _profile_help(
-                    f"[default: the provenance's profile with --provenance, else {DEFAULT_PROFILE}]"
+                    f"[default: the provenance's profile with --provenance, else {default_profile_name()}]"
                 ),
             },
             SERVE_CHECK: {

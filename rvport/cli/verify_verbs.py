@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.profiles import default_profile, get_profile
 from rvport.cli import settings
 from rvport.cli.console import ui
 from rvport.cli.options import VerifyArtifactsArgs
 from rvport.cli.outputs import is_stdout
-from rvport.cli.settings import DEFAULT_PROFILE
 from rvport.errors import UsageError, VerifyFailed
 from rvport.verify import isa_level, verify_paths
 from rvport.verify.provenance import load as load_provenance
@@ -34,7 +33,8 @@ def artifacts(o: VerifyArtifactsArgs) -> None:
     if len(to_stdout) > 1:
         raise UsageError("--json - and --junit - both ask for standard output", hint="write one to a file")
     prov = load_provenance(o.provenance) if o.provenance is not None else None
-    prof = get_profile(o.profile or (prov.profile if prov is not None and prov.profile else DEFAULT_PROFILE))
+    named = o.profile or (prov.profile if prov is not None else None)
+    prof = get_profile(named) if named else default_profile()
     # Checked here, not by a click Choice, so a bad value is an rvport UsageError (exit 2).
     level = isa_level(o.isa)
     report = verify_paths(

@@ -17,11 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.profiles import scalar_profile
 from rvport.engine import buildx, debpins, images, render
 from rvport.engine.stage import toolchain_tag
 from rvport.errors import BuildFailed
-from rvport.plan.planner import SCALAR_PROFILE
 from rvport.sources import debarchive
 from rvport.sources.fetch import FetchOptions, stage_ca_bundle
 from rvport.target import PLATFORM as RISCV64
@@ -53,7 +52,7 @@ class ServeImage:
 def dockerfile(base_tag: str, pins: Sequence[debarchive.DebPin]) -> render.Rendered:
     """The image's Dockerfile: the toolchain template with every pin as PACKAGE=VERSION (apt installs that
     version or fails)."""
-    cpu = get_profile(SCALAR_PROFILE).qemu_cpu
+    cpu = scalar_profile().qemu_cpu
     return render.toolchain_dockerfile(base_tag, cpu, tuple(f"{p.name}={p.version}" for p in pins))
 
 

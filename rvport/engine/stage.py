@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from rvport import resources
-from rvport.catalogue.profiles import get_profile
+from rvport.catalogue.profiles import scalar_profile
 from rvport.engine import render
 from rvport.engine.images import BaseImage, Bases, ensure_image, read_packages
 from rvport.engine.progress import Progress
-from rvport.plan.planner import SCALAR_PROFILE
 from rvport.sources.fetch import Fetcher, FetchOptions, stage_ca_bundle
 
 if TYPE_CHECKING:
@@ -216,7 +215,7 @@ class StageEnv:
         stage runs afterwards (riscv64_env)."""
         if not packages:
             return Toolchain(tag=base.tag, image_id=base.image_id)
-        cpu = get_profile(SCALAR_PROFILE).qemu_cpu
+        cpu = scalar_profile().qemu_cpu
         return self.image(base, render.toolchain_dockerfile(base.tag, cpu, packages), what)
 
     def read(self, toolchain: Toolchain, path: str) -> dict[str, str]:

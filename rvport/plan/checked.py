@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from rvport.catalogue.bases import load_base
-from rvport.catalogue.recipes import Catalogue, Source
+from rvport.catalogue.model import Source
+from rvport.catalogue.recipes import Catalogue
 from rvport.host import HostFacts
 from rvport.plan.planner import Plan, Request, StageClosure, make_plan
 

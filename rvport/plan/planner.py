@@ -19,7 +19,7 @@ from rvport.catalogue import modes
 from rvport.catalogue.bases import BaseSpec, load_bases, python_bases
 from rvport.catalogue.kinds import KINDS, WHEEL_KINDS, compiles_go, compiles_rust
 from rvport.catalogue.model import LocalTree, Recipe, Runtime, Source, SourceKind
-from rvport.catalogue.profiles import Profile, get_profile
+from rvport.catalogue.profiles import Profile, scalar_profile
 from rvport.catalogue.recipes import Catalogue
 from rvport.catalogue.tools import Tool, tool
 from rvport.errors import UsageError
@@ -44,9 +44,6 @@ PREFIX_MAP_RUSTFLAGS = f"--remap-path-prefix={BUILD_DIR}=."
 # artifacts into result.json (stages[].rust).
 RUST_REPORT = ".rvport-rust"
 RUST_RECORD = resources.script_command("rust-record.sh")
-# The profile without the vector extension whose QEMU CPU the smoke test's second run uses (`smoke:
-# without_vector:`): the same kernels on a CPU that cannot run vector code.
-SCALAR_PROFILE = "rv64gc"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -764,14 +761,14 @@ def upstream_tests(recipe: Recipe, profile: Profile) -> dict | None:
 
 def smoke_without_vector(recipe: Recipe, profile: Profile) -> dict[str, str] | None:
     """The smoke test's second run (`smoke: without_vector:`), as data: the QEMU CPU without V it runs on (the
-    SCALAR_PROFILE's) and the outcome expected. `sigill`: under a profile with V the test must die with
-    SIGILL (its vector code runs, no silent scalar fallback), under one without it must pass; `pass`: it must
-    pass under every profile."""
+    scalar profile's: profiles.yaml `scalar`) and the outcome expected. `sigill`: under a profile with V the
+    test must die with SIGILL (its vector code runs, no silent scalar fallback), under one without it must
+    pass; `pass`: it must pass under every profile."""
     if not recipe.smoke or recipe.smoke_without_vector is None:
         return None
     vector = profile.vlen > 0
     expected = "sigill" if recipe.smoke_without_vector == "sigill" and vector else "pass"
-    return {"cpu": get_profile(SCALAR_PROFILE).qemu_cpu, "expected": expected}
+    return {"cpu": scalar_profile().qemu_cpu, "expected": expected}
 
 
 def manylinux_platform(choice: str) -> str | None:

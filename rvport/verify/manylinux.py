@@ -11,10 +11,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 
-import yaml
 from packaging.utils import canonicalize_name
 
-from rvport import resources
+from rvport.catalogue.document import shipped_table
 from rvport.verify.elf import ElfFacts
 
 _VERSION = re.compile(r"^([A-Z][A-Z0-9]*)_(\d+(?:\.\d+)*)$")
@@ -43,7 +42,7 @@ def _num(v: str) -> tuple[int, ...]:
 
 @cache
 def policies(arch: str = "riscv64") -> Policies | None:
-    doc = yaml.safe_load(resources.text("manylinux.yaml")).get(arch)
+    doc = shipped_table("manylinux", "the manylinux policies (manylinux.yaml)").get(arch)
     if not doc:
         return None
     return Policies(

@@ -164,14 +164,15 @@ def test_every_profile_option_defaults_to_rvv256():
 
     found = dict(walk(typer.main.get_command(app)))
     assert set(found) == {"plan", "build", "artifacts", "reproduce", "prepare", "wheelhouse", "serve-check"}
-    # verify artifacts: None means the provenance's profile with --provenance, else DEFAULT_PROFILE (rvv256);
+    # verify artifacts: None means the provenance's profile with --provenance, else the table's default;
     # serve-check: None means the wheelhouse's own profile
     derived = {"artifacts", "serve-check"}
     assert {v for k, v in found.items() if k not in derived} == {"rvv256"}
     assert found["artifacts"] is None and found["serve-check"] is None
-    from rvport.cli.settings import DEFAULT_PROFILE
+    from rvport.catalogue.profiles import default_profile
+    from rvport.cli.settings import default_profile_name
 
-    assert DEFAULT_PROFILE == "rvv256"
+    assert default_profile_name() == default_profile().name == "rvv256"
 
 
 # ---- names are printed literally -------------------------------------------------------------------------
