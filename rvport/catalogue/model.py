@@ -459,7 +459,7 @@ class Recipe:
     name: str
     version: str
     kind: Kind
-    description: str
+    description: str = ""
     file: Path
     sources: tuple[Source, ...]
     patches: tuple[PinnedFile, ...] = ()

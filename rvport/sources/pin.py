@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport.catalogue.model import BUILTIN, Recipe, Source, SourceKind
-from rvport.catalogue.recipes import load_recipe_file
+from rvport.catalogue.recipe_file import load_recipe_file
 from rvport.catalogue.yamlsrc import MAX_BYTES
 from rvport.errors import IntegrityError, Problem, RecipeError, UsageError
 from rvport.fileio import read_regular

@@ -427,9 +427,9 @@ def test_pin_edits_the_target_of_a_linked_recipe_and_keeps_the_link(tmp_path):
 
 
 def test_a_pinned_file_over_the_cap_is_refused(tmp_path, monkeypatch):
-    from rvport.catalogue import recipes
+    from rvport.catalogue import recipe_file
 
-    monkeypatch.setattr(recipes, "PINNED_MAX_BYTES", 4)
+    monkeypatch.setattr(recipe_file, "PINNED_MAX_BYTES", 4)
     write(tmp_path, BASE)
     probs = problems(tmp_path)
     assert probs and all("over the cap of 4" in p.message for p in probs)

@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 import yaml
 
-from rvport.catalogue.recipes import default_recipes_dir, load_catalogue, recipe_schema
+from rvport.catalogue.recipe_file import recipe_schema
+from rvport.catalogue.recipes import default_recipes_dir, load_catalogue
 from rvport.errors import ExitCode, RecipeError, UsageError
 from rvport.resources import builtin
 from rvport.sources.cache import sha256_file
