@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rvport import resources
 from rvport.catalogue.kinds import KINDS
-from rvport.catalogue.profiles import Profile, get_profile
+from rvport.catalogue.profiles import Profile
 from rvport.vocab import Kind
 
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
@@ -92,9 +92,8 @@ def cpuinfo_script() -> str:
     return resources.script("cpuinfo-check.sh")
 
 
-def cpuinfo_check(profile: str) -> str:
+def cpuinfo_check(p: Profile) -> str:
     """The command an emulated build stage runs before the build: its /proc/cpuinfo must be the profile's."""
-    p = get_profile(profile)
     shown, hidden = p.cpuinfo
     args = [p.name, " ".join(shown), " ".join(hidden), str(p.vlen)]
     return "sh -eu /rvport/cpuinfo.sh " + " ".join(shlex.quote(a) for a in args) + " && "

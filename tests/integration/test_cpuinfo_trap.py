@@ -228,7 +228,7 @@ def test_under_qemus_default_cpu_the_rvv256_build_takes_the_bf16_path_and_is_ref
                 base,
                 "sh",
                 "-c",
-                render.cpuinfo_check("rvv256").removesuffix(" && "),
+                render.cpuinfo_check(get_profile("rvv256")).removesuffix(" && "),
             ],
             capture_output=True,
             text=True,

@@ -41,6 +41,7 @@ from rvport.target import PLATFORM as RISCV64
 from rvport.vocab import Kind
 
 if TYPE_CHECKING:
+    from rvport.catalogue.profiles import Profile
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
@@ -231,7 +232,9 @@ def render_prefix(xtc_base_tag: str, major: str, platform: str, rust: bool = Fal
     )
 
 
-def render_stage(*, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profile: str) -> render.Rendered:
+def render_stage(
+    *, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profile: Profile
+) -> render.Rendered:
     """The build stage; a Rust prefix adds rust_env() under the stage's env (the recipe's own env wins)."""
     full = {**rust_env(xtc.platform), **env} if xtc.rust else dict(env)
     return render.render(
@@ -241,7 +244,7 @@ def render_stage(*, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profi
             "XTC_IMAGE": xtc.tag,
             "XTC_PLATFORM": xtc.platform,
             "ENV": render.env_lines(full),
-            "PROFILE": profile,
+            "PROFILE": profile.name,
             "CPUINFO_CHECK": render.cpuinfo_check(profile),
         },
     )
@@ -424,4 +427,4 @@ class Accelerated:
         env.record.images["xtc_tag"] = xtc.tag
         for name, version in sorted(xtc.packages.items()):
             env.record.toolchain_packages[f"xtc:{name}"] = version
-        return render_stage(toolchain=toolchain.tag, xtc=xtc, env=st.env, profile=env.profile.name)
+        return render_stage(toolchain=toolchain.tag, xtc=xtc, env=st.env, profile=env.profile)

@@ -31,6 +31,7 @@ from rvport.target import DEBIAN_TARGET_ARCH
 
 if TYPE_CHECKING:
     from rvport.catalogue.model import Recipe
+    from rvport.catalogue.profiles import Profile
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
@@ -131,14 +132,14 @@ def render_toolchain(recipe: Recipe, base: str) -> render.Rendered:
     return dataclasses.replace(rendered, files=((SCRIPT, resources.script(SCRIPT)),))
 
 
-def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
+def render_stage(stage: Stage, toolchain: str, profile: Profile) -> render.Rendered:
     """The build stage: the kind's cross environment first, the recipe's own after it (it wins)."""
     return render.render(
         "cross",
         {
             "TOOLCHAIN": toolchain,
             "ENV": render.env_lines(stage.env),
-            "PROFILE": profile,
+            "PROFILE": profile.name,
             "CROSS_ENV": render.env_lines(toolchain_of(stage.recipe).env),
         },
     )
@@ -162,4 +163,4 @@ class Cross:
         return tc
 
     def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> render.Rendered:
-        return render_stage(env.stage, toolchain.tag, env.profile.name)
+        return render_stage(env.stage, toolchain.tag, env.profile)

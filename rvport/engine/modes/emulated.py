@@ -12,6 +12,7 @@ from rvport.plan.planner import Mode
 from rvport.target import PLATFORM
 
 if TYPE_CHECKING:
+    from rvport.catalogue.profiles import Profile
     from rvport.host import HostFacts
     from rvport.plan.planner import Stage
 
@@ -24,7 +25,7 @@ def riscv64_toolchain(env: StageEnv) -> Toolchain:
     )
 
 
-def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
+def render_stage(stage: Stage, toolchain: str, profile: Profile) -> render.Rendered:
     # under QEMU the stage first checks that /proc/cpuinfo is the profile's; natively it is the host's own
     check = render.cpuinfo_check(profile) if stage.mode is Mode.QEMU else ""
     return render.render(
@@ -32,7 +33,7 @@ def render_stage(stage: Stage, toolchain: str, profile: str) -> render.Rendered:
         {
             "TOOLCHAIN": toolchain,
             "ENV": render.env_lines(stage.env),
-            "PROFILE": profile,
+            "PROFILE": profile.name,
             "CPUINFO_CHECK": check,
         },
     )
@@ -49,4 +50,4 @@ class Emulated:
         return riscv64_toolchain(env)
 
     def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> render.Rendered:
-        return render_stage(env.stage, toolchain.tag, env.profile.name)
+        return render_stage(env.stage, toolchain.tag, env.profile)

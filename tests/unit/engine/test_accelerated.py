@@ -169,7 +169,7 @@ def test_stage_dockerfile_copies_the_prefix_image_and_puts_its_compilers_first()
         toolchain="rvport/toolchain:msgspec-build-abc",
         xtc=xtc(),
         env={"QEMU_CPU": "rv64,v=true", "CFLAGS": "-O2 -march=rv64gcv"},
-        profile="rvv256",
+        profile=get_profile("rvv256"),
     )
     lines = r.text.splitlines()
     assert r.template == "accelerated.Dockerfile" and "@@" not in r.text
@@ -190,7 +190,10 @@ def test_stage_dockerfile_copies_the_prefix_image_and_puts_its_compilers_first()
 def test_rust_stages_target_riscv64_with_the_prefix_rustc_and_link_build_scripts_natively():
     env = {"QEMU_CPU": "rv64", "CARGO_BUILD_JOBS": "2", "CC_riscv64gc_unknown_linux_gnu": "my-cc"}
     r = acc.render_stage(
-        toolchain="rvport/toolchain:tiktoken-build-abc", xtc=xtc_rust(), env=env, profile="rvv256"
+        toolchain="rvport/toolchain:tiktoken-build-abc",
+        xtc=xtc_rust(),
+        env=env,
+        profile=get_profile("rvv256"),
     )
     lines = r.text.splitlines()
     assert 'ENV RUSTC="/opt/xtc/rust/bin/rustc"' in lines
@@ -207,7 +210,9 @@ def test_rust_stages_target_riscv64_with_the_prefix_rustc_and_link_build_scripts
     # C-only stages get none of it
     c_only = [
         ln
-        for ln in acc.render_stage(toolchain="t", xtc=xtc(), env=env, profile="rvv256").text.splitlines()
+        for ln in acc.render_stage(
+            toolchain="t", xtc=xtc(), env=env, profile=get_profile("rvv256")
+        ).text.splitlines()
         if not ln.startswith("#")
     ]
     assert not [ln for ln in c_only if "RUSTC" in ln or "CARGO_BUILD_TARGET" in ln]
@@ -292,7 +297,7 @@ def test_scripts_cover_the_pitfalls():
 
 
 def test_the_build_step_is_checked_after_it_ran():
-    r = acc.render_stage(toolchain="t", xtc=xtc(), env={}, profile="rvv256")
+    r = acc.render_stage(toolchain="t", xtc=xtc(), env={}, profile=get_profile("rvv256"))
     (build,) = [ln for ln in r.text.splitlines() if "sh -eux /rvport/build.sh" in ln]
     assert build.rstrip().endswith("sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build")
 

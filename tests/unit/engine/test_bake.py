@@ -147,7 +147,10 @@ def test_bake_targets_are_the_runners_stages(setup):
     t = doc["target"]["tinylib"]
     assert t["network"] == "none" and t["platforms"] == ["linux/riscv64"]
     assert t["output"] == [f"type=local,dest={out / 'bake' / 'out' / 'tinylib'}"]
-    rendered, script = emulated.render_stage(st, tc_tag, "rvv256"), render.build_script(st.commands)
+    rendered, script = (
+        emulated.render_stage(st, tc_tag, get_profile("rvv256")),
+        render.build_script(st.commands),
+    )
     ctx = out / "bake" / "tinylib"
     assert t["context"] == str(ctx) and t["dockerfile"] == "Dockerfile"
     assert (ctx / "Dockerfile").read_text() == rendered.text and f"FROM {tc_tag}" in rendered.text
@@ -194,7 +197,7 @@ def test_cross_stages_compile_in_the_build_platform_cross_toolchain(setup, tmp_p
     t = doc["target"]["tinystatic"]
     assert t["platforms"] == ["linux/amd64"] and t["network"] == "none"
     text = (out / "bake" / "tinystatic" / "Dockerfile").read_text()
-    assert text == cross.render_stage(st, tc_tag, "rvv256").text
+    assert text == cross.render_stage(st, tc_tag, get_profile("rvv256")).text
     assert f"FROM {tc_tag} AS build" in text and 'CARGO_BUILD_TARGET="riscv64gc-unknown-linux-gnu"' in text
 
 

@@ -67,7 +67,11 @@ def check(
     cpuinfo.write_text("\n".join(harts))
     script = tmp_path / "cpuinfo.sh"
     script.write_text(render.cpuinfo_script().replace("\nfile=/proc/cpuinfo\n", f"\nfile={cpuinfo}\n"))
-    command = render.cpuinfo_check(profile).removesuffix(" && ").replace("/rvport/cpuinfo.sh", str(script))
+    command = (
+        render.cpuinfo_check(get_profile(profile))
+        .removesuffix(" && ")
+        .replace("/rvport/cpuinfo.sh", str(script))
+    )
     return subprocess.run(
         ["sh", "-c", command],
         capture_output=True,
@@ -164,21 +168,23 @@ def test_qemu_and_accelerated_stages_check_first_native_and_cross_stages_do_not(
         f"sh -eu /rvport/cpuinfo.sh rvv256 {shlex.quote(' '.join(shown))} {shlex.quote(' '.join(hidden))} 256"
         " && "
     )
-    qemu = emulated.render_stage(stage("msgspec", Mode.QEMU), "tc", "rvv256").text
+    qemu = emulated.render_stage(stage("msgspec", Mode.QEMU), "tc", get_profile("rvv256")).text
     assert build_line(qemu).startswith(first + 'mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh')
     assert "COPY rvport-cpuinfo.sh /rvport/cpuinfo.sh" in qemu
     xtc = accelerated.XtcImage(
         tag="rvport/xtc:t", image_id="sha256:" + "1" * 64, platform="linux/amd64", gcc_major="14"
     )
     acc = accelerated.render_stage(
-        toolchain="tc", xtc=xtc, env=stage("msgspec", Mode.ACCELERATED).env, profile="rvv256"
+        toolchain="tc", xtc=xtc, env=stage("msgspec", Mode.ACCELERATED).env, profile=get_profile("rvv256")
     ).text
     assert build_line(acc).startswith(first + ". /opt/xtc/stage.env && ")
     native = emulated.render_stage(
-        stage("msgspec", Mode.NATIVE, RISCV), "tc", "rvv256"
+        stage("msgspec", Mode.NATIVE, RISCV), "tc", get_profile("rvv256")
     ).text  # the host's own CPU
     assert build_line(native).startswith('mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh')
-    crossed = cross.render_stage(stage("glide-ffi", Mode.CROSS), "tc", "rvv256").text  # nothing emulated
+    crossed = cross.render_stage(
+        stage("glide-ffi", Mode.CROSS), "tc", get_profile("rvv256")
+    ).text  # nothing emulated
     assert "cpuinfo" not in crossed
 
 

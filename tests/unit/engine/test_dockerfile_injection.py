@@ -170,7 +170,9 @@ def render_all(cat) -> dict[str, str]:
         stage = plan.stage("app")
         assert stage.mode is mode
         if mode is Mode.ACCELERATED:
-            rendered = accelerated.render_stage(toolchain=TC, xtc=xtc, env=stage.env, profile=PROFILE)
+            rendered = accelerated.render_stage(
+                toolchain=TC, xtc=xtc, env=stage.env, profile=get_profile(PROFILE)
+            )
         else:
             env = SimpleNamespace(stage=stage, profile=get_profile(PROFILE))
             rendered = modes.of(mode).dockerfile(env, Toolchain(tag=TC))

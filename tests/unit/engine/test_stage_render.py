@@ -66,7 +66,7 @@ def rendered(stage):
         xtc = accelerated.XtcImage(
             tag="rvport/xtc:under-test", image_id="sha256:" + "1" * 64, platform="linux/amd64", gcc_major="14"
         )
-        r = accelerated.render_stage(toolchain=TC, xtc=xtc, env=stage.env, profile=profile.name)
+        r = accelerated.render_stage(toolchain=TC, xtc=xtc, env=stage.env, profile=profile)
     else:
         env = SimpleNamespace(stage=stage, profile=profile)  # all an emulated or cross stage's file needs
         r = modes.of(stage.mode).dockerfile(env, Toolchain(tag=TC))
