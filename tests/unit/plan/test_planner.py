@@ -194,7 +194,7 @@ def test_the_wheel_kinds_are_defined_once_from_the_kinds_table():
     from pathlib import Path
 
     import rvport
-    from rvport.catalogue import kinds, recipes
+    from rvport.catalogue import kinds, recipe_file
     from rvport.catalogue.kinds import KINDS
     from rvport.plan import planner
 
@@ -208,7 +208,7 @@ def test_the_wheel_kinds_are_defined_once_from_the_kinds_table():
         if isinstance(target, ast.Name) and target.id == "WHEEL_KINDS"
     )
     assert defined == ["catalogue/kinds.py"]
-    assert planner.WHEEL_KINDS is kinds.WHEEL_KINDS is recipes.WHEEL_KINDS
+    assert planner.WHEEL_KINDS is kinds.WHEEL_KINDS is recipe_file.WHEEL_KINDS
     assert {k for k, f in KINDS.items() if f.installs_wheels} == kinds.WHEEL_KINDS
     assert (
         {k for k, f in KINDS.items() if f.per_python}
