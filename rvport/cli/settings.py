@@ -358,7 +358,8 @@ SETTINGS: tuple[Setting, ...] = (
         type=bool,
         flags=("--all",),
         default=False,
-        help="Every recipe (default versions).",
+        help="Every recipe whose sources are all pinned (default versions); with --python, the Pythons each "
+        "can have. What it leaves out is said in one note.",
     ),
     Setting(
         dest="all_versions",

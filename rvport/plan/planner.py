@@ -491,6 +491,54 @@ def decide_mode(recipe: Recipe, requested: Mode, host: HostFacts) -> tuple[Mode,
     return f.mode, say(f.requested, f.mode)
 
 
+def refusal_cause(recipe: Recipe, mode: Mode, host: HostFacts) -> str:
+    """Why a requested mode cannot build the recipe here, in the registry's terms: its kind, the recipe's own
+    `modes:` list, or the host."""
+    f = modes.facts(mode)
+    if not f.serves(recipe.kind):
+        kinds = " and ".join(k.value for k in modes.kinds_of(mode))
+        return f"{mode.value} builds {kinds} recipes, and this is a {recipe.kind.value}"
+    if f.listed and mode not in recipe.modes:
+        listed = ", ".join(m.value for m in recipe.modes)
+        return f"its recipe lists modes {listed}, not {mode.value} ({recipe.file.name})"
+    return f"{mode.value} does not run on a {host.arch} host"
+
+
+def _refused_by_all(order: Sequence[Recipe], requested: Mode, host: HostFacts) -> None:
+    """--all with a --mode that some recipes cannot have: one error naming every one of them and why."""
+    if requested == Mode.AUTO:
+        return
+    f = modes.facts(requested)
+    if f.instead is not None and not f.hosts.admit(host.arch):
+        return
+    refused = [r for r in order if not f.admits(r.kind, r.modes, host.arch)]
+    if refused:
+        raise UsageError(
+            f"--mode {requested.value} cannot build {len(refused)} of the {len(order)} recipes --all names: "
+            + "; ".join(f"{r.ref} ({refusal_cause(r, requested, host)})" for r in refused),
+            hint="use --mode auto (it picks each recipe's best mode), or name the recipes to build",
+        )
+
+
+def _buildable_by_all(cat: Catalogue) -> tuple[list[Recipe], list[str]]:
+    """What --all builds: each recipe's default version whose every source is pinned. A recipe with a source
+    not yet pinned (torch: never built here) is left out, named in one note."""
+    roots, left = [], []
+    for name in cat.selected_by_all:
+        r = cat.default(name)
+        (left if any(not s.pinned for s in r.sources) else roots).append(r)
+    notes = (
+        [
+            "--all leaves out "
+            + ", ".join(r.ref for r in left)
+            + ": a source not pinned yet (name it to plan it anyway, with `rvport pin` first)"
+        ]
+        if left
+        else []
+    )
+    return roots, notes
+
+
 def stage_env(recipe: Recipe, profile: Profile, mode: Mode, jobs: int) -> dict[str, str]:
     ctx = {
         "RVPORT_PROFILE": profile.name,
@@ -614,8 +662,9 @@ def make_plan(
 ) -> Plan:
     """The plan of a request. With --python (req.pythons), every recipe of a kind with a Python is a stage per
     Python, on that Python's base (`bases`: the base specs, by default the catalogue's bases/)."""
+    all_notes: list[str] = []
     if req.all:
-        roots = [cat.default(n) for n in cat.selected_by_all]
+        roots, all_notes = _buildable_by_all(cat)
     else:
         if not req.refs:
             raise UsageError("no recipe named", hint="name one or more recipes, or use --all")
@@ -628,7 +677,30 @@ def make_plan(
     matrix = python_matrix(req.pythons, specs) if req.pythons else ()
     order = _resolve_order(cat, roots)
     bases_python = {name: b.python for name, b in specs.items() if b.python}
-    planned = [(r, py) for r in order for py in recipe_pythons(r, matrix, bases_python)]
+    if req.all:
+        _refused_by_all(order, req.mode, host)
+    planned: list[tuple[Recipe, PythonTarget | None]] = []
+    not_asked: list[str] = []  # --all: recipes whose one Python --python does not name
+    fewer: list[str] = []  # --all: recipes planned for their one Python of several asked
+    for r in order:
+        try:
+            pys = recipe_pythons(r, matrix, bases_python)
+        except UsageError:
+            if not req.all:
+                raise
+            not_asked.append(r.ref)
+            continue
+        if req.all and matrix and pys != (None,) and len(pys) < len(matrix):
+            fewer.append(f"{r.name} ({', '.join(t.version for t in pys)})")
+        planned += [(r, py) for py in pys]
+    asked = ", ".join(t.version for t in matrix)
+    if not_asked:
+        all_notes.append(
+            f"--all leaves out {', '.join(not_asked)}: each builds for one Python only, not --python {asked}"
+        )
+    if fewer:
+        all_notes.append(f"--python {asked}: planned for the one Python each pins: {', '.join(fewer)}")
+    warnings += all_notes
     for r, py in planned:
         if py is not None:
             r = on_python_base(r, py, req.mode, specs)

@@ -38,7 +38,6 @@ def test_all_recipes_in_dependency_order(cat):
         "sentencepiece",
         "tiktoken",
         "oss-harmony",
-        "torch",
         "vllm",
         "glide-ffi",
         "router-ml-binding",
@@ -47,13 +46,44 @@ def test_all_recipes_in_dependency_order(cat):
         "xgrammar",
     }
     assert order.index("apache-tvm-ffi") < order.index("xgrammar")
-    assert order.index("torch") < order.index("vllm")
     assert order.index("glide-ffi") < order.index("semantic-router")
     assert order.index("router-ml-binding") < order.index("semantic-router")
 
 
+def test_all_leaves_out_a_recipe_whose_source_is_not_pinned_and_says_so_in_one_line(cat):
+    p = plan(cat, all_=True)
+    assert "torch" not in [s.name for s in p.stages]
+    (note,) = [w for w in p.warnings if w.startswith("--all leaves out")]
+    assert "torch==2.14.0" in note and "not pinned" in note
+    assert plan(cat, "torch").stage("torch")  # named, it is planned
+
+
+def test_all_with_a_python_a_recipe_cannot_have_leaves_it_out_and_names_it(cat):
+    p = make_plan(cat, Request(refs=(), all=True, profile=get_profile("rvv256"), pythons=("3.13",)), X86)
+    assert "vllm" not in {s.recipe.name for s in p.stages} and "msgspec" in {s.recipe.name for s in p.stages}
+    (note,) = [w for w in p.warnings if w.startswith("--all leaves out") and "Python" in w]
+    assert "vllm==0.33.0" in note and "xgrammar==0.2.8" in note and "not --python 3.13" in note
+    both = make_plan(
+        cat, Request(refs=(), all=True, profile=get_profile("rvv256"), pythons=("3.13", "3.14")), X86
+    )
+    (note,) = [w for w in both.warnings if w.startswith("--python 3.13, 3.14")]
+    assert "vllm (3.14)" in note
+
+
+def test_all_with_a_mode_some_recipes_refuse_names_every_one_and_why(cat):
+    with pytest.raises(UsageError) as e:
+        plan(cat, all_=True, mode=Mode.ACCELERATED)
+    text = e.value.message
+    assert "router-ml-binding==0.3.0 (its recipe lists modes" in text and "semantic-router==0.3.0" in text
+    assert "not accelerated" in text and "--mode auto" in e.value.hint
+
+
 def test_plan_json_validates_and_holds_every_pin(cat):
-    doc = plan(cat, all_=True).to_json()
+    doc = make_plan(
+        cat,
+        Request(refs=tuple(cat.names), profile=get_profile("rvv256"), mode=Mode.AUTO, jobs=None),
+        X86,
+    ).to_json()
     jsonschema.validate(doc, manifest.schema("plan"))
     text = manifest.dumps(doc)
     assert json.loads(text) == doc
@@ -77,7 +107,7 @@ def test_dependency_pulled_in_first(cat):
 
 
 def test_modes_on_x86(cat):
-    p = plan(cat, all_=True)
+    p = plan(cat, *cat.names)
     assert p.stage("torch").mode is Mode.QEMU and "QEMU" in p.stage("torch").mode_reason
     for (
         s
