@@ -134,9 +134,10 @@ def build(o: BuildArgs) -> None:
         check_cache_export(builder)
     summary = o.summary or _step_summary(u.ci)
     outputs.check_file(summary, append=True)
+    compiler_cache = planning.compiler_cache(o)
     outdir.claim(output, outdir.Kind.BUILD, also=(junit, summary))  # --junit out/junit.xml is rvport's too
     manifest.write(output / "plan.json", p.to_json())
-    opts = handoff.build_options(o, fopts)
+    opts = handoff.build_options(o, fopts, compiler_cache=compiler_cache)
     rep = reporter(u.err, u.ci, u.live)
     for s in p.stages:
         rep.add(s.name, s.mode.value)

@@ -116,8 +116,12 @@ def bake_options(o: PlanArgs, fetch: FetchOptions) -> BakeOptions:
     return BakeOptions(**_run(o, fetch, None))
 
 
-def build_options(o: Building, fetch: FetchOptions, *, output: Path | None = None) -> BuildOptions:
-    """A build (`rvport build`, each of `rvport reproduce`'s two: `output` is its own directory)."""
+def build_options(
+    o: Building, fetch: FetchOptions, *, output: Path | None = None, compiler_cache: Any = None
+) -> BuildOptions:
+    """A build (`rvport build`, each of `rvport reproduce`'s two: `output` is its own directory);
+    `compiler_cache`: its CompilerCache (planning.compiler_cache; None: the engine's)."""
+    from rvport.engine.compcache import CompilerCache
     from rvport.engine.runner import BuildOptions
 
     return BuildOptions(
@@ -126,4 +130,5 @@ def build_options(o: Building, fetch: FetchOptions, *, output: Path | None = Non
         no_cache=o.no_cache,
         cache_to=o.cache_to,
         cache_from=o.cache_from,
+        compiler_cache=compiler_cache or CompilerCache(),
     )

@@ -116,6 +116,8 @@ class ReproduceArgs:
     allow_expired_release: tuple[str, ...] = ()
     bootstrap: str | None = None
     no_smoke: bool = False
+    compiler_cache: Path | None = None
+    compiler_cache_size: str = "2G"
     recipes_dir: tuple[Path, ...] = ()
     unpack_limit: str | None = None
     mirror: Path | None = None
@@ -179,6 +181,9 @@ class BuildArgs:
     summary: Path | None = None
     cache_to: Path | None = None
     cache_from: Path | None = None
+    compiler_cache: Path | None = None
+    no_compiler_cache: bool = False
+    compiler_cache_size: str = "2G"
     recipes_dir: tuple[Path, ...] = ()
     unpack_limit: str | None = None
     cache_dir: Path | None = None

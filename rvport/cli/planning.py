@@ -15,6 +15,7 @@ from rvport.errors import UsageError
 if TYPE_CHECKING:
     from rvport.catalogue.recipes import Catalogue
     from rvport.cli.options import BuildArgs, PlanArgs, PrepareArgs
+    from rvport.engine.compcache import CompilerCache
     from rvport.plan.planner import Plan, Request
     from rvport.sources.fetch import FetchOptions
 
@@ -128,3 +129,23 @@ def _warn_jobs(plan: Plan, jobs: int | None) -> None:
                 markup=False,
                 highlight=False,
             )
+
+
+def compiler_cache(o: object, *, default: str = "engine") -> CompilerCache:
+    """The compiler cache the options ask for (rvport/engine/compcache.py): off with --no-compiler-cache, the
+    directory of --compiler-cache (checked, made when new: compcachedir.check_dir), else `default`'s use
+    (engine: the engine's per toolchain; off); the size of --compiler-cache-size."""
+    from rvport.engine.compcache import CacheUse, CompilerCache, parse_size
+    from rvport.engine.compcachedir import check_dir
+
+    size = parse_size(o.compiler_cache_size)  # type: ignore[attr-defined]
+    given = o.compiler_cache  # type: ignore[attr-defined]
+    if getattr(o, "no_compiler_cache", False):
+        if given is not None:
+            raise UsageError(
+                "--compiler-cache and --no-compiler-cache ask for opposite things", hint="give one of them"
+            )
+        return CompilerCache(use=CacheUse.OFF, max_size=size)
+    if given is not None:
+        return CompilerCache(use=CacheUse.DIR, directory=check_dir(given), max_size=size)
+    return CompilerCache(use=CacheUse(default), max_size=size)

@@ -9,6 +9,7 @@ where two differ, the wheel members, archive members and ELF sections that do.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import typer
@@ -48,6 +49,13 @@ def reproduce(o: ReproduceArgs) -> None:
     cat = load_catalogue(list(o.recipes_dir))
     u = ui()
     dirs = {}
+    # the first build never has a compiler cache; the second has --compiler-cache DIR's when given, so the
+    # comparison proves a warm cache changes no byte (by default both build from scratch)
+    from rvport.engine.compcache import CacheUse
+
+    warm = planning.compiler_cache(o, default="off")
+    caches = {"first": dataclasses.replace(warm, use=CacheUse.OFF, directory=None), "second": warm}
+    used: dict[str, dict] = {}
     for run in ("first", "second"):
         out = output / run
         outdir.remove(out, outdir.Kind.BUILD)  # from nothing: its own fresh cache directory too
@@ -55,19 +63,24 @@ def reproduce(o: ReproduceArgs) -> None:
         fopts = handoff.fetch_options(o, cache_dir=out / "cache")
         plan = planning.resolve(req, cat, fopts)
         manifest.write(out / "plan.json", plan.to_json())
+        cache = caches[run]
+        ccache = f"compiler cache {cache.directory}" if cache.directory else "no compiler cache"
         u.console.print(
             f"{run} build of {', '.join(s.recipe.ref for s in plan.stages)} "
-            f"(fresh cache {out / 'cache'}, no BuildKit cache)",
+            f"(fresh cache {out / 'cache'}, no BuildKit cache, {ccache})",
             markup=False,
         )
         rep = reporter(u.err, u.ci, u.live)
         for s in plan.stages:
             rep.add(s.name, s.mode.value)
         with rep:
-            Runner(plan, handoff.build_options(o, fopts, output=out), rep).run()
+            doc = Runner(plan, handoff.build_options(o, fopts, output=out, compiler_cache=cache), rep).run()
         dirs[run] = out / "artifacts"
+        used[run] = compiler_cache_used(cache, doc)
     result = compare_dirs(dirs["first"], dirs["second"])
-    path = manifest.write(output / "reproduce.json", report(o.profile, o.mode, list(o.recipes), result))
+    doc = report(o.profile, o.mode, list(o.recipes), result, compiler_cache=used)
+    path = manifest.write(output / "reproduce.json", doc)
+    u.console.print(_cache_line(used), markup=False)
     u.console.print(_table(result))
     u.console.print(f"wrote {one_line(path)}", markup=False)
     if not result.ok:
@@ -80,16 +93,43 @@ def reproduce(o: ReproduceArgs) -> None:
     )
 
 
-def report(profile: str, mode: str, recipes: list[str], result: Comparison) -> dict:
-    """reproduce.json (resources/schemas/reproduce.schema.json): what was built twice, and the comparison."""
+def report(
+    profile: str, mode: str, recipes: list[str], result: Comparison, *, compiler_cache: dict | None = None
+) -> dict:
+    """reproduce.json (resources/schemas/reproduce.schema.json): what was built twice, whether each build
+    used a compiler cache, and the comparison."""
     return {
         "schema": REPORT_SCHEMA,
         "kind": "rvport-reproduce",
         "profile": profile,
         "mode": mode,
         "recipes": list(recipes),
+        "compiler_cache": compiler_cache or {},
         **result.to_json(),
     }
+
+
+def compiler_cache_used(cache, doc: dict) -> dict:
+    """What one build's compiler cache was, for reproduce.json: its use, directory, and the hits and misses
+    of its stages together (result.json's stages[].compiler_cache)."""
+    stages = [s.get("compiler_cache") or {} for s in doc.get("stages", [])]
+    total = {k: sum(int(s.get(k) or 0) for s in stages) for k in ("hits", "misses", "uncacheable")}
+    return {
+        "use": cache.use.value,
+        "directory": str(cache.directory) if cache.directory else None,
+        **total,
+    }
+
+
+def _cache_line(used: dict[str, dict]) -> str:
+    """The line that says whether each build used a compiler cache."""
+    parts = []
+    for run, u in used.items():
+        if u["use"] == "off":
+            parts.append(f"{run}: no compiler cache")
+        else:
+            parts.append(f"{run}: compiler cache {u['directory']} ({u['hits']} hits, {u['misses']} misses)")
+    return "; ".join(parts)
 
 
 def _table(result) -> Table:

@@ -154,6 +154,16 @@ def _check_pinned(base_image: str | None) -> None:
         )
 
 
+def _check_cache_size(size: str) -> None:
+    """--compiler-cache-size: a size between 16M and 1T."""
+    from rvport.engine.compcache import parse_size
+
+    try:
+        parse_size(size)
+    except ValueError as e:
+        raise UsageError(f"--compiler-cache-size: {e}", hint="write e.g. 2G or 500M") from None
+
+
 def _check_mode(mode: str) -> None:
     """--mode: auto or a mode of the registry (read when checked, so a mode added to it is accepted)."""
     if mode not in modes.choices():
@@ -544,6 +554,43 @@ SETTINGS: tuple[Setting, ...] = (
         default=False,
         help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used "
         "(images and sources still are).",
+    ),
+    Setting(
+        dest="compiler_cache",
+        verbs=frozenset({BUILD, REPRODUCE}),
+        type=Path | None,
+        flags=("--compiler-cache",),
+        metavar="DIR",
+        env="RVPORT_COMPILER_CACHE",
+        parse_env=Path,
+        help="Keep the compiler cache (ccache) in DIR, for a CI cache: imported into each build stage and "
+        "exported after it, atomically. Default: the engine's cache, per toolchain (docs/compiler-cache.md).",
+        per_verb={
+            REPRODUCE: {
+                "help": "The second build uses the compiler cache in DIR (the first always builds without "
+                "one): a warm cache must give the same bytes. Default: neither build uses a compiler cache."
+            }
+        },
+    ),
+    Setting(
+        dest="no_compiler_cache",
+        verbs=frozenset({BUILD}),
+        type=bool,
+        flags=("--no-compiler-cache",),
+        default=False,
+        help="Compile without a compiler cache: every compile runs.",
+    ),
+    Setting(
+        dest="compiler_cache_size",
+        verbs=frozenset({BUILD, REPRODUCE}),
+        type=str,
+        flags=("--compiler-cache-size",),
+        metavar="SIZE",
+        default="2G",
+        env="RVPORT_COMPILER_CACHE_SIZE",
+        help="The compiler cache's size limit per toolchain (e.g. 2G, 500M; 16M to 1T): older objects are "
+        "evicted beyond it.",
+        check=_check_cache_size,
     ),
     Setting(
         dest="junit",

@@ -35,8 +35,9 @@ from pathlib import Path
 
 from rvport import manifest, outdir, proc
 from rvport.catalogue.kinds import KINDS
-from rvport.engine import buildx, check, debpins, modes, parallel, render, runtime
+from rvport.engine import buildx, check, compcache, compcachedir, debpins, modes, parallel, render, runtime
 from rvport.engine import tests as upstream
+from rvport.engine.compcache import CacheUse, CompilerCache
 from rvport.engine.images import BaseImage
 from rvport.engine.prepare import Preparer
 from rvport.engine.progress import Progress
@@ -79,6 +80,8 @@ class BuildOptions(RunOptions):
     no_cache: bool = False  # compile afresh: skip the artifact cache and BuildKit's layer cache
     cache_to: Path | None = None  # buildx --cache-to type=local,dest=DIR,mode=max on the stage builds
     cache_from: Path | None = None  # buildx --cache-from type=local,src=DIR
+    # the compiler cache: the engine's per toolchain, a host directory (--compiler-cache DIR), or off
+    compiler_cache: CompilerCache = CompilerCache()
 
 
 ARTIFACT_RECORD_SCHEMA = 1  # artifacts/<key>/manifest.json
@@ -264,6 +267,7 @@ class Runner:
             log_path=self._log(rec),
             tmp_root=self.cache_root / "tmp",
             builder=self.opts.builder,
+            compiler_cache=self.opts.compiler_cache,
         )
 
     def _log(self, rec: StageRecord) -> Path:
@@ -476,6 +480,7 @@ class Runner:
             rec.images["toolchain"],
             rendered.sha256,
             script,
+            hashlib.sha256(compcache.script().encode()).hexdigest(),
             *dep_keys,
             str(self.opts.smoke),
             str(self.opts.verify),
@@ -484,6 +489,11 @@ class Runner:
         meta = None if self.opts.no_cache else read_artifact_record(store / "manifest.json")
         if meta is not None:
             self.rep.step(name, "unchanged inputs: reusing verified artifacts")
+            rec.compiler_cache = {
+                "tool": compcache.TOOL,
+                "use": self.opts.compiler_cache.use.value,
+                "status": "not used: the stage's artifacts were cached",
+            }
             rec.verify, rec.smoke, rec.rust = meta.get("verify"), meta.get("smoke"), meta.get("rust")
             rec.tests = meta.get("tests")
             rec.build_command = meta.get("build_command")
@@ -567,6 +577,7 @@ class Runner:
                 {d: self.stage_outputs[d] for d in st.depends},
                 stage_tools(st, self.opts.fetch),
             )
+            imported = self._import_compiler_cache(env, ctx)
             self.rep.step(st.name, "building (no network)")
             spec = buildx.BuildSpec(
                 context=ctx,
@@ -583,6 +594,7 @@ class Runner:
             with env.timer("build"):
                 buildx.build(spec, log_path=log, on_line=on_line)
             files = out / "files"
+            self._export_compiler_cache(env, files, imported)
             rec.manylinux = take_repair_report(files)
             rec.rust = take_rust_report(files)
             missing = [o.glob for o in st.recipe.outputs if not _matches(files, o.glob)]
@@ -627,6 +639,43 @@ class Runner:
             store.parent.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(store, ignore_errors=True)
             os.replace(out, store)  # atomic: the store entry appears complete or not at all
+
+    def _import_compiler_cache(self, env: StageEnv, ctx: Path) -> dict | None:
+        """With --compiler-cache DIR: the stage's toolchain's cache imported into its build context
+        (compcachedir); what is there and cannot be used is ignored with a line, and the build starts cold."""
+        cache = self.opts.compiler_cache
+        if cache.use is not CacheUse.DIR:
+            return None
+        assert cache.directory is not None and env.ccache_id is not None
+        env.step(f"importing the compiler cache {cache.directory}")
+        imported = compcachedir.import_into(
+            ctx / compcache.IMPORT_DIR, cache.directory, env.ccache_id, max_size=cache.max_size
+        )
+        if imported["status"] == "ignored":
+            env.line(f"compiler cache: {imported['reason']}: ignored, the build starts cold")
+        return imported
+
+    def _export_compiler_cache(self, env: StageEnv, files: Path, imported: dict | None) -> None:
+        """The stage's compiler cache report taken out of its artifacts into stages[].compiler_cache; with
+        --compiler-cache DIR the cache the build left made the directory's entry (atomically: a failure keeps
+        the previous one and is a line, not a failed stage)."""
+        cache = self.opts.compiler_cache
+        rec = env.record
+        rec.compiler_cache, exported = compcache.take_report(files, cache)
+        rec.compiler_cache["id"] = env.ccache_id
+        if imported is not None:
+            rec.compiler_cache["import"] = imported
+        if cache.use is CacheUse.DIR and env.ccache_id is not None:
+            assert cache.directory is not None
+            if exported is None:
+                done = {"status": "failed", "reason": "the build exported no cache", "files": 0, "bytes": 0}
+            else:
+                done = compcachedir.export(exported, cache.directory, env.ccache_id, max_size=cache.max_size)
+                shutil.rmtree(exported, ignore_errors=True)
+            rec.compiler_cache["export"] = done
+            if done["status"] != "exported":
+                env.line(f"compiler cache: not exported to {cache.directory}: {done['reason']}")
+        env.line(f"compiler cache: {compcache.rate(rec.compiler_cache)}")
 
     def _verify(self, st: Stage, files: Path) -> dict:
         """Verify every expected output at its ISA level; a failure stops the stage with the reasons."""

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from rvport import resources
 from rvport.catalogue.profiles import scalar_profile
-from rvport.engine import render
+from rvport.engine import compcache, render
+from rvport.engine.compcache import CompilerCache
 from rvport.engine.images import BaseImage, Bases, ensure_image, read_packages
 from rvport.engine.progress import Progress
 from rvport.sources.fetch import Fetcher, FetchOptions, stage_ca_bundle
@@ -90,6 +91,7 @@ class StageRecord:
     debian_pins: dict | None = None  # `toolchain: pins:` as the signed index has them (engine/debpins.py)
     key: str | None = None
     build_command: str | None = None  # the buildx command that built the artifacts (kept with cached ones)
+    compiler_cache: dict | None = None  # the build's compiler cache: use, key, hits, misses, sizes
     runtime: dict | None = None  # the runtime image made after the stage: {tag, image_id, key, made},
     # and its check when the recipe has one (rvport/engine/check.py)
     error: str | None = None
@@ -127,6 +129,7 @@ class StageRecord:
             "debian_pins": self.debian_pins,
             "build_command": self.build_command,
             "runtime": self.runtime,
+            "compiler_cache": self.compiler_cache,
             "error": self.error,
             "log_tail": self.log_tail,
             "log": self.log,
@@ -184,6 +187,19 @@ class StageEnv:
     tmp_root: Path  # scratch directories (the cache's tmp/)
     builder: str | None = None
     used: list[UsedImage] = field(default_factory=list)  # every image the stage used, in order
+    # how the stage's compiles are cached (rvport/engine/compcache.py); the bake export's: the engine's
+    compiler_cache: CompilerCache = field(default_factory=CompilerCache)
+    ccache_id: str | None = None  # the stage's toolchain's cache (compcache.toolchain_id), once rendered
+
+    def ccache_values(self, packages: Mapping[str, str]) -> dict[str, str]:
+        """The compiler cache's placeholders of the stage's Dockerfile (compcache.template_values), keyed by
+        `packages`: what the mode knows of the stage's compiler packages."""
+        from rvport.engine import compcache
+
+        self.ccache_id = compcache.toolchain_id(self.stage.mode, packages)
+        return compcache.template_values(
+            self.compiler_cache, mode=self.stage.mode, profile=self.stage.profile, packages=packages
+        )
 
     def base(self, spec: str, platform: str) -> BaseImage:
         """The base image `spec` for `platform`, made once per run (timed as "base")."""
@@ -312,6 +328,7 @@ def stage_context(
         shutil.copyfile(path, ctx / "tools" / name)
     (ctx / "rvport-build.sh").write_text(script)
     (ctx / render.CPUINFO_SCRIPT).write_text(render.cpuinfo_script())  # emulated stages run it first
+    (ctx / compcache.SCRIPT).write_text(compcache.script())  # the compiler cache, before and after the build
     (ctx / "Dockerfile").write_text(rendered.text)
     (ctx / ".dockerignore").write_text("Dockerfile\n")
 

@@ -31,7 +31,7 @@ from rvport import resources
 from rvport.catalogue import kinds, modes
 from rvport.catalogue.bases import BaseSpec, load_base
 from rvport.catalogue.kinds import KINDS
-from rvport.engine import render
+from rvport.engine import compcache, render
 from rvport.engine.images import BaseImage, ensure_image, installed_packages
 from rvport.engine.modes.emulated import riscv64_toolchain
 from rvport.engine.stage import StageEnv, Toolchain
@@ -233,9 +233,15 @@ def render_prefix(xtc_base_tag: str, major: str, platform: str, rust: bool = Fal
 
 
 def render_stage(
-    *, toolchain: str, xtc: XtcImage, env: Mapping[str, str], profile: Profile
+    *,
+    toolchain: str,
+    xtc: XtcImage,
+    env: Mapping[str, str],
+    profile: Profile,
+    ccache: Mapping[str, str] | None = None,
 ) -> render.Rendered:
-    """The build stage; a Rust prefix adds rust_env() under the stage's env (the recipe's own env wins)."""
+    """The build stage; a Rust prefix adds rust_env() under the stage's env (the recipe's own env wins).
+    `ccache`: the compiler cache's placeholders (StageEnv.ccache_values; none: off)."""
     full = {**rust_env(xtc.platform), **env} if xtc.rust else dict(env)
     return render.render(
         "accelerated",
@@ -246,6 +252,7 @@ def render_stage(
             "ENV": render.env_lines(full),
             "PROFILE": profile.name,
             "CPUINFO_CHECK": render.cpuinfo_check(profile),
+            **(ccache or compcache.OFF_VALUES),
         },
     )
 
@@ -427,4 +434,6 @@ class Accelerated:
         env.record.images["xtc_tag"] = xtc.tag
         for name, version in sorted(xtc.packages.items()):
             env.record.toolchain_packages[f"xtc:{name}"] = version
-        return render_stage(toolchain=toolchain.tag, xtc=xtc, env=st.env, profile=env.profile)
+        # the compiler cache is keyed by the stage's packages and the cross toolchain's (their names differ)
+        ccache = env.ccache_values({**stage_packages, **xtc.packages})
+        return render_stage(toolchain=toolchain.tag, xtc=xtc, env=st.env, profile=env.profile, ccache=ccache)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from rvport import resources
 from rvport.catalogue import modes
 from rvport.catalogue.kinds import CrossToolchain, cross_toolchain
-from rvport.engine import render
+from rvport.engine import compcache, render
 from rvport.engine.stage import StageEnv, Toolchain
 from rvport.target import DEBIAN_TARGET_ARCH
 
@@ -132,8 +132,11 @@ def render_toolchain(recipe: Recipe, base: str) -> render.Rendered:
     return dataclasses.replace(rendered, files=((SCRIPT, resources.script(SCRIPT)),))
 
 
-def render_stage(stage: Stage, toolchain: str, profile: Profile) -> render.Rendered:
-    """The build stage: the kind's cross environment first, the recipe's own after it (it wins)."""
+def render_stage(
+    stage: Stage, toolchain: str, profile: Profile, ccache: Mapping[str, str] | None = None
+) -> render.Rendered:
+    """The build stage: the kind's cross environment first, the recipe's own after it (it wins); `ccache`:
+    the compiler cache's placeholders (StageEnv.ccache_values; none: off)."""
     return render.render(
         "cross",
         {
@@ -141,6 +144,7 @@ def render_stage(stage: Stage, toolchain: str, profile: Profile) -> render.Rende
             "ENV": render.env_lines(stage.env),
             "PROFILE": profile.name,
             "CROSS_ENV": render.env_lines(toolchain_of(stage.recipe).env),
+            **(ccache or compcache.OFF_VALUES),
         },
     )
 
@@ -163,4 +167,4 @@ class Cross:
         return tc
 
     def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> render.Rendered:
-        return render_stage(env.stage, toolchain.tag, env.profile)
+        return render_stage(env.stage, toolchain.tag, env.profile, env.ccache_values(toolchain.packages))

@@ -4,9 +4,10 @@ QEMU user emulation elsewhere, in the riscv64 base plus the recipe's Debian pack
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from rvport.engine import render
+from rvport.engine import compcache, render
 from rvport.engine.stage import StageEnv, Toolchain
 from rvport.plan.planner import Mode
 from rvport.target import PLATFORM
@@ -25,7 +26,10 @@ def riscv64_toolchain(env: StageEnv) -> Toolchain:
     )
 
 
-def render_stage(stage: Stage, toolchain: str, profile: Profile) -> render.Rendered:
+def render_stage(
+    stage: Stage, toolchain: str, profile: Profile, ccache: Mapping[str, str] | None = None
+) -> render.Rendered:
+    """The build stage; `ccache`: the compiler cache's placeholders (StageEnv.ccache_values; none: off)."""
     # under QEMU the stage first checks that /proc/cpuinfo is the profile's; natively it is the host's own
     check = render.cpuinfo_check(profile) if stage.mode is Mode.QEMU else ""
     return render.render(
@@ -35,6 +39,7 @@ def render_stage(stage: Stage, toolchain: str, profile: Profile) -> render.Rende
             "ENV": render.env_lines(stage.env),
             "PROFILE": profile.name,
             "CPUINFO_CHECK": check,
+            **(ccache or compcache.OFF_VALUES),
         },
     )
 
@@ -50,4 +55,6 @@ class Emulated:
         return riscv64_toolchain(env)
 
     def dockerfile(self, env: StageEnv, toolchain: Toolchain) -> render.Rendered:
-        return render_stage(env.stage, toolchain.tag, env.profile)
+        # the toolchain image's packages (the base's among them); the stage script adds the compilers' content
+        ccache = env.ccache_values(toolchain.packages)
+        return render_stage(env.stage, toolchain.tag, env.profile, ccache)

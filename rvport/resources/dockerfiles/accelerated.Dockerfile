@@ -4,20 +4,23 @@
 # @@XTC_IMAGE@@. They compile against the stage's own headers and libraries, and setup.sh refuses a GCC
 # version other than the stage's. Rust stages also get the build platform's rustc (RUSTC, CARGO_BUILD_TARGET)
 # with the stage's riscv64 standard library.
-# Run as its own `docker buildx build --network none`; no ccache (every compile really runs).
+# Run as its own `docker buildx build --network none`. Every compile goes through the prefix's ccache, a native
+# @@XTC_PLATFORM@@ program beside the cross compilers (rvport/engine/compcache.py, resources/scripts/ccache.sh).
 FROM @@TOOLCHAIN@@ AS build
 @@ENV@@
 COPY --from=@@XTC_IMAGE@@ /opt/xtc/ /opt/xtc/
 RUN sh -eu /opt/xtc/setup.sh
-ENV PATH=/opt/xtc/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin RVPORT_ACCELERATED=@@XTC_PLATFORM@@
+@@CCACHE_ENV@@
+ENV PATH=@@CCACHE_PATH@@/opt/xtc/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin RVPORT_ACCELERATED=@@XTC_PLATFORM@@
 COPY src/ /src/
 COPY deps/ /deps/
 COPY tools/ /rvport/tools/
 COPY rvport-build.sh /rvport/build.sh
 COPY rvport-cpuinfo.sh /rvport/cpuinfo.sh
+COPY rvport-ccache.sh /rvport/ccache.sh
 WORKDIR /src
-RUN --mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
-    @@CPUINFO_CHECK@@. /opt/xtc/stage.env && mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build
+RUN @@CCACHE_MOUNT@@--mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
+    @@CPUINFO_CHECK@@. /opt/xtc/stage.env && mkdir -p "$RVPORT_OUT" && sh -eu /rvport/ccache.sh start && sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build && sh -eu /rvport/ccache.sh end
 
 FROM scratch AS export
 COPY --from=build /out/ /

@@ -11,6 +11,9 @@ mkdir -p $P/bin $P/libexec/gcc-cross/$T $P/lib/gcc-cross/$T/"$V" $P/$T $P/host/l
 cp -a /usr/libexec/gcc-cross/$T/"$V" $P/libexec/gcc-cross/$T/
 for t in gcc g++ cpp gcc-ar gcc-nm gcc-ranlib; do cp -a /usr/bin/$T-$t-"$V" $P/bin/; done
 for t in as ld ld.bfd ar nm ranlib objcopy objdump strip readelf; do cp -a /usr/bin/$T-$t $P/bin/; done
+# the compiler cache beside the compilers: a native program too (rvport/engine/compcache.py)
+test -x /usr/bin/ccache || { echo "rvport: no ccache in the build-platform base" >&2; exit 3; }
+cp -a /usr/bin/ccache $P/bin/
 # as/ld where the driver looks for them (relative links into $P/bin); never unprefixed on PATH
 cp -a /usr/$T/bin $P/$T/
 # the names build systems call: gcc/cc, g++/c++, cpp, and the triplet names Debian's python sysconfig uses.

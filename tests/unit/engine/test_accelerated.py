@@ -299,7 +299,9 @@ def test_scripts_cover_the_pitfalls():
 def test_the_build_step_is_checked_after_it_ran():
     r = acc.render_stage(toolchain="t", xtc=xtc(), env={}, profile=get_profile("rvv256"))
     (build,) = [ln for ln in r.text.splitlines() if "sh -eux /rvport/build.sh" in ln]
-    assert build.rstrip().endswith("sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build")
+    assert build.rstrip().endswith(
+        "sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build && sh -eu /rvport/ccache.sh end"
+    )
 
 
 def test_prefix_key_follows_its_inputs():

@@ -14,7 +14,8 @@ import pytest
 
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
-from rvport.engine import bake, render
+from rvport.engine import bake, compcache, render
+from rvport.engine.compcache import CompilerCache
 from rvport.engine.images import BaseImage
 from rvport.engine.modes import accelerated, cross, emulated
 from rvport.engine.stage import toolchain_tag
@@ -147,10 +148,11 @@ def test_bake_targets_are_the_runners_stages(setup):
     t = doc["target"]["tinylib"]
     assert t["network"] == "none" and t["platforms"] == ["linux/riscv64"]
     assert t["output"] == [f"type=local,dest={out / 'bake' / 'out' / 'tinylib'}"]
-    rendered, script = (
-        emulated.render_stage(st, tc_tag, get_profile("rvv256")),
-        render.build_script(st.commands),
-    )
+    engine = compcache.template_values(CompilerCache(), mode=st.mode, profile=st.profile, packages={})
+    rendered = emulated.render_stage(
+        st, tc_tag, get_profile("rvv256"), engine
+    )  # bake: the engine's compiler cache
+    script = render.build_script(st.commands)
     ctx = out / "bake" / "tinylib"
     assert t["context"] == str(ctx) and t["dockerfile"] == "Dockerfile"
     assert (ctx / "Dockerfile").read_text() == rendered.text and f"FROM {tc_tag}" in rendered.text
@@ -197,7 +199,8 @@ def test_cross_stages_compile_in_the_build_platform_cross_toolchain(setup, tmp_p
     t = doc["target"]["tinystatic"]
     assert t["platforms"] == ["linux/amd64"] and t["network"] == "none"
     text = (out / "bake" / "tinystatic" / "Dockerfile").read_text()
-    assert text == cross.render_stage(st, tc_tag, get_profile("rvv256")).text
+    engine = compcache.template_values(CompilerCache(), mode=st.mode, profile=st.profile, packages={})
+    assert text == cross.render_stage(st, tc_tag, get_profile("rvv256"), engine).text
     assert f"FROM {tc_tag} AS build" in text and 'CARGO_BUILD_TARGET="riscv64gc-unknown-linux-gnu"' in text
 
 

@@ -68,7 +68,8 @@ def rendered(stage):
         )
         r = accelerated.render_stage(toolchain=TC, xtc=xtc, env=stage.env, profile=profile)
     else:
-        env = SimpleNamespace(stage=stage, profile=profile)  # all an emulated or cross stage's file needs
+        # all an emulated or cross stage's file needs (rendered here without a compiler cache)
+        env = SimpleNamespace(stage=stage, profile=profile, ccache_values=lambda packages: None)
         r = modes.of(stage.mode).dockerfile(env, Toolchain(tag=TC))
     assert r.text.startswith("#") and f"FROM {TC} AS build" in r.text
     return r, env_of(r.text)

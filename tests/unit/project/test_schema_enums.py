@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 import pytest
+from rvport.build.compcache import CacheUse
 
 from rvport import resources
 from rvport.catalogue import modes
@@ -41,6 +42,8 @@ MIRRORS: dict[tuple[str, str], Callable[[], list[str]]] = {
     ("plan", "/properties/stages/items/properties/sources/items/properties/kind/enum"): _values(SourceKind),
     ("recipe", "/properties/modes/items/enum"): lambda: [m.value for m in modes.buildable()],
     ("recipe", "/$defs/output/properties/type/enum"): _values(OutputType),
+    ("result", "/properties/stages/items/properties/compiler_cache/properties/use/enum"): _values(CacheUse),
+    ("reproduce", "/$defs/cache_used/properties/use/enum"): _values(CacheUse),
     ("verify", "/properties/isa/enum"): _values(IsaLevel),
     ("verify", "/$defs/verdict/enum"): _values(Verdict),
     ("verify", "/$defs/artifact/properties/kind/enum"): _values(ArtifactKind),
