@@ -164,6 +164,7 @@ def summary_markdown(doc: dict) -> str:
         lines.append(
             f"| {_cell(_stage_id(s))} | " + " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in keys) + " |"
         )
+    lines += compiler_cache_rows(stages)
     lines += ["", "### Artifacts", ""]
     arts = doc.get("artifacts") or []
     if arts:
@@ -195,6 +196,47 @@ def summary_markdown(doc: dict) -> str:
                 "</details>",
             ]
     return "\n".join(lines) + "\n"
+
+
+def compiler_cache_rows(stages: list[dict]) -> list[str]:
+    """The summary's compiler cache table (stages[].compiler_cache): per stage where the cache lived, this
+    build's hits, misses and uncacheable calls, the cache's size before and after, and what was exported to
+    a --compiler-cache DIR; nothing when no stage recorded one."""
+    rows = [s for s in stages if s.get("compiler_cache")]
+    if not rows:
+        return []
+    out = [
+        "",
+        "### Compiler cache (ccache)",
+        "",
+        "| stage | cache | hits | misses | uncacheable | size before | size after | exported |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for s in rows:
+        c = s["compiler_cache"]
+        export = (c.get("export") or {}).get("status", "-")
+        if "hits" not in c:
+            counts = f"{_cell(c.get('status') or '-')} | - | -"
+        else:
+            counts = f"{c['hits']} | {c['misses']} | {c['uncacheable']}"
+        out.append(
+            f"| {_cell(_stage_id(s))} | {_cell(c.get('use', '?'))} | {counts} | "
+            f"{_size(c.get('size_before'))} | {_size(c.get('size_after'))} | {_cell(export)} |"
+        )
+    return out
+
+
+def compiler_cache_properties(s: dict) -> tuple[tuple[str, object], ...]:
+    """A stage's JUnit properties of its compiler cache: ccache (its use), and where the build ran its
+    compiles through it, ccache_hits, ccache_misses, ccache_uncacheable, ccache_size_before and _after."""
+    c = s.get("compiler_cache")
+    if not c:
+        return ()
+    props: list[tuple[str, object]] = [("ccache", c.get("use", ""))]
+    for k in ("hits", "misses", "uncacheable", "size_before", "size_after"):
+        if c.get(k) is not None:
+            props.append((f"ccache_{k}", c[k]))
+    return tuple(props)
 
 
 def junit_xml(doc: dict) -> str:
@@ -240,6 +282,7 @@ def junit_xml(doc: dict) -> str:
             ("verify", verify_word(s)),
             ("smoke", smoke_word(s)),
             ("cache", "hit" if s.get("status") == "cached" else "miss"),
+            *compiler_cache_properties(s),
             *(
                 (("python", s["python"].get("version", "")), ("abi", s["python"].get("abi", "")))
                 if s.get("python")

@@ -259,3 +259,48 @@ def test_gitlab_sections_fold_each_stage():
     lines = _lines("gitlab")
     assert lines[0].startswith("\x1b[0Ksection_start:") and "rvport_1[collapsed=true]" in lines[0]
     assert any(ln.startswith("\x1b[0Ksection_end:") and "rvport_1" in ln for ln in lines)
+
+
+CCACHE_DOC = dict(
+    OK_DOC,
+    stages=[
+        dict(
+            OK_DOC["stages"][0],
+            compiler_cache={
+                "tool": "ccache",
+                "use": "dir",
+                "status": "not used: the stage's artifacts were cached",
+            },
+        ),
+        dict(
+            OK_DOC["stages"][1],
+            compiler_cache={
+                "tool": "ccache",
+                "use": "dir",
+                "hits": 210,
+                "misses": 3,
+                "uncacheable": 12,
+                "errors": 0,
+                "calls": 225,
+                "size_before": 40 * 2**20,
+                "size_after": 41 * 2**20,
+                "export": {"status": "exported", "files": 700, "bytes": 41 * 2**20},
+            },
+        ),
+    ],
+)
+
+
+def test_summary_and_junit_show_each_stages_compiler_cache():
+    md = ci.summary_markdown(CCACHE_DOC)
+    assert "### Compiler cache (ccache)" in md
+    assert "| tiktoken | dir | 210 | 3 | 12 | 40.0 MiB | 41.0 MiB | exported |" in md
+    assert "| msgspec | dir | not used: the stage's artifacts were cached | - | - | - | - | - |" in md
+    assert "Compiler cache" not in ci.summary_markdown(OK_DOC)  # no stage recorded one: no table
+    root = ET.fromstring(ci.junit_xml(CCACHE_DOC))
+    props = {
+        p.get("name"): p.get("value")
+        for p in root.find(".//testcase[@name='tiktoken==1.0']").find("properties")
+    }
+    assert props["ccache"] == "dir" and props["ccache_hits"] == "210" and props["ccache_misses"] == "3"
+    assert props["ccache_uncacheable"] == "12" and props["ccache_size_after"] == str(41 * 2**20)
