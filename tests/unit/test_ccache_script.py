@@ -75,7 +75,7 @@ def test_profiles_sharing_a_cache_never_get_each_others_objects_nor_another_comp
     cache = tmp_path / "cache"
     cold, _ = _stage(tmp_path, cache, "rvv256", GCC)
     assert (cold["hits"], cold["misses"]) == (0, 2) and cold["key"] and cold["size_after"] > 0
-    assert "profile=rvv256" in cold["identity"] and any(line.startswith("cc1=") for line in cold["identity"])
+    assert "profile=rvv256" in cold["identity"] and any("/cc1=" in line for line in cold["identity"])
     # a cache from elsewhere may carry a ccache.conf that would make every compiler check pass: never read
     (cache / "ccache.conf").write_text("compiler_check = none\nsloppiness = time_macros\n")
     other, _ = _stage(tmp_path, cache, "rvv128", GCC)  # the same compiler, sources and flags

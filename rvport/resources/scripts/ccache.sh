@@ -37,6 +37,7 @@ start)
   echo "$RVPORT_CCACHE_KEY" | tr ';' '\n' > "$identity"
   echo "ccache=$("$RVPORT_CCACHE_PROGRAM" --version | head -n 1)" >> "$identity"
   seen=" "
+  hashed=" "
   wrapped=""
   for n in $names; do
     real=$(PATH=$rest command -v "$n" 2>/dev/null) || continue
@@ -46,12 +47,18 @@ start)
     prog=$(readlink -f "$real")
     case "$seen" in *" $prog "*) continue ;; esac
     seen="$seen$prog "
-    # the compiler's content: the driver, and the programs it runs for C and C++
-    echo "$prog=$(sha256sum "$prog" | cut -d' ' -f1)" >> "$identity"
+    # the compiler's content: the driver, and the programs it runs for C and C++ (hashed by ccache itself,
+    # 128-bit XXH3: a native program in accelerated and cross stages)
+    files="$prog"
     for p in cc1 cc1plus; do
       q=$("$prog" -print-prog-name=$p 2>/dev/null) || continue
       case "$q" in /*) ;; *) continue ;; esac
-      if [ -f "$q" ]; then echo "$p=$(sha256sum "$(readlink -f "$q")" | cut -d' ' -f1)" >> "$identity"; fi
+      if [ -f "$q" ]; then files="$files $(readlink -f "$q")"; fi
+    done
+    for f in $files; do
+      case "$hashed" in *" $f "*) continue ;; esac
+      hashed="$hashed$f "
+      echo "$f=$("$RVPORT_CCACHE_PROGRAM" --checksum-file "$f")" >> "$identity"
     done
   done
   [ "$seen" != " " ] || fail "none of the compilers $names is on PATH"

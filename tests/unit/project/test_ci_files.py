@@ -99,3 +99,20 @@ def test_docs_ci_lists_every_input_of_the_action():
     table = text[text.index("| input | default | meaning |") :].split("\n\n", 1)[0]
     listed = set(re.findall(r"^\| `([a-z-]+)` \|", table, re.M))
     assert listed == declared
+
+
+def test_the_action_and_the_gitlab_template_keep_the_compiler_cache_in_their_ci_cache():
+    a = _action()
+    assert a["inputs"]["compiler-cache"]["default"] == "" and a["inputs"]["compiler-cache-size"]["default"]
+    (build,) = [s for s in a["runs"]["steps"] if s.get("id") == "build"]
+    assert '--compiler-cache "$RVPORT_CACHE_DIR/ccache"' in build["run"]  # inside the cached directory
+    assert "--no-compiler-cache" in build["run"] and "--compiler-cache-size" in build["run"]
+    job = yaml.safe_load((ROOT / "ci/gitlab/rvport.gitlab-ci.yml").read_text())[".rvport"]
+    cache_dir = job["variables"]["RVPORT_CACHE_DIR"]
+    # rvport reads RVPORT_COMPILER_CACHE as --compiler-cache: a directory inside the cached path
+    assert job["variables"]["RVPORT_COMPILER_CACHE"].startswith(cache_dir + "/")
+    from rvport.cli import settings
+
+    envs = {s.env: s.dest for s in settings.SETTINGS if s.env}
+    assert envs["RVPORT_COMPILER_CACHE"] == "compiler_cache"
+    assert envs["RVPORT_COMPILER_CACHE_SIZE"] == "compiler_cache_size"
