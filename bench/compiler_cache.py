@@ -3,7 +3,7 @@
 
     python bench/compiler_cache.py                              # msgspec, sentencepiece, tiktoken
     python bench/compiler_cache.py msgspec --mode accelerated   # a subset, one mode
-    python bench/compiler_cache.py --record records/compiler-cache/NAME.json
+    python bench/compiler_cache.py --record NAME      # records/compiler-cache/NAME.json
 
 For each recipe, three `rvport build`s one after the other, each with a fresh --cache-dir and --no-cache (no
 artifact cache, no BuildKit layer cache for the build step), so each one really runs its build:
@@ -29,9 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -132,21 +130,6 @@ def identical(work: Path, recipe: str) -> dict:
     return out
 
 
-def machine() -> dict:
-    docker = subprocess.run(
-        ["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True, text=True
-    )
-    with open("/proc/meminfo") as f:
-        mem = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:"))
-    return {
-        "arch": platform.machine(),
-        "kernel": platform.release(),
-        "cpus": os.cpu_count(),
-        "mem_bytes": mem,
-        "docker": docker.stdout.strip(),
-    }
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("recipes", nargs="*", default=list(RECIPES))
@@ -193,22 +176,17 @@ def main() -> int:
             f"{c.get('hits', '-')!s:>10}  {'yes' if same else 'NO'}"
         )
     if args.record:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True)
-        record = {
-            "kind": "rvport-bench-compiler-cache",
-            "command": ["python", "bench/compiler_cache.py", *sys.argv[1:]],
-            "commit": commit.stdout.strip(),
-            "dirty": bool(dirty.stdout.strip()),
-            "started": started,
-            "machine": machine(),
-            "profile": args.profile,
-            "mode": args.mode,
-            "recipes": results,
+        loads = [res["runs"][run]["load"] for res in results.values() for run in RUNS]
+        load = {
+            "min": min(x["min"] for x in loads),
+            "mean": round(sum(x["mean"] for x in loads) / len(loads), 2),
+            "max": max(x["max"] for x in loads),
+            "samples": sum(x["samples"] for x in loads),
         }
-        args.record.parent.mkdir(parents=True, exist_ok=True)
-        args.record.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {args.record}")
+        figures = {"started": started, "profile": args.profile, "mode": args.mode, "recipes": results}
+        command = ["python", "bench/compiler_cache.py", *sys.argv[1:]]
+        path = common.write_record("compiler-cache", args.record, command=command, figures=figures, load=load)
+        print(f"wrote {path}")
     return worst
 
 

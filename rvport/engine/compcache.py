@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rvport import resources
-from rvport.catalogue.modes import Mode
 from rvport.engine import render
 from rvport.fileio import read_regular
+from rvport.vocab import Mode
 
 if TYPE_CHECKING:
     from rvport.catalogue.profiles import Profile

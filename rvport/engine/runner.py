@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rvport import manifest, outdir, proc
+from rvport import manifest, proc
 from rvport.catalogue.kinds import KINDS
 from rvport.engine import buildx, check, compcache, compcachedir, debpins, modes, parallel, render, runtime
 from rvport.engine import tests as upstream
@@ -277,7 +277,6 @@ class Runner:
 
     # ------------------------------------------------------------------------------------------ stages
     def run(self) -> dict:
-        outdir.claim(self.opts.output, outdir.Kind.BUILD)  # only a directory rvport wrote (rvport.outdir)
         started = time.time()
         status = "ok"
         failing: str | None = None

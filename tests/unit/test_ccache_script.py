@@ -9,9 +9,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from rvport.build import compcache
-from rvport.catalogue.modes import Mode
 from rvport.catalogue.profiles import get_profile
+from rvport.engine import compcache
+from rvport.vocab import Mode
 from tests.fixtures.hosttools import needs
 
 SOURCES = {

@@ -1,14 +1,14 @@
-"""The compiler cache's key, placeholders and report (rvport/build/compcache.py), without Docker."""
+"""The compiler cache's key, placeholders and report (rvport/engine/compcache.py), without Docker."""
 
 from __future__ import annotations
 
 import pytest
-from rvport.build import compcache
-from rvport.build.compcache import CacheUse, CompilerCache
-from rvport.build.modes import accelerated, cross, emulated
 
-from rvport.catalogue.modes import Mode
 from rvport.catalogue.profiles import get_profile
+from rvport.engine import compcache
+from rvport.engine.compcache import CacheUse, CompilerCache
+from rvport.engine.modes import accelerated, cross, emulated
+from rvport.vocab import Mode
 
 # the Debian packages of a riscv64 stage and of the cross toolchain, as images list them
 STAGE = {

@@ -1,4 +1,4 @@
-"""A compiler cache directory on the host (rvport/build/compcachedir.py): refused, ignored, imported and
+"""A compiler cache directory on the host (rvport/engine/compcachedir.py): refused, ignored, imported and
 exported atomically; no Docker."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import errno
 import os
 
 import pytest
-from rvport.build import compcache, compcachedir
 
-from rvport.catalogue.modes import Mode
+from rvport.engine import compcache, compcachedir
 from rvport.errors import UsageError
+from rvport.vocab import Mode
 
 ENTRY = compcache.toolchain_id(Mode.ACCELERATED, {"gcc-14": "14.2.0-19"})
 LIMIT = 64 * compcache.MiB

@@ -18,11 +18,11 @@ from enum import StrEnum
 from pathlib import Path
 
 import pytest
-from rvport.build.compcache import CacheUse
 
 from rvport import resources
 from rvport.catalogue import modes
 from rvport.catalogue.model import SourceKind
+from rvport.engine.compcache import CacheUse
 from rvport.verify.policy import IsaLevel, Verdict
 from rvport.vocab import ArtifactKind, Kind, Mode, OutputType
 
