@@ -169,7 +169,7 @@ def test_qemu_and_accelerated_stages_check_first_native_and_cross_stages_do_not(
         " && "
     )
     qemu = emulated.render_stage(stage("msgspec", Mode.QEMU), "tc", get_profile("rvv256")).text
-    assert build_line(qemu).startswith(first + 'mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh')
+    assert build_line(qemu).startswith(first + 'mkdir -p "$RVPORT_OUT" && sh -eu /rvport/ccache.sh start')
     assert "COPY rvport-cpuinfo.sh /rvport/cpuinfo.sh" in qemu
     xtc = accelerated.XtcImage(
         tag="rvport/xtc:t", image_id="sha256:" + "1" * 64, platform="linux/amd64", gcc_major="14"
@@ -181,7 +181,7 @@ def test_qemu_and_accelerated_stages_check_first_native_and_cross_stages_do_not(
     native = emulated.render_stage(
         stage("msgspec", Mode.NATIVE, RISCV), "tc", get_profile("rvv256")
     ).text  # the host's own CPU
-    assert build_line(native).startswith('mkdir -p "$RVPORT_OUT" && sh -eux /rvport/build.sh')
+    assert build_line(native).startswith('mkdir -p "$RVPORT_OUT" && sh -eu /rvport/ccache.sh start')
     crossed = cross.render_stage(
         stage("glide-ffi", Mode.CROSS), "tc", get_profile("rvv256")
     ).text  # nothing emulated

@@ -75,14 +75,15 @@ def test_a_base_specs_suite_and_components_are_names_without_control_characters(
 
 # The base image's tag is a digest of its inputs, the spec file's bytes among them (not its path): these are
 # the keys of the shipped specs (no mirror) since before they moved from toolchains/ to bases/. Editing a spec
-# makes a new image on purpose; then update its keys here.
+# makes a new image on purpose; then update its keys here (the build-platform bases: ccache added, for the
+# compiler cache beside the cross compilers).
 KEYS = {
     ("debian-trixie", "linux/riscv64", bootstrap.CLASSIC): "1dcdb0325c4ef346",
     ("debian-trixie", "linux/riscv64", bootstrap.SPLIT): "e721889a93984e6a",
-    ("debian-trixie-xtc", "linux/amd64", bootstrap.CLASSIC): "903685671cdead2a",
-    ("debian-trixie-xtc", "linux/amd64", bootstrap.SPLIT): "5aea172dbda654a9",
-    ("debian-trixie-xtc-rust", "linux/amd64", bootstrap.CLASSIC): "8be993fbbcefebbb",
-    ("debian-trixie-xtc-rust", "linux/amd64", bootstrap.SPLIT): "45bca8ff4663e07c",
+    ("debian-trixie-xtc", "linux/amd64", bootstrap.CLASSIC): "fff3bac9162186f0",
+    ("debian-trixie-xtc", "linux/amd64", bootstrap.SPLIT): "a0565522b3bb0ae0",
+    ("debian-trixie-xtc-rust", "linux/amd64", bootstrap.CLASSIC): "7ce990e393cef9da",
+    ("debian-trixie-xtc-rust", "linux/amd64", bootstrap.SPLIT): "57d9010340691dba",
 }
 
 
