@@ -12,7 +12,8 @@ artifact cache, no BuildKit layer cache for the build step), so each one really 
     cold   --compiler-cache DIR, DIR new: every compile misses and is stored, DIR exported after the build
     warm   --compiler-cache DIR again: imported, the compiles hit
 
-It prints each build's wall time and build step, the compiler cache's hits, misses and uncacheable calls, the
+The record is written again after each build, so a run cut short keeps what it measured. It prints each
+build's wall time and build step, the compiler cache's hits, misses and uncacheable calls, the
 cache's size after the build and what was exported, and whether the artifacts of the three builds are
 byte-identical (rvport.verify.compare: per artifact sha256). The JSON record (--record) holds the command, the
 commit, the machine, the load during each build and every figure.
@@ -42,7 +43,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import common  # noqa: E402
 
 RECIPES = ("msgspec", "sentencepiece", "tiktoken")
-RUNS = ("none", "cold", "warm")
+RUNS = ("cold", "warm", "none")  # in this order: a run cut short still has cold against warm
 
 
 def fresh_cache(work: Path, name: str, warm: Path) -> Path:
@@ -114,19 +115,26 @@ def one(recipe: str, run: str, **kw) -> dict:
     return res
 
 
-def identical(work: Path, recipe: str) -> dict:
-    """The artifacts of the three builds compared byte for byte: none against cold, none against warm."""
+def identical(work: Path, recipe: str, runs: list[str]) -> dict:
+    """The artifacts of the builds made so far compared byte for byte: cold against warm, and each against
+    the build without a cache when there is one."""
     from rvport.verify.compare import compare_dirs
 
-    ref = work / f"out-{recipe}-none" / "artifacts"
+    pairs = [
+        (a, b) for a, b in (("cold", "warm"), ("none", "cold"), ("none", "warm")) if a in runs and b in runs
+    ]
     out = {}
-    for run in ("cold", "warm"):
-        other = work / f"out-{recipe}-{run}" / "artifacts"
-        if not ref.is_dir() or not other.is_dir():
-            out[run] = {"ok": False, "why": "a build left no artifacts"}
+    for a, b in pairs:
+        first, second = (work / f"out-{recipe}-{x}" / "artifacts" for x in (a, b))
+        if not first.is_dir() or not second.is_dir():
+            out[f"{a}-{b}"] = {"ok": False, "why": "a build left no artifacts"}
             continue
-        c = compare_dirs(ref, other)
-        out[run] = {"ok": c.ok, "identical": [n for n, _ in c.identical], "differences": len(c.differences)}
+        c = compare_dirs(first, second)
+        out[f"{a}-{b}"] = {
+            "ok": c.ok,
+            "identical": [f"{n} {sha}" for n, sha in c.identical],
+            "differences": len(c.differences),
+        }
     return out
 
 
@@ -136,9 +144,7 @@ def main() -> int:
     ap.add_argument("--profile", default="rvv256")
     ap.add_argument("--mode", default="accelerated")
     ap.add_argument("--work", type=Path, help="keep logs and outputs here (default: a temporary directory)")
-    ap.add_argument(
-        "--record", type=Path, help="write the JSON record here (records/compiler-cache/NAME.json)"
-    )
+    ap.add_argument("--record", metavar="NAME", help="write the record records/compiler-cache/NAME.json")
     args = ap.parse_args()
     common.stop_on_signals()
     from rvport.sources.cache import default_cache_dir
@@ -155,28 +161,11 @@ def main() -> int:
         return 2
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     results: dict[str, dict] = {}
-    for r in args.recipes:
-        ccache = work / f"ccache-{r}"
-        shutil.rmtree(ccache, ignore_errors=True)  # cold means new
-        kw = {"work": work, "ccache": ccache, "mirror": mirror, "mode": args.mode, "profile": args.profile}
-        runs = {run: one(r, run, warm=warm, **kw) for run in RUNS}
-        results[r] = {"runs": runs, "identical": identical(work, r)}
-    print()
-    print(f"{'recipe':14} {'none':>9} {'cold':>9} {'warm':>9} {'warm/none':>10} {'hits warm':>10}  identical")
-    worst = 0
-    for r, res in results.items():
-        b = {run: res["runs"][run].get("build_s") or 0.0 for run in RUNS}
-        c = res["runs"]["warm"].get("compiler_cache") or {}
-        same = all(v["ok"] for v in res["identical"].values())
-        worst = max(worst, 0 if same and all(res["runs"][x]["rc"] == 0 for x in RUNS) else 1)
-        ratio = b["warm"] / b["none"] if b["none"] else 0.0
-        res["build_ratio_warm_to_none"] = round(ratio, 3)
-        print(
-            f"{r:14} {b['none']:8.1f}s {b['cold']:8.1f}s {b['warm']:8.1f}s {ratio:9.2f}x "
-            f"{c.get('hits', '-')!s:>10}  {'yes' if same else 'NO'}"
-        )
-    if args.record:
-        loads = [res["runs"][run]["load"] for res in results.values() for run in RUNS]
+    loads: list[dict] = []
+
+    def record() -> None:
+        if not args.record or not loads:
+            return
         load = {
             "min": min(x["min"] for x in loads),
             "mean": round(sum(x["mean"] for x in loads) / len(loads), 2),
@@ -186,7 +175,32 @@ def main() -> int:
         figures = {"started": started, "profile": args.profile, "mode": args.mode, "recipes": results}
         command = ["python", "bench/compiler_cache.py", *sys.argv[1:]]
         path = common.write_record("compiler-cache", args.record, command=command, figures=figures, load=load)
-        print(f"wrote {path}")
+        print(f"  wrote {path}", flush=True)
+
+    for r in args.recipes:
+        ccache = work / f"ccache-{r}"
+        shutil.rmtree(ccache, ignore_errors=True)  # cold means new
+        kw = {"work": work, "ccache": ccache, "mirror": mirror, "mode": args.mode, "profile": args.profile}
+        results[r] = {"runs": {}, "identical": {}}
+        for run in RUNS:
+            results[r]["runs"][run] = one(r, run, warm=warm, **kw)
+            loads.append(results[r]["runs"][run]["load"])
+            results[r]["identical"] = identical(work, r, list(results[r]["runs"]))
+            record()
+    print()
+    print(f"{'recipe':14} {'none':>9} {'cold':>9} {'warm':>9} {'warm/none':>10} {'hits warm':>10}  identical")
+    worst = 0
+    for r, res in results.items():
+        b = {run: (res["runs"].get(run) or {}).get("build_s") or 0.0 for run in RUNS}
+        c = (res["runs"].get("warm") or {}).get("compiler_cache") or {}
+        same = all(v["ok"] for v in res["identical"].values())
+        worst = max(worst, 0 if same and all(x["rc"] == 0 for x in res["runs"].values()) else 1)
+        ratio = b["warm"] / b["none"] if b["none"] else 0.0
+        res["build_ratio_warm_to_none"] = round(ratio, 3)
+        print(
+            f"{r:14} {b['none']:8.1f}s {b['cold']:8.1f}s {b['warm']:8.1f}s {ratio:9.2f}x "
+            f"{c.get('hits', '-')!s:>10}  {'yes' if same else 'NO'}"
+        )
     return worst
 
 
