@@ -174,7 +174,9 @@ def render_all(cat) -> dict[str, str]:
                 toolchain=TC, xtc=xtc, env=stage.env, profile=get_profile(PROFILE)
             )
         else:
-            env = SimpleNamespace(stage=stage, profile=get_profile(PROFILE))
+            env = SimpleNamespace(
+                stage=stage, profile=get_profile(PROFILE), ccache_values=lambda packages: None
+            )
             rendered = modes.of(mode).dockerfile(env, Toolchain(tag=TC))
         out[f"{rendered.template} ({mode})"] = rendered.text
     for what, packages in (
