@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "bench"))
 spec = importlib.util.spec_from_file_location("bench_compiler_cache", ROOT / "bench" / "compiler_cache.py")
 bench = importlib.util.module_from_spec(spec)
