@@ -129,7 +129,7 @@ def test_accelerated_stages_wrap_the_prefix_native_ccache_beside_the_cross_compi
         gcc_major="14",
     )
     r = accelerated.render_stage(
-        toolchain="rvport/toolchain:t", xtc=xtc, env={}, profile="rvv256", ccache=values
+        toolchain="rvport/toolchain:t", xtc=xtc, env={}, profile=get_profile("rvv256"), ccache=values
     )
     lines = r.text.splitlines()
     (path,) = [ln for ln in lines if ln.startswith("ENV PATH=")]
@@ -154,7 +154,7 @@ def test_emulated_and_cross_stages_take_the_placeholders_too():
         st = make_plan(cat, req, host).stages[-1]
         values = compcache.template_values(CompilerCache(), mode=st.mode, profile=st.profile, packages={})
         module = emulated if mode is Mode.QEMU else cross
-        text = module.render_stage(st, "rvport/toolchain:t", "rvv256", values).text
+        text = module.render_stage(st, "rvport/toolchain:t", get_profile("rvv256"), values).text
         assert "ENV PATH=/rvport/ccache-bin:" in text and "sh -eu /rvport/ccache.sh start" in text
         assert f"id={compcache.toolchain_id(mode, {})}" in text and "@@" not in text
 
