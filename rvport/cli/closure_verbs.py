@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shlex
 
-import typer
 from rich.table import Table
 
 from rvport.cli import handoff, outputs, settings
@@ -27,7 +26,9 @@ def counts_table(summary: dict) -> Table:
     return t
 
 
-@settings.command(settings.LOCK)
+@settings.command(
+    settings.LOCK, short_help="Resolve a recipe's runtime closure for riscv64 and write its lock."
+)
 def lock(o: LockArgs) -> None:
     """Resolve a recipe's runtime closure for riscv64 and its base's Python, and write its lock.
 
@@ -66,7 +67,9 @@ def lock(o: LockArgs) -> None:
         )
 
 
-@settings.command(settings.WHEELHOUSE)
+@settings.command(
+    settings.WHEELHOUSE, short_help="Every wheel of a recipe's closure lock, with hashes, for offline use."
+)
 def wheelhouse(o: WheelhouseArgs) -> None:
     """Put every wheel of a recipe's closure lock into DIR, with DIR/requirements.txt (each wheel by sha256)
     and DIR/debian-packages.txt (what apt installs first), for an offline install on riscv64.
@@ -119,7 +122,10 @@ def wheelhouse(o: WheelhouseArgs) -> None:
     )
 
 
-@settings.command(settings.SERVE_CHECK)
+@settings.command(
+    settings.SERVE_CHECK,
+    short_help="Install a wheelhouse offline in a riscv64 container; the program generates and serves.",
+)
 def serve_check(o: ServeCheckArgs) -> None:
     """Install a wheelhouse offline in a clean riscv64 container and see the recipe's program run: for vllm,
     `pip install` of the wheelhouse, `pip check`, `from vllm import LLM`, 8 tokens generated from a tiny Llama
@@ -225,14 +231,3 @@ def carrying(cat, lock) -> frozenset[str]:  # type: ignore[no-untyped-def]
             ):
                 out.add(e.name)
     return frozenset(out)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("lock", short_help="Resolve a recipe's runtime closure for riscv64 and write its lock.")(lock)
-    app.command(
-        "wheelhouse", short_help="Every wheel of a recipe's closure lock, with hashes, for offline use."
-    )(wheelhouse)
-    app.command(
-        "serve-check",
-        short_help="Install a wheelhouse offline in a riscv64 container; the program generates and serves.",
-    )(serve_check)

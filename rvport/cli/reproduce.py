@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-import typer
 from rich.markup import escape
 from rich.table import Table
 
@@ -145,7 +144,3 @@ def _table(result) -> Table:
             "[red]differs[/]\n" + escape("\n".join(d.details)),
         )
     return t
-
-
-def register(app: typer.Typer) -> None:
-    app.command("reproduce")(reproduce)

@@ -933,8 +933,11 @@ def _outside_the_cache(values: Mapping[str, Any], environ: Mapping[str, str]) ->
             )
 
 
-def command(verb: str) -> Callable[[Callable[[Any], None]], Callable[..., None]]:
-    """Decorator: a function of `verb`'s options value becomes a Typer command with the table's parameters."""
+def command(
+    verb: str, *, short_help: str | None = None
+) -> Callable[[Callable[[Any], None]], Callable[..., None]]:
+    """Decorator: a function of `verb`'s options value becomes a Typer command with the table's parameters;
+    rvport/cli/app.py registers it under `verb` (with `short_help` in `rvport --help`, if given)."""
 
     def wrap(body: Callable[[Any], None]) -> Callable[..., None]:
         params = [
@@ -953,6 +956,7 @@ def command(verb: str) -> Callable[[Callable[[Any], None]], Callable[..., None]]
         run.__name__, run.__qualname__, run.__doc__ = body.__name__, body.__qualname__, body.__doc__
         run.__module__ = body.__module__
         run.verb = verb  # type: ignore[attr-defined]
+        run.short_help = short_help  # type: ignore[attr-defined]
         return run
 
     return wrap

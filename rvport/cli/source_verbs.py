@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
 from rich.table import Table
 from rich.text import Text
 
@@ -58,7 +57,7 @@ def _select(recipes: list[str], all_: bool, root: list[Path] | None) -> list[Rec
     return [cat.resolve(ref) for ref in recipes]
 
 
-@settings.command(settings.FETCH)
+@settings.command(settings.FETCH, short_help="Download and verify sources into the cache; fill a mirror.")
 def fetch(o: FetchArgs) -> None:
     """Download and verify sources (SHA256, tree digests) into the cache; optionally fill a mirror for offline
     hosts.
@@ -100,7 +99,7 @@ def fetch(o: FetchArgs) -> None:
         u.err.print(f"mirror filled: {one_line(o.to)} (use it with --mirror {one_line(o.to)})", markup=False)
 
 
-@settings.command(settings.PIN)
+@settings.command(settings.PIN, short_help="Record the SHA256 of sources that publish none in the recipe.")
 def pin(o: PinArgs) -> None:
     """Record the digest of sources without a published one in your recipe YAML (later fetches must match):
     the
@@ -115,9 +114,3 @@ def pin(o: PinArgs) -> None:
         u.console.print(
             f"{r.ref}: {p.source}: {p.key} {p.sha256} written to {one_line(p.file)}:{p.line}", markup=False
         )
-
-
-def register(app: typer.Typer) -> None:
-    """Add `fetch` and `pin` to the main app."""
-    app.command("fetch", short_help="Download and verify sources into the cache; fill a mirror.")(fetch)
-    app.command("pin", short_help="Record the SHA256 of sources that publish none in the recipe.")(pin)

@@ -1,8 +1,7 @@
-"""`rvport verify ...`: parse, call verify_paths, render. Registered in rvport/cli/app.py."""
+"""`rvport verify ...`: parse, call verify_paths, render. Registered in rvport/cli/app.py (its group's help
+is there)."""
 
 from __future__ import annotations
-
-import typer
 
 from rvport.catalogue.profiles import default_profile, get_profile
 from rvport.cli import settings
@@ -14,15 +13,7 @@ from rvport.verify import isa_level, verify_paths
 from rvport.verify.provenance import load as load_provenance
 from rvport.verify.report import render_table, write_json, write_junit
 
-app = typer.Typer(
-    add_completion=False,
-    rich_markup_mode=None,
-    help="Prove artifacts' architecture, ABI and RISC-V extensions from their ELF files.",
-    short_help="Prove artifacts' architecture, ABI and extensions from their ELF files.",
-)
 
-
-@app.command("artifacts")
 @settings.command(settings.VERIFY_ARTIFACTS)
 def artifacts(o: VerifyArtifactsArgs) -> None:
     """Verify artifacts against a target profile. Exit 0 if all pass, 1 if any fails, 2 on usage errors.

@@ -165,3 +165,18 @@ def test_docs_commands_md_is_generated_from_the_app_and_the_table():
     for s in settings.SETTINGS:
         if s.env:
             assert f"| `{s.env}` |" in text, s.env
+
+
+def test_every_verb_is_registered_the_one_way():
+    """Every verb is a function of its options value in COMMANDS (rvport/cli/app.py), registered by one loop:
+    no verb module adds commands or groups to an app itself."""
+    from rvport.cli import app as app_module
+
+    verbs = [c.verb for c in app_module.COMMANDS]
+    assert len(verbs) == len(set(verbs))
+    assert {c.verb for c in app_module.COMMANDS} == set(settings.VERBS) - {settings.GLOBAL}
+    for path in (ROOT / "rvport/cli").glob("*.py"):
+        text = path.read_text()
+        if path.name != "app.py":
+            found = re.search(r"(?<!settings)\.command\(|add_typer\(|typer\.Typer\(", text)
+            assert not found, f"{path.name}: {found[0] if found else ''}"

@@ -1,0 +1,63 @@
+"""`rvport plan`: the complete, checked plan of the command line (rvport/cli/planning.py) shown and written
+to DIR/plan.json; with --format bake, exported for `docker buildx bake` too."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from rvport import manifest, outdir
+from rvport.cli import handoff, planning, settings, views
+from rvport.cli.console import ui
+from rvport.cli.options import PlanArgs
+from rvport.safetext import one_line
+
+
+@settings.command(
+    settings.PLAN, short_help="Resolve recipes into a plan, with every pin, before anything runs."
+)
+def plan(o: PlanArgs) -> None:
+    """Resolve recipes into a plan (printed, and written to DIR/plan.json) before anything runs.
+
+    Name recipes as NAME (its default version) or NAME==VERSION, or pass --all. The plan promises every pin:
+    the patches, lock files and files shipped with the planned recipes are checked against their sha256 here.
+
+    With --format bake, also DIR/docker-bake.json and its stage contexts under DIR/bake/ (this fetches the
+    sources and makes sure the base image exists, as a build would)."""
+    p, fopts = planning.from_options(o)
+    u = ui()
+    u.console.print(views.plan_table(p, u.console.width), crop=False)
+    for c in p.closures:
+        lock = c.lock
+        counts = ", ".join(f"{k} {v}" for k, v in lock.counts().items())
+        u.console.print(
+            f"closure lock of {c.stage} ({lock.target.abi}): {len(lock.entries)} distributions ({counts}), "
+            f"{lock.digest}",
+            markup=False,
+            highlight=False,
+        )
+    for w in p.warnings:
+        u.console.print(Text.assemble(("note:", "yellow"), f" {w}"))
+    output = outdir.claim(o.output, outdir.Kind.BUILD)
+    path = manifest.write(output / "plan.json", p.to_json())
+    u.console.print(f"wrote {one_line(path)}", markup=False)
+    if o.format == "bake":
+        from rvport.engine.bake import export, runtime_notes
+
+        bpath = export(p, handoff.bake_options(o, fopts))
+        u.console.print(
+            f"wrote {one_line(bpath)} (contexts in {one_line(output / 'bake')}); run: docker buildx bake -f "
+            "{bpath} toolchains && docker buildx bake -f {bpath}".replace("{bpath}", one_line(bpath)),
+            markup=False,
+        )
+        for note in runtime_notes(p):
+            u.console.print(Text.assemble(("note:", "yellow"), f" {note}"))
+
+
+def _say_accepted(p) -> None:  # type: ignore[no-untyped-def]
+    """An accepted expired Release, and a --manylinux that a recipe's own `manylinux:` overrides, are said at
+    the terminal too (plan.json and result.json record them)."""
+    from rvport.plan.planner import REPAIR_NOTE
+
+    for w in p.warnings:
+        if "--allow-expired-release" in w or REPAIR_NOTE in w:
+            ui().err.print(Text.assemble(("note:", "yellow"), f" {w}"))
