@@ -1,15 +1,21 @@
-"""Files written whole, and user-named files read with bounds.
+"""Files written whole, and user-named files read with bounds: the one door to the files rvport reads.
 
 Writing: a temporary file beside the target, then a rename, so that a failed or interrupted run never leaves a
 half-written file. New files get the usual permissions, 0666 less the umask, as any program's (a temporary
 file alone would be 0600).
 
-Reading (`read_regular`, `read_json`, `read_ends`): a file a user names (provenance, plan.json, result.json, a
-recipe) is read only when it is a regular file (a FIFO, a device such as /dev/zero or a socket is refused at
-once, never waited on), and only up to a size cap; a JSON document deeper than a cap is refused too. Each
-failure is a typed error of the caller's choice, with the file named: never a hang, an out-of-memory or a
-RecursionError. A log, whose end is what matters, is read by `read_ends` instead: its first and last bytes up
-to a cap each, with how many were left out between them.
+Reading (`read_regular`, `read_json`, `read_ends`): a file read on a user's behalf (a recipe and its side
+files, a lock, a policy, a base or toolchain spec, provenance, plan.json, result.json, a wheelhouse
+manifest, a mirror file) is read only when it is a regular file (a FIFO, a device such as /dev/zero or a
+socket is refused at once, never waited on), and only up to a size cap; a JSON document deeper than a cap,
+or with an integer longer than `bounds.INT_DIGITS`, is refused too. A symbolic link is followed only where it
+stays inside the directory the file belongs to (`within`: by default the directory that holds it), checked
+before the file is opened and again on the descriptor opened; `follow=False` refuses every link. A refused
+file is never read, so no error can show its content. Each failure is a typed error of the caller's choice,
+with the file named: never a hang, an out-of-memory or a RecursionError. A log, whose end is what matters, is
+read by `read_ends` instead: its first and last bytes up to a cap each, with how many were left out between
+them. Directories named by a user (a recipe, lock, base or toolchain directory) go through `user_dir`: one
+that is missing, not a directory, or a link leading out of the directory that holds it is an error.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from rvport import bounds
 from rvport.errors import RvportError, UsageError
 
 MiB = 1024 * 1024
@@ -92,19 +99,77 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+LINK_HINT = (
+    "a file rvport reads for you must lie in the directory it belongs to: copy it there, or name the file "
+    "itself, not a link to it"
+)
+
+
+def _inside(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _real(path: Path | str) -> str:
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):  # realpath(strict=False) raises on a NUL only
+        return ""
+
+
+def link_out(path: Path, within: Path | None = None) -> bool:
+    """Whether `path`, its links followed as the kernel would, leads out of `within` (default: the directory
+    that holds it). A path that is no link and lies in its directory is never out."""
+    root = _real(Path(path).parent if within is None else within)
+    real = _real(path)
+    return not (root and real and _inside(real, root))
+
+
+def _refuse_link(path: Path, *, what: str, error: type[RvportError], hint: str | None, within: Path) -> None:
+    where = "the directory that holds it" if within == path.parent else str(within)
+    raise error(
+        f"{what} {path} is a symbolic link leading out of {where}: not followed, not read",
+        hint=hint or LINK_HINT,
+    )
+
+
+def _opened_path(fd: int) -> str | None:
+    """The path the kernel opened for a descriptor (Linux: /proc/self/fd), None where it cannot say."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
 @contextlib.contextmanager
 def _open_regular(
-    path: Path, *, what: str, error: type[RvportError], hint: str | None, follow: bool = True
+    path: Path,
+    *,
+    what: str,
+    error: type[RvportError],
+    hint: str | None,
+    follow: bool = True,
+    within: Path | None = None,
 ) -> Iterator[tuple[int, int]]:
     """(descriptor, size) of a regular file, opened without blocking (a FIFO with no writer is refused, not
     waited on); anything else, and any OSError while the block reads it, raises `error` naming the file.
-    follow=False: a symbolic link is refused too."""
+    A symbolic link is followed only where it stays inside `within` (default: the directory that holds the
+    path), checked before the file is opened and again on the descriptor opened (a link swapped in between
+    is caught); follow=False refuses every link."""
+    path = Path(path)
+    root = path.parent if within is None else Path(within)
+    if not follow and os.path.islink(path):
+        raise error(f"{what} {path} is a symbolic link: not followed, not read", hint=hint or LINK_HINT)
+    if follow and os.path.lexists(path) and link_out(path, root):
+        _refuse_link(path, what=what, error=error, hint=hint, within=root)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except OSError as e:
         raise error(f"cannot read {what} {path}: {e.strerror or e}", hint=hint) from None
     try:
+        opened = _opened_path(fd) if follow else None
+        if opened is not None and opened.startswith(os.sep) and not _inside(opened, _real(root)):
+            _refuse_link(path, what=what, error=error, hint=hint, within=root)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise error(
@@ -117,6 +182,31 @@ def _open_regular(
         raise error(f"cannot read {what} {path}: {e.strerror or e}", hint=hint) from None
     finally:
         os.close(fd)
+
+
+def user_dir(
+    path: Path,
+    *,
+    what: str = "directory",
+    error: type[RvportError] = UsageError,
+    hint: str | None = None,
+    within: Path | None = None,
+) -> Path:
+    """`path` when it is a directory rvport may read: it exists, is a directory, and is not a symbolic link
+    leading out of `within` (default: the directory that holds it). Anything else raises `error` naming it:
+    a missing directory is never taken for an empty one."""
+    path = Path(path)
+    root = path.parent if within is None else Path(within)
+    if os.path.lexists(path) and link_out(path, root):
+        _refuse_link(path, what=what, error=error, hint=hint, within=root)
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise error(f"{what} {path} cannot be read: {e.strerror or e}", hint=hint) from None
+    if not stat.S_ISDIR(st.st_mode):
+        kind = "a regular file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
+        raise error(f"{what} {path} is {kind}, not a directory", hint=hint)
+    return path
 
 
 def _pread(fd: int, n: int, offset: int) -> bytes:
@@ -140,12 +230,13 @@ def read_regular(
     error: type[RvportError] = UsageError,
     hint: str | None = None,
     follow: bool = True,
+    within: Path | None = None,
 ) -> bytes:
     """The bytes of a regular file of at most `limit` bytes. Anything else raises `error` naming the file
     (and `what` it should have been): a FIFO, device, socket or directory (opened without blocking, so a
-    FIFO with no writer is refused, not waited on), a file over the cap, or one that cannot be read; with
-    follow=False a symbolic link too."""
-    with _open_regular(path, what=what, error=error, hint=hint, follow=follow) as (fd, size):
+    FIFO with no writer is refused, not waited on), a file over the cap, one that cannot be read, or a
+    symbolic link leading out of `within` (default: the directory that holds it; follow=False: any link)."""
+    with _open_regular(path, what=what, error=error, hint=hint, follow=follow, within=within) as (fd, size):
         if size > limit:
             raise error(f"{what} {path} is {size} bytes, over the cap of {limit}", hint=hint)
         data = _pread(fd, limit + 1, 0)  # a file that grows while read is still cut at the cap
@@ -177,11 +268,12 @@ def read_ends(
     error: type[RvportError] = UsageError,
     hint: str | None = None,
     follow: bool = True,
+    within: Path | None = None,
 ) -> Ends:
     """A regular file whole when it holds at most head + tail bytes; else its first `head` and its last
     `tail` bytes, and how many were left out between them (read_regular's refusals, and with follow=False a
     symbolic link refused too). For logs: what ended a run is at their end."""
-    with _open_regular(path, what=what, error=error, hint=hint, follow=follow) as (fd, size):
+    with _open_regular(path, what=what, error=error, hint=hint, follow=follow, within=within) as (fd, size):
         if size <= head + tail:  # a file that grows while read is read as it was
             return Ends(head=_pread(fd, size, 0), size=size)
         start = size - tail
@@ -211,30 +303,51 @@ def read_json(
     error: type[RvportError] = UsageError,
     hint: str | None = None,
     max_containers: int | None = None,
+    within: Path | None = None,
 ) -> object:
-    """A JSON value from a regular file (read_regular's bounds), in UTF-8, nested at most `max_depth` deep.
-    Bad JSON raises `error` with the file and line; so does nesting too deep for the parser or the cap.
+    """A JSON value from a regular file (read_regular's bounds, `within` as there), in UTF-8, nested at most
+    `max_depth` deep, every integer of at most bounds.INT_DIGITS digits. Bad JSON raises `error` with the
+    file and line; so do an integer too long and nesting too deep for the parser or the cap.
     max_containers: at most this many arrays and objects, counted by their opening brackets before parsing
     (each costs the parser tens of bytes: 16 MiB of `[]` would take gigabytes)."""
-    data = read_regular(path, limit=limit, what=what, error=error, hint=hint)
+    data = read_regular(path, limit=limit, what=what, error=error, hint=hint, within=within)
     if max_containers is not None and data.count(b"[") + data.count(b"{") > max_containers:
         raise error(
             f"{path}: {what} holds more than {max_containers} JSON arrays and objects, over the cap",
             hint=hint,
         )
+    return parse_json(data, where=str(path), what=what, max_depth=max_depth, error=error, hint=hint)
+
+
+def parse_json(
+    data: bytes | str,
+    *,
+    where: str,
+    what: str = "JSON document",
+    max_depth: int = JSON_MAX_DEPTH,
+    error: type[RvportError] = UsageError,
+    hint: str | None = None,
+) -> object:
+    """A JSON value from bytes already read within a cap (`where` names them in errors): read_json's rules."""
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError as e:
-        raise error(f"{path}: {what} is not UTF-8 (byte {e.start})", hint=hint) from None
+        raise error(f"{where}: {what} is not UTF-8 (byte {e.start})", hint=hint) from None
     try:
-        doc = json.loads(text)
+        doc = bounds.json_loads(text)
     except json.JSONDecodeError as e:
-        raise error(f"{path}:{e.lineno}: not JSON: {e.msg}", hint=hint) from None
+        raise error(f"{where}:{e.lineno}: not JSON: {e.msg}", hint=hint) from None
+    except bounds.NumberTooLong as e:
+        raise error(
+            f"{where}:{e.line}: {what} holds an integer of more than {bounds.INT_DIGITS} digits (column "
+            f"{e.column}): not read",
+            hint=hint or "no document rvport reads holds such a number: make the file again",
+        ) from None
     except RecursionError:
         doc = None
         deep = True
     else:
         deep = json_depth_over(doc, max_depth)
     if deep:
-        raise error(f"{path}: {what} nests deeper than {max_depth} levels", hint=hint)
+        raise error(f"{where}: {what} nests deeper than {max_depth} levels", hint=hint)
     return doc

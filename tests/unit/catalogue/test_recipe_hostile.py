@@ -368,7 +368,12 @@ def test_a_device_or_a_huge_recipe_is_refused(tmp_path, monkeypatch):
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev" / "app.yaml").symlink_to("/dev/zero")
     (p,) = problems(tmp_path / "dev")
-    assert "is a character device" in p.message
+    assert "is a symbolic link leading out of the directory that holds it: not followed" in p.message
+    os.mkfifo(tmp_path / "dev" / "pipe")
+    (tmp_path / "dev" / "app.yaml").unlink()
+    (tmp_path / "dev" / "app.yaml").symlink_to("pipe")  # a link inside: followed, then refused, never waited on
+    (p,) = problems(tmp_path / "dev")
+    assert "is a FIFO" in p.message
     monkeypatch.setattr(yamlsrc, "MAX_BYTES", 1000)
     write(tmp_path, BASE)
     (tmp_path / "app.yaml").write_text((tmp_path / "app.yaml").read_text() + "#" * 2000 + "\n")
@@ -412,7 +417,7 @@ def test_pin_edits_the_target_of_a_linked_recipe_and_keeps_the_link(tmp_path):
 
     with serve(routes()) as srv:
         root = write_recipes(tmp_path / "recipes", srv.base)
-        shared = tmp_path / "shared" / "demo-recipe.yaml"
+        shared = root / "shared" / "demo-recipe.yaml"  # a link is followed inside the recipe directory only
         shared.parent.mkdir()
         (root / "demo.yaml").rename(shared)
         shared.chmod(0o640)

@@ -108,15 +108,17 @@ def test_a_file_from_outside_is_read_by_the_python_parser(tmp_path, text):
 
 
 def test_a_link_to_a_shipped_file_from_outside_is_not_shipped(tmp_path):
-    """Only the path decides: a copy outside resources/ is outside, a link into resources/ reads the shipped
-    file itself."""
+    """Only the path decides: a copy outside resources/ is outside; a link into resources/ from outside leads
+    out of its own directory, so it is not read at all (fileio's rule for links)."""
     shipped = next(p for p in SHIPPED if p.parent.name == "recipes")
     copy = tmp_path / "copy.yaml"
     shutil.copyfile(shipped, copy)
     link = tmp_path / "link.yaml"
     link.symlink_to(shipped)
     assert not yamlsrc._shipped(copy) and yamlsrc._shipped(link)
-    assert _shape(yamlsrc.load_yaml(copy)[0]) == _shape(yamlsrc.load_yaml(link)[0])
+    assert _shape(yamlsrc.load_yaml(copy)[0]) == _shape(yamlsrc.load_yaml(shipped)[0])
+    doc, problem = yamlsrc.load_yaml(link)
+    assert doc is None and problem is not None and "symbolic link leading out" in problem.message
 
 
 def test_a_shipped_file_the_fast_parser_refuses_is_reported_by_the_python_parser(monkeypatch):

@@ -85,11 +85,11 @@ def test_a_log_that_is_a_link_or_not_a_regular_file_is_refused_when_asked(tmp_pa
     target.write_text("not yours")
     link = tmp_path / "x.log"
     link.symlink_to(target)
-    assert read_ends(link, head=0, tail=100).head == b"not yours"  # links are followed by default
-    with pytest.raises(BuildFailed, match="cannot read smoke log .*x.log") as e:
+    assert read_ends(link, head=0, tail=100).head == b"not yours"  # a link inside its directory is followed
+    with pytest.raises(BuildFailed, match="smoke log .*x.log is a symbolic link: not followed") as e:
         read_ends(link, head=0, tail=100, what="smoke log", error=BuildFailed, follow=False)
     assert e.value.exit_code == ExitCode.BUILD_FAILED
-    with pytest.raises(BuildFailed, match="cannot read status .*x.log"):
+    with pytest.raises(BuildFailed, match="status .*x.log is a symbolic link"):
         read_regular(link, limit=100, what="status", error=BuildFailed, follow=False)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -112,3 +112,59 @@ def test_json_too_deep_bad_or_not_utf8_is_a_clear_error_not_a_recursion_error(tm
         read_json(f)
     f.write_text('{"a":' * 64 + "1" + "}" * 64)
     assert read_json(f) is not None
+
+
+def test_a_link_is_followed_only_inside_the_directory_the_file_belongs_to(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("SECRET-b3c1 root:x:0:0")
+    d = tmp_path / "recipes"
+    (d / "sub").mkdir(parents=True)
+    (d / "sub" / "real.yaml").write_text("name: x\n")
+    (d / "in.yaml").symlink_to("sub/real.yaml")
+    (d / "out.yaml").symlink_to(secret)
+    (d / "up.yaml").symlink_to("../secret")
+    (d / "zero.json").symlink_to("/dev/zero")
+    (d / "chain.yaml").symlink_to("in.yaml")
+    assert read_regular(d / "in.yaml", limit=100, within=d) == b"name: x\n"
+    assert read_regular(d / "chain.yaml", limit=100) == b"name: x\n"
+    for name in ("out.yaml", "up.yaml", "zero.json"):
+        with pytest.raises(RecipeError, match="symbolic link leading out of") as e:
+            read_regular(d / name, limit=100, what="recipe", error=RecipeError)
+        assert "SECRET" not in str(e.value) + str(e.value.hint)
+    with pytest.raises(UsageError, match="symbolic link leading out of"):
+        read_json(d / "zero.json")
+    # a file of a subdirectory may link within the catalogue's directory (`within`), not beside itself
+    (d / "top.yaml").write_text("name: top\n")
+    (d / "sub" / "back.yaml").symlink_to("../top.yaml")
+    assert read_regular(d / "sub" / "back.yaml", limit=100, within=d) == b"name: top\n"
+    with pytest.raises(UsageError, match="leading out of the directory that holds it"):
+        read_regular(d / "sub" / "back.yaml", limit=100)
+
+
+def test_a_directory_named_must_exist_be_a_directory_and_not_link_out(tmp_path):
+    from rvport.fileio import user_dir
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "in").symlink_to("d")
+    (tmp_path / "out").symlink_to("/etc")
+    assert user_dir(tmp_path / "d") == tmp_path / "d"
+    assert user_dir(tmp_path / "in") == tmp_path / "in"
+    for name, why in (
+        ("missing", "cannot be read: No such file"),
+        ("f", "is a regular file, not a directory"),
+        ("fifo", "is a FIFO, not a directory"),
+        ("out", "is a symbolic link leading out of"),
+    ):
+        with pytest.raises(RecipeError, match=f"lock directory .*{name} {why}"):
+            user_dir(tmp_path / name, what="lock directory", error=RecipeError)
+
+
+def test_a_json_integer_too_long_for_python_is_a_located_refusal(tmp_path):
+    f = tmp_path / "result.json"
+    f.write_text('{"sha": "' + "1" * 64 + '",\n "n": ' + "9" * 5000 + "}")
+    with pytest.raises(UsageError, match=r"result.json:2: result holds an integer of more than 20 digits"):
+        read_json(f, what="result")
+    f.write_text('{"n": -18446744073709551616, "m": 1e999999}')  # 20 digits and a float: read
+    assert read_json(f) == {"n": -18446744073709551616, "m": float("inf")}

@@ -10,7 +10,7 @@ Layers, highest first (a module may import its own layer or lower ones):
     2  rvport.sources, rvport.verify      (siblings: neither imports the other)
     1  rvport.catalogue
     0  rvport (its __init__), rvport.errors, rvport.proc, rvport.resources, rvport.host, rvport.manifest,
-       rvport.target, rvport.fileio, rvport.safetext, rvport.outdir, rvport.vocab
+       rvport.target, rvport.fileio, rvport.safetext, rvport.outdir, rvport.vocab, rvport.bounds
 
 Every import counts: at module level, inside functions, and under `if TYPE_CHECKING:`. A module that fits no
 layer fails the test, so a new top-level module must be given one here.
@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "rvport.safetext": 0,
     "rvport.outdir": 0,
     "rvport.vocab": 0,
+    "rvport.bounds": 0,
 }
 SIBLINGS = {frozenset({"rvport.sources", "rvport.verify"})}
 
