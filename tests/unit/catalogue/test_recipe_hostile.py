@@ -371,7 +371,7 @@ def test_a_device_or_a_huge_recipe_is_refused(tmp_path, monkeypatch):
     assert "is a symbolic link leading out of the directory that holds it: not followed" in p.message
     os.mkfifo(tmp_path / "dev" / "pipe")
     (tmp_path / "dev" / "app.yaml").unlink()
-    (tmp_path / "dev" / "app.yaml").symlink_to("pipe")  # a link inside: followed, then refused, never waited on
+    (tmp_path / "dev" / "app.yaml").symlink_to("pipe")  # a link inside: followed, refused, never waited on
     (p,) = problems(tmp_path / "dev")
     assert "is a FIFO" in p.message
     monkeypatch.setattr(yamlsrc, "MAX_BYTES", 1000)
