@@ -48,6 +48,12 @@ def too_long(text: str, *, limit: int) -> str | None:
     return None
 
 
+def shown(text: str, limit: int = 80) -> str:
+    """A value from input as an error shows it: repr, cut to `limit` characters with its length said."""
+    text = str(text)
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
 def version(text: str) -> Version:
     """packaging's Version of `text`, refused (InvalidVersion) when it is too long or holds a number of more
     than DIGIT_RUN digits."""
@@ -132,3 +138,13 @@ def count(value: str, *, name: str, low: int, high: int) -> int:
         shown = v if len(v) <= 40 else v[:40] + f"... ({len(v)} characters)"
         raise ValueError(f"{name}={shown!r}: not a whole number from {low} to {high}")
     return int(v)
+
+
+def sdist_filename(filename: str) -> tuple[NormalizedName, Version]:
+    """packaging's parse_sdist_filename, refused (InvalidSdistFilename) as `wheel_filename` is."""
+    from packaging.utils import InvalidSdistFilename, parse_sdist_filename
+
+    why = too_long(str(filename), limit=255)
+    if why:
+        raise InvalidSdistFilename(f"not an sdist file name rvport reads: {why}")
+    return parse_sdist_filename(filename)

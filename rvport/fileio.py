@@ -201,6 +201,8 @@ def user_dir(
         _refuse_link(path, what=what, error=error, hint=hint, within=root)
     try:
         st = os.stat(path)
+    except FileNotFoundError:
+        raise error(f"{what} {path} not found", hint=hint) from None
     except OSError as e:
         raise error(f"{what} {path} cannot be read: {e.strerror or e}", hint=hint) from None
     if not stat.S_ISDIR(st.st_mode):

@@ -13,6 +13,7 @@ describe the image).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,7 +21,9 @@ from pathlib import Path
 
 from rvport import resources
 from rvport.catalogue.document import load_document, schema
+from rvport.catalogue.yamlsrc import MAX_BYTES
 from rvport.errors import Problem, RecipeError
+from rvport.fileio import read_regular, user_dir
 
 SCHEMA_FILE = "rvport/resources/schemas/base.schema.json"
 
@@ -80,25 +83,25 @@ def load_base_file(path: Path) -> tuple[BaseSpec | None, list[Problem]]:
         python=doc.get("python"),
         gcc=doc.get("gcc"),
         file=path,
-        text_sha256=spec_digest(path.read_bytes()),
+        text_sha256=spec_digest(read_regular(path, limit=MAX_BYTES, what="base spec", error=RecipeError)),
     )
     return spec, []
 
 
 def _root(root: Path | None) -> Path:
-    root = root or default_bases_dir()
-    if not root.is_dir():
-        raise RecipeError(
-            f"base directory {root} not found",
-            hint="set RVPORT_BASES to an existing directory, or unset it for the built-in bases",
-        )
-    return root
+    """The bases directory, which must be one (fileio.user_dir: not missing, no file, no link leading out)."""
+    return user_dir(
+        root or default_bases_dir(),
+        what="base directory",
+        error=RecipeError,
+        hint="set RVPORT_BASES to an existing directory, or unset it for the built-in bases",
+    )
 
 
 def load_base(name: str, root: Path | None = None) -> BaseSpec:
     """One base spec by name, from root (default: the built-in bases, or RVPORT_BASES)."""
     path = _root(root) / f"{name}.yaml"
-    if not path.is_file():
+    if not os.path.lexists(path):  # anything else of that name is read, and refused for what it is
         raise RecipeError(
             f"base {name!r} not found at {path}",
             hint="a base is bases/<name>.yaml (see bases/debian-trixie.yaml); a recipe names it in "

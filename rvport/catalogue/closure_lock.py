@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -38,14 +39,14 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import (
     InvalidWheelFilename,
     canonicalize_name,
-    parse_wheel_filename,
 )
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
-from rvport import resources
+from rvport import bounds, resources
 from rvport.catalogue.document import load_document, schema
 from rvport.catalogue.yamlsrc import line_of
 from rvport.errors import IntegrityError, Problem, RecipeError
+from rvport.fileio import user_dir
 
 LOCK_SCHEMA = 1
 LOCK_KIND = "rvport-closure-lock"
@@ -118,7 +119,7 @@ class Target:
         """The rank of the best tag of a wheel file name among the target's tags (0 best), None when the
         wheel does not fit the target (another platform or Python, or not a wheel name)."""
         try:
-            _, _, _, wtags = parse_wheel_filename(filename)
+            _, _, _, wtags = bounds.wheel_filename(filename)
         except InvalidWheelFilename:
             return None
         ranks = _tag_ranks(self.python, tuple(self.platforms()))
@@ -147,7 +148,7 @@ def _tag_ranks(python: str, platforms: tuple[str, ...]) -> dict[Tag, int]:
 def is_pure(filename: str) -> bool:
     """A wheel whose every tag is platform-independent (`any`)."""
     try:
-        _, _, _, wtags = parse_wheel_filename(filename)
+        _, _, _, wtags = bounds.wheel_filename(filename)
     except InvalidWheelFilename:
         return False
     return all(t.platform == "any" for t in wtags)
@@ -159,14 +160,14 @@ def applicable(text: str, target: Target, extras: Iterable[str] = ()) -> Require
     its marker is false for the target with none of `extras` asked; else the requirement without its
     marker. Raises ValueError on a line that is no requirement."""
     try:
-        req = Requirement(text)
+        req = bounds.requirement(text)
     except InvalidRequirement as e:
-        raise ValueError(f"{text!r} is not a requirement: {e}") from e
+        raise ValueError(f"{bounds.shown(text)} is not a requirement: {e}") from e
     if req.marker is not None:
         try:
             hit = any(req.marker.evaluate(target.environment(x)) for x in ("", *extras))
         except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName) as e:
-            raise ValueError(f"{text!r}: its marker cannot be evaluated: {e}") from e
+            raise ValueError(f"{bounds.shown(text)}: its marker cannot be evaluated: {e}") from e
         if not hit:
             return None
         req.marker = None
@@ -181,7 +182,7 @@ def debian_python_version(deb_version: str) -> str:
     v = v.rsplit("-", 1)[0] if "-" in v else v
     v = re.split(r"[+~]", v, maxsplit=1)[0]
     try:
-        return str(Version(v))
+        return str(bounds.version(v))
     except InvalidVersion as e:
         raise ValueError(f"Debian version {deb_version!r} gives no Python version ({v!r})") from e
 
@@ -459,9 +460,10 @@ def conflicts(lock: Lock) -> list[Problem]:
             bad(e, f"{e.name} is locked twice: one distribution has exactly one origin")
         by[e.name] = e
         try:
-            Version(e.version)
-        except InvalidVersion:
-            bad(e, f"{e.name}: version {e.version!r} is not a PEP 440 version")
+            version = bounds.version(e.version)
+        except InvalidVersion as err:
+            bad(e, f"{e.name}: version {bounds.shown(e.version)} is not a PEP 440 version ({err})")
+            continue  # nothing below can be compared with it
         need = {Origin.PYPI: ("wheel", "sha256"), Origin.RECIPE: ("recipe",), Origin.DEBIAN: ("debian",)}
         for f in need[e.origin]:
             if not getattr(e, f):
@@ -470,12 +472,12 @@ def conflicts(lock: Lock) -> list[Problem]:
             if lock.target.wheel_fits(e.wheel) is None:
                 bad(e, f"{e.name}: the wheel {e.wheel} does not fit {lock.target.abi} Linux {ARCH}")
             else:
-                wname, wver, _, _ = parse_wheel_filename(e.wheel)
-                if wname != e.name or str(wver) != str(Version(e.version)):
+                wname, wver, _, _ = bounds.wheel_filename(e.wheel)
+                if wname != e.name or str(wver) != str(version):
                     bad(e, f"{e.name} {e.version}: the wheel {e.wheel} is {wname} {wver}")
         if e.origin is Origin.DEBIAN and e.debian:
             try:
-                if debian_python_version(e.debian.version) != str(Version(e.version)):
+                if debian_python_version(e.debian.version) != str(version):
                     bad(e, f"{e.name} {e.version}: Debian's {e.debian.package} {e.debian.version} is another")
             except (ValueError, InvalidVersion) as err:
                 bad(e, f"{e.name}: {err}")
@@ -489,12 +491,12 @@ def conflicts(lock: Lock) -> list[Problem]:
     for e in lock.entries:
         for text in e.requires:
             try:
-                req = Requirement(text)
+                req = bounds.requirement(text)
             except InvalidRequirement as err:
-                bad(e, f"{e.name}: requirement {text!r} cannot be read: {err}")
+                bad(e, f"{e.name}: requirement {bounds.shown(text)} cannot be read: {err}")
                 continue
             if req.marker is not None:
-                bad(e, f"{e.name}: requirement {text!r} still has a marker (it must be evaluated)")
+                bad(e, f"{e.name}: requirement {bounds.shown(text)} still has a marker: it must be evaluated")
             name = canonicalize_name(req.name)
             required.add(name)
             dep = by.get(name)
@@ -502,7 +504,7 @@ def conflicts(lock: Lock) -> list[Problem]:
                 bad(e, f"{e.name} {e.version} requires {text}, which the lock does not hold")
                 continue
             try:
-                ok = req.specifier.contains(Version(dep.version), prereleases=True)
+                ok = req.specifier.contains(bounds.version(dep.version), prereleases=True)
             except InvalidVersion:
                 continue  # said above
             if not ok:
@@ -604,7 +606,18 @@ def check_recipe_pins(lock: Lock, pins: Iterable[Any]) -> list[Problem]:
     return out
 
 
+LOCKS_HINT = "set RVPORT_LOCKS to a directory of closure locks, or unset it for the built-in resources/locks/"
+
+
+def lock_root(root: Path | None = None) -> Path:
+    """The locks directory (root, else locks_dir()), which must be one: a missing RVPORT_LOCKS, a file or a
+    link leading out of the directory that holds it is a RecipeError (exit 3), never taken for no locks."""
+    return user_dir(root or locks_dir(), what="lock directory", error=RecipeError, hint=LOCKS_HINT)
+
+
 def find_lock(recipe: str, version: str, python: str, root: Path | None = None) -> Lock | None:
-    """The lock of a recipe's version for a Python, loaded and checked; None when the catalogue has none."""
-    path = lock_path(recipe, version, python, root)
-    return load_lock(path) if path.is_file() else None
+    """The lock of a recipe's version for a Python, loaded and checked; None when the locks directory holds
+    no file of that name. Anything of that name that is not a lock is an error, never skipped: a FIFO, a
+    directory, a device, a link leading out of the directory (load_lock, exit 3)."""
+    path = lock_path(recipe, version, python, lock_root(root))
+    return load_lock(path) if os.path.lexists(path) else None

@@ -12,7 +12,7 @@ from rvport.catalogue.document import shipped_table
 from rvport.catalogue.yamlsrc import line_of
 from rvport.errors import Problem, RecipeError, UsageError
 
-_MULTI = re.compile(r"^(z[a-z0-9]+|s[a-z0-9]+|x[a-z0-9]+)$")
+_MULTI = re.compile(r"^(z[a-z0-9]+|s[a-z0-9]+|x[a-z0-9]+)\Z")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,14 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import Version
-
-from rvport import resources
+from rvport import bounds, resources
 from rvport.catalogue.model import BUILTIN, Recipe
 from rvport.catalogue.recipe_file import load_recipe_file
 from rvport.catalogue.yamlsrc import MAX_BYTES
 from rvport.errors import Problem, RecipeError, RvportError, UsageError
-from rvport.fileio import read_regular
+from rvport.fileio import read_regular, user_dir
 
 
 def default_recipes_dir() -> Path:
@@ -102,19 +100,16 @@ def load_catalogue(user: Path | list[Path] | None = None, *, builtin: bool = Tru
     """The built-in catalogue with the user's recipe directories layered over it (a user recipe of the same
     name replaces the built-in one, with all its versions). `user`: the command line's --recipes (or its
     RVPORT_RECIPE_PATH). Every problem of every file is collected and raised together."""
-    dirs = [d.resolve() for d in resources.user_recipe_dirs(user)]
     problems: list[Problem] = []
-    for d in dirs:
-        if not d.is_dir():
-            problems.append(
-                Problem(
-                    message=f"recipe directory {d} not found",
-                    file=str(d),
-                    hint="give --recipes (or RVPORT_RECIPE_PATH) an existing directory of NAME.yaml files",
-                )
-            )
+    hint = "give --recipes (or RVPORT_RECIPE_PATH) an existing directory of NAME.yaml files"
+    for d in resources.user_recipe_dirs(user):
+        try:  # a missing one, a file, a link leading out of the directory that holds it
+            user_dir(d, what="recipe directory", error=RecipeError, hint=hint)
+        except RecipeError as e:
+            problems.append(Problem(message=e.message, file=str(d), hint=hint))
     if problems:
         raise RecipeError("recipe directory not found", problems=problems)
+    dirs = [d.resolve() for d in resources.user_recipe_dirs(user)]
     by_name: dict[str, list[Recipe]] = _load_dir(default_recipes_dir(), BUILTIN, problems) if builtin else {}
     for d in reversed(dirs):  # the first directory given wins
         by_name.update(_load_dir(d, str(d), problems))
@@ -150,7 +145,7 @@ def load_catalogue(user: Path | list[Path] | None = None, *, builtin: bool = Tru
         where = ", ".join(str(d) for d in dirs) if dirs else "the built-in catalogue"
         raise RecipeError(f"{n} problem{'s' if n > 1 else ''} in the recipes ({where})", problems=problems)
     ordered = {
-        n: tuple(sorted(v, key=lambda r: Version(r.version), reverse=True)) for n, v in by_name.items()
+        n: tuple(sorted(v, key=lambda r: bounds.version(r.version), reverse=True)) for n, v in by_name.items()
     }
     return Catalogue(recipes=ordered, user_dirs=tuple(dirs))
 

@@ -11,6 +11,7 @@ import re
 from functools import cache
 from typing import Any
 
+from rvport import bounds
 from rvport.catalogue.yamlsrc import line_of
 from rvport.errors import Problem
 
@@ -145,11 +146,15 @@ def _check(
                 + (f" ({value!r})" if isinstance(value, (str, int, float)) else ""),
                 hint,
             )
+    if isinstance(value, str) and len(value) > node.get("maxLength", len(value)):
+        return bad(f"is {len(value)} characters long, over the cap of {node['maxLength']}")
     if isinstance(value, str) and "pattern" in node and not pattern(node["pattern"]).search(value):
         hint = None
         if node.get("pattern") == "^[0-9a-f]{64}$":
             hint = "a SHA256 digest is 64 lowercase hex characters; run `rvport pin RECIPE` to record one"
-        return bad(f"{value!r} does not match {node['pattern']}", hint or node.get("description"))
+        return bad(
+            f"{bounds.shown(value, 200)} does not match {node['pattern']}", hint or node.get("description")
+        )
     if isinstance(value, str) and len(value) < node.get("minLength", 0):
         return bad(f"must be at least {node['minLength']} character(s) long")
     if isinstance(value, int) and "minimum" in node and value < node["minimum"]:

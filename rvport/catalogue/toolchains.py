@@ -22,8 +22,9 @@ from rvport import resources
 from rvport.catalogue.document import load_document, schema
 from rvport.catalogue.yamlsrc import LDict, line_of
 from rvport.errors import Problem, RecipeError
+from rvport.fileio import user_dir
 
-_PLATFORM = re.compile(r"^linux/(riscv64|amd64|arm64)$")
+_PLATFORM = re.compile(r"^linux/(riscv64|amd64|arm64)\Z")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,12 +116,12 @@ def load_toolchain_file(path: Path) -> tuple[ToolchainSpec | None, list[Problem]
 
 def load_toolchains(root: Path | None = None) -> dict[str, ToolchainSpec]:
     """Load every archive toolchain under root; collect all problems of all files and raise them together."""
-    root = (root or default_toolchains_dir()).resolve()
-    if not root.is_dir():
-        raise RecipeError(
-            f"toolchain directory {root} not found",
-            hint="set RVPORT_TOOLCHAINS to an existing directory, or unset it for the built-in toolchains",
-        )
+    root = user_dir(
+        root or default_toolchains_dir(),
+        what="toolchain directory",
+        error=RecipeError,
+        hint="set RVPORT_TOOLCHAINS to an existing directory, or unset it for the built-in toolchains",
+    ).resolve()
     problems: list[Problem] = []
     specs: dict[str, ToolchainSpec] = {}
     for path in sorted(root.glob("*.yaml")):

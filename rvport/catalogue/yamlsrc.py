@@ -15,7 +15,7 @@ try:
 except ImportError:  # PyYAML built without libyaml: the Python parser alone
     CParser = None
 
-from rvport import resources
+from rvport import bounds, resources
 from rvport.errors import Problem, RecipeError, RvportError
 from rvport.fileio import read_regular
 
@@ -123,9 +123,22 @@ def _seq(loader: _Loader, node: yaml.SequenceNode) -> LList:
     return lst
 
 
+def _int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    """A YAML integer of at most bounds.INT_DIGITS digits (its value below 10**INT_DIGITS, whatever its
+    base): a longer one is refused, located, before Python's int() meets it."""
+    text = str(node.value)
+    if len(text.replace("_", "")) > bounds.INT_DIGITS + 3:  # a sign and a 0x prefix
+        raise _Refused(None, None, f"an integer of more than {bounds.INT_DIGITS} digits", node.start_mark)
+    value = SafeConstructor.construct_yaml_int(loader, node)
+    if abs(value) >= 10**bounds.INT_DIGITS:
+        raise _Refused(None, None, f"an integer of more than {bounds.INT_DIGITS} digits", node.start_mark)
+    return value
+
+
 for _cls in (_Loader, _CLoader):
     if _cls is None:
         continue
+    _cls.add_constructor("tag:yaml.org,2002:int", _int)
     # Dates stay strings (`date: 2026-11-29`): documents compare and store them as text.
     _cls.yaml_implicit_resolvers = {
         k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]

@@ -35,7 +35,13 @@ HEARTBEAT_S = 30.0
 # step), `n` and `m` (a count and its total). Phases without a total are counted line by line.
 PHASES: tuple[tuple[re.Pattern[str], str], ...] = (
     # rvport's own bootstrap (rvport/engine/bootstrap.py): "bootstrap: unpacking 12/213 libc6"
-    (re.compile(r"^bootstrap: (?P<phase>[a-z][a-z -]*?) (?P<n>\d+)/(?P<m>\d+)(?: (?P<what>[^\s(]\S*))?"), ""),
+    (
+        re.compile(
+            r"^bootstrap: (?P<phase>[a-z][a-z -]*?) (?P<n>[0-9]{1,9})/(?P<m>[0-9]{1,9})"
+            r"(?: (?P<what>[^\s(]\S*))?"
+        ),
+        "",
+    ),
     (re.compile(r"^bootstrap: (?P<phase>[A-Za-z][A-Za-z0-9 -]*[A-Za-z0-9])(?:\.\.\.|:|$)"), ""),
     (re.compile(r"^bootstrap: fetching \d+ packages"), "fetching packages ahead"),
     # a base's image (rvport/engine/rootfs_image.py)
@@ -58,7 +64,7 @@ PHASES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:#\d+ [\d.]+ )?Unpacking (?P<what>\S+) \("), "unpacking"),
     (re.compile(r"^(?:#\d+ [\d.]+ )?Setting up (?P<what>\S+) \("), "configuring"),
     (re.compile(r"^(?:#\d+ [\d.]+ )?Processing triggers for (?P<what>\S+) \("), "triggers"),
-    (re.compile(r"^(?:#\d+ [\d.]+ )?Get:(?P<n>\d+) \S+ \S+ \S+ (?P<what>\S+)"), "retrieving"),
+    (re.compile(r"^(?:#\d+ [\d.]+ )?Get:(?P<n>[0-9]{1,9}) \S+ \S+ \S+ (?P<what>\S+)"), "retrieving"),
     # mmdebstrap
     (
         re.compile(

@@ -33,6 +33,7 @@ from typing import Any
 
 import typer
 
+from rvport import bounds
 from rvport.catalogue import modes
 from rvport.catalogue.profiles import default_profile, get_profile, load_profiles
 from rvport.cli import outputs
@@ -209,10 +210,18 @@ def _truthy(value: str) -> bool:
     return value.lower() in ("1", "true", "yes")
 
 
+VERIFY_THREADS_MAX = 1024
+
+
 def _threads(value: str) -> int | None:
-    """RVPORT_VERIFY_THREADS: a count of 1 or more; anything else is ignored (the CPUs), as it always was."""
-    value = value.strip()
-    return int(value) if value.isdigit() and int(value) > 0 else None
+    """RVPORT_VERIFY_THREADS: a count from 1 to VERIFY_THREADS_MAX; anything else is a UsageError (exit 2),
+    read before Python turns it into an int (bounds.count): 5,000 digits are refused, not exit 9."""
+    try:
+        return bounds.count(value, name="RVPORT_VERIFY_THREADS", low=1, high=VERIFY_THREADS_MAX)
+    except ValueError as e:
+        raise UsageError(
+            str(e), hint="set it to the threads verify may use (1: none), or unset it for the CPUs"
+        ) from None
 
 
 def _path_list(value: str) -> tuple[Path, ...]:

@@ -25,6 +25,7 @@ together.
 from __future__ import annotations
 
 import email.parser
+import os
 import re
 import tarfile
 import zipfile
@@ -41,11 +42,10 @@ from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
     canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
 )
 from packaging.version import InvalidVersion, Version
 
+from rvport import bounds
 from rvport.catalogue import closure_lock
 from rvport.catalogue.bases import load_base
 from rvport.catalogue.closure_lock import DebianRef, Entry, Lock, Origin, Target
@@ -100,10 +100,10 @@ class Policy:
 
 
 def load_policy(recipe: str, root: Path | None = None) -> Policy:
-    root = root or closure_lock.locks_dir()
+    root = closure_lock.lock_root(root)
     path = root / f"{recipe}.policy.yaml"
     names_path = root / "debian-names.yaml"
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise RecipeError(
             f"no closure policy for {recipe}: {path} is missing",
             hint="a recipe's lock is made from resources/locks/RECIPE.policy.yaml (docs/closure.md)",
@@ -124,7 +124,7 @@ def load_policy(recipe: str, root: Path | None = None) -> Policy:
             debian_names={canonicalize_name(k): v for k, v in names["packages"].items()},
             not_distributions=frozenset(names.get("not_distributions", [])),
             debian_requires={
-                canonicalize_name(k): tuple(str(Requirement(r)) for r in v["requires"])
+                canonicalize_name(k): tuple(str(bounds.requirement(r)) for r in v["requires"])
                 for k, v in doc.get("debian_requires", {}).items()
             },
             system=tuple(
@@ -309,8 +309,8 @@ class Index:
 def _version_of(filename: str) -> Version | None:
     try:
         if filename.endswith(".whl"):
-            return parse_wheel_filename(filename)[1]
-        return parse_sdist_filename(filename)[1]
+            return bounds.wheel_filename(filename)[1]
+        return bounds.sdist_filename(filename)[1]
     except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
         return None
 
@@ -346,9 +346,9 @@ class Resolver:
     missing: dict[str, str] = field(default_factory=dict)  # names no origin can give, in the last round
 
     def spec(self, name: str) -> SpecifierSet:
-        s = SpecifierSet()
+        s = bounds.specifiers()
         for c in self.constraints[name]:
-            s &= SpecifierSet(c)
+            s &= bounds.specifiers(c)
         return s
 
     def run(self) -> dict[str, _Node]:
@@ -412,7 +412,7 @@ class Resolver:
         )
 
     def _holds(self, node: _Node) -> bool:
-        return self.spec(node.name).contains(Version(node.version), prereleases=True)
+        return self.spec(node.name).contains(bounds.version(node.version), prereleases=True)
 
     # -------------------------------------------------------------- one name
     def decide(self, name: str) -> _Node:
@@ -433,7 +433,7 @@ class Resolver:
                 f"{name} is built by recipe {recipe}, which the catalogue does not hold",
                 hint=f"add the recipe, or name its version in the policy's recipe_versions ({recipe}: X.Y)",
             )
-        if not self.spec(name).contains(Version(version), prereleases=True):
+        if not self.spec(name).contains(bounds.version(version), prereleases=True):
             raise closure_lock.LockConflict(
                 f"recipe {recipe} builds {name} {version}, and the closure requires {name}{self.spec(name)}",
                 hint=f"build a version of {recipe} that satisfies it",
@@ -475,7 +475,7 @@ class Resolver:
                 )
             return None
         version = closure_lock.debian_python_version(pkg.version)
-        if not self.spec(name).contains(Version(version), prereleases=True):
+        if not self.spec(name).contains(bounds.version(version), prereleases=True):
             if name in self.policy.debian:
                 raise closure_lock.LockConflict(
                     f"the policy takes {name} from Debian ({package} {pkg.version}), and the closure "
@@ -485,7 +485,7 @@ class Resolver:
                 )
             return None  # apt installs it anyway (a dependency); the index's version is installed over it
         depends = self._depends(pkg)
-        reqs = [Requirement(d) for d in (*depends, *self.policy.debian_requires.get(name, ()))]
+        reqs = [bounds.requirement(d) for d in (*depends, *self.policy.debian_requires.get(name, ()))]
         return _Node(
             name=name,
             version=version,
@@ -513,7 +513,7 @@ class Resolver:
             v = _version_of(f.filename)
             if v is not None and not f.yanked and f.filename.endswith(".whl"):
                 by_version[v].append(f)
-        py = Version(self.target.python_full)
+        py = bounds.version(self.target.python_full)
         candidates = sorted(spec.filter(by_version), reverse=True)
         for v in candidates:
             fits = []
@@ -523,7 +523,7 @@ class Resolver:
                     continue
                 if f.requires_python:
                     try:
-                        if not SpecifierSet(f.requires_python).contains(py, prereleases=True):
+                        if not bounds.specifiers(f.requires_python).contains(py, prereleases=True):
                             continue
                     except InvalidSpecifier:
                         continue
@@ -567,7 +567,7 @@ class Resolver:
     def _metadata_any(self, name: str, version: str) -> email.message.Message:
         """The metadata of a version the recipe builds: from any of its wheels on the index (every platform's
         says the same requirements), else from its sdist's PKG-INFO."""
-        files = [f for f in self.index.files(name) if _version_of(f.filename) == Version(version)]
+        files = [f for f in self.index.files(name) if _version_of(f.filename) == bounds.version(version)]
         wheels = sorted((f for f in files if f.filename.endswith(".whl")), key=lambda f: f.filename)
         if wheels:
             pure = [f for f in wheels if closure_lock.is_pure(f.filename)]

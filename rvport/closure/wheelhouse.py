@@ -31,10 +31,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from rvport import outdir
+from rvport import bounds, outdir
 from rvport.catalogue import closure_lock
 from rvport.catalogue.closure_lock import DebianRef, Entry, Lock, Origin
 from rvport.catalogue.model import Source, SourceKind
@@ -80,7 +80,7 @@ def check_output(out: Path) -> None:
 
 def _wheel_version(filename: str) -> tuple[str, Version] | None:
     try:
-        name, version, _, _ = parse_wheel_filename(filename)
+        name, version, _, _ = bounds.wheel_filename(filename)
     except (InvalidWheelFilename, InvalidVersion):
         return None
     return str(name), version
@@ -88,7 +88,7 @@ def _wheel_version(filename: str) -> tuple[str, Version] | None:
 
 def _same_version(have: Version, locked: str) -> bool:
     """The wheel's version is the lock's: equal, or the same release with a local label (vllm 0.33.0+cpu)."""
-    want = Version(locked)
+    want = bounds.version(locked)
     return have == want or (want.local is None and have.public == want.public)
 
 
@@ -223,7 +223,7 @@ def check_metadata(lock: Lock, path: Path, entry: Entry) -> list[Problem]:
     file = str(lock.file) if lock.file else None
     name, version = meta.get("Name", ""), meta.get("Version", "")
     try:
-        same = canonicalize_name(name) == entry.name and _same_version(Version(version), entry.version)
+        same = canonicalize_name(name) == entry.name and _same_version(bounds.version(version), entry.version)
     except InvalidVersion:
         same = False
     if not same:
@@ -265,7 +265,7 @@ def check_metadata(lock: Lock, path: Path, entry: Entry) -> list[Problem]:
                     hint=_edit_hint(lock, entry),
                 )
             )
-        elif not req.specifier.contains(Version(dep.version), prereleases=True):
+        elif not req.specifier.contains(bounds.version(dep.version), prereleases=True):
             out.append(
                 Problem(
                     message=f"{path.name} requires {req}; the lock has {dep.name} {dep.version} from "

@@ -31,7 +31,7 @@ from rvport.catalogue.model import Source
 from rvport.errors import HostNotReady, IntegrityError
 from rvport.fileio import atomic_file, atomic_write_text
 
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 CHUNK = 1 << 16
 
 

@@ -20,10 +20,10 @@ from html.parser import HTMLParser
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import requests
-from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
-from packaging.version import InvalidVersion, Version
+from packaging.utils import InvalidSdistFilename, canonicalize_name
+from packaging.version import InvalidVersion
 
-from rvport import proc, resources
+from rvport import bounds, proc, resources
 from rvport.catalogue.model import Source
 from rvport.errors import IntegrityError, SourceUnavailable
 
@@ -266,8 +266,8 @@ def project_pages(
 
 def _matches(filename: str, project: str, version: str) -> bool:
     try:
-        name, ver = parse_sdist_filename(filename)
-        return name == canonicalize_name(project) and ver == Version(version)
+        name, ver = bounds.sdist_filename(filename)
+        return name == canonicalize_name(project) and ver == bounds.version(version)
     except (InvalidSdistFilename, InvalidVersion):
         return False
 

@@ -448,8 +448,8 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
 
 
 # ------------------------------------------------------------------------------------------ vendor: go
-_GO_VERSION = re.compile(r"\bgo(\d+)\.(\d+)")
-_GO_DIRECTIVE = re.compile(r"^go\s+(\d+)\.(\d+)", re.M)
+_GO_VERSION = re.compile(r"\bgo([0-9]{1,9})\.([0-9]{1,9})(?![0-9])")
+_GO_DIRECTIVE = re.compile(r"^go\s+([0-9]{1,9})\.([0-9]{1,9})(?![0-9])", re.M)
 _NO_NETWORK = (
     "dial tcp",
     "no such host",

@@ -32,9 +32,9 @@ TAG_RISCV_ARCH = 5
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
 NOT_ELF = "not an ELF file"
 
-_GLIBC = re.compile(r"^GLIBC_(\d+)\.(\d+)(?:\.\d+)?$")
+_GLIBC = re.compile(r"^GLIBC_([0-9]{1,9})\.([0-9]{1,9})(?:\.[0-9]{1,9})?\Z")
 _SINGLE = re.compile(r"([a-z])(\d+(?:p\d+)?)?")
-_MULTI = re.compile(r"^([a-z][a-z0-9]*?[a-z])(\d+(?:p\d+)?)?$")
+_MULTI = re.compile(r"^([a-z][a-z0-9]*?[a-z])([0-9]+(?:p[0-9]+)?)?\Z")
 
 
 class ElfReadError(Exception):

@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 from rvport.catalogue.document import shipped_table
 from rvport.verify.elf import ElfFacts
 
-_VERSION = re.compile(r"^([A-Z][A-Z0-9]*)_(\d+(?:\.\d+)*)$")
+_VERSION = re.compile(r"^([A-Z][A-Z0-9]*)_([0-9]{1,9}(?:\.[0-9]{1,9})*)\Z")
 
 
 @dataclass(frozen=True, kw_only=True)

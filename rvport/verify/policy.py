@@ -23,10 +23,10 @@ RISCV64_MIN_GLIBC = (2, 27)
 # Only RVV 1.0 is the "v" the profiles mean (T-Head's 0.7.1 is a different, incompatible extension).
 MIN_VERSIONS = {"v": (1, 0)}
 
-_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_(.+)$")
-_MUSLLINUX = re.compile(r"^musllinux_(\d+)_(\d+)_(.+)$")
-_VERSION = re.compile(r"^(\d+)(?:p(\d+))?$")
-_ZVL = re.compile(r"^zvl(\d+)b$")
+_MANYLINUX = re.compile(r"^manylinux_([0-9]{1,9})_([0-9]{1,9})_(.+)\Z")
+_MUSLLINUX = re.compile(r"^musllinux_([0-9]{1,9})_([0-9]{1,9})_(.+)\Z")
+_VERSION = re.compile(r"^([0-9]{1,9})(?:p([0-9]{1,9}))?\Z")
+_ZVL = re.compile(r"^zvl([0-9]{1,9})b\Z")
 
 
 class Verdict(StrEnum):

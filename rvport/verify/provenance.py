@@ -41,7 +41,7 @@ PROVENANCE_MAX_BYTES = 16 * MiB  # a statement names each artifact once: a whole
 PROVENANCE_MAX_CONTAINERS = 100_000
 PROVENANCE_MAX_SUBJECTS = 10_000
 
-_SHA256 = re.compile(r"^(?:sha256:)?([0-9a-f]{64})$")
+_SHA256 = re.compile(r"^(?:sha256:)?([0-9a-f]{64})\Z")
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 

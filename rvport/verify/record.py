@@ -8,8 +8,8 @@ import hashlib
 import io
 import re
 
-RECORD = re.compile(r"^[^/]+\.dist-info/RECORD$")
-RECORD_SIGNATURES = re.compile(r"^[^/]+\.dist-info/RECORD\.(jws|p7s)$")
+RECORD = re.compile(r"^[^/]+\.dist-info/RECORD\Z")
+RECORD_SIGNATURES = re.compile(r"^[^/]+\.dist-info/RECORD\.(jws|p7s)\Z")
 STRONG_HASHES = {"sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b", "blake2s"}
 
 Record = dict[str, tuple[str, str]]  # path -> (hash field, size field)
@@ -60,6 +60,6 @@ def check_entry(fname: str, digest: str | None, size: int, record: Record, reaso
         return 0
     if digest != expected:
         reasons.append(f"{fname}: RECORD {algo} mismatch (file changed after the wheel was built)")
-    if size_field and size_field.isdigit() and int(size_field) != size:
+    if size_field and re.fullmatch(r"[0-9]{1,20}", size_field) and int(size_field) != size:
         reasons.append(f"{fname}: RECORD size {size_field} but the file has {size} bytes")
     return 1

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.requirements import InvalidRequirement
+from packaging.utils import InvalidWheelFilename
 
+from rvport import bounds
 from rvport.catalogue.profiles import Profile
 from rvport.verify.ar import is_ar
 from rvport.verify.elf import ELF_MAGIC, ElfFacts
@@ -63,7 +64,7 @@ def verify_wheel(
     notes: list[str] = []
     members: list[MemberResult] = []
     try:
-        name, version, _build, tags = parse_wheel_filename(path.name)
+        name, version, _build, tags = bounds.wheel_filename(path.name)
     except InvalidWheelFilename as e:
         size, sha = size_sha(path)
         return ArtifactResult(
@@ -316,7 +317,7 @@ def _requires(zf: zipfile.ZipFile, distinfo: str, limits: Limits, reasons: list[
         email.parser.HeaderParser().parsestr(raw.decode("utf-8", "replace")).get_all("Requires-Dist") or []
     ):
         try:
-            req = Requirement(value)
+            req = bounds.requirement(value)
         except InvalidRequirement:
             continue
         try:

@@ -131,7 +131,7 @@ def host_platform(arch: str) -> str:
     return platform
 
 
-_SUFFIX = re.compile(r"(cross\d+|\+b\d+)+$")
+_SUFFIX = re.compile(r"(cross[0-9]+|\+b[0-9]+)+\Z")
 
 
 # Source versions of one upstream GCC release, one Debian revision apart, accepted as a pair (stage, cross):
