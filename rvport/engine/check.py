@@ -34,7 +34,8 @@ from rvport import fileio, manifest, proc
 from rvport.engine import containers
 from rvport.engine.runtime import MadeImage
 from rvport.engine.stage import StageEnv, Toolchain
-from rvport.errors import SmokeFailed
+from rvport.errors import RvportError, SmokeFailed
+from rvport.fileio import read_json
 from rvport.target import PLATFORM as RISCV64
 
 SERVICE_HOST = "service"  # the service's name on the check's network
@@ -64,9 +65,9 @@ def ensure(
     key = result_key(rt.check_key, made.image_id, client.image_id or client.tag)
     path = kept / f"{key}.json"
     if not fresh and path.is_file():
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError, RecursionError):  # rvport's own record, but read defensively
+        try:  # rvport's own record, but read defensively (fileio's bounds)
+            record = read_json(path, what="runtime check record")
+        except RvportError:
             record = None
         if isinstance(record, dict) and record.get("status") == "passed" and record.get("key") == key:
             env.step("runtime check: passed before with these images (reused)")

@@ -31,6 +31,7 @@ from rvport import proc
 from rvport.catalogue.bases import BaseSpec, load_base
 from rvport.engine import bootstrap, buildx, rootfs_image
 from rvport.errors import HostNotReady, RvportError
+from rvport.fileio import read_json
 from rvport.host import normalize_arch
 from rvport.sources import debarchive
 from rvport.sources.cache import atomic_write_text
@@ -560,8 +561,8 @@ def read_base_record(path: Path) -> dict | None:
     schema): the image is then described again. A record written before records carried `schema` has the
     fields of schema 1."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):
+        doc = read_json(path, what="bases record")
+    except RvportError:
         return None
     if not isinstance(doc, dict) or doc.get("schema", BASE_RECORD_SCHEMA) != BASE_RECORD_SCHEMA:
         return None

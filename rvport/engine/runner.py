@@ -23,7 +23,6 @@ import contextlib
 import fnmatch
 import hashlib
 import io
-import json
 import os
 import shutil
 import tempfile
@@ -52,7 +51,7 @@ from rvport.engine.stage import (
     stage_tools,
 )
 from rvport.errors import BuildFailed, Problem, RvportError, SmokeFailed, VerifyFailed
-from rvport.fileio import Ends, read_ends, read_regular
+from rvport.fileio import Ends, read_ends, read_json, read_regular
 from rvport.plan.planner import RUST_REPORT, Plan, Stage
 from rvport.sources.cache import sha256_file
 from rvport.sources.tree import PreparedTree, prepare_tree
@@ -125,8 +124,8 @@ def read_artifact_record(path: Path) -> dict | None:
     unreadable, of another schema): the stage is then built again and the entry replaced. A record written
     before records carried `schema` has the fields of schema 1, its verify reports those of schema 1."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        doc = read_json(path, what="artifact record")
+    except RvportError:
         return None
     if not isinstance(doc, dict) or doc.get("schema", ARTIFACT_RECORD_SCHEMA) != ARTIFACT_RECORD_SCHEMA:
         return None

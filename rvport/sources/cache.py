@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import IO
 
 from rvport.catalogue.model import Source
-from rvport.errors import HostNotReady, IntegrityError
-from rvport.fileio import atomic_file, atomic_write_text
+from rvport.errors import HostNotReady, IntegrityError, RvportError
+from rvport.fileio import atomic_file, atomic_write_text, read_json
 
 HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 CHUNK = 1 << 16
@@ -169,8 +169,8 @@ class Cache:
         archive's tree matched it), so a changed tree pin never reuses an archive checked against the old one.
         """
         try:
-            doc = json.loads(self.ref_path(source).read_text())
-        except (OSError, ValueError, RecursionError):
+            doc = read_json(self.ref_path(source), what="cache record")
+        except RvportError:
             return None
         if not isinstance(doc, dict):
             return None

@@ -10,7 +10,6 @@ to MAX_PAGE bytes, a TLS failure an error with its remedy, any other failure tha
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -196,7 +195,7 @@ def parse_simple_page(body: bytes, content_type: str, page_url: str, *, index: s
     A JSON page of another shape raises ValueError, KeyError, TypeError or AttributeError (RecursionError
     when nested too deep for the parser)."""
     if content_type.split(";")[0].strip() == JSON_TYPE or content_type.startswith("application/json"):
-        return [_json_file(f, page_url, index) for f in json.loads(body).get("files", [])]
+        return [_json_file(f, page_url, index) for f in bounds.json_loads(body).get("files", [])]
     out: list[IndexFile] = []
     p = _Links()
     p.feed(body.decode("utf-8", errors="replace"))

@@ -348,3 +348,32 @@ def test_a_digest_with_a_trailing_newline_is_no_digest(tmp_path):
 
     assert HEX64.match(digest) and not HEX64.match(digest + "\n")
     assert RECORD.match("a-1.dist-info/RECORD") and not RECORD.match("a-1.dist-info/RECORD\n")
+
+
+def test_the_version_helpers_refuse_absurd_numbers_with_packaging_s_own_exceptions():
+    from packaging.requirements import InvalidRequirement
+    from packaging.specifiers import InvalidSpecifier
+    from packaging.utils import InvalidSdistFilename, InvalidWheelFilename
+    from packaging.version import InvalidVersion
+
+    from rvport import bounds
+
+    long, run = "1." + "0" * 5000, "1." + "9" * 21
+    for bad in (long, run):
+        with pytest.raises(InvalidVersion):
+            bounds.version(bad)
+        with pytest.raises(InvalidRequirement):
+            bounds.requirement(f"numpy>={bad}")
+        with pytest.raises(InvalidSpecifier):
+            bounds.specifiers(f">={bad}")
+    with pytest.raises(InvalidWheelFilename):
+        bounds.wheel_filename(f"x-1.0-{'1' * 30}-cp314-cp314-linux_riscv64.whl")  # a build tag
+    with pytest.raises(InvalidWheelFilename):
+        bounds.wheel_filename(f"x-1.0-cp3{'1' * 30}-none-any.whl")
+    with pytest.raises(InvalidSdistFilename):
+        bounds.sdist_filename(f"x-{run}.tar.gz")
+    assert str(bounds.version("2026.12.3.20261203123456")) == "2026.12.3.20261203123456"  # 14 digits: read
+    assert bounds.requirement("numpy>=1.26,<3; python_version>='3.11'").name == "numpy"
+    assert bounds.shown("x" * 500).endswith("... (500 characters)")
+    with pytest.raises(bounds.NumberTooLong, match="line 3, column 7"):
+        bounds.json_loads('{"a": "' + "7" * 40 + '",\n"b":\n  [1, ' + "8" * 21 + "]}")
