@@ -16,6 +16,7 @@ from pathlib import Path
 from rvport import resources
 from rvport.catalogue.kinds import KINDS
 from rvport.catalogue.profiles import Profile
+from rvport.fileio import read_regular
 from rvport.vocab import Kind
 
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
@@ -48,9 +49,19 @@ class Rendered:
         return hashlib.sha256(json.dumps([self.text, sorted(self.files)]).encode()).hexdigest()
 
 
+TEMPLATE_MAX_BYTES = 1 << 20  # the largest built-in template is under 8 KiB
+
+
 def render(stage: str, values: Mapping[str, str], root: Path | None = None) -> Rendered:
     name = stage + TEMPLATE_SUFFIX
-    text = ((root or default_dockerfiles_dir()) / name).read_text()
+    root = root or default_dockerfiles_dir()
+    text = read_regular(
+        root / name,
+        limit=TEMPLATE_MAX_BYTES,
+        what="Dockerfile template",
+        hint="RVPORT_DOCKERFILES names a directory of stage templates (NAME.Dockerfile, regular files): "
+        "unset it for the built-in ones",
+    ).decode("utf-8", errors="replace")
     missing = sorted(set(_PLACEHOLDER.findall(text)) - set(values))
     if missing:
         raise KeyError(f"{name}: no value for {', '.join(missing)}")
