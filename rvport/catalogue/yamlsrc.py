@@ -15,7 +15,7 @@ try:
 except ImportError:  # PyYAML built without libyaml: the Python parser alone
     CParser = None
 
-from rvport import bounds, resources
+from rvport import resources
 from rvport.errors import Problem, RecipeError, RvportError
 from rvport.fileio import read_regular
 
@@ -123,15 +123,21 @@ def _seq(loader: _Loader, node: yaml.SequenceNode) -> LList:
     return lst
 
 
+YAML_INT_DIGITS = 128  # more than any number a document holds; an unquoted all-digit digest still loads
+
+
 def _int(loader: _Loader, node: yaml.ScalarNode) -> int:
-    """A YAML integer of at most bounds.INT_DIGITS digits (its value below 10**INT_DIGITS, whatever its
-    base): a longer one is refused, located, before Python's int() meets it."""
+    """A YAML integer below 10**YAML_INT_DIGITS, whatever its base: a longer one is refused, located, before
+    Python's int() meets it (a 5,000-digit decimal, or `0x` and 5,000 hex digits, which its limit lets
+    through). Up to that, a number where a string belongs (an unquoted all-digit sha256) loads, and the
+    schema says to quote it."""
     text = str(node.value)
-    if len(text.replace("_", "")) > bounds.INT_DIGITS + 3:  # a sign and a 0x prefix
-        raise _Refused(None, None, f"an integer of more than {bounds.INT_DIGITS} digits", node.start_mark)
+    refused = _Refused(None, None, f"an integer of more than {YAML_INT_DIGITS} digits", node.start_mark)
+    if len(text.replace("_", "")) > YAML_INT_DIGITS + 3:  # a sign and a 0x prefix
+        raise refused
     value = SafeConstructor.construct_yaml_int(loader, node)
-    if abs(value) >= 10**bounds.INT_DIGITS:
-        raise _Refused(None, None, f"an integer of more than {bounds.INT_DIGITS} digits", node.start_mark)
+    if abs(value) >= 10**YAML_INT_DIGITS:
+        raise refused
     return value
 
 
