@@ -58,7 +58,9 @@ class Catalogue:
         name, sep, version = ref.partition("==")
         name = name.strip()
         if name not in self.recipes:
-            raise UsageError(f"unknown recipe {name!r}", hint=f"known recipes: {', '.join(self.names)}")
+            raise UsageError(
+                f"unknown recipe {bounds.shown(name)}", hint=f"known recipes: {', '.join(self.names)}"
+            )
         if sep and not version.strip():
             known = ", ".join(r.version for r in self.recipes[name])
             raise UsageError(
@@ -71,7 +73,10 @@ class Catalogue:
             if r.version == version.strip():
                 return r
         known = ", ".join(r.version for r in self.recipes[name])
-        raise UsageError(f"recipe {name!r} has no version {version!r}", hint=f"known versions: {known}")
+        raise UsageError(
+            f"recipe {bounds.shown(name)} has no version {bounds.shown(version)}",
+            hint=f"known versions: {known}",
+        )
 
 
 _RECIPE_FILE = re.compile(r"[a-z0-9][a-z0-9-]*\.yaml")  # recipe.schema.json's name, as a file name
