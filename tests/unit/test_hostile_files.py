@@ -17,9 +17,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from rvport.catalogue.closure import lock_path
 
 from rvport import resources
+from rvport.catalogue.closure_lock import lock_path
 from rvport.errors import ExitCode, RecipeError
 from tests.fixtures.cli import rvport_process
 
@@ -236,7 +236,8 @@ def _capped(args: list[str], env: dict[str, str] | None = None):
 def _relock(path: Path, edit) -> None:
     """Edit a lock and give it the digest of its new content (as a hostile lock would)."""
     import yaml
-    from rvport.catalogue.closure import digest_of
+
+    from rvport.catalogue.closure_lock import digest_of
 
     doc = yaml.safe_load(path.read_text())
     edit(doc)
@@ -333,10 +334,9 @@ def test_json_integers_over_the_cap_are_refused_located_under_a_memory_cap(tmp_p
 
 
 def test_a_digest_with_a_trailing_newline_is_no_digest(tmp_path):
-    from tests.unit.test_provenance import _riscv_elf
-
     from rvport.errors import UsageError
     from rvport.verify import provenance
+    from tests.unit.test_provenance import _riscv_elf
 
     (tmp_path / "x.so").write_bytes(_riscv_elf())
     digest = hashlib.sha256((tmp_path / "x.so").read_bytes()).hexdigest()
