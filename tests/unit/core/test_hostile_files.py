@@ -79,7 +79,7 @@ def test_a_recipe_that_links_out_is_refused_unread(tmp_path, secrets):
 
 
 def test_a_patch_that_links_out_is_refused_unread(tmp_path, secrets):
-    from tests.unit.test_recipe_hostile import BASE, write
+    from tests.unit.catalogue.test_recipe_hostile import BASE, write
 
     shadow, _ = secrets
     doc = json.loads(json.dumps(BASE))
@@ -163,7 +163,7 @@ def test_a_toolchain_spec_that_links_out_is_refused_unread(tmp_path, secrets):
 
 def test_provenance_that_links_out_is_refused_unread_and_no_report_holds_it(tmp_path, secrets):
     _, statement = secrets
-    from tests.unit.test_provenance import _riscv_elf
+    from tests.unit.verify.test_provenance import _riscv_elf
 
     (tmp_path / "x.so").write_bytes(_riscv_elf())
     out = tmp_path / "reports"
@@ -285,7 +285,7 @@ def test_absurd_numbers_in_a_lock_s_entries_are_refused_under_a_memory_cap(tmp_p
 
 
 def test_an_absurd_recipe_version_is_refused_under_a_memory_cap(tmp_path):
-    from tests.unit.test_recipe_hostile import BASE, write
+    from tests.unit.catalogue.test_recipe_hostile import BASE, write
 
     doc = json.loads(json.dumps(BASE))
     doc["versions"][0]["version"] = "1." + "0" * 5000
@@ -316,7 +316,7 @@ def _statement(tmp_path: Path, subject_digest: str, extra: str = "") -> Path:
 
 
 def test_json_integers_over_the_cap_are_refused_located_under_a_memory_cap(tmp_path):
-    from tests.unit.test_provenance import _riscv_elf
+    from tests.unit.verify.test_provenance import _riscv_elf
 
     (tmp_path / "x.so").write_bytes(_riscv_elf())
     digest = hashlib.sha256((tmp_path / "x.so").read_bytes()).hexdigest()
@@ -336,7 +336,7 @@ def test_json_integers_over_the_cap_are_refused_located_under_a_memory_cap(tmp_p
 def test_a_digest_with_a_trailing_newline_is_no_digest(tmp_path):
     from rvport.errors import UsageError
     from rvport.verify import provenance
-    from tests.unit.test_provenance import _riscv_elf
+    from tests.unit.verify.test_provenance import _riscv_elf
 
     (tmp_path / "x.so").write_bytes(_riscv_elf())
     digest = hashlib.sha256((tmp_path / "x.so").read_bytes()).hexdigest()
