@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
+from rvport import bounds
 from rvport.catalogue.bases import recipe_base_problems
 from rvport.catalogue.document import load_document, schema
 from rvport.catalogue.kinds import WHEEL_KINDS
@@ -731,7 +732,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
     for i, v in enumerate(doc["versions"]):
         vline = line_of(doc["versions"], i)
         try:
-            Version(v["version"])
+            bounds.version(v["version"])
         except InvalidVersion:
             problems.append(
                 Problem(
