@@ -127,6 +127,7 @@ def build_options(
     return BuildOptions(
         **_run(o, fetch, output),
         smoke=not o.no_smoke,
+        tests=not o.no_smoke and not o.no_tests,
         no_cache=o.no_cache,
         cache_to=o.cache_to,
         cache_from=o.cache_from,

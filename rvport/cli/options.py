@@ -116,6 +116,7 @@ class ReproduceArgs:
     allow_expired_release: tuple[str, ...] = ()
     bootstrap: str | None = None
     no_smoke: bool = False
+    no_tests: bool = False
     compiler_cache: Path | None = None
     compiler_cache_size: str = "2G"
     recipes_dir: tuple[Path, ...] = ()
@@ -176,6 +177,7 @@ class BuildArgs:
     allow_expired_release: tuple[str, ...] = ()
     bootstrap: str | None = None
     no_smoke: bool = False
+    no_tests: bool = False
     no_cache: bool = False
     junit: Path | None = None
     summary: Path | None = None

@@ -556,6 +556,15 @@ SETTINGS: tuple[Setting, ...] = (
         per_verb={PREPARE: {"help": "Skip the smoke test images."}},
     ),
     Setting(
+        dest="no_tests",
+        verbs=frozenset({BUILD, REPRODUCE}),
+        type=bool,
+        flags=("--no-tests",),
+        default=False,
+        help="Skip the recipes' upstream tests (a recipe's `tests:` step, run after its smoke test); "
+        "--no-smoke skips them too.",
+    ),
+    Setting(
         dest="no_cache",
         verbs=frozenset({BUILD}),
         type=bool,

@@ -75,6 +75,7 @@ LOG_TAIL_BYTES = 1 << 20  # a failed stage's log is read from its end, this much
 @dataclass(frozen=True, kw_only=True)
 class BuildOptions(RunOptions):
     smoke: bool = True
+    tests: bool = True  # a recipe's upstream tests (`tests:`) after its smoke test; only with smoke
     verify: bool = True
     no_cache: bool = False  # compile afresh: skip the artifact cache and BuildKit's layer cache
     cache_to: Path | None = None  # buildx --cache-to type=local,dest=DIR,mode=max on the stage builds
@@ -325,7 +326,7 @@ class Runner:
                 return rec, e
             self._trees[rec.stage.name] = tree
             rec.sources = [f.to_json() for f in tree.fetched]
-            if rec.stage.tests is not None and self.opts.smoke:
+            if rec.stage.tests is not None and self.opts.smoke and self.opts.tests:
                 try:
                     with env.timer("fetch"):
                         self._test_wheels[rec.stage.name] = self._tests_ready(rec.stage, tree)
@@ -481,6 +482,7 @@ class Runner:
             hashlib.sha256(compcache.script().encode()).hexdigest(),
             *dep_keys,
             str(self.opts.smoke),
+            str(self.opts.tests),
             str(self.opts.verify),
         )
         store = self.cache_root / "artifacts" / rec.key
@@ -618,7 +620,7 @@ class Runner:
                 with env.timer("smoke"):
                     self.rep.step(st.name, "smoke test in a clean riscv64 container")
                     self._smoke(env, files, image)  # sets rec.smoke; a failing test raises SmokeFailed
-                if st.tests is not None:
+                if st.tests is not None and self.opts.tests:
                     with env.timer("tests"):
                         self.rep.step(st.name, "upstream tests in a clean riscv64 container")
                         self._upstream_tests(env, files, image)  # sets rec.tests; failing: exit 7

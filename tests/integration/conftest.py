@@ -111,3 +111,19 @@ def rvport(*args: str, env: dict | None = None, timeout: float = 3000, **kw) -> 
         env=full_env,
         **kw,
     )
+
+
+def verify_reasons(*args: str, tmp: Path) -> tuple[subprocess.CompletedProcess, str]:
+    """Run `rvport verify artifacts ARGS --json FILE` and return the process and every reason in that file,
+    one per line: the table wraps a long reason over lines of its column, the JSON keeps each whole."""
+    import json
+
+    out = tmp / "verify-reasons.json"
+    cp = rvport("verify", "artifacts", *args, "--json", str(out))
+    doc = json.loads(out.read_text()) if out.exists() else {"artifacts": []}
+    lines = []
+    for a in doc["artifacts"]:
+        lines += a["reasons"]
+        for m in a["members"]:
+            lines += m["reasons"]
+    return cp, "\n".join(lines)

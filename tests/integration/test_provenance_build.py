@@ -12,7 +12,7 @@ import pytest
 
 from rvport import manifest
 
-from .conftest import rvport, tarball
+from .conftest import rvport, tarball, verify_reasons
 from .test_build_tiny import RUST, RUST_RECIPE
 
 pytestmark = pytest.mark.integration
@@ -74,5 +74,5 @@ def test_build_writes_provenance_and_verify_checks_it(engine, tmp_path):
     data = bytearray(copy.read_bytes())
     data[len(data) // 2] ^= 0x01
     copy.write_bytes(bytes(data))
-    cp = rvport("verify", "artifacts", str(copy), "--provenance", prov)
-    assert cp.returncode == 1 and "changed after the build" in cp.stdout, cp.stdout + cp.stderr
+    cp, reasons = verify_reasons(str(copy), "--provenance", prov, tmp=tmp_path)
+    assert cp.returncode == 1 and "changed after the build" in reasons, cp.stdout + cp.stderr

@@ -25,6 +25,7 @@ def built(engine, tmp_path_factory):
     cp = rvport(
         "build",
         "msgspec",
+        "--no-tests",
         "--python",
         "3.13,3.14",
         "--allow-expired-release",

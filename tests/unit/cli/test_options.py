@@ -153,4 +153,8 @@ def test_the_run_options_of_every_verb_that_runs_a_plan(tmp_path):
     rep = settings.make_options("reproduce", {"recipes": ["x"], "builder": "b"}, environ={})
     bo = handoff.build_options(rep, fetch, output=tmp_path / "first")
     assert bo.output == tmp_path / "first" and bo.no_cache and bo.smoke and bo.builder == "b"
+    assert bo.tests  # a recipe's upstream tests run by default, after its smoke test
+    assert not handoff.build_options(build, fetch).tests  # --no-smoke (above) skips them too
+    no_tests = settings.make_options("build", values | {"no_tests": True}, environ={})
+    assert handoff.build_options(no_tests, fetch).smoke and not handoff.build_options(no_tests, fetch).tests
     assert bo.base_image is None and bo.cache_to is None and bo.cache_from is None
