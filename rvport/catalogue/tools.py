@@ -1,5 +1,6 @@
 """Tools rvport runs inside stages (rvport/resources/tools.yaml): pinned sources, their Debian needs, and the
-stage script that runs them. Frozen values; no I/O beyond reading the shipped file."""
+stage script that runs them. Frozen values; the shipped file is read by the one document loader against
+schemas/tools.schema.json, so a fault in it is a located error, never a traceback."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ import hashlib
 from dataclasses import dataclass
 from functools import cache
 
-import yaml
-
 from rvport import resources
+from rvport.catalogue.document import shipped_table
 from rvport.catalogue.model import Source, SourceKind
 
 
@@ -33,16 +33,16 @@ class Tool:
 
 @cache
 def tools() -> dict[str, Tool]:
-    doc = yaml.safe_load(resources.text("tools.yaml"))
+    doc = shipped_table("tools", "the in-stage tools (tools.yaml)")
     out = {}
-    for name, d in doc.items():
+    for name, d in doc["tools"].items():
         p = d["pypi"]
         src = Source(
             name=name,
             kind=SourceKind.PYPI,
             project=p["project"],
             version=str(p["version"]),
-            filename=p.get("filename"),
+            filename=p["filename"],
             sha256=d["sha256"],
         )
         script = resources.text("scripts", d["script"])

@@ -1,7 +1,7 @@
-"""The tables rvport ships (profiles.yaml, isa.yaml, manylinux.yaml) are read by the one document loader
-against their schemas: a typo is a located error (file, line, what to do), never a traceback, and the command
-line's help, which names the profiles, still works. Which profile is the default and which is scalar is the
-table's."""
+"""The tables rvport ships (profiles.yaml, isa.yaml, manylinux.yaml, tools.yaml) are read by the one document
+loader against their schemas: a typo is a located error (file, line, what to do), never a traceback, and the
+command line's help, which names the profiles, still works. Which profile is the default and which is
+scalar is the table's."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from rvport import resources
-from rvport.catalogue import profiles
+from rvport.catalogue import profiles, tools
 from rvport.errors import ExitCode, RecipeError
 from rvport.verify import manylinux
 
-TABLES = ("profiles", "isa", "manylinux")
+TABLES = ("profiles", "isa", "manylinux", "tools")
 
 
 @pytest.mark.parametrize("name", TABLES)
@@ -52,7 +52,7 @@ def shipped(monkeypatch, tmp_path):
         return mine if parts and mine.is_file() else real(*parts)
 
     monkeypatch.setattr(resources, "builtin", builtin)
-    caches = (profiles.profile_table, profiles.isa_rules, manylinux.policies)
+    caches = (profiles.profile_table, profiles.isa_rules, manylinux.policies, tools.tools)
     for c in caches:
         c.cache_clear()
     yield tmp_path
@@ -86,7 +86,7 @@ def test_what_the_table_names_is_checked(shipped, edit, said):
     assert any(said in p.message and p.line for p in e.value.problems), e.value.problems
 
 
-def test_a_typo_in_isa_and_manylinux_is_located_too(shipped):
+def test_a_typo_in_isa_manylinux_and_tools_is_located_too(shipped):
     (shipped / "isa.yaml").write_text(resources.text("isa.yaml").replace("tolerated:", "tolerate:", 1))
     with pytest.raises(RecipeError) as e:
         profiles.isa_rules()
@@ -96,6 +96,12 @@ def test_a_typo_in_isa_and_manylinux_is_located_too(shipped):
     with pytest.raises(RecipeError) as e:
         manylinux.policies()
     assert any("unknown key 'system_librarys'" in p.message and p.line for p in e.value.problems)
+    text = resources.text("tools.yaml").replace("sha256: 05fd", "sha256: 5fd", 1)
+    (shipped / "tools.yaml").write_text(text)
+    with pytest.raises(RecipeError) as e:
+        tools.tool("auditwheel")
+    line = text.splitlines().index("    sha256: 5fd" + text.split("sha256: 5fd", 1)[1].split("\n", 1)[0]) + 1
+    assert any(p.file.endswith("tools.yaml") and p.line == line for p in e.value.problems), e.value.problems
 
 
 # The command line with a broken profiles.yaml: its help (which names the profiles) is built at import, so it
