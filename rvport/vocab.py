@@ -40,6 +40,22 @@ class OutputType(StrEnum):
     IMAGE = "image"
 
 
+class OutputIsa(StrEnum):
+    """What a recipe's output must show of the profile's ISA (`outputs: isa:`)."""
+
+    PROFILE = "profile"  # it carries the profile's promised extensions (verify's "carries")
+    BASELINE = "baseline"  # it runs on the profile ("runs-on")
+
+
+class OutputVlen(StrEnum):
+    """How a recipe's output's vector code depends on VLEN (`outputs: vlen:`)."""
+
+    # its vector code assumes the VLEN it is built for (vLLM's kernels: -mrvv-vector-bits=zvl), so it runs
+    # only where VLEN is exactly the profile's (verify's rule_vlen)
+    EXACT = "exact"
+    AGNOSTIC = "agnostic"  # it runs at any VLEN at least the profile's
+
+
 # the output types whose `exports:` verify can check (ELF symbol tables, any archive member)
 EXPORTING_OUTPUTS = (OutputType.STATICLIB, OutputType.SHARED, OutputType.EXECUTABLE)
 

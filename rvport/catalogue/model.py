@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from rvport.catalogue import modes
-from rvport.vocab import Kind, Mode, OutputType
+from rvport.vocab import Kind, Mode, OutputIsa, OutputType, OutputVlen
 
 BUILTIN = "built-in"
 
@@ -359,16 +359,13 @@ class RecipeToolchain:
 class Output:
     glob: str
     type: OutputType
-    isa: str = "profile"  # "profile": must carry the profile's promised extensions (verify's "carries");
-    # "baseline": must run on the profile ("runs-on")
+    isa: OutputIsa = OutputIsa.PROFILE
     exports: tuple[str, ...] = ()  # functions it must export (verify: ELF symbol tables, any archive member)
-    # "exact": its vector code assumes the VLEN it is built for (vLLM's kernels: -mrvv-vector-bits=zvl), so it
-    # runs only where VLEN is exactly the profile's (verify's rule_vlen); "agnostic": any VLEN at least that
-    vlen: str = "agnostic"
+    vlen: OutputVlen = OutputVlen.AGNOSTIC
 
     @property
     def vlen_exact(self) -> bool:
-        return self.vlen == "exact"
+        return self.vlen is OutputVlen.EXACT
 
     def to_json(self) -> dict:
         """plan.json's entry; `vlen` only where it is exact, so other plans stay as they were."""

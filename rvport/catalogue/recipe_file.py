@@ -46,7 +46,7 @@ from rvport.catalogue.profiles import load_profiles
 from rvport.catalogue.yamlsrc import LDict, line_of
 from rvport.errors import Problem
 from rvport.target import CARGO_HOME, RVPORT_DIR
-from rvport.vocab import EXPORTING_OUTPUTS, Kind, Mode, OutputType
+from rvport.vocab import EXPORTING_OUTPUTS, Kind, Mode, OutputIsa, OutputType, OutputVlen
 
 
 def _given(d: Mapping, **fields: str) -> dict:
@@ -810,7 +810,8 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                         glob=o["glob"],
                         type=OutputType(o["type"]),
                         exports=tuple(o.get("exports", ())),
-                        **_given(o, isa="isa", vlen="vlen"),
+                        **({"isa": OutputIsa(o["isa"])} if "isa" in o else {}),
+                        **({"vlen": OutputVlen(o["vlen"])} if "vlen" in o else {}),
                     )
                     for o in doc.get("outputs", [])
                 ),

@@ -221,13 +221,13 @@ def carrying(cat, lock) -> frozenset[str]:  # type: ignore[no-untyped-def]
     """The lock's recipe distributions whose recipe (at the locked version) declares its wheel `isa:
     profile`: the wheelhouse verifies that they carry the profile's extensions."""
     from rvport.catalogue.closure_lock import Origin
-    from rvport.vocab import OutputType
+    from rvport.vocab import OutputIsa, OutputType
 
     out = set()
     for e in lock.by_origin(Origin.RECIPE):
         for r in cat.recipes.get(e.recipe or "", ()):
             if r.version == e.version and any(
-                x.type is OutputType.WHEEL and x.isa == "profile" for x in r.outputs
+                x.type is OutputType.WHEEL and x.isa is OutputIsa.PROFILE for x in r.outputs
             ):
                 out.add(e.name)
     return frozenset(out)

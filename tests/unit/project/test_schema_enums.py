@@ -24,7 +24,7 @@ from rvport.catalogue import modes
 from rvport.catalogue.model import SourceKind
 from rvport.engine.compcache import CacheUse
 from rvport.verify.policy import IsaLevel, Verdict
-from rvport.vocab import ArtifactKind, Kind, Mode, OutputType
+from rvport.vocab import ArtifactKind, Kind, Mode, OutputIsa, OutputType, OutputVlen
 
 
 def _values(enum: type) -> Callable[[], list[str]]:
@@ -42,6 +42,8 @@ MIRRORS: dict[tuple[str, str], Callable[[], list[str]]] = {
     ("plan", "/properties/stages/items/properties/sources/items/properties/kind/enum"): _values(SourceKind),
     ("recipe", "/properties/modes/items/enum"): lambda: [m.value for m in modes.buildable()],
     ("recipe", "/$defs/output/properties/type/enum"): _values(OutputType),
+    ("recipe", "/$defs/output/properties/isa/enum"): _values(OutputIsa),
+    ("recipe", "/$defs/output/properties/vlen/enum"): _values(OutputVlen),
     ("result", "/properties/stages/items/properties/compiler_cache/properties/use/enum"): _values(CacheUse),
     ("reproduce", "/$defs/cache_used/properties/use/enum"): _values(CacheUse),
     ("verify", "/properties/isa/enum"): _values(IsaLevel),
