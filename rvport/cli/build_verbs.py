@@ -14,7 +14,7 @@ from rvport.cli import ci, handoff, outputs, planning, settings, views
 from rvport.cli.console import ui
 from rvport.cli.options import BuildArgs, PrepareArgs
 from rvport.cli.progress_view import reporter
-from rvport.fileio import atomic_write_text, read_json
+from rvport.fileio import read_json
 from rvport.plan.planner import REPAIR_NOTE
 from rvport.safetext import one_line
 
@@ -39,18 +39,20 @@ def build(o: BuildArgs) -> None:
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
     from rvport.engine.runner import Runner
 
-    p, fopts = planning.from_options(o)
-    output, builder, junit = o.output, o.builder, o.junit
     u = ui()
+    output, builder, junit = o.output, o.builder, o.junit
+    summary = o.summary or _step_summary(u.ci)
+    outputs.one_stdout(junit=junit, summary=summary)  # before any work: one report at most on stdout
+    p, fopts = planning.from_options(o)
     _say_accepted(p)
     if o.cache_to is not None or o.cache_from is not None:
         from rvport.engine.buildx import check_cache_export
 
         check_cache_export(builder)
-    summary = o.summary or _step_summary(u.ci)
     outputs.check_file(summary, append=True)
     compiler_cache = planning.compiler_cache(o)
-    outdir.claim(output, outdir.Kind.BUILD, also=(junit, summary))  # --junit out/junit.xml is rvport's too
+    files = tuple(f for f in (junit, summary) if not outputs.is_stdout(f))
+    outdir.claim(output, outdir.Kind.BUILD, also=files)  # --junit out/junit.xml is rvport's too
     manifest.write(output / "plan.json", p.to_json())
     opts = handoff.build_options(o, fopts, compiler_cache=compiler_cache)
     rep = reporter(u.err, u.ci, u.live)
@@ -70,13 +72,15 @@ def show_result(output: Path, *, junit: Path | None, summary: Path | None) -> No
     if not rpath.is_file():
         return
     u = ui()
+    # with a report on standard output (`--junit -`, `--summary -`), what people read goes to stderr
+    say = u.err if outputs.one_stdout(junit=junit, summary=summary) else u.console
     doc = read_json(rpath, what="result")
-    u.console.print(views.result_table(doc), crop=False)
-    u.console.print(f"wrote {one_line(rpath)}", markup=False)
-    if junit is not None:
-        u.console.print(f"wrote {one_line(ci.write_junit(junit, doc))}", markup=False)
-    if summary is not None:
-        u.console.print(f"appended the summary to {one_line(ci.append_summary(summary, doc))}", markup=False)
+    say.print(views.result_table(doc), crop=False)
+    say.print(f"wrote {one_line(rpath)}", markup=False)
+    if junit is not None and (written := ci.write_junit(junit, doc)) is not None:
+        say.print(f"wrote {one_line(written)}", markup=False)
+    if summary is not None and (appended := ci.append_summary(summary, doc)) is not None:
+        say.print(f"appended the summary to {one_line(appended)}", markup=False)
 
 
 @settings.command(settings.PREPARE)
@@ -100,12 +104,16 @@ def prepare(o: PrepareArgs) -> None:
     for s in p.stages:
         rep.add(s.name, s.mode.value)
     with rep:
-        outdir.claim(o.output, outdir.Kind.BUILD, also=(tags,))  # its logs/ (and --tags there)
+        # its logs/ (and --tags there)
+        outdir.claim(o.output, outdir.Kind.BUILD, also=() if outputs.is_stdout(tags) else (tags,))
         prepared = Preparer(p, opts, rep, smoke=not o.no_smoke).run()
-    u.console.print(views.prepared_table(prepared))
+    # with --tags -, the tags alone go to standard output and the table to stderr
+    say = u.err if outputs.is_stdout(tags) else u.console
+    say.print(views.prepared_table(prepared))
     if tags is not None:
-        atomic_write_text(tags, "".join(f"{i.tag}\n" for i in prepared if not i.pending))  # in the engine
-        u.console.print(f"wrote {one_line(tags)}")
+        text = "".join(f"{i.tag}\n" for i in prepared if not i.pending)  # the images in the engine
+        if outputs.write_text(tags, text) is not None:
+            say.print(f"wrote {one_line(tags)}", markup=False)
 
 
 def _step_summary(ci_name: str | None) -> Path | None:

@@ -11,8 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from rvport.cli.outputs import cannot_write
-from rvport.fileio import atomic_write_text
+from rvport.cli.outputs import write_text
 from rvport.safetext import clean_xml, md_code, md_text, printable
 
 _BACKTICKS = re.compile("`+")
@@ -389,14 +388,12 @@ def _tests_suite(suites: ET.Element, s: dict, profile: str) -> None:
         suites.set(k, str(int(suites.get(k, "0")) + n))
 
 
-def write_junit(path: Path, doc: dict) -> Path:
-    with cannot_write(path):
-        atomic_write_text(path, junit_xml(doc))
-    return path
+def write_junit(path: Path, doc: dict) -> Path | None:
+    """The JUnit XML written whole to `path` (`-`: standard output; then None is returned)."""
+    return write_text(path, junit_xml(doc))
 
 
-def append_summary(path: Path, doc: dict) -> Path:
-    """Append (never overwrite): $GITHUB_STEP_SUMMARY is shared by every step of the job."""
-    with cannot_write(path), open(path, "a", encoding="utf-8") as f:
-        f.write(summary_markdown(doc))
-    return path
+def append_summary(path: Path, doc: dict) -> Path | None:
+    """Append (never overwrite): $GITHUB_STEP_SUMMARY is shared by every step of the job. `-`: standard
+    output (then None is returned)."""
+    return write_text(path, summary_markdown(doc), append=True)

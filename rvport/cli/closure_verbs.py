@@ -7,6 +7,9 @@ rvport.closure.resolve, .wheelhouse and .servecheck, render. Registered in rvpor
 from __future__ import annotations
 
 import shlex
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -14,6 +17,11 @@ from rvport.cli import handoff, outputs, settings
 from rvport.cli.console import ui
 from rvport.cli.options import LockArgs, ServeCheckArgs, WheelhouseArgs
 from rvport.safetext import one_line
+
+if TYPE_CHECKING:
+    from rvport.catalogue.model import Recipe
+    from rvport.catalogue.recipes import Catalogue
+    from rvport.sources import FetchOptions
 
 
 def counts_table(summary: dict) -> Table:
@@ -46,6 +54,9 @@ def lock(o: LockArgs) -> None:
     fopts = handoff.fetch_options(o)
     u = ui()
     out = o.lock_file or default_output(recipe)
+    if outputs.is_stdout(out):  # `--output -`: the lock on standard output, what people read on stderr
+        _lock_to_stdout(cat, recipe, fopts, o)
+        return
     outputs.check_lock_file(out)  # before any resolving: only a lock rvport wrote is replaced
     made = generate(
         cat,
@@ -65,6 +76,34 @@ def lock(o: LockArgs) -> None:
             "wheelhouse and serve-check read the lock from there instead of the built-in one)",
             markup=False,
         )
+
+
+def _lock_to_stdout(cat: Catalogue, recipe: Recipe, fopts: FetchOptions, o: LockArgs) -> None:
+    """The lock made in a scratch directory (written and read back whole, as into a file), then its text on
+    standard output; the counts and the advice on stderr."""
+    from rvport.catalogue.yamlsrc import MAX_BYTES
+    from rvport.closure.resolve import default_output, generate
+    from rvport.fileio import read_regular
+
+    u = ui()
+    with tempfile.TemporaryDirectory(prefix="rvport-lock-") as scratch:
+        path = Path(scratch) / default_output(recipe).name
+        made = generate(
+            cat,
+            recipe,
+            fopts,
+            output=path,
+            allow_expired=o.allow_expired_release,
+            log=lambda m: u.err.print(m, markup=False, highlight=False),
+        )
+        text = read_regular(path, what="closure lock", limit=MAX_BYTES).decode("utf-8")
+    outputs.write_text(outputs.STDOUT_PATH, text)
+    u.err.print(counts_table(made.summary()), crop=False)
+    u.err.print(
+        f"wrote the lock to standard output ({made.digest}); to use it, save it as {path.name} in a "
+        "directory and set RVPORT_LOCKS to that directory",
+        markup=False,
+    )
 
 
 @settings.command(

@@ -9,16 +9,28 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from rvport import outdir
 from rvport.errors import UsageError
+from rvport.fileio import atomic_write_text
 from rvport.outdir import Kind
 from rvport.safetext import one_line
 
-__all__ = ["Kind", "cannot_write", "check_dir", "check_file", "check_lock_file", "check_output"]
+__all__ = [
+    "Kind",
+    "cannot_write",
+    "check_dir",
+    "check_file",
+    "check_lock_file",
+    "check_output",
+    "is_stdout",
+    "one_stdout",
+    "write_text",
+]
 
 HINT = "choose a path in a directory you can write to"
 
@@ -85,11 +97,42 @@ def check_dir(path: Path | None) -> None:
 
 
 STDOUT = "-"
+STDOUT_PATH = Path(STDOUT)
 
 
 def is_stdout(path: Path | None) -> bool:
-    """`-` for a file means standard output, as for every Unix tool (a file named - is ./-)."""
+    """`-` for a file means standard output, as for every Unix tool (a file named - is $PWD/-)."""
     return path is not None and str(path) == STDOUT
+
+
+def one_stdout(**paths: Path | None) -> bool:
+    """Whether some of the files a verb writes (by flag) is standard output; more than one is a usage error:
+    their texts would be mixed in one stream."""
+    named = [flag for flag, path in paths.items() if is_stdout(path)]
+    if len(named) > 1:
+        flags = " and ".join(f"--{f.replace('_', '-')} -" for f in named)
+        raise UsageError(
+            f"{flags} {'both' if len(named) == 2 else 'all'} ask for standard output",
+            hint="write all but one to a file",
+        )
+    return bool(named)
+
+
+def write_text(path: Path, text: str, *, append: bool = False) -> Path | None:
+    """`text` into the file at `path`, whole (a temporary file, then a rename) or appended; `-` writes it to
+    standard output instead. Returns the file written, None for standard output. An OSError is `cannot write
+    PATH: why` (exit 2)."""
+    if is_stdout(path):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return None
+    with cannot_write(path):
+        if append:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            atomic_write_text(path, text)
+    return path
 
 
 def check_file(path: Path | None, *, append: bool = False, make_parents: bool = True) -> None:

@@ -616,7 +616,8 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--junit",),
         metavar="FILE",
-        help="Write JUnit XML here: one test case per stage.",
+        help="Write JUnit XML here: one test case per stage (- for standard output: the result table then "
+        "goes to stderr).",
         check=outputs.check_file,
     ),
     Setting(
@@ -625,7 +626,8 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--summary",),
         metavar="FILE",
-        help="Append a Markdown summary here (default on GitHub Actions: $GITHUB_STEP_SUMMARY).",
+        help="Append a Markdown summary here (default on GitHub Actions: $GITHUB_STEP_SUMMARY; - for "
+        "standard output).",
     ),
     Setting(
         dest="cache_to",
@@ -650,7 +652,8 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--tags",),
         metavar="FILE",
-        help="Write the images' tags here, one a line (for docker save).",
+        help="Write the images' tags here, one a line (for docker save; - for standard output: the table "
+        "then goes to stderr).",
         check=outputs.check_file,
     ),
     # fetch
@@ -688,7 +691,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--output", "-o"),
         metavar="FILE",
         help="Write the lock here (default: RECIPE-VERSION-cpXY.yaml in the current directory; the "
-        "catalogue's own are in rvport/resources/locks/).",
+        "catalogue's own are in rvport/resources/locks/; - for standard output, the rest then on stderr).",
         check=outputs.check_file,
     ),
     # wheelhouse

@@ -304,3 +304,60 @@ def test_summary_and_junit_show_each_stages_compiler_cache():
     }
     assert props["ccache"] == "dir" and props["ccache_hits"] == "210" and props["ccache_misses"] == "3"
     assert props["ccache_uncacheable"] == "12" and props["ccache_size_after"] == str(41 * 2**20)
+
+
+# ---------------------------------------------------------------------- `-`: the report on standard output
+def _result_dir(tmp_path: Path, doc: dict) -> Path:
+    import json
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "result.json").write_text(json.dumps(doc))
+    return out
+
+
+@pytest.mark.parametrize("flag", ["junit", "summary"])
+def test_build_report_to_standard_output_alone_with_the_table_on_stderr(tmp_path, capsys, flag):
+    from rvport.cli import console
+    from rvport.cli.build_verbs import show_result
+
+    console.configure()
+    out = _result_dir(tmp_path, FAILED_DOC)
+    show_result(out, **{"junit": None, "summary": None, flag: Path("-")})
+    got = capsys.readouterr()
+    if flag == "junit":
+        root = ET.fromstring(got.out.split("\n", 1)[1])  # the XML alone: after its declaration, parseable
+        assert root.tag == "testsuites" and "broken" in got.out
+    else:
+        assert got.out == ci.summary_markdown(FAILED_DOC)
+    assert "broken" in got.err and f"wrote {out / 'result.json'}" in got.err  # the table, on stderr
+    assert not (tmp_path / "-").exists() and not (Path.cwd() / "-").exists()
+
+
+def test_build_report_to_a_file_keeps_the_table_on_stdout(tmp_path, capsys):
+    from rvport.cli import console
+    from rvport.cli.build_verbs import show_result
+
+    console.configure()
+    out = _result_dir(tmp_path, OK_DOC)
+    show_result(out, junit=tmp_path / "j.xml", summary=None)
+    got = capsys.readouterr()
+    assert f"wrote {tmp_path / 'j.xml'}" in got.out and (tmp_path / "j.xml").read_text().startswith("<?xml")
+
+
+def test_two_reports_on_standard_output_are_refused():
+    from rvport.cli.outputs import one_stdout
+
+    with pytest.raises(UsageError, match="--junit - and --summary - both ask for standard output"):
+        one_stdout(junit=Path("-"), summary=Path("-"))
+    assert one_stdout(junit=Path("-"), summary=Path("s.md"))
+    assert not one_stdout(junit=Path.cwd() / "-", summary=None)  # a file named -, by its full path
+
+
+def test_build_refuses_junit_and_summary_both_on_stdout_before_any_work(tmp_path):
+    from tests.fixtures.cli import rvport_process
+
+    cp = rvport_process(["build", "msgspec", "-o", str(tmp_path / "out"), "--junit", "-", "--summary", "-"])
+    assert cp.returncode == 2, cp.stderr
+    assert "both ask for standard output" in cp.stderr and not (tmp_path / "out").exists()
+    assert "Traceback" not in cp.stderr

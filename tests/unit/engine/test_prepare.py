@@ -281,8 +281,9 @@ def test_the_runtime_image_is_listed_when_the_engine_has_it_else_left_to_the_bui
     assert len(engine.builds) == 1
 
 
+@pytest.mark.parametrize("to_stdout", [False, True])
 def test_prepare_tags_file_has_the_runtime_image_only_when_in_the_engine(
-    setup, engine, tmp_path, monkeypatch
+    setup, engine, tmp_path, monkeypatch, to_stdout
 ):
     from typer.testing import CliRunner
 
@@ -311,7 +312,7 @@ def test_prepare_tags_file_has_the_runtime_image_only_when_in_the_engine(
             "--output",
             str(out),
             "--tags",
-            str(tags),
+            "-" if to_stdout else str(tags),
             "--offline",
             "--mirror",
             str(tmp_path / "mirror"),
@@ -325,8 +326,13 @@ def test_prepare_tags_file_has_the_runtime_image_only_when_in_the_engine(
         env={"COLUMNS": "200"},
     )
     assert res.exit_code == 0, res.output
-    assert tags.read_text() == "rvport/base:x\n" and seen == ["v1"]  # the runtime tag is the build's
-    assert "rvport/tinyrt:local" in res.output and "made by rvport build" in res.output
+    assert seen == ["v1"]  # the runtime tag is the build's
+    if to_stdout:  # `--tags -`: the tags alone on standard output, the table on stderr
+        assert res.stdout == "rvport/base:x\n" and not tags.exists() and not (out / "-").exists()
+        assert "rvport/tinyrt:local" in res.stderr and "made by rvport build" in res.stderr
+    else:
+        assert tags.read_text() == "rvport/base:x\n"
+        assert "rvport/tinyrt:local" in res.stdout and "made by rvport build" in res.stdout
 
 
 def test_the_bases_a_stage_needs_are_the_ones_its_setup_asks_for(setup, engine):
