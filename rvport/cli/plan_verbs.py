@@ -19,7 +19,7 @@ def plan(o: PlanArgs) -> None:
     """Resolve recipes into a plan (printed, and written to DIR/plan.json) before anything runs.
 
     Name recipes as NAME (its default version) or NAME==VERSION, or pass --all. The plan promises every pin:
-    the patches, lock files and files shipped with the planned recipes are checked against their sha256 here.
+    the patches, lock files and files shipped with the planned recipes are checked against their sha256 first.
 
     With --format bake, also DIR/docker-bake.json and its stage contexts under DIR/bake/ (this fetches the
     sources and makes sure the base image exists, as a build would)."""

@@ -616,7 +616,7 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--junit",),
         metavar="FILE",
-        help="Write JUnit XML here: one test case per stage (- for standard output: the result table then "
+        help="Write JUnit XML to FILE: one test case per stage (- for standard output: the result table then "
         "goes to stderr).",
         check=outputs.check_file,
     ),
@@ -626,7 +626,7 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--summary",),
         metavar="FILE",
-        help="Append a Markdown summary here (default on GitHub Actions: $GITHUB_STEP_SUMMARY; - for "
+        help="Append a Markdown summary to FILE (default on GitHub Actions: $GITHUB_STEP_SUMMARY; - for "
         "standard output).",
     ),
     Setting(
@@ -652,7 +652,7 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--tags",),
         metavar="FILE",
-        help="Write the images' tags here, one a line (for docker save; - for standard output: the table "
+        help="Write the images' tags to FILE, one a line (for docker save; - for standard output: the table "
         "then goes to stderr).",
         check=outputs.check_file,
     ),
@@ -690,7 +690,7 @@ SETTINGS: tuple[Setting, ...] = (
         type=Path | None,
         flags=("--output", "-o"),
         metavar="FILE",
-        help="Write the lock here (default: RECIPE-VERSION-cpXY.yaml in the current directory; the "
+        help="Write the lock to FILE (default: RECIPE-VERSION-cpXY.yaml in the current directory; the "
         "catalogue's own are in rvport/resources/locks/; - for standard output, the rest then on stderr).",
         check=outputs.check_file,
     ),
