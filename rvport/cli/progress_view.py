@@ -4,20 +4,18 @@ CI systems get folded groups: `::group::` on GitHub Actions, section markers on 
 
 Every output mode shows that a long step is alive:
 - the terminal's live view shows each running step's elapsed time, its phase (a base bootstrap's
-  "configuring 45/213", a buildx step "[build 3/5] RUN ...") and the last log lines;
+  "configuring 45/213 (libc6)", a buildx step "build 3/5 (RUN ...)") and the last log lines;
 - plain and CI output print each step when it starts and, while it runs, a heartbeat at least every
   `heartbeat` seconds (30 by default) from a timer thread, so it fires even when the step prints nothing:
   which step, how long so far, its phase, the last log line.
 
-The phase comes from the log lines themselves (PHASES below, rules as data): debootstrap's `I: Unpacking
-X...`, dpkg's `Setting up X ...`, mmdebstrap's `I: extracting archives...`, rvport's own bootstrap lines
-(`bootstrap: configuring 45/213 libc6`) and base image lines (`image: loading ...`), and buildx's plain `#7
-[build 3/5] RUN ...`.
+The phase is the engine's typed event (`rvport.engine.events.Phase`: phase, n of m, what), given by
+`phase()`; this module renders it and reads no line: what debootstrap, dpkg and buildx print is read in the
+engine, next to the code that runs them.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import deque
@@ -29,89 +27,21 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from rvport.engine.events import Phase
+
 HEARTBEAT_S = 30.0
 
-# (pattern, phase). A pattern may name groups: `phase` (overrides the phase given), `what` (the package or
-# step), `n` and `m` (a count and its total). Phases without a total are counted line by line.
-PHASES: tuple[tuple[re.Pattern[str], str], ...] = (
-    # rvport's own bootstrap (rvport/engine/bootstrap.py): "bootstrap: unpacking 12/213 libc6"
-    (
-        re.compile(
-            r"^bootstrap: (?P<phase>[a-z][a-z -]*?) (?P<n>[0-9]{1,9})/(?P<m>[0-9]{1,9})"
-            r"(?: (?P<what>[^\s(]\S*))?"
-        ),
-        "",
-    ),
-    (re.compile(r"^bootstrap: (?P<phase>[A-Za-z][A-Za-z0-9 -]*[A-Za-z0-9])(?:\.\.\.|:|$)"), ""),
-    (re.compile(r"^bootstrap: fetching \d+ packages"), "fetching packages ahead"),
-    # a base's image (rvport/engine/rootfs_image.py)
-    (re.compile(r"^image: writing the layer"), "writing the image's layer"),
-    (re.compile(r"^image: loading "), "loading the image"),
-    # debootstrap
-    (
-        re.compile(
-            r"^I: (?P<phase>(?:Installing|Unpacking|Configuring) (?:core|required|the base system)"
-            r"(?: packages)?)\.\.\.$"
-        ),
-        "",
-    ),
-    (re.compile(r"^I: Retrieving (?P<what>\S+)"), "retrieving"),
-    (re.compile(r"^I: Validating (?P<what>\S+)"), "validating"),
-    (re.compile(r"^I: Extracting (?P<what>[^.\s]\S*?)\.*$"), "extracting"),
-    (re.compile(r"^I: Unpacking (?P<what>[a-z0-9][^.\s]*(?:\.[^.\s]+)*?)\.\.\.$"), "unpacking"),
-    (re.compile(r"^I: Configuring (?P<what>[a-z0-9][^.\s]*(?:\.[^.\s]+)*?)\.\.\.$"), "configuring"),
-    # dpkg (inside debootstrap's log, mmdebstrap, rvport's bootstrap, apt in a toolchain stage)
-    (re.compile(r"^(?:#\d+ [\d.]+ )?Unpacking (?P<what>\S+) \("), "unpacking"),
-    (re.compile(r"^(?:#\d+ [\d.]+ )?Setting up (?P<what>\S+) \("), "configuring"),
-    (re.compile(r"^(?:#\d+ [\d.]+ )?Processing triggers for (?P<what>\S+) \("), "triggers"),
-    (re.compile(r"^(?:#\d+ [\d.]+ )?Get:(?P<n>[0-9]{1,9}) \S+ \S+ \S+ (?P<what>\S+)"), "retrieving"),
-    # mmdebstrap
-    (
-        re.compile(
-            r"^I: (?P<phase>downloading packages|extracting archives|installing essential packages|"
-            r"installing remaining packages|running \S+ hooks)"
-        ),
-        "",
-    ),
-    # buildx --progress plain: "#7 [build 3/5] RUN ..."
-    (re.compile(r"^#\d+ \[(?P<what>[^\]]+\] .{0,60})"), "buildx"),
-)
 
-
-@dataclass
-class Activity:
-    """What a step is doing now, as read from its log lines."""
-
-    phase: str = ""
-    what: str = ""
-    n: int = 0
-    m: int | None = None
-
-    def feed(self, line: str) -> bool:
-        """Update from one log line; True when the line named a phase."""
-        for pattern, phase in PHASES:
-            match = pattern.match(line)
-            if match is None:
-                continue
-            g = match.groupdict()
-            new_phase = (g.get("phase") or phase).lower()
-            if g.get("n") is not None and g.get("m") is not None:
-                self.n, self.m = int(g["n"]), int(g["m"])
-            elif new_phase != self.phase:
-                self.n, self.m = (1 if g.get("what") else 0), None
-            elif g.get("what"):
-                self.n += 1
-            self.phase, self.what = new_phase, (g.get("what") or "").strip()
-            return True
-        return False
-
-    def describe(self) -> str:
-        if not self.phase:
-            return ""
-        if self.phase == "buildx":
-            return self.what
-        count = f" {self.n}/{self.m}" if self.m else (f" {self.n}" if self.n else "")
-        return f"{self.phase}{count}" + (f" ({self.what})" if self.what else "")
+def describe(event: Phase | None) -> str:
+    """A phase as the live view and the heartbeats show it: 'configuring 45/213 (libc6)', 'retrieving 2
+    (zlib1g)', 'build 3/5 (RUN make)', 'first stage'."""
+    if event is None or not event.phase:
+        return ""
+    if event.total is not None:
+        count = f" {event.done or 0}/{event.total}"
+    else:
+        count = f" {event.done}" if event.done else ""
+    return f"{event.phase}{count}" + (f" ({event.what})" if event.what else "")
 
 
 def duration(seconds: float) -> str:
@@ -135,7 +65,7 @@ class StageView:
     tail: deque = field(default_factory=lambda: deque(maxlen=6))
     step_started: float | None = None
     last_beat: float | None = None  # when this step last printed something of its own (start or heartbeat)
-    activity: Activity = field(default_factory=Activity)
+    phase: Phase | None = None  # what the current step is doing now (the engine's events)
 
 
 class Reporter:
@@ -199,7 +129,7 @@ class Reporter:
 
     def _start_step(self, v: StageView, text: str) -> None:
         now = self.clock()
-        v.step, v.step_started, v.last_beat, v.activity = text, now, now, Activity()
+        v.step, v.step_started, v.last_beat, v.phase = text, now, now, None
 
     def begin(self, name: str, what: str) -> None:
         with self._lock:
@@ -219,12 +149,19 @@ class Reporter:
             self._print(f"[{self._ts()}] {title}")
 
     def _record(self, name: str, text: str) -> None:
-        """A log line of a stage: kept for its tail, and read for its phase."""
+        """A log line of a stage: kept for its tail."""
         with self._lock:
             v = self.stages.get(name)
             if v:
                 v.tail.append(text)
-                v.activity.feed(text)
+
+    def phase(self, name: str, event: Phase) -> None:
+        """What a stage's step is doing now: shown in the live view and the heartbeats, never printed as a
+        line of its own (the engine's lines say it for people)."""
+        with self._lock:
+            v = self.stages.get(name)
+            if v:
+                v.phase = event
 
     def line(self, name: str, text: str) -> None:
         self._record(name, text)
@@ -259,7 +196,7 @@ class Reporter:
 
     def heartbeat_line(self, v: StageView, now: float) -> str:
         so_far = duration(now - (v.step_started if v.step_started is not None else now))
-        phase = v.activity.describe()
+        phase = describe(v.phase)
         last = next((ln for ln in reversed(v.tail) if ln.strip()), "")
         parts = [f"[{self._ts()}] {v.name}: {v.step} ... {so_far} so far"]
         if phase:
@@ -336,7 +273,7 @@ class LiveReporter(Reporter):
         """The step column: the step, and while it runs its own time and phase."""
         if v.status != "running" or v.step_started is None:
             return v.step[:70]
-        phase = v.activity.describe()
+        phase = describe(v.phase)
         return f"{v.step[:60]} [{duration(now - v.step_started)}]" + (f" {phase[:70]}" if phase else "")
 
     def _print(self, text: str) -> None:

@@ -26,8 +26,10 @@ second stage runs under QEMU: debootstrap's own shell and perl, and dpkg unpacki
 Same package set, same versions, same Release file, same files but logs (bench/bootstrap.py compares them).
 
 The host's dpkg must not filter what it unpacks (path-exclude in /etc/dpkg/dpkg.cfg.d, as slim container
-images have): then the classic method is used (`choose_method`). Progress lines for rvport's reporter:
-`bootstrap: unpacking 12/213 libc6`, `bootstrap: configuring 45/213 zlib1g`.
+images have): then the classic method is used (`choose_method`). What it is doing goes up as events
+(`events.Phase`: "unpacking" 12 of 213, libc6), read from debootstrap's and dpkg's lines here (PHASES,
+Counter), beside the lines people read: `bootstrap: unpacking 12/213 libc6`, `bootstrap: configuring 45/213
+zlib1g`.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ from functools import partial
 from pathlib import Path
 
 from rvport import proc, resources
-from rvport.engine import debprefetch, parallel
+from rvport.engine import debprefetch, events, parallel
+from rvport.engine.events import OnPhase, Phase, Rule
 from rvport.errors import HostNotReady, RvportError, UsageError
 
 CLASSIC = "debootstrap"
@@ -67,6 +70,24 @@ RECORD_PLACEHOLDER = "@@RECORD@@"
 
 _UNPACKING = re.compile(r"^Unpacking (\S+) \(")
 _SETTING_UP = re.compile(r"^Setting up (\S+) \(")
+_NAME = r"(?P<what>[a-z0-9][^.\s]*(?:\.[^.\s]+)*?)"  # a package (libc6, python3.13-minimal, libc6:riscv64)
+# What debootstrap (and the dpkg it runs) is doing, read from its lines (events.PhaseReader)
+PHASES: tuple[Rule, ...] = (
+    Rule(
+        re.compile(
+            r"^I: (?P<phase>(?:Installing|Unpacking|Configuring) (?:core|required|the base system)"
+            r"(?: packages)?)\.\.\.$"
+        )
+    ),
+    Rule(re.compile(r"^I: Retrieving (?P<what>\S+)"), "retrieving"),
+    Rule(re.compile(r"^I: Validating (?P<what>\S+)"), "validating"),
+    Rule(re.compile(r"^I: Extracting (?P<what>[^.\s]\S*?)\.*$"), "extracting"),
+    Rule(re.compile(r"^I: Unpacking " + _NAME + r"\.\.\.$"), "unpacking"),
+    Rule(re.compile(r"^I: Configuring " + _NAME + r"\.\.\.$"), "configuring"),
+    Rule(re.compile(r"^Unpacking (?P<what>\S+) \("), "unpacking"),
+    Rule(re.compile(r"^Setting up (?P<what>\S+) \("), "configuring"),
+    Rule(re.compile(r"^Processing triggers for (?P<what>\S+) \("), "triggers"),
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,18 +198,30 @@ def configure_argv(rootfs: Path) -> list[str]:
 
 
 class Counter:
-    """Turns dpkg's `Unpacking X (` / `Setting up X (` lines into `bootstrap: <phase> N/M X` lines."""
+    """Turns dpkg's `Unpacking X (` / `Setting up X (` lines into `bootstrap: <phase> N/M X` lines and the
+    Phase events they stand for; dpkg's other lines pass as they are, read by PHASES."""
 
-    def __init__(self, phase: str, pattern: re.Pattern[str], total: int, on_line: Callable[[str], None]):
+    def __init__(
+        self,
+        phase: str,
+        pattern: re.Pattern[str],
+        total: int,
+        on_line: Callable[[str], None],
+        on_phase: OnPhase = events.ignore,
+    ):
         self.phase, self.pattern, self.total, self.on_line, self.n = phase, pattern, total, on_line, 0
+        self.on_phase, self.others = on_phase, events.PhaseReader(PHASES, on_phase)
 
     def __call__(self, line: str) -> None:
         m = self.pattern.match(line)
         if m is None:
             self.on_line(line)
+            self.others(line)
             return
         self.n += 1
-        self.on_line(f"bootstrap: {self.phase} {min(self.n, self.total)}/{self.total} {m.group(1)}")
+        done = min(self.n, self.total)
+        self.on_line(f"bootstrap: {self.phase} {done}/{self.total} {m.group(1)}")
+        self.on_phase(Phase(phase=self.phase, done=done, total=self.total, what=m.group(1)))
 
 
 def _stream(
@@ -246,6 +279,7 @@ def make_rootfs(
     method: str,
     log_path: Path | None,
     on_line: Callable[[str], None],
+    on_phase: OnPhase = events.ignore,
     fetch_ahead: bool = True,
 ) -> None:
     """Bootstrap `rootfs` (which must not exist) by `method`; raises HostNotReady on failure (the caller
@@ -259,27 +293,30 @@ def make_rootfs(
             "image by digest with --base-image",
         )
     if method == CLASSIC:
-        with _prefetch(req, rootfs, on_line, fetch_ahead):
+        with _prefetch(req, rootfs, on_line, on_phase, fetch_ahead):
             _stream(
                 debootstrap_argv(req, rootfs),
-                on_line=on_line,
+                on_line=events.reading(PHASES, on_line, on_phase),
                 log_path=log_path,
                 what=f"debootstrap for {req.arch}",
             )
         return
     on_line("bootstrap: first stage: resolving, retrieving and extracting natively")
-    with _prefetch(req, rootfs, on_line, True):
+    on_phase(Phase(phase="first stage"))
+    with _prefetch(req, rootfs, on_line, on_phase, True):
         _stream(
             debootstrap_argv(req, rootfs, foreign=True),
-            on_line=on_line,
+            on_line=events.reading(PHASES, on_line, on_phase),
             log_path=log_path,
             what=f"debootstrap's first stage for {req.arch}",
         )
-    second_stage(rootfs, log_path=log_path, on_line=on_line)
+    second_stage(rootfs, log_path=log_path, on_line=on_line, on_phase=on_phase)
 
 
 @contextlib.contextmanager
-def _prefetch(req: Request, rootfs: Path, on_line: Callable[[str], None], wanted: bool) -> Iterator[None]:
+def _prefetch(
+    req: Request, rootfs: Path, on_line: Callable[[str], None], on_phase: OnPhase, wanted: bool
+) -> Iterator[None]:
     """debootstrap's packages fetched side by side while the block runs (debprefetch), where wanted and the
     mirror is known; then a line says how many."""
     if not (wanted and req.mirror):
@@ -287,7 +324,11 @@ def _prefetch(req: Request, rootfs: Path, on_line: Callable[[str], None], wanted
         return
     scratch = rootfs.with_name(rootfs.name + ".print-debs")
     with debprefetch.Prefetch(
-        debootstrap_argv(req, scratch, print_debs=True), rootfs, req.mirror, on_line=on_line
+        debootstrap_argv(req, scratch, print_debs=True),
+        rootfs,
+        req.mirror,
+        on_line=on_line,
+        on_phase=on_phase,
     ) as ahead:
         yield
     on_line(
@@ -296,7 +337,9 @@ def _prefetch(req: Request, rootfs: Path, on_line: Callable[[str], None], wanted
     )
 
 
-def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str], None]) -> None:
+def second_stage(
+    rootfs: Path, *, log_path: Path | None, on_line: Callable[[str], None], on_phase: OnPhase = events.ignore
+) -> None:
     """Native unpack, emulated configure (see the module's docstring)."""
     order = package_order(rootfs)
     total = len(order)
@@ -313,6 +356,7 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
     try:
         _mount_proc(rootfs, env)
         on_line("bootstrap: linker cache...")
+        on_phase(Phase(phase="linker cache"))
         _stream(
             ["chroot", str(rootfs), "/sbin/ldconfig"],
             on_line=on_line,
@@ -323,8 +367,9 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
         # debootstrap's order: the required packages, then `available` and the selections, then the base
         # packages (dpkg records the archive's priority and section for the first, the .deb's for the others)
         required = set((rootfs / "debootstrap" / "required").read_text().split())
-        counter = tee(Counter("unpacking", _UNPACKING, total, on_line))
+        counter = tee(Counter("unpacking", _UNPACKING, total, on_line, on_phase))
         on_line(f"bootstrap: unpacking 0/{total} (natively)")
+        on_phase(Phase(phase="unpacking", done=0, total=total))
         _stream(
             native_unpack_argv(rootfs, [deb for p, deb in order if p in required]),
             on_line=counter,
@@ -358,9 +403,10 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
                 on_line(
                     f"bootstrap: configuring 0/{total} (emulated; bytecode and certificates made on the way)"
                 )
+                on_phase(Phase(phase="configuring", done=0, total=total))
                 _stream(
                     configure_argv(rootfs),
-                    on_line=tee(Counter("configuring", _SETTING_UP, total, on_line)),
+                    on_line=tee(Counter("configuring", _SETTING_UP, total, on_line, on_phase)),
                     log_path=log_path,
                     what="configuring the packages (emulated dpkg)",
                     env=env,
@@ -371,6 +417,7 @@ def second_stage(rootfs: Path, *, log_path: Path | None, on_line: Callable[[str]
                 early=early,
                 run=run,
                 on_line=tee(on_line),
+                on_phase=on_phase,
             )
         finally:
             early.join()
@@ -796,6 +843,7 @@ def _run_deferred(
     early: EarlyWork,
     run: Callable[[list[list[str]]], None],
     on_line: Callable[[str], None],
+    on_phase: OnPhase = events.ignore,
 ) -> None:
     """The deferred programs, once, but what EarlyWork did; their runs side by side (each an emulated process
     chain of its own, so two cores take them at once), while EarlyWork's certificates, if started, go on; the
@@ -804,6 +852,7 @@ def _run_deferred(
     tasks, after = deferred_runs(rootfs, calls, done=early.done, certificates=not early.certificates_started)
     if tasks:
         on_line(f"bootstrap: deferred work side by side: {', '.join(w for w, _ in tasks)} (emulated)...")
+        on_phase(Phase(phase="deferred work side by side", what=", ".join(w for w, _ in tasks)))
         results = parallel.run([(what, partial(run, argvs)) for what, argvs in tasks])
         failed = next((r for r in results.values() if isinstance(r, RvportError)), None)
         if failed is not None:
@@ -811,6 +860,7 @@ def _run_deferred(
     early.join()
     if early.certificates_started and early.certificates_done(calls.get(UPDATE_CA, [])) is None:
         on_line("bootstrap: the certificates made while dpkg configured do not stand: made again")
+        on_phase(Phase(phase="making the certificates again"))
         run(certificate_runs(calls.get(UPDATE_CA, [])))
     run(after)
 

@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rvport import proc
+from rvport.engine import events
+from rvport.engine.events import OnPhase, Rule
 from rvport.errors import BuildFailed, HostNotReady
+
+# What a build is doing, read from buildx's plain progress (events.PhaseReader): the apt and dpkg lines of a
+# stage that installs packages ("#9 12.3 Setting up cmake (3.31.6-2) ..."), and the Dockerfile step a line
+# names ("#7 [build 3/5] RUN sh -eux /rvport/build.sh": the stage, n of m, the step).
+_AT = r"^#[0-9]{1,6} [0-9.]{1,12} "
+PHASES: tuple[Rule, ...] = (
+    Rule(re.compile(_AT + r"Unpacking (?P<what>\S+) \("), "unpacking"),
+    Rule(re.compile(_AT + r"Setting up (?P<what>\S+) \("), "configuring"),
+    Rule(re.compile(_AT + r"Processing triggers for (?P<what>\S+) \("), "triggers"),
+    Rule(re.compile(_AT + r"Get:[0-9]{1,9} \S+ \S+ \S+ (?P<what>\S+)"), "retrieving"),
+    Rule(
+        re.compile(
+            r"^#[0-9]{1,6} \[(?P<phase>[^\]]{1,80}?)(?: (?P<n>[0-9]{1,9})/(?P<m>[0-9]{1,9}))?\] "
+            r"(?P<what>.{1,60})"
+        ),
+        counted=False,
+    ),
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,14 +105,21 @@ class BuildLog:
             self.step = line.split(" ", 1)[1][:120]
 
 
-def build(spec: BuildSpec, *, log_path: Path, on_line: Callable[[str], None] | None = None) -> BuildLog:
-    """Run one buildx build; raise BuildFailed with the log tail when it fails."""
+def build(
+    spec: BuildSpec,
+    *,
+    log_path: Path,
+    on_line: Callable[[str], None] | None = None,
+    on_phase: OnPhase | None = None,
+) -> BuildLog:
+    """Run one buildx build; raise BuildFailed with the log tail when it fails. Its lines go to `on_line`,
+    what they say it is doing (PHASES) to `on_phase`."""
     blog = BuildLog()
+    forward = events.reading(PHASES, on_line, on_phase)
 
     def feed(line: str) -> None:
         blog.feed(line)
-        if on_line:
-            on_line(line)
+        forward(line)
 
     rc = proc.stream(spec.argv(), on_line=feed, log_path=log_path)
     if rc != 0:

@@ -26,6 +26,8 @@ from pathlib import Path
 import requests
 
 from rvport import proc, resources
+from rvport.engine import events
+from rvport.engine.events import OnPhase, Phase
 from rvport.errors import RvportError
 from rvport.sources.fetch import ca_bundle
 
@@ -117,12 +119,14 @@ class Prefetch:
         mirror: str,
         *,
         on_line: Callable[[str], None],
+        on_phase: OnPhase = events.ignore,
         session: requests.Session | None = None,
         workers: int = WORKERS,
         wait_for_index: float = 30,
     ):
         self.print_debs, self.rootfs, self.mirror = print_debs, rootfs, mirror.rstrip("/")
-        self.on_line, self.workers, self.wait_for_index = on_line, workers, wait_for_index
+        self.on_line, self.on_phase = on_line, on_phase
+        self.workers, self.wait_for_index = workers, wait_for_index
         self.session = session or _session()
         self.fetched = 0
         self.why_not: str | None = None  # why nothing was fetched, when so
@@ -187,6 +191,7 @@ class Prefetch:
         archives = self.rootfs / "var/cache/apt/archives"
         archives.mkdir(parents=True, exist_ok=True)
         self.on_line(f"bootstrap: fetching {len(debs)} packages, {self.workers} at a time, for debootstrap")
+        self.on_phase(Phase(phase="fetching packages ahead"))
         with ThreadPoolExecutor(self.workers, thread_name_prefix="deb") as pool:
             done = list(
                 pool.map(

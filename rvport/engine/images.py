@@ -29,7 +29,8 @@ from pathlib import Path
 
 from rvport import proc
 from rvport.catalogue.bases import BaseSpec, load_base
-from rvport.engine import bootstrap, buildx, rootfs_image
+from rvport.engine import bootstrap, buildx, events, rootfs_image
+from rvport.engine.events import OnPhase
 from rvport.errors import HostNotReady, RvportError
 from rvport.fileio import read_json
 from rvport.host import normalize_arch
@@ -216,6 +217,7 @@ def load_image(
     what: str = "image",
     builder: str | None = None,
     on_line: Callable[[str], None] | None = None,
+    on_phase: OnPhase | None = None,
     labels: tuple[tuple[str, str], ...] = (),
     secrets: tuple[tuple[str, Path], ...] = (),
     network: str | None = None,
@@ -235,6 +237,7 @@ def load_image(
         ),
         log_path=log_path,
         on_line=on_line,
+        on_phase=on_phase,
     )
     info = buildx.image_info(tag)
     if info is None:
@@ -255,6 +258,7 @@ def ensure_image(
     what: str = "image",
     builder: str | None = None,
     on_line: Callable[[str], None] | None = None,
+    on_phase: OnPhase | None = None,
     labels: tuple[tuple[str, str], ...] = (),
     secrets: tuple[tuple[str, Path], ...] = (),
     network: str | None = None,
@@ -274,6 +278,7 @@ def ensure_image(
             what=what,
             builder=builder,
             on_line=on_line,
+            on_phase=on_phase,
             labels=labels,
             secrets=secrets,
             network=network,
@@ -300,6 +305,7 @@ def _ensure_image(
     what: str,
     builder: str | None,
     on_line: Callable[[str], None] | None,
+    on_phase: OnPhase | None,
     labels: tuple[tuple[str, str], ...],
     secrets: tuple[tuple[str, Path], ...],
     network: str | None,
@@ -320,6 +326,7 @@ def _ensure_image(
             what=what,
             builder=builder,
             on_line=on_line,
+            on_phase=on_phase,
             labels=labels,
             secrets=secrets,
             network=network,
@@ -367,6 +374,7 @@ def ensure_base(
     cache_dir: Path,
     log_path: Path,
     on_line: Callable[[str], None] | None = None,
+    on_phase: OnPhase | None = None,
     image_override: str | None = None,
     allow_expired: tuple[str, ...] = (),
     ca_bundle: Path | None = None,
@@ -404,6 +412,7 @@ def ensure_base(
     accepting = spec.suite in allow_expired
     key = base_key(spec, platform, mirror, method, expired_accepted=accepting)
     say = on_line or (lambda _l: None)
+    said = on_phase or events.ignore
     arch = DEBIAN_ARCH.get(platform)
     if arch is None:
         raise HostNotReady(f"no Debian architecture for platform {platform}")
@@ -473,6 +482,7 @@ def ensure_base(
                 method=method,
                 log_path=log_path,
                 on_line=say,
+                on_phase=said,
                 fetch_ahead=method == bootstrap.SPLIT or not _foreign(platform),
             )
         except HostNotReady as e:
@@ -518,6 +528,7 @@ def ensure_base(
             made_by=f"rvport: {spec.name} bootstrapped ({method})",
             log_path=log_path,
             on_line=say,
+            on_phase=said,
         )
         write_base_record(
             meta_path,
@@ -607,7 +618,13 @@ class Bases:
     def has(self, spec: str, platform: str) -> bool:
         return self.key(spec, platform) in self.images
 
-    def get(self, spec: str, platform: str, on_line: Callable[[str], None] | None = None) -> BaseImage:
+    def get(
+        self,
+        spec: str,
+        platform: str,
+        on_line: Callable[[str], None] | None = None,
+        on_phase: OnPhase | None = None,
+    ) -> BaseImage:
         """The base, made or found once (threads asking for the same base wait for the one making it); a base
         that could not be made raises the same error again, without a second try."""
         key = self.key(spec, platform)
@@ -623,6 +640,7 @@ class Bases:
                         cache_dir=self.cache_dir,
                         log_path=self.log_dir / f"base-{spec}.log",
                         on_line=on_line,
+                        on_phase=on_phase,
                         image_override=self.override if platform == RISCV64 else None,
                         allow_expired=self.allow_expired,
                         ca_bundle=self.ca_bundle,

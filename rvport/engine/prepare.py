@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 
 from rvport.engine import debpins, modes, parallel, runtime
+from rvport.engine.events import Phase
 from rvport.engine.images import BaseImage
 from rvport.engine.progress import Progress
 from rvport.engine.stage import LoadedToolchains, RunOptions, StageEnv, StageRecord, Toolchain
@@ -196,7 +197,12 @@ class Preparer:
         row = f"base {spec} ({platform})"
         self.rep.begin(row, f"base image {spec} ({platform})")
         try:
-            base = self._bases.get(spec, platform, on_line=lambda line: self.rep.line(row, line))
+            base = self._bases.get(
+                spec,
+                platform,
+                on_line=lambda line: self.rep.line(row, line),
+                on_phase=lambda event: self.rep.phase(row, event),
+            )
         except BaseException:
             self.rep.end(row, "failed")
             raise
@@ -323,6 +329,9 @@ class _Row:
 
     def line(self, name: str, text: str) -> None:
         self.rep.line(self.row, text)
+
+    def phase(self, name: str, event: Phase) -> None:
+        self.rep.phase(self.row, event)
 
     def end(self, name: str, status: str) -> None:
         self.rep.end(self.row, status)

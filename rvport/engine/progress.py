@@ -1,5 +1,8 @@
 """What the build side tells the user while it works: a protocol, so the build layer never imports the CLI.
 
+Steps and log lines are text for people; what a step is doing now (its phase, n of m, on what) is a typed
+event, `events.Phase`, never a line to be read back.
+
 rvport/cli/progress_view.py implements it (a live view on a terminal, plain lines in CI); `SILENT` is for
 callers that show nothing (the bake export, tests).
 """
@@ -7,6 +10,8 @@ callers that show nothing (the bake export, tests).
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
+
+from rvport.engine.events import Phase
 
 
 @runtime_checkable
@@ -19,6 +24,9 @@ class Progress(Protocol):
 
     def line(self, name: str, text: str) -> None:
         """One line of output (a log line) of stage `name`."""
+
+    def phase(self, name: str, event: Phase) -> None:
+        """What stage `name`'s current step is doing now (rvport/engine/events.py); a new step has none."""
 
     def end(self, name: str, status: str) -> None:
         """Stage `name` ended: ok, cached, failed or interrupted."""
@@ -34,6 +42,9 @@ class Silent:
         pass
 
     def line(self, name: str, text: str) -> None:
+        pass
+
+    def phase(self, name: str, event: Phase) -> None:
         pass
 
     def end(self, name: str, status: str) -> None:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from rvport import proc
-from rvport.engine import buildx
+from rvport.engine import buildx, events
+from rvport.engine.events import OnPhase, Phase
 from rvport.errors import HostNotReady
 
 EMPTY_DIRS = ("proc", "sys", "dev")  # in the image as directories, never with what is mounted there
@@ -122,11 +123,13 @@ def load_rootfs(
     made_by: str,
     log_path: Path | None,
     on_line: Callable[[str], None],
+    on_phase: OnPhase = events.ignore,
 ) -> str:
     """The image `tag` made from `rootfs`; its id. `scratch` (an existing, empty directory the caller removes)
     holds the layer and the archive meanwhile."""
     layer = scratch / LAYER
     on_line(f"image: writing the layer ({platform})...")
+    on_phase(Phase(phase="writing the image's layer"))
     rc = proc.stream(layer_argv(rootfs, layer), on_line=on_line, log_path=log_path)
     if rc != 0:
         raise HostNotReady(
@@ -151,6 +154,7 @@ def load_rootfs(
     )
     layer.unlink()
     on_line(f"image: loading {tag} into the engine...")
+    on_phase(Phase(phase="loading the image"))
     rc = proc.stream(["docker", "load", f"--input={archive}"], on_line=on_line, log_path=log_path)
     if rc != 0:
         raise HostNotReady(

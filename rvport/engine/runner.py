@@ -384,6 +384,7 @@ class Runner:
                 ),
                 log_path=env.log_path,
                 on_line=env.line,
+                on_phase=env.phase,
             )
             made = upstream.record(st.recipe.ref, out, st.tests, sorted(wheels))
         env.record.tests = made
@@ -592,7 +593,7 @@ class Runner:
             )
             rec.build_command = buildx.quote(spec.argv())
             with env.timer("build"):
-                buildx.build(spec, log_path=log, on_line=on_line)
+                buildx.build(spec, log_path=log, on_line=on_line, on_phase=env.phase)
             files = out / "files"
             self._export_compiler_cache(env, files, imported)
             rec.manylinux = take_repair_report(files)
@@ -737,6 +738,7 @@ class Runner:
                 ),
                 log_path=env.log_path,
                 on_line=env.line,
+                on_phase=env.phase,
             )
             env.record.smoke = smoke_record(st.recipe.ref, out, without_vector)
             if installed and KINDS[st.recipe.kind].installs_wheels:

@@ -191,7 +191,7 @@ def make(env: StageEnv, base: BaseImage, artifacts: Path, artifacts_key: str) ->
             builder=env.builder,
             labels=labels,
         )
-        buildx.build(spec, log_path=env.log_path, on_line=env.line)
+        buildx.build(spec, log_path=env.log_path, on_line=env.line, on_phase=env.phase)
         made = buildx.image_info(scratch)
         if made is None:
             raise HostNotReady(

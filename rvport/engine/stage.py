@@ -28,6 +28,7 @@ from rvport import resources
 from rvport.catalogue.profiles import scalar_profile
 from rvport.engine import compcache, render
 from rvport.engine.compcache import CompilerCache
+from rvport.engine.events import Phase
 from rvport.engine.images import BaseImage, Bases, ensure_image, read_packages
 from rvport.engine.progress import Progress
 from rvport.sources.fetch import Fetcher, FetchOptions, stage_ca_bundle
@@ -208,7 +209,7 @@ class StageEnv:
         else:
             self.step(f"base image {spec} ({platform})")
             with self.timer("base"):
-                base = self.bases.get(spec, platform, on_line=self.line)
+                base = self.bases.get(spec, platform, on_line=self.line, on_phase=self.phase)
         self.use("base", base.tag, base.image_id, made=not base.reused)
         return base
 
@@ -259,6 +260,9 @@ class StageEnv:
     def line(self, text: str) -> None:
         self.progress.line(self.stage.name, text)
 
+    def phase(self, event: Phase) -> None:
+        self.progress.phase(self.stage.name, event)
+
 
 class LoadedToolchains:
     """Toolchain images as `rvport build` and `rvport prepare` make them: built once (buildx --load),
@@ -282,6 +286,7 @@ class LoadedToolchains:
             what="toolchain image",
             builder=env.builder,
             on_line=env.line,
+            on_phase=env.phase,
             secrets=(("rvport-ca", ca),) if ca else (),
             labels=(("org.rvport.key", key),),
         )

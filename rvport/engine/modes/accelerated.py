@@ -32,6 +32,7 @@ from rvport.catalogue import kinds, modes
 from rvport.catalogue.bases import BaseSpec, load_base
 from rvport.catalogue.kinds import KINDS
 from rvport.engine import compcache, render
+from rvport.engine.events import OnPhase
 from rvport.engine.images import BaseImage, ensure_image, installed_packages
 from rvport.engine.modes.emulated import riscv64_toolchain
 from rvport.engine.stage import StageEnv, Toolchain
@@ -278,6 +279,7 @@ def ensure_prefix(
     log_path: Path,
     builder: str | None = None,
     on_line: Callable[[str], None] | None = None,
+    on_phase: OnPhase | None = None,
 ) -> XtcImage:
     """The prefix image for this build-platform base: built and loaded once per inputs, then reused by tag."""
     major = gcc_major(base.packages)
@@ -295,6 +297,7 @@ def ensure_prefix(
         what="the accelerated prefix image",
         builder=builder,
         on_line=on_line,
+        on_phase=on_phase,
         network="none",
         labels=(("org.rvport.key", key), ("org.rvport.xtc.base", base.tag)),
     )
@@ -398,6 +401,7 @@ class Accelerated:
                 log_path=env.log_path,
                 builder=env.builder,
                 on_line=env.line,
+                on_phase=env.phase,
             )
         env.use("xtc", xtc.tag, xtc.image_id, made=xtc.built)
         return xtc

@@ -1,17 +1,19 @@
-"""Progress that proves a build is alive: phases read from log lines, heartbeats in plain and CI output (a
-fake
-clock, and once a real timer thread with a short interval), and the live view's step column."""
+"""Progress that proves a build is alive: the engine's phase events rendered, heartbeats in plain and CI
+output (a fake clock, and once a real timer thread with a short interval), and the live view's step column."""
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import time
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from rvport.cli.progress_view import Activity, LiveReporter, Reporter, duration
+from rvport.cli.progress_view import LiveReporter, Reporter, describe, duration
+from rvport.engine.events import Phase
 
 
 class FakeClock:
@@ -27,62 +29,38 @@ def _reporter(ci: str | None = None, **kw) -> tuple[Reporter, io.StringIO]:
     return Reporter(Console(file=buf, width=60, no_color=True), ci, **kw), buf
 
 
-def _feed(lines: list[str]) -> Activity:
-    a = Activity()
-    for line in lines:
-        a.feed(line)
-    return a
-
-
 @pytest.mark.parametrize(
-    "lines,expected",
+    "event,expected",
     [
-        (["I: Retrieving libc6 2.41-12", "I: Retrieving zlib1g 1:1.3"], "retrieving 2 (zlib1g)"),
-        (
-            [
-                "I: Unpacking required packages...",
-                "I: Unpacking apt...",
-                "I: Unpacking python3.13-minimal...",
-            ],
-            "unpacking 2 (python3.13-minimal)",
-        ),
-        (["I: Configuring the base system..."], "configuring the base system"),
-        (
-            ["I: Unpacking libc6:riscv64...", "I: Configuring libc6:riscv64..."],
-            "configuring 1 (libc6:riscv64)",
-        ),
-        (
-            ["Setting up libc6:riscv64 (2.41-12) ...", "Setting up zlib1g:riscv64 (1:1.3) ..."],
-            "configuring 2 (zlib1g:riscv64)",
-        ),
-        (
-            ["bootstrap: unpacking 12/213 libc6", "bootstrap: configuring 45/213 zlib1g"],
-            "configuring 45/213 (zlib1g)",
-        ),
-        (["bootstrap: compiling Python bytecode..."], "compiling python bytecode"),
-        (["bootstrap: first stage: resolving, retrieving and extracting natively"], "first stage"),
-        (["bootstrap: unpacking 0/212 (natively)"], "unpacking 0/212"),
-        (["I: extracting archives..."], "extracting archives"),
-        (["bootstrap: fetching 214 packages, 8 at a time, for debootstrap"], "fetching packages ahead"),
-        (
-            [
-                "image: writing the layer (linux/riscv64)...",
-                "image: loading rvport/base:x into the engine...",
-            ],
-            "loading the image",
-        ),
-        (["#7 [build 3/5] RUN sh -eux /rvport/build.sh"], "build 3/5] RUN sh -eux /rvport/build.sh"),
-        (["#9 12.3 Setting up cmake (3.31.6-2) ..."], "configuring 1 (cmake)"),
-        (["gcc -O2 -c foo.c"], ""),
+        (Phase(phase="configuring", done=45, total=213, what="zlib1g"), "configuring 45/213 (zlib1g)"),
+        (Phase(phase="unpacking", done=0, total=212), "unpacking 0/212"),
+        (Phase(phase="retrieving", done=2, what="zlib1g"), "retrieving 2 (zlib1g)"),
+        (Phase(phase="configuring the base system"), "configuring the base system"),
+        (Phase(phase="build", done=3, total=5, what="RUN make"), "build 3/5 (RUN make)"),
+        (Phase(phase="internal", what="load build definition"), "internal (load build definition)"),
+        (Phase(phase="first stage"), "first stage"),
+        (Phase(phase=""), ""),
+        (None, ""),
     ],
 )
-def test_activity_reads_the_phase_from_bootstrap_dpkg_and_buildx_lines(lines, expected):
-    assert _feed(lines).describe() == expected
+def test_a_phase_event_is_rendered_phase_count_and_what(event, expected):
+    assert describe(event) == expected
 
 
-def test_a_line_that_names_no_phase_keeps_the_last_one():
-    a = _feed(["I: Configuring libc6:riscv64...", "dpkg: warning: something"])
-    assert a.describe() == "configuring 1 (libc6:riscv64)"
+def test_the_view_reads_no_line_of_rvports_own_output():
+    """The phase comes as an event: this module imports no regular expressions, and a line that looks like a
+    phase is only a line."""
+    import rvport.cli.progress_view as view
+
+    tree = ast.parse(Path(view.__file__).read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "re" not in imported and "regex" not in imported
+    rep, _buf = _reporter(None)
+    rep.add("a", "qemu")
+    rep.begin("a", "a==1 [qemu]")
+    rep.line("a", "bootstrap: unpacking 12/213 libc6")
+    assert rep.stages["a"].phase is None
 
 
 def test_duration():
@@ -98,6 +76,7 @@ def test_plain_output_prints_steps_and_a_heartbeat_every_interval_of_silence():
     rep.begin("msgspec", "msgspec==0.23.0 [qemu]")
     rep.step("msgspec", "base image debian-trixie (linux/riscv64)")
     rep.line("msgspec", "bootstrap: unpacking 12/213 libc6")
+    rep.phase("msgspec", Phase(phase="unpacking", done=12, total=213, what="libc6"))
     clock.now += 29
     rep.tick()
     assert "so far" not in buf.getvalue()  # not yet 30 s
@@ -176,6 +155,7 @@ def test_the_live_step_column_shows_the_step_time_and_phase():
     rep.begin("msgspec", "msgspec==0.23.0 [qemu]")
     rep.step("msgspec", "base image debian-trixie (linux/riscv64)")
     rep.line("msgspec", "bootstrap: configuring 45/213 libc6")
+    rep.phase("msgspec", Phase(phase="configuring", done=45, total=213, what="libc6"))
     clock.now += 125
     v = rep.stages["msgspec"]
     assert (
@@ -195,10 +175,11 @@ def test_the_live_reporter_keeps_the_plain_reporters_state_and_prints_none_of_it
         rep.begin("msgspec", "msgspec==0.23.0 [qemu]")
         rep.step("msgspec", "building (no network)")
         rep.line("msgspec", "#7 [build 3/5] RUN make")
+        rep.phase("msgspec", Phase(phase="build", done=3, total=5, what="RUN make"))
         clock.now += 7
         rep.end("msgspec", "ok")
         v = rep.stages["msgspec"]
-        views.append((v.status, v.step, v.elapsed, list(v.tail), v.activity.describe()))
+        views.append((v.status, v.step, v.elapsed, list(v.tail), describe(v.phase)))
         if cls is LiveReporter:
             assert buf.getvalue() == ""  # the live view (not entered here) shows it all
         else:
@@ -206,7 +187,7 @@ def test_the_live_reporter_keeps_the_plain_reporters_state_and_prints_none_of_it
     assert (
         views[0]
         == views[1]
-        == ("ok", "building (no network)", 7, ["#7 [build 3/5] RUN make"], "build 3/5] RUN make")
+        == ("ok", "building (no network)", 7, ["#7 [build 3/5] RUN make"], "build 3/5 (RUN make)")
     )
 
 
@@ -227,3 +208,24 @@ def test_ci_lines_escape_controls_keep_our_own_markers_and_give_github_no_comman
             assert "\u200b  ::endgroup::" in out and out.count("\n::endgroup::") == 1
         if ci == "gitlab":  # GitLab's own section markers still reach the log raw
             assert out.count("\x1b[0Ksection_start:") == 1 and out.count("\x1b[0Ksection_end:") == 1
+
+
+def test_a_phase_prints_no_line_of_its_own_and_a_new_step_has_none():
+    clock = FakeClock()
+    rep, buf = _reporter("github", heartbeat=30, clock=clock)
+    rep.add("a", "qemu")
+    rep.begin("a", "a==1 [qemu]")
+    rep.line("a", "bootstrap: configuring 45/213 libc6")
+    before = buf.getvalue()
+    rep.phase("a", Phase(phase="configuring", done=45, total=213, what="libc6"))
+    rep.phase("nobody", Phase(phase="x"))  # a row not shown: ignored
+    assert buf.getvalue() == before  # CI logs hold the engine's lines, exactly as written
+    assert before.splitlines() == ["::group::a: a==1 [qemu]", "bootstrap: configuring 45/213 libc6"]
+    clock.now += 30
+    rep.tick()
+    beat = buf.getvalue().splitlines()[-1]
+    assert beat.endswith(
+        "a: a==1 [qemu] ... 30s so far; configuring 45/213 (libc6); last: bootstrap: configuring 45/213 libc6"
+    )
+    rep.step("a", "building (no network)")
+    assert rep.stages["a"].phase is None

@@ -9,6 +9,7 @@ import pytest
 
 from rvport.catalogue.bases import load_base
 from rvport.engine import bootstrap
+from rvport.engine.events import Phase, PhaseReader
 from rvport.engine.images import base_key
 from rvport.errors import HostNotReady
 
@@ -100,20 +101,79 @@ def test_a_package_the_first_stage_did_not_download_is_an_error(tmp_path):
         bootstrap.package_order(_first_stage(tmp_path, base="cmake zlib1g"))
 
 
-def test_dpkg_lines_become_counted_progress_lines():
+def test_dpkg_lines_become_counted_progress_lines_and_phase_events():
     seen: list[str] = []
-    count = bootstrap.Counter("configuring", bootstrap._SETTING_UP, 3, seen.append)
+    phases: list[Phase] = []
+    count = bootstrap.Counter("configuring", bootstrap._SETTING_UP, 3, seen.append, phases.append)
     for line in (
         "Setting up libc6:riscv64 (2.41-12) ...",
         "update-alternatives: using /bin/more",
         "Setting up zlib1g:riscv64 (1:1.3) ...",
+        "Processing triggers for libc-bin (2.41-12) ...",
+        "Setting up zlib1g:riscv64 (1:1.3) ...",
+        "Setting up one-too-many (1) ...",  # never more than the total
     ):
         count(line)
-    assert seen == [
+    assert seen[:4] == [
         "bootstrap: configuring 1/3 libc6:riscv64",
         "update-alternatives: using /bin/more",
         "bootstrap: configuring 2/3 zlib1g:riscv64",
+        "Processing triggers for libc-bin (2.41-12) ...",  # dpkg's other lines pass as they are
     ]
+    assert phases == [
+        Phase(phase="configuring", done=1, total=3, what="libc6:riscv64"),
+        Phase(phase="configuring", done=2, total=3, what="zlib1g:riscv64"),
+        Phase(phase="triggers", done=1, what="libc-bin"),  # read by the debootstrap/dpkg rules
+        Phase(phase="configuring", done=3, total=3, what="zlib1g:riscv64"),
+        Phase(phase="configuring", done=3, total=3, what="one-too-many"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "lines,expected",
+    [
+        (
+            ["I: Retrieving libc6 2.41-12", "I: Retrieving zlib1g 1:1.3"],
+            Phase(phase="retrieving", done=2, what="zlib1g"),
+        ),
+        (
+            [
+                "I: Unpacking required packages...",
+                "I: Unpacking apt...",
+                "I: Unpacking python3.13-minimal...",
+            ],
+            Phase(phase="unpacking", done=2, what="python3.13-minimal"),
+        ),
+        (["I: Configuring the base system..."], Phase(phase="configuring the base system")),
+        (
+            ["I: Unpacking libc6:riscv64...", "I: Configuring libc6:riscv64..."],
+            Phase(phase="configuring", done=1, what="libc6:riscv64"),
+        ),
+        (["I: Validating zlib1g 1:1.3"], Phase(phase="validating", done=1, what="zlib1g")),
+        (["I: Extracting libc6..."], Phase(phase="extracting", done=1, what="libc6")),
+        (
+            ["Setting up libc6:riscv64 (2.41-12) ...", "Setting up zlib1g:riscv64 (1:1.3) ..."],
+            Phase(phase="configuring", done=2, what="zlib1g:riscv64"),
+        ),
+        (["I: Base system installed successfully.", "gcc -O2 -c foo.c"], None),
+    ],
+)
+def test_debootstraps_lines_are_read_into_phase_events_where_it_runs(lines, expected):
+    seen: list[Phase] = []
+    reader = PhaseReader(bootstrap.PHASES, seen.append)
+    for line in lines:
+        reader(line)
+    assert (seen[-1] if seen else None) == expected
+
+
+def test_a_line_that_names_no_phase_makes_no_event():
+    seen: list[Phase] = []
+    reader = PhaseReader(bootstrap.PHASES, seen.append)
+    assert reader("I: Configuring libc6:riscv64...") == Phase(
+        phase="configuring", done=1, what="libc6:riscv64"
+    )
+    assert reader("dpkg: warning: something") is None
+    assert len(seen) == 1
 
 
 def test_mounts_under_a_tree_are_found_deepest_first(tmp_path):
@@ -151,16 +211,26 @@ def test_a_failing_first_stage_is_a_typed_error(tmp_path, monkeypatch):
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "debootstrap").write_text(
-        "#!/bin/sh\necho 'E: Couldn'\"'\"'t download packages: python3'\nexit 1\n"
+        "#!/bin/sh\necho 'I: Retrieving libc6 2.41-12'\n"
+        "echo 'E: Couldn'\"'\"'t download packages: python3'\nexit 1\n"
     )
     (fake / "debootstrap").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
     seen: list[str] = []
+    phases: list[Phase] = []
     with pytest.raises(HostNotReady, match=r"debootstrap's first stage for riscv64 failed \(exit 1\)"):
         bootstrap.make_rootfs(
-            REQ, tmp_path / "rootfs", method=bootstrap.SPLIT, log_path=tmp_path / "log", on_line=seen.append
+            REQ,
+            tmp_path / "rootfs",
+            method=bootstrap.SPLIT,
+            log_path=tmp_path / "log",
+            on_line=seen.append,
+            on_phase=phases.append,
         )
     assert "E: Couldn't download packages: python3" in seen
+    assert "I: Retrieving libc6 2.41-12" in seen  # the tool's lines reach people as they are
+    # and what they say it is doing goes up as events, read here, next to the run
+    assert phases == [Phase(phase="first stage"), Phase(phase="retrieving", done=1, what="libc6")]
     assert "E: Couldn't download packages: python3" in (tmp_path / "log").read_text()
 
 
@@ -321,7 +391,7 @@ def test_a_base_made_records_how_long_it_took_and_a_base_found_again_does_not(tm
     monkeypatch.setattr(bootstrap.proc, "which", lambda name, env=None: f"/usr/bin/{name}")
     monkeypatch.setattr(buildx, "image_info", lambda ref: engine.get(ref))
 
-    def make_rootfs(req, rootfs, *, method, log_path, on_line, fetch_ahead):
+    def make_rootfs(req, rootfs, *, method, log_path, on_line, on_phase, fetch_ahead):
         (rootfs / "var/lib/dpkg").mkdir(parents=True)
         (rootfs / "var/lib/dpkg/status").write_text(
             "Package: libc6\nStatus: install ok installed\nVersion: 2.41\n"
@@ -644,9 +714,13 @@ def test_certificates_made_early_that_do_not_stand_are_made_again_after_the_byte
         early=early,
         run=ran.append,
         on_line=lines.append,
+        on_phase=lines.append,
     )
     assert ran[1:] == [[[bootstrap.UPDATE_CA, "--fresh"]], []]  # made again, then the (empty) rest
-    assert lines == ["bootstrap: the certificates made while dpkg configured do not stand: made again"]
+    assert lines == [
+        "bootstrap: the certificates made while dpkg configured do not stand: made again",
+        Phase(phase="making the certificates again"),
+    ]
 
 
 def test_the_inputs_of_update_ca_certificates_are_every_path_it_reads(tmp_path):
@@ -689,7 +763,7 @@ def test_packages_are_fetched_ahead_but_for_a_foreign_base_made_the_classic_way(
     monkeypatch.setattr(debarchive, "fetch_release", lambda *a, **k: signed)
     seen = []
 
-    def make_rootfs(req, rootfs, *, method, log_path, on_line, fetch_ahead):
+    def make_rootfs(req, rootfs, *, method, log_path, on_line, on_phase, fetch_ahead):
         seen.append(fetch_ahead)
         (rootfs / "var/lib/dpkg").mkdir(parents=True)
         (rootfs / "var/lib/dpkg/status").write_text("")

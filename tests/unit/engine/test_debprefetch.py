@@ -10,6 +10,7 @@ from pathlib import Path
 import requests
 
 from rvport.engine import debprefetch
+from rvport.engine.events import Phase
 
 
 class FakeSession:
@@ -106,13 +107,21 @@ def test_the_packages_print_debs_names_are_fetched_into_the_rootfs_while_the_blo
     )
     lines = []
     with debprefetch.Prefetch(
-        ["echo", "a", "b"], rootfs, "http://m/debian/", on_line=lines.append, session=session
+        ["echo", "a", "b"],
+        rootfs,
+        "http://m/debian/",
+        on_line=lines.append,
+        on_phase=lines.append,
+        session=session,
     ) as ahead:
         ahead._thread.join(10)  # the first stage would run meanwhile
     assert ahead.fetched == 2 and ahead.why_not is None and session.closed
     archives = rootfs / "var/cache/apt/archives"
     assert sorted(p.name for p in archives.iterdir()) == [a.name, b.name]  # only what print-debs named
-    assert lines == ["bootstrap: fetching 2 packages, 8 at a time, for debootstrap"]
+    assert lines == [
+        "bootstrap: fetching 2 packages, 8 at a time, for debootstrap",
+        Phase(phase="fetching packages ahead"),
+    ]
     assert not list(tmp_path.glob("rootfs.debs"))  # its list is not left behind
 
 

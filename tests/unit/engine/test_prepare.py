@@ -11,6 +11,7 @@ import pytest
 
 from rvport.catalogue.profiles import get_profile
 from rvport.engine import buildx, modes, prepare, render, stage
+from rvport.engine.events import Phase
 from rvport.engine.modes import accelerated, cross
 from rvport.engine.runner import BuildOptions
 from rvport.plan.planner import Mode, Request, make_plan
@@ -48,7 +49,7 @@ class FakeEngine:
     def image_info(self, ref):
         return {"id": self.images[ref], "labels": self.labels.get(ref, {})} if ref in self.images else None
 
-    def build(self, spec, *, log_path, on_line=None):
+    def build(self, spec, *, log_path, on_line=None, on_phase=None):
         self.builds.append(spec)
         self.images[spec.tag] = f"sha256:{len(self.images) + 100:064d}"
         if on_line:
@@ -62,7 +63,7 @@ class Rec:
     """The build's Progress: what the user is told."""
 
     def __init__(self):
-        self.steps, self.lines, self.ends = [], [], []
+        self.steps, self.lines, self.phases, self.ends = [], [], [], []
 
     def begin(self, name, what):
         self.steps.append((name, what))
@@ -72,6 +73,9 @@ class Rec:
 
     def line(self, name, text):
         self.lines.append((name, text))
+
+    def phase(self, name, event):
+        self.phases.append((name, event))
 
     def end(self, name, status):
         self.ends.append((name, status))
@@ -367,7 +371,9 @@ def test_bases_are_made_side_by_side_and_a_failed_one_fails_the_stages_that_need
     running, overlap = set(), []
     lock = threading.Lock()
 
-    def fake_base(spec, *, platform, **_kw):
+    def fake_base(spec, *, platform, on_line, on_phase, **_kw):
+        on_line(f"bootstrap: {spec.name}")
+        on_phase(Phase(phase="unpacking", done=1, total=2, what=spec.name))
         with lock:
             running.add(spec.name)
             overlap.append(len(running))
@@ -391,6 +397,10 @@ def test_bases_are_made_side_by_side_and_a_failed_one_fails_the_stages_that_need
         ("tinylib, early", "failed"),
     ]
     assert len(overlap) == 2  # the failed base is not tried a second time
+    # a base's lines and its phase events reach its own row
+    row = "base debian-trixie (linux/riscv64)"
+    assert (row, "bootstrap: debian-trixie") in rep.lines
+    assert (row, Phase(phase="unpacking", done=1, total=2, what="debian-trixie")) in rep.phases
     assert engine.builds == []  # the prefix failed with it: nothing more is tried
     with pytest.raises(HostNotReady, match="debian-trixie-xtc"):
         _preparer(plan, setup, Rec(), bases={}).run()

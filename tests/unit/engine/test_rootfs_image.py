@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rvport.engine import buildx, rootfs_image
+from rvport.engine.events import Phase
 from rvport.errors import HostNotReady
 
 
@@ -112,6 +113,7 @@ def _load(tmp_path, monkeypatch, *, load_rc=0, engine_id=None, tar_rc=None):
         return real(cmd, on_line=on_line, log_path=log_path) if tar_rc is None else tar_rc
 
     loaded: dict = {}
+    said: list = []
     monkeypatch.setattr(rootfs_image.proc, "stream", stream)
     monkeypatch.setattr(
         buildx, "image_info", lambda ref: {"id": engine_id or loaded["id"]} if loaded else None
@@ -129,17 +131,25 @@ def _load(tmp_path, monkeypatch, *, load_rc=0, engine_id=None, tar_rc=None):
             labels={},
             made_by="test",
             log_path=tmp_path / "log",
-            on_line=lambda line: None,
+            on_line=said.append,
+            on_phase=said.append,
         )
     except HostNotReady as e:
         got = e
-    return got, ran, scratch
+    return got, ran, scratch, said
 
 
 def test_loading_returns_the_engines_id_of_the_image_and_drops_the_layer_file(tmp_path, monkeypatch):
-    got, ran, scratch = _load(tmp_path, monkeypatch)
+    got, ran, scratch, said = _load(tmp_path, monkeypatch)
     assert isinstance(got, str) and got.startswith("sha256:")
     assert ran == [["tar", "--create"], ["docker", "load"]]
+    # each step a line for people and its phase as an event
+    assert said == [
+        "image: writing the layer (linux/riscv64)...",
+        Phase(phase="writing the image's layer"),
+        "image: loading rvport/base:t into the engine...",
+        Phase(phase="loading the image"),
+    ]
     assert not (scratch / "layer.tar").exists()  # the archive holds it; the caller removes the scratch
 
 
@@ -154,7 +164,7 @@ def test_loading_returns_the_engines_id_of_the_image_and_drops_the_layer_file(tm
 def test_a_layer_or_load_that_failed_or_an_image_not_ours_is_an_error(
     tmp_path, monkeypatch, case, kw, message
 ):
-    got, ran, _ = _load(tmp_path, monkeypatch, **kw)
+    got, ran, _, _said = _load(tmp_path, monkeypatch, **kw)
     assert isinstance(got, HostNotReady) and message in got.message, case
     if case == "tar fails":
         assert ran == [["tar", "--create"]]  # nothing loaded after a failed layer

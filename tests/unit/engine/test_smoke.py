@@ -192,7 +192,7 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
     )
     seen = {}
 
-    def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None):
+    def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None, on_phase=None):
         seen["dockerfile"] = spec.dockerfile.read_text()
         seen["script"] = (spec.context / "rvport-smoke").read_text()
         seen["install"] = (spec.context / "rvport-smoke-install.sh").read_text()
@@ -207,6 +207,7 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
         record=rec,
         log_path=tmp_path / "tiny.log",
         line=lambda _: None,
+        phase=lambda _: None,
         riscv64_env={"QEMU_CPU": "rv64,the-profiles-cpu"},
     )
     files = tmp_path / "files"
@@ -468,7 +469,7 @@ def test_the_runner_hands_the_cpu_to_the_stage_and_fails_a_stage_whose_vector_co
     )
     seen = {}
 
-    def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None):
+    def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None, on_phase=None):
         seen["dockerfile"] = spec.dockerfile.read_text()
         spec.output_dir.mkdir(parents=True, exist_ok=True)
         (spec.output_dir / "rvport-smoke.log").write_text("kernels ok\n")
@@ -483,6 +484,7 @@ def test_the_runner_hands_the_cpu_to_the_stage_and_fails_a_stage_whose_vector_co
         record=rec,
         log_path=tmp_path / "tiny.log",
         line=lambda _: None,
+        phase=lambda _: None,
         riscv64_env={"QEMU_CPU": get_profile("rvv256").qemu_cpu},
     )
     files = tmp_path / "files"
@@ -538,7 +540,7 @@ def test_a_wheel_stage_s_smoke_test_installs_the_wheels_of_its_dependencies_too(
     run.stage_outputs["base"] = dep_out
     seen = {}
 
-    def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None):
+    def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None, on_phase=None):
         seen["dockerfile"] = spec.dockerfile.read_text()
         seen["deps"] = sorted(
             str(p.relative_to(spec.context / "deps")) for p in (spec.context / "deps").rglob("*")
@@ -554,6 +556,7 @@ def test_a_wheel_stage_s_smoke_test_installs_the_wheels_of_its_dependencies_too(
         record=rec,
         log_path=tmp_path / "app.log",
         line=lambda _: None,
+        phase=lambda _: None,
         riscv64_env={"QEMU_CPU": "rv64"},
     )
     files = tmp_path / "files"

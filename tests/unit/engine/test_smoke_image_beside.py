@@ -56,7 +56,7 @@ class Engine(FakeEngine):
         self.built = threading.Event()  # the stage's build started
         self.smoke_image = smoke_image or (lambda spec, log_path: None)
 
-    def build(self, spec, *, log_path, on_line=None):
+    def build(self, spec, *, log_path, on_line=None, on_phase=None):
         if spec.tag and "-smoke-" in spec.tag:
             self.smoke_image(spec, log_path)
             self.events.append("smoke image made")

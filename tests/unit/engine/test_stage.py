@@ -89,7 +89,7 @@ def test_an_image_in_the_engine_is_reused_without_a_build(tmp_path, monkeypatch)
 def test_the_cli_reporters_implement_the_build_progress_protocol():
     for cls in (Reporter, LiveReporter):
         assert isinstance(cls(Console(), None), Progress)
-        for name in ("begin", "step", "line", "end"):
+        for name in ("begin", "step", "line", "phase", "end"):
             assert list(inspect.signature(getattr(cls, name)).parameters) == list(
                 inspect.signature(getattr(Progress, name)).parameters
             ), (cls, name)

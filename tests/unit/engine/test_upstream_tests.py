@@ -388,6 +388,7 @@ def _runner(tmp_path):
         record=rec,
         log_path=tmp_path / "demo.log",
         line=lambda _: None,
+        phase=lambda _: None,
         riscv64_env={"QEMU_CPU": "rv64,v=true,vlen=256"},
     )
     files = tmp_path / "files"
@@ -403,7 +404,7 @@ def test_the_runner_runs_the_tests_in_a_build_of_their_own(tmp_path, monkeypatch
     run, rec, env, files = _runner(tmp_path)
     seen = {}
 
-    def fake_build(spec, *, log_path, on_line=None):
+    def fake_build(spec, *, log_path, on_line=None, on_phase=None):
         seen["dockerfile"] = spec.dockerfile.read_text()
         seen["network"] = spec.network
         seen["tree"] = sorted(
@@ -435,7 +436,7 @@ def test_an_interrupt_during_the_tests_leaves_no_partial_record(tmp_path, monkey
 
     run, rec, env, files = _runner(tmp_path)
 
-    def interrupted(spec, *, log_path, on_line=None):
+    def interrupted(spec, *, log_path, on_line=None, on_phase=None):
         _export(spec.output_dir, {0: 0}, {0: [{"id": "tests/test_a.py::test_fast", "outcome": "passed"}]})
         raise KeyboardInterrupt  # buildx stopped: BuildKit removes the build's container
 
