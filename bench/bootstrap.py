@@ -39,6 +39,7 @@ import common  # noqa: E402  (bench/ is first on sys.path)
 
 from rvport.catalogue.bases import default_bases_dir, load_base  # noqa: E402
 from rvport.engine import bootstrap, images  # noqa: E402
+from rvport.engine.events import Phase  # noqa: E402
 
 # files that record when or how the rootfs was made, not what it holds
 VOLATILE = (
@@ -66,15 +67,15 @@ def make(method: str, spec_name: str, platform: str, work: Path) -> dict:
     marks: dict[str, float] = {}
     t0 = time.monotonic()
 
-    def on_line(line: str) -> None:
+    def on_phase(event: Phase) -> None:  # the engine's typed progress events, not its lines
         now = time.monotonic() - t0
-        if line.startswith("image: writing the layer"):  # the rootfs is made
+        if event.phase == "writing the image's layer":  # the rootfs is made
             marks.setdefault("rootfs", now)
-        if line.startswith("bootstrap: configuring 0/"):
+        if event.phase == "configuring" and event.done == 0:
             marks.setdefault("unpacked", now)
-        if line.startswith("bootstrap: linker cache"):  # the split's first stage is done
+        if event.phase == "linker cache":  # the split's first stage is done
             marks.setdefault("first", now)
-        if line.startswith("bootstrap: deferred work"):  # dpkg has configured everything
+        if event.phase == "deferred work side by side":  # dpkg has configured everything
             marks.setdefault("configured", now)
 
     base = images.ensure_base(
@@ -82,7 +83,7 @@ def make(method: str, spec_name: str, platform: str, work: Path) -> dict:
         platform=platform,
         cache_dir=work / "cache",
         log_path=log,
-        on_line=on_line,
+        on_phase=on_phase,
         bootstrap_forced=method,
     )
     total = time.monotonic() - t0
