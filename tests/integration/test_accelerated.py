@@ -25,19 +25,9 @@ from .conftest import ONE_TARBALL, offline_mirror, rvport, tarball
 pytestmark = [pytest.mark.integration, pytest.mark.network]
 
 
-def _build(out: Path, mode: str, *extra: str) -> dict:
+def _build(out: Path, mode: str) -> dict:
     cp = rvport(
-        "build",
-        "msgspec",
-        *extra,
-        "--profile",
-        "rvv256",
-        "--tag",
-        "local",
-        "--mode",
-        mode,
-        "--output",
-        str(out),
+        "build", "msgspec", "--profile", "rvv256", "--tag", "local", "--mode", mode, "--output", str(out)
     )
     assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
     doc = json.loads((out / "result.json").read_text())
@@ -48,7 +38,7 @@ def _build(out: Path, mode: str, *extra: str) -> dict:
 @pytest.fixture(scope="module")
 def builds(engine, tmp_path_factory):
     root = tmp_path_factory.mktemp("accelerated")
-    acc = _build(root / "accelerated", "accelerated", "--no-tests")  # msgspec's own tests: the QEMU build's
+    acc = _build(root / "accelerated", "accelerated")
     qemu = _build(root / "qemu", "qemu")
     return root, acc, qemu
 
