@@ -16,8 +16,11 @@ Exit codes (documented in docs/exit-codes.md; one per kind):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
+
+from rvport.safetext import one_line
 
 
 class ExitCode(IntEnum):
@@ -46,35 +49,56 @@ class Problem:
     def location(self) -> str:
         if self.file is None:
             return ""
-        from rvport.safetext import one_line  # a file's name on one line: it cannot start a line of its own
-
-        file = one_line(self.file)
+        file = one_line(self.file)  # a file's name on one line: it cannot start a line of its own
         return f"{file}:{self.line}" if self.line else file
 
     def render(self) -> str:
+        """The problem on one line (its hint on a second): a newline in a name it quotes is shown as \\n."""
         loc = self.location()
-        text = f"{loc}: {self.message}" if loc else self.message
+        text = f"{loc}: {one_line(self.message)}" if loc else one_line(self.message)
         if self.hint:
-            text += f"\n    hint: {self.hint}"
+            text += f"\n    hint: {one_line(self.hint)}"
         return text
 
 
 class RvportError(Exception):
-    """Base of every error rvport reports without a traceback."""
+    """Base of every error rvport reports without a traceback.
+
+    message and hint are one line each: whatever names and paths they quote (a recipe's name, a member's
+    name, an --output path) are shown with a newline as `\\n` (safetext.one_line), so that no value can print
+    a line of its own (`p\\nerror: FORGED`). rvport's own lines that belong to an error (a failed stage's
+    last log lines, a smoke test's output, the patch's complaints) go in `detail`, one line each, shown
+    below the message as they are (each line escaped on its own); located problems go in `problems`."""
 
     exit_code: ExitCode = ExitCode.INTERNAL
 
-    def __init__(self, message: str, *, hint: str | None = None, problems: list[Problem] | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        problems: list[Problem] | None = None,
+        detail: Iterable[str] = (),
+    ):
         super().__init__(message)
         self.message = message
         self.hint = hint
         self.problems: list[Problem] = list(problems or [])
+        # each item one line; an item that holds a newline anyway is shown as one line too
+        self.detail: tuple[str, ...] = tuple(detail)
+
+    def __str__(self) -> str:
+        """The message and its detail lines, raw (for code and tests; what is shown is render())."""
+        return "\n".join([self.message, *self.detail])
 
     def render(self) -> str:
-        lines = [self.message]
+        """The error as the lines the CLI prints and result.json keeps: the message, the detail lines, the
+        problems and the hint, each line safe on its own (safetext.one_line)."""
+        lines = [one_line(self.message)]
+        lines += [one_line(d) for d in self.detail]
         lines += ["  " + p.render().replace("\n", "\n  ") for p in self.problems]
         if self.hint:
-            lines.append(f"hint: {self.hint}")
+            lines.append(f"hint: {one_line(self.hint)}")
         return "\n".join(lines)
 
 

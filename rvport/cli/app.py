@@ -112,9 +112,8 @@ def main() -> None:
             escape,  # messages quote build output, e.g. "executor failed running [/bin/sh -c ...]"
         )
 
-        u.err.print(
-            f"[bold red]error:[/] {escape(_given_on_one_line(e.render()))}", markup=True, highlight=False
-        )
+        # render(): each line escaped on its own, every name and path in it on one line (errors.py)
+        u.err.print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
         if u.debug:
             u.err.print(traceback.format_exc(), markup=False, highlight=False)
         raise SystemExit(int(e.exit_code)) from None
@@ -140,9 +139,7 @@ def main() -> None:
             )
             raise SystemExit(int(ExitCode.USAGE)) from None
         u = ui()
-        u.err.print(
-            f"internal error: {type(e).__name__}: {_given_on_one_line(str(e))}", markup=False, highlight=False
-        )
+        u.err.print(f"internal error: {type(e).__name__}: {one_line(str(e))}", markup=False, highlight=False)
         if u.debug:
             u.err.print(traceback.format_exc(), markup=False, highlight=False)
         else:

@@ -442,6 +442,7 @@ def failure(doc: dict, output: Path) -> CheckFailed:
         lines.append(f"not run: {', '.join(not_run)}")
     head = f"the serving check of {doc['recipe']} {doc['version']} ({doc['profile']}) failed"
     return CheckFailed(
-        "\n".join([head, *lines]),
+        head,
+        detail=lines,
         hint=f"{output / RESULT} has every step; the full logs are in {output / LOGS}",
     )

@@ -123,9 +123,9 @@ def build(
 
     rc = proc.stream(spec.argv(), on_line=feed, log_path=log_path)
     if rc != 0:
-        tail = "\n".join("    " + t for t in blog.tail[-15:])
         raise BuildFailed(
-            f"docker buildx build failed ({proc.describe_status(rc)}); last lines:\n{tail}",
+            f"docker buildx build failed ({proc.describe_status(rc)}); last lines:",
+            detail=["    " + t for t in blog.tail[-15:]],
             hint=f"full log: {log_path}",
         )
     return blog

@@ -198,11 +198,11 @@ def failure(ref: str, record: dict, log: Path) -> SmokeFailed:
         if last.get("timed_out")
         else f"exit status {last['exit_status']}"
     )
-    shown = "\n".join("    " + line for line in last["output"]) or "    (it printed nothing)"
-    logs = "\n".join("    " + line for line in record.get("service_logs", [])) or "    (it printed nothing)"
+    shown = ["    " + line for line in last["output"]] or ["    (it printed nothing)"]
+    logs = ["    " + line for line in record.get("service_logs", [])] or ["    (it printed nothing)"]
     err = SmokeFailed(
-        f"{ref}: the runtime check failed in round {last['round']} ({why}); its last lines:\n{shown}\n"
-        f"the service ({record.get('service', 'unknown')}), its last lines:\n{logs}",
+        f"{ref}: the runtime check failed in round {last['round']} ({why}); its last lines:",
+        detail=[*shown, f"the service ({record.get('service', 'unknown')}), its last lines:", *logs],
         hint=f"stages[].runtime.check in result.json has this output, the full log is {log}; the "
         "check's containers and network are removed, the image keeps its tag to be run by hand "
         "(with the plan's run_args)",

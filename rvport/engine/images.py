@@ -489,6 +489,7 @@ def ensure_base(
             keep_debootstrap_log(rootfs, log_path)
             raise HostNotReady(
                 f"{e.message} for {spec.name} ({arch})",
+                detail=e.detail,
                 hint=f"see {log_path} (debootstrap's own log is appended there); " + (e.hint or ""),
             ) from e
         packages = parse_dpkg_status((rootfs / "var/lib/dpkg/status").read_text(errors="replace"))

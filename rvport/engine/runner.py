@@ -920,6 +920,7 @@ def without_vector_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
     err = SmokeFailed(
         f"{ref}: the smoke test again on a CPU without V (QEMU_CPU {record['cpu']}) must "
         f"{'die with SIGILL' if expected == 'sigill' else 'pass'}, but {why}; {_last_lines(record)}",
+        detail=_shown(record),
         hint=f"stages[].smoke.without_vector in result.json has this run; the full log is {log}",
     )
     err.log_tail = list(record["output"])
@@ -927,20 +928,25 @@ def without_vector_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
 
 
 def _last_lines(record: dict) -> str:
-    """ "its last lines:" and the record's output, indented; a log over the cap says so."""
-    shown = "\n".join("    " + line for line in record["output"]) or "    (it printed nothing)"
+    """ "its last lines:", the end of the message before its output (_shown); a log over the cap says so."""
     if record.get("truncated"):
         return (
             f"its last lines (its log is {record['log_bytes']} bytes: only the last {SMOKE_LOG_TAIL} were "
-            f"read):\n{shown}"
+            "read):"
         )
-    return f"its last lines:\n{shown}"
+    return "its last lines:"
+
+
+def _shown(record: dict) -> list[str]:
+    """The record's output, indented, as the error's detail lines."""
+    return ["    " + line for line in record["output"]] or ["    (it printed nothing)"]
 
 
 def smoke_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
     """The error of a failed smoke test (exit 7): its exit status and last lines, in the message too."""
     err = SmokeFailed(
         f"{ref}: the smoke test failed (exit status {record['exit_status']}); {_last_lines(record)}",
+        detail=_shown(record),
         hint=f"the artifacts were built and verified but not kept; stages[].smoke in result.json "
         f"has this output, the full log is {log}",
     )

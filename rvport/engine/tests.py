@@ -318,7 +318,8 @@ def failure(ref: str, rec: Mapping, log: Path) -> UpstreamTestsFailed:
     err = UpstreamTestsFailed(
         f"{ref}: its upstream tests failed ({counts.get('passed', 0)} passed, "
         f"{counts.get('failed', 0)} failed, {counts.get('error', 0)} errors, "
-        f"{counts.get('skipped', 0)} skipped):\n  " + "\n  ".join(lines),
+        f"{counts.get('skipped', 0)} skipped):",
+        detail=["  " + line for line in lines],
         hint="the artifacts were built, verified and smoke-tested but not kept; stages[].tests in "
         f"result.json has every test id, the JUnit file a case each; the full log is {log}",
     )

@@ -100,9 +100,12 @@ def _reading(path: Path, blob: bool) -> Iterator:
 def tree_mismatch(source: Source, actual: str, where: str) -> IntegrityError:
     """Exit code 4, naming both tree digests and where the tree came from."""
     return IntegrityError(
-        f"source {source.name!r} ({source.origin}) failed its tree digest check\n"
-        f"  expected tree {source.tree}\n  actual   tree {actual}  (from {where})"
-        + (f"\n  excluded: {', '.join(source.exclude)}" if source.exclude else ""),
+        f"source {source.name!r} ({source.origin}) failed its tree digest check",
+        detail=[
+            f"  expected tree {source.tree}",
+            f"  actual   tree {actual}  (from {where})",
+            *([f"  excluded: {', '.join(source.exclude)}"] if source.exclude else []),
+        ],
         hint="the files are not the pinned commit's: suspect the mirror, the clone or the forge archive; if "
         'the pin itself is wrong, compute it again from a trusted clone (docs/sources.md, "Tree digests")',
     )

@@ -33,6 +33,7 @@ from packaging.utils import canonicalize_name
 from rvport import __version__
 from rvport.catalogue.model import Source, SourceKind
 from rvport.errors import IntegrityError, RecipeError, RvportError, SourceUnavailable, UsageError
+from rvport.safetext import one_line
 from rvport.sources import gitsrc
 from rvport.sources.archive import archive_tree, tree_mismatch
 from rvport.sources.cache import (
@@ -88,7 +89,7 @@ def ca_bundle(
         if value:
             if Path(value).is_file():
                 return Path(value)
-            log.warning("%s=%s is not a file; ignoring it", var, value)
+            log.warning("%s=%s is not a file; ignoring it", var, one_line(value))
     conf = pip_cert() if pip_cert else None
     if conf and Path(conf).expanduser().is_file():
         return Path(conf).expanduser()
@@ -487,6 +488,7 @@ class Fetcher:
                         f"source {source.name!r} ({source.origin}): the cache entry {corrupt.path} is "
                         f"corrupt (its sha256 is {corrupt.actual}); it was removed, and --offline cannot "
                         f"fetch it again: {e.message}",
+                        detail=e.detail,
                         hint=f"fetch it again on a connected host, or pass --mirror DIR holding "
                         f"{source.archive_name}",
                     ) from e
@@ -501,9 +503,11 @@ class Fetcher:
                         if found is not None
                         else f"source {source.name!r} ({source.origin}) failed its digest check; the file "
                         "was deleted"
-                    )
-                    + f"\n  expected sha256 {source.sha256}\n  actual   sha256 {digest}  ({size} bytes, from "
-                    f"{where})",
+                    ),
+                    detail=[
+                        f"  expected sha256 {source.sha256}",
+                        f"  actual   sha256 {digest}  ({size} bytes, from {where})",
+                    ],
                     hint=(f"replace or remove {found}; " if found is not None else "")
                     + "if upstream really changed the file, verify it and update the pin in the recipe; "
                     "otherwise suspect the mirror, a proxy or the network",
@@ -700,7 +704,12 @@ class Fetcher:
                     delay = opts.backoff * 2 ** (attempt - 1)
                     # said, not logged in silence: a user waiting on a slow network sees why
                     log.warning(
-                        "%s: %s; retry %d/%d in %.1fs", label, _short(e), attempt, opts.retries, delay
+                        "%s: %s; retry %d/%d in %.1fs",
+                        one_line(label),
+                        one_line(_short(e)),
+                        attempt,
+                        opts.retries,
+                        delay,
                     )
                     time.sleep(delay)
                 except requests.RequestException as e:

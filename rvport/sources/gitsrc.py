@@ -101,10 +101,9 @@ def archive(repo: Path, source: Source, out: Path, *, scratch: Path) -> None:
                 ]
             )
         except proc.CommandFailed as e:
-            tail = "\n  ".join((e.stderr or "").strip().splitlines()[-6:])
             raise SourceUnavailable(
-                f"source {source.name!r}: `git archive {source.commit}` in {repo} failed ({e.reason}):\n  "
-                f"{tail}",
+                f"source {source.name!r}: `git archive {source.commit}` in {repo} failed ({e.reason}):",
+                detail=["  " + ln for ln in (e.stderr or "").strip().splitlines()[-6:]],
                 hint="the clone lacks objects of this commit (a shallow or partial clone?): fetch the commit "
                 "fully, or exclude the paths it lacks in the recipe (exclude:)",
             ) from e
@@ -120,7 +119,8 @@ def archive_from_bundle(bundle: Path, source: Source, out: Path, *, scratch: Pat
             said = [ln.strip() for ln in (e.stderr or "").splitlines() if ln.strip()]
             why = [ln for ln in said if ln.lower().startswith(("error:", "fatal:"))][:2] or said[-1:]
             raise SourceUnavailable(
-                f"git bundle {bundle}: cannot read it ({e.reason})" + "".join(f"\n  {ln}" for ln in why),
+                f"git bundle {bundle}: cannot read it ({e.reason})",
+                detail=["  " + ln for ln in why],
                 hint="check the file (`git bundle verify FILE`), or remove it from the mirror",
             ) from e
         if not has_commit(tmp / "repo.git", source.commit or ""):

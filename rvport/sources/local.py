@@ -85,10 +85,10 @@ def _git(top: Path, args: list[str], *, check: bool = True) -> subprocess.Comple
             timeout=GIT_TIMEOUT,
         )
     except proc.CommandFailed as e:
-        said = "\n  ".join((e.stderr or "").strip().splitlines()[-4:])
+        said = (e.stderr or "").strip().splitlines()[-4:]
         raise UsageError(
-            f"--source-tree {top}: `git {' '.join(args)}` failed ({e.reason})"
-            + (f":\n  {said}" if said else ""),
+            f"--source-tree {top}: `git {' '.join(args)}` failed ({e.reason})" + (":" if said else ""),
+            detail=["  " + ln for ln in said],
             hint="pass the top directory of a git checkout, or a directory that is no checkout (an unpacked "
             "sdist)",
         ) from e
@@ -325,8 +325,8 @@ def copy_into(tree: LocalTree, dest: Path, *, limits: Limits | None = None) -> N
     actual = digest(entries)
     if actual != tree.digest:
         raise IntegrityError(
-            f"--source-tree {top} changed while rvport used it\n  planned tree {tree.digest}\n"
-            f"  copied  tree {actual}",
+            f"--source-tree {top} changed while rvport used it",
+            detail=[f"  planned tree {tree.digest}", f"  copied  tree {actual}"],
             hint="let the tree be while it is built, then run again (the plan names the tree it read)",
         )
     for root, dirs, _files in os.walk(dest):

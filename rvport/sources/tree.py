@@ -60,8 +60,8 @@ def verify_pinned(pf: PinnedFile, what: str) -> None:
     actual = sha256_file(pf.path)
     if actual != pf.sha256:
         raise IntegrityError(
-            f"{what} {pf.rel} does not match its pin\n  expected sha256 {pf.sha256}\n"
-            f"  actual   sha256 {actual}",
+            f"{what} {pf.rel} does not match its pin",
+            detail=[f"  expected sha256 {pf.sha256}", f"  actual   sha256 {actual}"],
             hint="restore the file, or if the change is intended, update its sha256 in the recipe",
         )
 
@@ -299,7 +299,8 @@ def check_tree_lock(recipe: Recipe, tree: Path) -> None:
     actual = sha256_file(target)
     if actual != lock.sha256:
         raise IntegrityError(
-            f"{where} does not match its pin\n  expected sha256 {lock.sha256}\n  actual   sha256 {actual}",
+            f"{where} does not match its pin",
+            detail=[f"  expected sha256 {lock.sha256}", f"  actual   sha256 {actual}"],
             hint="the sources or a patch changed the lock file: check them, or if the change is "
             "intended, update the lock's sha256 in the recipe",
         )
@@ -330,7 +331,8 @@ def apply_patch(pf: PinnedFile, tree: Path) -> None:
         out = (cp.stdout or "") + (cp.stderr or "")
         lines = rejected(out) or out.strip().splitlines()[-8:]
         raise IntegrityError(
-            f"patch {pf.rel} does not apply (patch -p{pf.strip}):\n  " + "\n  ".join(lines),
+            f"patch {pf.rel} does not apply (patch -p{pf.strip}):",
+            detail=["  " + ln for ln in lines],
             hint="the patch does not fit this source: fix or regenerate the patch, check its "
             "strip level, and update its sha256 in the recipe (a --source-tree: the tree changed the "
             "lines the recipe's patch edits)",
@@ -414,14 +416,17 @@ def vendor_crates(recipe: Recipe, tree: Path, options: FetchOptions) -> None:
     try:
         cp = proc.run(cmd, cwd=own, env=env, capture=True, timeout=1800)
     except proc.CommandFailed as e:
-        tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
-        if "needs to be updated" in tail or "--locked was passed" in tail:
+        said = ((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:]
+        tail = ["  " + ln for ln in said]
+        if any("needs to be updated" in ln or "--locked was passed" in ln for ln in said):
             raise IntegrityError(
-                f"{recipe.ref}: the pinned {name} does not fit the sources:\n  {tail}",
+                f"{recipe.ref}: the pinned {name} does not fit the sources:",
+                detail=tail,
                 hint="regenerate the lock file for this version and update its pin",
             ) from e
         raise SourceUnavailable(
-            f"{recipe.ref}: cargo vendor failed ({e.reason}):\n  {tail}",
+            f"{recipe.ref}: cargo vendor failed ({e.reason}):",
+            detail=tail,
             hint="crates are downloaded on the host: check network/proxy (--ca-bundle); "
             "offline, reuse a tree prepared earlier",
         ) from e
@@ -534,17 +539,21 @@ def vendor_go_modules(recipe: Recipe, tree: Path, options: FetchOptions) -> None
         try:
             proc.run([go, "mod", "vendor"], cwd=mod, env=env, capture=True, timeout=1800)
         except proc.CommandFailed as e:
-            tail = "\n  ".join(((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:])
-            if "verifying" in tail and "checksum mismatch" in tail:
+            said = ((e.stderr or "") + (e.stdout or "")).strip().splitlines()[-10:]
+            tail = ["  " + ln for ln in said]
+            joined = "\n".join(said)
+            if "verifying" in joined and "checksum mismatch" in joined:
                 raise IntegrityError(
-                    f"{recipe.ref}: go.sum does not match a module in {rel}:\n  {tail}",
+                    f"{recipe.ref}: go.sum does not match a module in {rel}:",
+                    detail=tail,
                     hint="the module proxy served other bytes than go.sum pins; do not build",
                 ) from e
-            unreachable = any(m in tail for m in _NO_NETWORK)
+            unreachable = any(m in joined for m in _NO_NETWORK)
             raise SourceUnavailable(
                 f"{recipe.ref}: `go mod vendor` in {rel or '.'} failed ({e.reason})"
                 + (": the Go module proxy cannot be reached" if unreachable else "")
-                + f":\n  {tail}",
+                + ":",
+                detail=tail,
                 hint=(
                     "Go modules are downloaded on the host through GOPROXY (passed through from the "
                     "environment; --offline allows only the host's module cache): run where a Go module "

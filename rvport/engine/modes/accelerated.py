@@ -429,7 +429,7 @@ class Accelerated:
                 _, note = xtc_choice(st.recipe.toolchain.base, rust)
                 if note is None:
                     raise
-                raise ToolchainMismatch(f"{e.message} ({note})", hint=e.hint) from None
+                raise ToolchainMismatch(f"{e.message} ({note})", hint=e.hint, detail=e.detail) from None
             env.line(
                 "accelerated: the cross toolchain matches the stage: "
                 + ", ".join(f"{k} {v}" for k, v in compared.items())

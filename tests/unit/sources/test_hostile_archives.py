@@ -611,7 +611,8 @@ def test_a_corrupt_git_bundle_is_a_readable_message(tmp_path):
         gitsrc.archive_from_bundle(bundle, src, tmp_path / "out.tar.gz", scratch=tmp_path)
     assert "['" not in e.value.message and "[]" not in e.value.message
     assert str(bundle) in e.value.message
-    assert "fatal:" in e.value.message or "error:" in e.value.message  # what git said, line by line
+    said = e.value.detail  # what git said, line by line, each a line of its own below the message
+    assert any(ln.strip().startswith(("fatal:", "error:")) for ln in said), said
 
 
 @pytest.mark.parametrize("bad", ["../x.tar.gz", "/etc/shadow", "a/b.tar.gz", ".."])

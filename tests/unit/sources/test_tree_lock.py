@@ -102,7 +102,7 @@ def test_a_lock_that_differs_from_its_pin_is_exit_4_and_leaves_no_tree(tmp_path)
         prepare_tree(load_catalogue(root).resolve("tiny"), opts)
     assert e.value.exit_code == ExitCode.INTEGRITY
     assert "ml/Cargo.lock in the source tree of tiny==0.1.0 does not match its pin" in e.value.message
-    assert f"actual   sha256 {sha(LOCK.encode())}" in e.value.message
+    assert f"  actual   sha256 {sha(LOCK.encode())}" in e.value.detail
     trees = tmp_path / "cache" / "trees"
     assert not [p for p in trees.iterdir() if p.is_dir()] if trees.is_dir() else True
 
