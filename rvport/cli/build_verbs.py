@@ -27,7 +27,7 @@ def _say_accepted(p: Plan) -> None:
     the terminal too (plan.json and result.json record them)."""
     for w in p.warnings:
         if "--allow-expired-release" in w or REPAIR_NOTE in w:
-            ui().err.print(Text.assemble(("note:", "yellow"), f" {w}"))
+            ui().err.print(Text.assemble(("note:", "yellow"), f" {one_line(w)}"))
 
 
 @settings.command(

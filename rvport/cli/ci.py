@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from rvport.cli.outputs import write_text
-from rvport.safetext import clean_xml, md_code, md_text, printable
+from rvport.safetext import clean_xml, md_code, md_text, one_line, printable
 
 _BACKTICKS = re.compile("`+")
 # every key the runner writes into a stage's timings (StageEnv.timer, runner.py's "images"), in the order a
@@ -289,15 +289,18 @@ def junit_xml(doc: dict) -> str:
             ),
         ):
             ET.SubElement(props, "property", name=k, value=str(v))
+        # rvport's lines, each on one line: a name or path in it cannot start a line of its own
         out = [f"status: {s.get('status')}", f"verify: {verify_word(s)}", f"smoke: {smoke_word(s)}"]
         for a in s.get("artifacts") or []:
-            out.append(f"artifact: {a['path']} {a.get('size')} bytes sha256 {a.get('sha256')}")
+            out.append(one_line(f"artifact: {a['path']} {a.get('size')} bytes sha256 {a.get('sha256')}"))
         for r in (s.get("verify") or {}).get("reports", []):
             for a in r.get("artifacts", []):
-                reasons = "; ".join(a.get("reasons") or [])
+                reasons = "; ".join(map(str, a.get("reasons") or []))
                 out.append(
-                    f"verify {Path(str(a.get('path'))).name}: {a.get('verdict', '?')}"
-                    + (f" ({reasons})" if reasons else "")
+                    one_line(
+                        f"verify {Path(str(a.get('path'))).name}: {a.get('verdict', '?')}"
+                        + (f" ({reasons})" if reasons else "")
+                    )
                 )
         out += [f"smoke> {line}" for line in (s.get("smoke") or {}).get("output", [])]
         wv = (s.get("smoke") or {}).get("without_vector")

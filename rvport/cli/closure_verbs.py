@@ -64,7 +64,7 @@ def lock(o: LockArgs) -> None:
         fopts,
         output=out,
         allow_expired=o.allow_expired_release,
-        log=lambda m: u.err.print(m, markup=False, highlight=False),
+        log=lambda m: u.err.print(one_line(m), markup=False, highlight=False),
     )
     u.console.print(counts_table(made.summary()), crop=False)
     u.console.print(f"wrote {one_line(out)} ({made.digest})", markup=False)
@@ -72,8 +72,8 @@ def lock(o: LockArgs) -> None:
     where = out.absolute().parent
     if where != closure_lock.locks_dir().absolute():
         u.console.print(
-            f"to use it: RVPORT_LOCKS={shlex.quote(str(where))} rvport plan {recipe.ref} (plan, build, "
-            "wheelhouse and serve-check read the lock from there instead of the built-in one)",
+            f"to use it: RVPORT_LOCKS={one_line(shlex.quote(str(where)))} rvport plan {recipe.ref} (plan, "
+            "build, wheelhouse and serve-check read the lock from there instead of the built-in one)",
             markup=False,
         )
 
@@ -148,7 +148,7 @@ def wheelhouse(o: WheelhouseArgs) -> None:
             carries=carrying(cat, lk),
             gcc=load_base(lk.target.base).gcc,
         ),
-        log=lambda m: u.err.print(m, markup=False, highlight=False),
+        log=lambda m: u.err.print(one_line(m), markup=False, highlight=False),
     )
     u.console.print(counts_table(lk.summary()), crop=False)
     u.console.print(

@@ -36,7 +36,7 @@ def plan(o: PlanArgs) -> None:
             highlight=False,
         )
     for w in p.warnings:
-        u.console.print(Text.assemble(("note:", "yellow"), f" {w}"))
+        u.console.print(Text.assemble(("note:", "yellow"), f" {one_line(w)}"))
     output = outdir.claim(o.output, outdir.Kind.BUILD)
     path = manifest.write(output / "plan.json", p.to_json())
     u.console.print(f"wrote {one_line(path)}", markup=False)
@@ -50,7 +50,7 @@ def plan(o: PlanArgs) -> None:
             markup=False,
         )
         for note in runtime_notes(p):
-            u.console.print(Text.assemble(("note:", "yellow"), f" {note}"))
+            u.console.print(Text.assemble(("note:", "yellow"), f" {one_line(note)}"))
 
 
 def _say_accepted(p) -> None:  # type: ignore[no-untyped-def]
@@ -60,4 +60,4 @@ def _say_accepted(p) -> None:  # type: ignore[no-untyped-def]
 
     for w in p.warnings:
         if "--allow-expired-release" in w or REPAIR_NOTE in w:
-            ui().err.print(Text.assemble(("note:", "yellow"), f" {w}"))
+            ui().err.print(Text.assemble(("note:", "yellow"), f" {one_line(w)}"))

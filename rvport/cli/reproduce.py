@@ -66,7 +66,7 @@ def reproduce(o: ReproduceArgs) -> None:
         ccache = f"compiler cache {cache.directory}" if cache.directory else "no compiler cache"
         u.console.print(
             f"{run} build of {', '.join(s.recipe.ref for s in plan.stages)} "
-            f"(fresh cache {out / 'cache'}, no BuildKit cache, {ccache})",
+            f"(fresh cache {one_line(out / 'cache')}, no BuildKit cache, {one_line(ccache)})",
             markup=False,
         )
         rep = reporter(u.err, u.ci, u.live)

@@ -76,13 +76,14 @@ def fetch(o: FetchArgs) -> None:
                     pt = prepare_tree(r, opts, fetcher=fetcher)
                     rows += [(r.ref, fetcher.check(f)) for f in pt.fetched]
                     u.err.print(
-                        f"{r.ref}: tree {'reused' if pt.reused else 'prepared'} at {pt.path}", markup=False
+                        f"{r.ref}: tree {'reused' if pt.reused else 'prepared'} at {one_line(pt.path)}",
+                        markup=False,
                     )
                 else:
                     rows += [(r.ref, fetcher.fetch(s)) for s in r.sources]
                 for _, f in rows[-len(r.sources) :]:
                     if f.note:
-                        u.err.print(f"warning: {f.note}", markup=False)
+                        u.err.print(f"warning: {one_line(f.note)}", markup=False)
                 # the test wheels of its upstream tests (`tests:`), so a mirror serves them too
                 for w in r.tests.wheels if r.tests else ():
                     rows.append((f"{r.ref} tests", fetcher.fetch(w.source())))

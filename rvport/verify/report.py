@@ -14,7 +14,7 @@ from rich.text import Text
 
 from rvport.errors import UsageError
 from rvport.fileio import atomic_write_text
-from rvport.safetext import clean_xml, printable
+from rvport.safetext import clean_xml, one_line, printable
 from rvport.verify.model import ArtifactResult, MemberResult, VerifyReport
 from rvport.verify.policy import Verdict
 
@@ -155,12 +155,16 @@ def to_junit(report: VerifyReport) -> str:
     ):
         ET.SubElement(props, "property", name=k, value=v)
     for a in report.artifacts:
-        case = ET.SubElement(suite, "testcase", classname=f"rvport.verify.{report.profile}", name=a.path)
+        case = ET.SubElement(
+            suite, "testcase", classname=f"rvport.verify.{report.profile}", name=one_line(a.path)
+        )
+        # a reason or note per line, each on one line: a member's name in it cannot start a line of its own
         if not a.ok:
-            reasons = a.all_reasons() or ["failed"]
+            reasons = [one_line(r) for r in a.all_reasons()] or ["failed"]
             fail = ET.SubElement(case, "failure", message=reasons[0], type="VerifyFailed")
             fail.text = "\n".join(reasons)
-        out = [f"{m.name or a.path}: {'; '.join(m.notes)}" for m in a.members if m.notes] + list(a.notes)
+        out = [one_line(f"{m.name or a.path}: {'; '.join(m.notes)}") for m in a.members if m.notes]
+        out += [one_line(n) for n in a.notes]
         if out:
             ET.SubElement(case, "system-out").text = "\n".join(out)
     clean_xml(suites)  # any file or member name: well-formed XML, no terminal controls
