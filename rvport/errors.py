@@ -140,3 +140,12 @@ class CheckFailed(RvportError):
     is written (result.json) before this is raised."""
 
     exit_code = ExitCode.CHECK_FAILED
+
+
+class MatrixFailed(RvportError):
+    """A build of several profiles in which one or more failed: its exit code is the worst profile's
+    (rvport.engine.matrix.worst, docs/exit-codes.md); OUTPUT/matrix.json is written before this is raised."""
+
+    def __init__(self, message: str, *, exit_code: ExitCode, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.exit_code = exit_code

@@ -50,6 +50,7 @@ class Kind(StrEnum):
     REPRODUCE = "reproduce"  # two builds (first/, second/) and reproduce.json
     WHEELHOUSE = "wheelhouse"  # wheels, requirements.txt, debian-packages.txt, wheelhouse.json
     SERVE_CHECK = "serve-check"  # result.json, logs/
+    MATRIX = "matrix"  # a build of several profiles: matrix.json and a build output per profile (PROFILE/)
 
 
 # The names each kind writes at the top of its directory (None: the manifest lists them, e.g. the wheels); a
@@ -70,6 +71,7 @@ ENTRIES: dict[Kind, frozenset[str] | None] = {
     Kind.REPRODUCE: frozenset({"first", "second", "reproduce.json"}),
     Kind.WHEELHOUSE: None,
     Kind.SERVE_CHECK: frozenset({"result.json", "logs"}),
+    Kind.MATRIX: None,  # matrix.json and the profiles' directories, listed
 }
 
 HINT = (

@@ -3,11 +3,7 @@ summary made from it) and `rvport prepare` (every image such a build needs, made
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from rich.text import Text
 
 from rvport import manifest, outdir
 from rvport.cli import ci, handoff, outputs, planning, settings, views
@@ -15,19 +11,7 @@ from rvport.cli.console import ui
 from rvport.cli.options import BuildArgs, PrepareArgs
 from rvport.cli.progress_view import reporter
 from rvport.fileio import read_json
-from rvport.plan.planner import REPAIR_NOTE
 from rvport.safetext import one_line
-
-if TYPE_CHECKING:
-    from rvport.plan.planner import Plan
-
-
-def _say_accepted(p: Plan) -> None:
-    """An accepted expired Release, and a --manylinux that a recipe's own `manylinux:` overrides, are said at
-    the terminal too (plan.json and result.json record them)."""
-    for w in p.warnings:
-        if "--allow-expired-release" in w or REPAIR_NOTE in w:
-            ui().err.print(Text.assemble(("note:", "yellow"), f" {one_line(w)}"))
 
 
 @settings.command(
@@ -36,15 +20,20 @@ def _say_accepted(p: Plan) -> None:
 def build(o: BuildArgs) -> None:
     """Run the plan in Docker buildx stages; export artifacts; verify them; write DIR/result.json.
 
-    Name recipes as NAME (its default version) or NAME==VERSION, or pass --all."""
+    Name recipes as NAME (its default version) or NAME==VERSION, or pass --all. Several profiles (a comma
+    list, or --profile repeated) make a build matrix: each profile into DIR/PROFILE/, and DIR/matrix.json."""
     from rvport.engine.runner import Runner
 
+    if len(o.profiles) > 1:
+        from rvport.cli.matrix import build_matrix
+
+        return build_matrix(o)
     u = ui()
     output, builder, junit = o.output, o.builder, o.junit
-    summary = o.summary or _step_summary(u.ci)
+    summary = o.summary or ci.step_summary(u.ci)
     outputs.one_stdout(junit=junit, summary=summary)  # before any work: one report at most on stdout
-    p, fopts = planning.from_options(o)
-    _say_accepted(p)
+    p, fopts = planning.from_options(o, profile=o.profiles[0])
+    planning.say_accepted(p)
     if o.cache_to is not None or o.cache_from is not None:
         from rvport.engine.buildx import check_cache_export
 
@@ -97,7 +86,7 @@ def prepare(o: PrepareArgs) -> None:
     p, fopts = planning.from_options(o)
     tags = o.tags
     u = ui()
-    _say_accepted(p)
+    planning.say_accepted(p)
     # the options of the build this prepares for: the same cache, CA bundle, builder, riscv64 base and smoke
     opts = handoff.run_options(o, fopts)
     rep = reporter(u.err, u.ci, u.live)
@@ -114,8 +103,3 @@ def prepare(o: PrepareArgs) -> None:
         text = "".join(f"{i.tag}\n" for i in prepared if not i.pending)  # the images in the engine
         if outputs.write_text(tags, text) is not None:
             say.print(f"wrote {one_line(tags)}", markup=False)
-
-
-def _step_summary(ci_name: str | None) -> Path | None:
-    value = os.environ.get("GITHUB_STEP_SUMMARY")
-    return Path(value) if ci_name == "github" and value else None

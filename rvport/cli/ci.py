@@ -7,6 +7,7 @@ case per stage with its verify and smoke results, and for a failed stage the err
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -241,6 +242,17 @@ def compiler_cache_properties(s: dict) -> tuple[tuple[str, object], ...]:
 def junit_xml(doc: dict) -> str:
     """JUnit XML: one <testcase> per stage; failed -> <failure>, interrupted -> <error>, not run ->
     <skipped>."""
+    return _xml(junit_suites(doc))
+
+
+def _xml(suites: ET.Element) -> str:
+    clean_xml(suites)  # any name, message or log line: well-formed XML, no terminal controls
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def junit_suites(doc: dict) -> ET.Element:
+    """junit_xml's <testsuites>, before it is cleaned and written."""
     stages = doc.get("stages", [])
     profile = (doc.get("profile") or {}).get("name", "unknown")
     failures = sum(1 for s in stages if s.get("status") == "failed")
@@ -333,9 +345,7 @@ def junit_xml(doc: dict) -> str:
     for s in stages:
         if s.get("tests"):
             _tests_suite(suites, s, profile)
-    clean_xml(suites)  # any name, message or log line: well-formed XML, no terminal controls
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return suites
 
 
 def _tests_suite(suites: ET.Element, s: dict, profile: str) -> None:
@@ -400,3 +410,123 @@ def append_summary(path: Path, doc: dict) -> Path | None:
     """Append (never overwrite): $GITHUB_STEP_SUMMARY is shared by every step of the job. `-`: standard
     output (then None is returned)."""
     return write_text(path, summary_markdown(doc), append=True)
+
+
+def step_summary(ci_name: str | None) -> Path | None:
+    """Where a build appends its summary when --summary names no file: $GITHUB_STEP_SUMMARY on GitHub
+    Actions."""
+    value = os.environ.get("GITHUB_STEP_SUMMARY")
+    return Path(value) if ci_name == "github" and value else None
+
+
+# ------------------------------------------------------------------------------------------ a build matrix
+# OUTPUT/matrix.json (rvport/engine/matrix.py): its table's headers, the summary's and the terminal's
+MATRIX_HEADERS = ("profile", "status", "build", "smoke", "SIGILL check", "tests", "exit")
+_MATRIX_ICONS = {"ok": "✅", "failed": "❌", "interrupted": "⏹️"}
+
+
+def matrix_words(row: dict) -> list[str]:
+    """A matrix row's four cells: build, smoke, the SIGILL check (with what ended the run without V when its
+    stages agree: `passed (sigill)`, `failed (pass)`) and tests, with their counts (`passed (12 passed, 3
+    skipped)`) when a stage ran them."""
+    words = [str(row.get(c, "?")) for c in ("build", "smoke", "sigill")]
+    observed = {(s.get("without_vector") or {}).get("observed") for s in row.get("stages") or []} - {None}
+    if len(observed) == 1:
+        words[2] += f" ({observed.pop()})"
+    counts: dict[str, int] = {}
+    for s in row.get("stages") or []:
+        for k, n in (s.get("tests_counts") or {}).items():
+            if isinstance(n, int):
+                counts[k] = counts.get(k, 0) + n
+    parts = [
+        f"{counts[k]} {k if k != 'error' else 'errors'}"
+        for k in ("passed", "failed", "error", "skipped")
+        if counts.get(k)
+    ]
+    tests = str(row.get("tests", "?"))
+    return [*words, f"{tests} ({', '.join(parts)})" if parts else tests]
+
+
+def matrix_markdown(doc: dict, results: dict[str, dict | None]) -> str:
+    """A build matrix's job summary: its status and the table (a row per profile), then each profile's own
+    summary (summary_markdown of its result.json), in the matrix's order."""
+    status = doc.get("status", "?")
+    lines = [
+        f"## rvport build matrix: {_cell(status)} {_MATRIX_ICONS.get(status, '')}".rstrip(),
+        "",
+        f"tag `{md_code(str(doc.get('tag')))}`, {len(doc.get('rows') or [])} profile(s), "
+        f"{_cell(doc.get('duration_s', 0))} s, exit {_cell(doc.get('exit_code'))}",
+        "",
+        "| " + " | ".join(MATRIX_HEADERS) + " |",
+        "|---|---|---|---|---|---|---:|",
+    ]
+    for r in doc.get("rows") or []:
+        cells = [r.get("profile"), r.get("status"), *matrix_words(r)]
+        exit_ = "-" if r.get("exit_code") is None else r["exit_code"]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + f" | {_cell(exit_)} |")
+    for r in doc.get("rows") or []:
+        if r.get("error"):
+            lines += ["", f"**{_cell(r['profile'])}**: {_cell(r['error'])}"]
+    out = "\n".join(lines) + "\n"
+    for r in doc.get("rows") or []:
+        result = results.get(str(r.get("profile")))
+        if result is not None:
+            out += "\n" + summary_markdown(result)
+    return out
+
+
+def matrix_junit_xml(doc: dict, results: dict[str, dict | None]) -> str:
+    """A build matrix's JUnit XML: a suite `rvport build matrix` with a case per profile (its four cells as
+    properties; a failed profile a <failure> with its error, an interrupted one an <error>, one not reached
+    <skipped>), then every profile's own suites (junit_suites of its result.json), the totals of all."""
+    rows = doc.get("rows") or []
+    suites = ET.Element("testsuites", name="rvport", time=f"{doc.get('duration_s', 0)}")
+    suite = ET.SubElement(
+        suites, "testsuite", name="rvport build matrix", timestamp=str(doc.get("started", ""))
+    )
+    counts = {"tests": len(rows), "failures": 0, "errors": 0, "skipped": 0}
+    for r in rows:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname="rvport.matrix",
+            name=str(r.get("profile")),
+            time=f"{r.get('duration_s') or 0}",
+        )
+        props = ET.SubElement(case, "properties")
+        for k, v in zip(("build", "smoke", "sigill", "tests"), matrix_words(r), strict=True):
+            ET.SubElement(props, "property", name=k, value=v)
+        ET.SubElement(props, "property", name="exit_code", value=str(r.get("exit_code")))
+        message = str(r.get("error") or r.get("status"))
+        if r.get("status") == "interrupted":
+            ET.SubElement(case, "error", message=message, type="Interrupted")
+            counts["errors"] += 1
+        elif r.get("status") == "not run":
+            ET.SubElement(case, "skipped", message="not run: the matrix was interrupted before it")
+            counts["skipped"] += 1
+        elif r.get("status") != "ok":
+            ET.SubElement(case, "failure", message=message, type="ProfileFailed")
+            counts["failures"] += 1
+    for k, n in counts.items():
+        suite.set(k, str(n))
+    for r in rows:
+        result = results.get(str(r.get("profile")))
+        if result is None:
+            continue
+        theirs = junit_suites(result)
+        for k in counts:
+            counts[k] += int(theirs.get(k, "0"))
+        suites.extend(list(theirs))
+    for k, n in counts.items():
+        suites.set(k, str(n))
+    return _xml(suites)
+
+
+def write_matrix_junit(path: Path, doc: dict, results: dict[str, dict | None]) -> Path | None:
+    """The matrix's JUnit XML written whole to `path` (`-`: standard output; then None is returned)."""
+    return write_text(path, matrix_junit_xml(doc, results))
+
+
+def append_matrix_summary(path: Path, doc: dict, results: dict[str, dict | None]) -> Path | None:
+    """The matrix's summary appended to `path` (`-`: standard output; then None is returned)."""
+    return write_text(path, matrix_markdown(doc, results), append=True)

@@ -49,8 +49,15 @@ Sourcing = (
 )
 
 
-def request(o: Planning) -> Request:
-    """What the command line asks the planner for (the values are checked already, by their settings)."""
+def profile_names(o: Planning) -> tuple[str, ...]:
+    """The profiles the command line names: `rvport build`'s one or several (a build matrix), or the one of
+    the other verbs that plan."""
+    return o.profiles if isinstance(o, BuildArgs) else (o.profile,)
+
+
+def request(o: Planning, *, profile: str | None = None) -> Request:
+    """What the command line asks the planner for (the values are checked already, by their settings), for
+    `profile` (default: the first it names)."""
     from rvport.catalogue.profiles import get_profile
     from rvport.plan.planner import Mode, Request
 
@@ -61,7 +68,7 @@ def request(o: Planning) -> Request:
     return Request(
         refs=o.recipes,
         all=o.all,
-        profile=get_profile(o.profile),
+        profile=get_profile(profile or profile_names(o)[0]),
         mode=Mode(o.mode),
         tag=o.tag,
         jobs=o.jobs,

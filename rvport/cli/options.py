@@ -164,7 +164,7 @@ class PlanArgs:
 class BuildArgs:
     recipes: tuple[str, ...] = ()
     all: bool = False
-    profile: str = "rvv256"
+    profiles: tuple[str, ...] = ()  # the settings give the default profile when none is named
     mode: str = "auto"
     tag: str = "local"
     output: Path = Path("out")

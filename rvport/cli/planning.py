@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from rvport.catalogue.recipes import Catalogue
     from rvport.cli.options import BuildArgs, PlanArgs, PrepareArgs
     from rvport.engine.compcache import CompilerCache
+    from rvport.plan.matrix import Cell
     from rvport.plan.planner import Plan, Request
     from rvport.sources.fetch import FetchOptions
 
@@ -34,22 +35,61 @@ def resolve(req: Request, cat: Catalogue, fopts: FetchOptions) -> Plan:
     return plan
 
 
-def from_options(o: PlanArgs | BuildArgs | PrepareArgs) -> tuple[Plan, FetchOptions]:
+def from_options(
+    o: PlanArgs | BuildArgs | PrepareArgs, *, profile: str | None = None
+) -> tuple[Plan, FetchOptions]:
     """The request, the catalogue (with the user's recipe directories), the fetch options, resolve: the plan
-    and the fetch options of one command line."""
+    and the fetch options of one command line, for `profile` (default: the first it names)."""
     from rvport.catalogue.recipes import load_catalogue
 
-    req = handoff.request(o)
+    req = handoff.request(o, profile=profile)
     cat = load_catalogue(list(o.recipes_dir))
     fopts = handoff.fetch_options(o)
     req, notes = with_source_trees(req, o.source_tree, cat, fopts)
-    plan = resolve(req, cat, fopts)
+    return _finish(resolve(req, cat, fopts), notes, o.base_image), fopts
+
+
+def matrix_from_options(o: BuildArgs) -> tuple[tuple[tuple[Cell, Plan], ...], FetchOptions]:
+    """A build matrix's plans, one per profile the command line names (rvport/plan/matrix.py), in its
+    order, each the plan `from_options` makes for that profile alone: the catalogue loaded and the local
+    trees read once, every plan made (and checked) before anything runs."""
+    from rvport.catalogue.profiles import get_profile
+    from rvport.catalogue.recipes import load_catalogue
+    from rvport.plan.matrix import cells
+
+    names = handoff.profile_names(o)
+    req = handoff.request(o, profile=names[0])
+    cat = load_catalogue(list(o.recipes_dir))
+    fopts = handoff.fetch_options(o)
+    req, notes = with_source_trees(req, o.source_tree, cat, fopts)
+    planned = tuple(
+        (cell, _finish(resolve(cell.request, cat, fopts), notes, o.base_image))
+        for cell in cells(req, [get_profile(n) for n in names], o.output)
+    )
+    return planned, fopts
+
+
+def _finish(plan: Plan, notes: list[str], base_image: str | None) -> Plan:
+    """The plan with the local trees' notes among its warnings, checked against --base-image."""
     if notes:
         from dataclasses import replace
 
         plan = replace(plan, warnings=tuple(dict.fromkeys((*plan.warnings, *notes))))
-    _one_base_for_base_image(plan, o.base_image)
-    return plan, fopts
+    _one_base_for_base_image(plan, base_image)
+    return plan
+
+
+def say_accepted(p: Plan) -> None:
+    """An accepted expired Release, and a --manylinux that a recipe's own `manylinux:` overrides, are said at
+    the terminal too (plan.json and result.json record them)."""
+    from rich.text import Text
+
+    from rvport.plan.planner import REPAIR_NOTE
+    from rvport.safetext import one_line
+
+    for w in p.warnings:
+        if "--allow-expired-release" in w or REPAIR_NOTE in w:
+            ui().err.print(Text.assemble(("note:", "yellow"), f" {one_line(w)}"))
 
 
 def with_source_trees(

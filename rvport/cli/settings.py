@@ -201,6 +201,42 @@ def _check_profile(name: str | None) -> None:
         get_profile(name)
 
 
+def _check_profiles(names: tuple[str, ...]) -> None:
+    for name in names:
+        get_profile(name)
+
+
+def _check_build_output(path: Path | None) -> None:
+    """`rvport build --output`: a build's output directory (one profile), or a build matrix's (several);
+    the build then claims it as the one it makes (rvport.outdir), which says which it holds."""
+    try:
+        outputs.check_output(path, outputs.Kind.BUILD)
+    except UsageError as first:
+        try:
+            outputs.check_output(path, outputs.Kind.MATRIX)
+        except UsageError:
+            raise first from None
+
+
+def _profile_list(values: tuple[str, ...] | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """`rvport build --profile`, repeated or a comma list (rv64gc,rvv256), in the order given: several make
+    a build matrix. An empty item, or a profile named twice, is refused; none given is the default profile."""
+    out: list[str] = []
+    for value in values or ():
+        for item in value.split(","):
+            name = item.strip()
+            if not name:
+                raise UsageError(
+                    f"--profile {value!r} has an empty item", hint="give profiles such as rv64gc,rvv256"
+                )
+            if name in out:
+                raise UsageError(f"--profile names {name} twice", hint="name each profile of the matrix once")
+            out.append(name)
+    if not out:
+        out.append(default_profile().name)
+    return tuple(out)
+
+
 _report_file = partial(
     outputs.check_file, make_parents=False
 )  # verify's --json, --junit: an existing directory
@@ -390,7 +426,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="profile",
-        verbs=PLANNING | {VERIFY_ARTIFACTS, WHEELHOUSE, SERVE_CHECK},
+        verbs=(PLANNING - {BUILD}) | {VERIFY_ARTIFACTS, WHEELHOUSE, SERVE_CHECK},
         type=str,
         flags=("--profile", "-p"),
         default=default_profile_name(),
@@ -414,6 +450,20 @@ SETTINGS: tuple[Setting, ...] = (
                 ),
             },
         },
+    ),
+    Setting(
+        dest="profiles",
+        verbs=frozenset({BUILD}),
+        type=list[str] | None,
+        flags=("--profile", "-p"),
+        metavar="PROFILE[,PROFILE]",
+        combine=_profile_list,
+        check=_check_profiles,
+        help=_profile_help(
+            "Several (a comma list, or repeated) make a build matrix: each profile built and tested into "
+            "DIR/PROFILE/ as a build of it alone would be, and DIR/matrix.json with a row per profile "
+            f"(docs/vllm-ci.md). [default: {default_profile_name()}]"
+        ),
     ),
     Setting(
         dest="mode",
@@ -446,12 +496,18 @@ SETTINGS: tuple[Setting, ...] = (
         "(its rvport-output.json says so).",
         check=partial(outputs.check_output, kind=outputs.Kind.BUILD),
         per_verb={
+            BUILD: {
+                "check": _check_build_output,
+                "help": "Output directory (plan.json, result.json, artifacts/, logs/; with several "
+                "profiles, DIR/matrix.json and a directory of these per profile): new, empty, or one rvport "
+                "wrote (its rvport-output.json says so).",
+            },
             REPRODUCE: {
                 "check": partial(outputs.check_output, kind=outputs.Kind.REPRODUCE),
                 "default": Path("reproduce"),
                 "help": "Directory for both builds (DIR/first, DIR/second) and DIR/reproduce.json: new, "
                 "empty, or one rvport reproduce wrote.",
-            }
+            },
         },
     ),
     Setting(

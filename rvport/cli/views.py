@@ -10,7 +10,7 @@ from rich.text import Text
 
 from rvport.catalogue.model import BUILTIN, Recipe, RuntimeCheck, Source
 from rvport.catalogue.recipes import Catalogue
-from rvport.cli.ci import smoke_word
+from rvport.cli.ci import MATRIX_HEADERS, matrix_words, smoke_word
 from rvport.engine.doctor import Check
 from rvport.plan.planner import Plan
 from rvport.safetext import one_line
@@ -276,3 +276,23 @@ def prepared_table(prepared: list) -> Table:
         )
         t.add_row(i.what, i.stage or "-", i.tag, (i.image_id or "")[7:19], state)
     return t
+
+
+def matrix_table(doc: dict) -> Table:
+    """A build matrix (OUTPUT/matrix.json): a row per profile, a column each for build, smoke, the SIGILL
+    check and the upstream tests, and the profile's exit code."""
+    t = Table(title=Text(f"build matrix {doc['status']}: tag {doc['tag']}"), title_justify="left")
+    for col in MATRIX_HEADERS:
+        t.add_column(col, no_wrap=True)
+    for r in doc["rows"]:
+        style = {"ok": "green", "failed": "red"}.get(r["status"], "yellow")
+        t.add_row(
+            Text(r["profile"]),
+            Text(r["status"], style=style),
+            *(Text(w, style=_WORD_STYLES.get(w.split(" ")[0], "")) for w in matrix_words(r)),
+            "-" if r["exit_code"] is None else str(r["exit_code"]),
+        )
+    return t
+
+
+_WORD_STYLES = {"passed": "green", "failed": "red", "interrupted": "yellow"}

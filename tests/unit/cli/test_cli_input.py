@@ -165,12 +165,14 @@ def test_every_profile_option_defaults_to_rvv256():
     found = dict(walk(typer.main.get_command(app)))
     assert set(found) == {"plan", "build", "artifacts", "reproduce", "prepare", "wheelhouse", "serve-check"}
     # verify artifacts: None means the provenance's profile with --provenance, else the table's default;
-    # serve-check: None means the wheelhouse's own profile
-    derived = {"artifacts", "serve-check"}
+    # serve-check: None means the wheelhouse's own profile; build: None (it takes several) is the default one
+    derived = {"artifacts", "serve-check", "build"}
     assert {v for k, v in found.items() if k not in derived} == {"rvv256"}
-    assert found["artifacts"] is None and found["serve-check"] is None
+    assert found["artifacts"] is None and found["serve-check"] is None and found["build"] is None
     from rvport.catalogue.profiles import default_profile
-    from rvport.cli.settings import default_profile_name
+    from rvport.cli.settings import default_profile_name, make_options
+
+    assert make_options("build", {}, environ={}).profiles == ("rvv256",)
 
     assert default_profile_name() == default_profile().name == "rvv256"
 

@@ -76,7 +76,7 @@ def test_values_are_checked_once_by_their_setting(tmp_path):
     with pytest.raises(UsageError, match="unknown format 'yaml'"):
         settings.make_options("plan", {"format": "yaml", "output": tmp_path}, environ={})
     o = settings.make_options("build", {"jobs": 3, "output": tmp_path, "recipes": ["a", "b"]}, environ={})
-    assert o.jobs == 3 and o.recipes == ("a", "b") and o.mode == "auto" and o.profile == "rvv256"
+    assert o.jobs == 3 and o.recipes == ("a", "b") and o.mode == "auto" and o.profiles == ("rvv256",)
 
 
 def test_the_environment_defaults_come_from_the_table(tmp_path):
