@@ -116,3 +116,72 @@ def test_the_action_and_the_gitlab_template_keep_the_compiler_cache_in_their_ci_
     envs = {s.env: s.dest for s in settings.SETTINGS if s.env}
     assert envs["RVPORT_COMPILER_CACHE"] == "compiler_cache"
     assert envs["RVPORT_COMPILER_CACHE_SIZE"] == "compiler_cache_size"
+
+
+class _GitLabLoader(yaml.SafeLoader):
+    """GitLab CI YAML: its `!reference [job, key]` tag read as the list it names."""
+
+
+_GitLabLoader.add_constructor(
+    "!reference", lambda loader, node: ["!reference", *loader.construct_sequence(node)]
+)
+
+
+def test_the_vllm_workflow_builds_the_pr_tree_for_a_matrix_with_the_action_and_keeps_its_caches():
+    """ci/vllm/github-workflow.yml: on pull_request, the action with the matrix (rv64gc and rvv256, one
+    --profile), --source-tree the checkout, the compiler cache inside the directory actions/cache keeps (a
+    key per run, restored by its prefix), and the matrix, results and JUnit uploaded."""
+    from rvport.cli import settings
+
+    wf = yaml.safe_load((ROOT / "ci/vllm/github-workflow.yml").read_text())
+    assert "pull_request" in wf[True]  # YAML 1.1 reads the key `on` as true
+    (job,) = wf["jobs"].values()
+    steps = job["steps"]
+    checkout = next(s for s in steps if str(s.get("uses", "")).startswith("actions/checkout"))
+    (rv,) = [s for s in steps if s.get("id") == "rvport"]
+    inputs = _action()["inputs"]
+    assert set(rv["with"]) <= set(inputs)
+    profiles = settings.make_options("build", {"profiles": [rv["with"]["profile"]]}, environ={}).profiles
+    assert profiles == ("rv64gc", "rvv256")
+    assert rv["with"]["args"].split() == ["--source-tree", checkout["with"]["path"]]
+    cache = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache"))
+    assert cache["with"]["path"] == rv["with"]["cache"]
+    assert rv["with"]["compiler-cache"].startswith(rv["with"]["cache"] + "/")
+    assert "${{ github.run_id }}" in cache["with"]["key"] and cache["with"]["key"].startswith(
+        cache["with"]["restore-keys"]
+    )
+    assert rv["with"]["images"] == "true"
+    upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact"))
+    assert upload["if"] == "always()"
+    paths = upload["with"]["path"].split()
+    out = rv["with"]["output"]
+    assert {f"{out}/matrix.json", f"{out}/*/result.json", rv["with"]["junit"]} <= set(paths)
+
+
+def test_the_vllm_gitlab_job_extends_the_template_with_the_matrix_and_keeps_its_tree_clean():
+    """ci/vllm/gitlab-ci.yml: a merge request job extending `.rvport` with the matrix, --source-tree the
+    project directory, the compiler cache inside the cached path; the cache, rvport's clone and the output
+    (all inside the project directory) excluded from the tree before the template's own before_script."""
+    from rvport.cli import settings
+
+    doc = yaml.load((ROOT / "ci/vllm/gitlab-ci.yml").read_text(), Loader=_GitLabLoader)
+    assert doc["include"][0]["file"] == "ci/gitlab/rvport.gitlab-ci.yml"
+    template = yaml.safe_load((ROOT / "ci/gitlab/rvport.gitlab-ci.yml").read_text())[".rvport"]
+    job = doc["riscv64"]
+    v = job["variables"]
+    assert job["extends"] == ".rvport" and set(v) <= set(template["variables"])
+    assert job["rules"][0]["if"] == '$CI_PIPELINE_SOURCE == "merge_request_event"'
+    profiles = settings.make_options("build", {"profiles": [v["RVPORT_PROFILE"]]}, environ={}).profiles
+    assert profiles == ("rv64gc", "rvv256")
+    assert v["RVPORT_ARGS"].split() == ["--source-tree", "$CI_PROJECT_DIR"]
+    assert job["cache"]["paths"] == [v["RVPORT_CACHE_DIR"]]
+    assert v["RVPORT_COMPILER_CACHE"].startswith(v["RVPORT_CACHE_DIR"] + "/")
+    exclude, reference = job["before_script"]
+    assert reference == ["!reference", ".rvport", "before_script"]
+    for inside in (
+        v["RVPORT_CACHE_DIR"],
+        ".rvport-src",
+        v["RVPORT_OUTPUT"],
+    ):  # the template's clone of rvport
+        assert f"/{inside}/" in exclude and ".git/info/exclude" in exclude
+    assert ".rvport-src" in "\n".join(template["before_script"])
