@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from rvport.errors import RvportError
 from rvport.target import DOCKER_PLATFORM
 
 _ARCH_ALIASES = {
@@ -70,6 +72,39 @@ def binfmt_handler(name: str = "qemu-riscv64") -> dict[str, str] | None:
         k, _, v = line.partition(" ")
         out[k.rstrip(":")] = v.strip()
     return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolFound:
+    """A program on the host: where it is and its version (None: not found; its version unreadable)."""
+
+    path: str | None
+    version: str | None = None
+
+
+def tool_version(
+    name: str, args: tuple[str, ...], pattern: re.Pattern[str], *, also: tuple[str, ...] = ()
+) -> ToolFound:
+    """`name` found in PATH (else at one of `also`, ~ expanded) and its version: `pattern`'s group 1 in the
+    first lines of what `name ARGS` prints (bounded; a program that fails or hangs has no version). The
+    process door is imported here: the planner imports this module and must stay pure."""
+    from rvport import proc
+
+    path = proc.which(name) or next(
+        (str(p) for p in (Path(a).expanduser() for a in also) if p.is_file() and os.access(p, os.X_OK)), None
+    )
+    if path is None:
+        return ToolFound(path=None)
+    try:
+        cp = proc.run([path, *args], capture=True, check=False, timeout=30)
+    except RvportError:
+        return ToolFound(path=path)
+    text = ((cp.stdout or "") + "\n" + (cp.stderr or ""))[:4096] if cp.returncode == 0 else ""
+    for line in text.splitlines()[:20]:
+        m = pattern.search(line)
+        if m:
+            return ToolFound(path=path, version=m.group(1))
+    return ToolFound(path=path)
 
 
 def gather() -> HostFacts:

@@ -326,6 +326,9 @@ class RecipeToolchain:
     # `on_base:` what changes when --python plans it on another riscv64 base: (base, debian or None, rust or
     # None); what a base lacks (sid has no rustc-web) is said here, per base, instead of failing in apt
     on_base: tuple[tuple[str, tuple[str, ...] | None, str | None], ...] = ()
+    # `host:` the least version of a program the host runs for it, beyond what rvport.catalogue.hosttools's
+    # rules say: (program, version), e.g. ("go", "1.24.1") for a go.mod the host's `go mod vendor` must meet
+    host: tuple[tuple[str, str], ...] = ()
 
     def for_base(self, name: str) -> RecipeToolchain:
         """The toolchain as a stage on riscv64 base `name` has it: that base, with its `on_base:` entry's

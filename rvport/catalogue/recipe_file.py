@@ -537,6 +537,7 @@ def _toolchain(d: dict | None, base: RecipeToolchain | None = None) -> RecipeToo
         )
         if "on_base" in d
         else base.on_base,
+        host=tuple((str(k), str(v)) for k, v in d["host"].items()) if "host" in d else base.host,
     )
 
 
@@ -608,6 +609,26 @@ def _on_base_problems(
             for p in _rust_problems(tc.for_base(name), file, (on.get(name) if on else None,), line)
         ]
     return problems
+
+
+def _host_problems(
+    tc: RecipeToolchain, file: str, docs: tuple[dict | None, ...], fallback: int | None
+) -> list[Problem]:
+    """`toolchain: host:`: each key a program rvport knows how to find and tell the version of
+    (rvport.catalogue.hosttools.TOOLS)."""
+    from rvport.catalogue.hosttools import TOOLS
+
+    host = next((d["host"] for d in docs if isinstance(d, dict) and "host" in d), None)
+    return [
+        Problem(
+            message=f"toolchain host names {name!r}, a program rvport does not check on the host",
+            file=file,
+            line=line_of(host, name) if isinstance(host, dict) else fallback,
+            hint=f"name one of {', '.join(TOOLS)} (rvport/catalogue/hosttools.py)",
+        )
+        for name, _version in tc.host
+        if name not in TOOLS
+    ]
 
 
 # Set by rvport in every stage from the profile, never by a recipe: QEMU_CPU is the CPU model every emulated
@@ -787,6 +808,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
         )
         problems += recipe_base_problems(toolchain.base, file, base_line, python=toolchain.python)
         problems += _on_base_problems(toolchain, file, (v.get("toolchain"), doc.get("toolchain")), vline)
+        problems += _host_problems(toolchain, file, (v.get("toolchain"), doc.get("toolchain")), vline)
         repair = _manylinux(doc)
         recipes.append(
             Recipe(

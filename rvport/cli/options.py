@@ -223,7 +223,9 @@ class PrepareArgs:
 
 @dataclass(frozen=True, kw_only=True)
 class DoctorArgs:
+    recipes: tuple[str, ...] = ()  # empty: every recipe --all selects
     builder: str | None = None
+    recipes_dir: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

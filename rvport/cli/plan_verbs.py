@@ -3,6 +3,8 @@ to DIR/plan.json; with --format bake, exported for `docker buildx bake` too."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
 from rvport import manifest, outdir
@@ -10,6 +12,9 @@ from rvport.cli import handoff, planning, settings, views
 from rvport.cli.console import ui
 from rvport.cli.options import PlanArgs
 from rvport.safetext import one_line
+
+if TYPE_CHECKING:
+    from rvport.plan.planner import Plan
 
 
 @settings.command(
@@ -37,6 +42,7 @@ def plan(o: PlanArgs) -> None:
         )
     for w in p.warnings:
         u.console.print(Text.assemble(("note:", "yellow"), f" {one_line(w)}"))
+    say_host_tools(p)
     output = outdir.claim(o.output, outdir.Kind.BUILD)
     path = manifest.write(output / "plan.json", p.to_json())
     u.console.print(f"wrote {one_line(path)}", markup=False)
@@ -51,6 +57,19 @@ def plan(o: PlanArgs) -> None:
         )
         for note in runtime_notes(p):
             u.console.print(Text.assemble(("note:", "yellow"), f" {one_line(note)}"))
+
+
+def say_host_tools(p: Plan) -> None:
+    """The programs the host itself runs for the planned recipes (vendoring, Debian pins) that it lacks or has
+    too old (rvport doctor's host-tool rows), each with its fix: a warning, since the plan itself holds."""
+    from rvport.engine.doctor import host_tool_checks
+
+    u = ui()
+    recipes = list({s.recipe.ref: s.recipe for s in p.stages}.values())
+    for c in host_tool_checks(recipes, blocking=False):
+        if not c.ok:
+            u.console.print(Text.assemble(("warning:", "yellow"), f" {one_line(c.detail)}"))
+            u.console.print(Text.assemble("  ", ("fix:", "cyan"), f" {one_line(c.remedy)}"))
 
 
 def _say_accepted(p) -> None:  # type: ignore[no-untyped-def]

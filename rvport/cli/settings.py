@@ -78,7 +78,7 @@ PLANNING = frozenset({PLAN, BUILD, PREPARE, REPRODUCE})  # verbs that make a pla
 SOURCING = frozenset(
     {PLAN, BUILD, PREPARE, REPRODUCE, FETCH, PIN, LOCK, WHEELHOUSE}
 )  # verbs that locate or fetch sources
-CATALOGUE = SOURCING | {RECIPES_LIST, RECIPES_SHOW}  # verbs that load the recipe catalogue
+CATALOGUE = SOURCING | {RECIPES_LIST, RECIPES_SHOW, DOCTOR}  # verbs that load the recipe catalogue
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -381,7 +381,7 @@ SETTINGS: tuple[Setting, ...] = (
     # arguments
     Setting(
         dest="recipes",
-        verbs=PLANNING | {FETCH},
+        verbs=PLANNING | {FETCH, DOCTOR},
         type=list[str] | None,
         argument=True,
         metavar=_RECIPE_ARG,

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rvport import proc
 from rvport.engine import buildx
 from rvport.errors import RvportError
-from rvport.host import HostFacts, binfmt_handler
+from rvport.host import HostFacts, ToolFound, binfmt_handler, tool_version
+from rvport.safetext import one_line
 from rvport.target import BUILD_HOSTS
 from rvport.target import PLATFORM as RISCV64
+
+if TYPE_CHECKING:
+    from rvport.catalogue.model import Recipe
 
 MIN_FREE_GIB = 20
 MIN_QEMU_MAJOR = 8  # RVV 1.0 with zvfh; QEMU 10 also has zvfbfmin
@@ -25,6 +32,7 @@ class Check:
     detail: str
     remedy: str | None = None
     blocking: bool = True  # a failed blocking check means no build can run
+    short_for: tuple[str, ...] = ()  # a failed host-tool row: the recipes (NAME==VERSION) it falls short for
 
     def to_json(self) -> dict:
         return {
@@ -132,6 +140,36 @@ def accelerated_check(host: HostFacts, prefix_images: list[str]) -> Check:
     )
 
 
+DEFAULT_SOCKET = "/var/run/docker.sock"
+
+
+def docker_host() -> str | None:
+    return os.environ.get("DOCKER_HOST") or None
+
+
+def engine_remedy(docker_host: str | None, *, exists: Callable[[str], bool] = os.path.exists) -> str:
+    """What to do when the engine does not answer: where DOCKER_HOST points, the engine there (or the
+    variable) is what to fix, not the installation."""
+    if docker_host is None:
+        return (
+            f"install docker.io (apt-get install docker.io) and start dockerd (its socket: "
+            f"{DEFAULT_SOCKET}); or run scripts/setup-host"
+        )
+    shown = one_line(docker_host)
+    if docker_host.startswith("unix://"):
+        path = docker_host.removeprefix("unix://")
+        if not exists(path):
+            return (
+                f"DOCKER_HOST={shown} names {one_line(path)}, where there is no socket: start the engine "
+                f"that listens there, point DOCKER_HOST at the engine's socket, or unset DOCKER_HOST to use "
+                f"{DEFAULT_SOCKET}"
+            )
+    return (
+        f"nothing answers at DOCKER_HOST={shown}: start the engine there, point DOCKER_HOST at a running "
+        f"engine, or unset DOCKER_HOST to use {DEFAULT_SOCKET}"
+    )
+
+
 def run_checks(host: HostFacts, *, builder: str | None = None, workdir: Path = Path.home()) -> list[Check]:
     checks: list[Check] = []
     try:
@@ -143,15 +181,11 @@ def run_checks(host: HostFacts, *, builder: str | None = None, workdir: Path = P
                 detail=f"Docker {eng['server_version']} ({eng['storage_driver']}) on {eng['architecture']}",
             )
         )
+        engine_ok = True
     except RvportError as e:
+        engine_ok = False
         checks.append(
-            Check(
-                name="docker engine",
-                ok=False,
-                detail=e.message,
-                remedy="install docker.io (apt-get install docker.io) and start dockerd; "
-                "or run scripts/setup-host",
-            )
+            Check(name="docker engine", ok=False, detail=e.message, remedy=engine_remedy(docker_host()))
         )
     bx = buildx.buildx_version() if proc.which("docker") else None
     checks.append(
@@ -162,7 +196,18 @@ def run_checks(host: HostFacts, *, builder: str | None = None, workdir: Path = P
             remedy=None if bx else "apt-get install docker-buildx (trixie), or scripts/setup-host",
         )
     )
-    if bx:
+    if bx and not engine_ok:  # no builder can be inspected, and binfmt is not what is missing
+        at = docker_host()
+        checks.append(
+            Check(
+                name="builder",
+                ok=False,
+                detail="not inspected: the Docker engine cannot be reached"
+                + (f" at DOCKER_HOST={one_line(at)}" if at else ""),
+                remedy=engine_remedy(at),
+            )
+        )
+    elif bx:
         info = buildx.builder_info(builder)
         if info is None:
             checks.append(
@@ -289,6 +334,63 @@ def run_checks(host: HostFacts, *, builder: str | None = None, workdir: Path = P
         )
     )
     return checks
+
+
+def host_tool_checks(
+    recipes: Sequence[Recipe], *, blocking: bool, find: Callable[[str], ToolFound] | None = None
+) -> list[Check]:
+    """One row per program the host runs for these recipes (rvport.catalogue.hosttools: vendoring, Debian
+    pins), with the least version each recipe needs: the recipes it falls short for, with what it is and the
+    install hint, or that it is enough. blocking: named recipes that cannot be prepared here mean no build
+    can run."""
+    from rvport.catalogue import hosttools
+
+    find = find or find_tool
+    by_tool: dict[str, list[hosttools.Need]] = {}
+    for r in recipes:
+        for n in hosttools.needs(r):
+            by_tool.setdefault(n.tool, []).append(n)
+    checks = []
+    for tool in hosttools.TOOLS:
+        ns = by_tool.get(tool)
+        if not ns:
+            continue
+        found = find(tool)
+        short = [(n.recipe, m) for n in ns if (m := hosttools.short_of(n, found)) is not None]
+        if short:
+            checks.append(
+                Check(
+                    name=f"host {tool}",
+                    ok=False,
+                    blocking=blocking,
+                    detail="; ".join(m for _r, m in short),
+                    remedy=hosttools.install_hint(tool, hosttools.greatest(ns)),
+                    short_for=tuple(r for r, _m in short),
+                )
+            )
+            continue
+        enough = ", ".join(f"{n.recipe} (>= {n.minimum})" if n.minimum else n.recipe for n in ns)
+        checks.append(
+            Check(
+                name=f"host {tool}",
+                ok=True,
+                blocking=blocking,
+                detail=f"{tool} {found.version or '(version not told)'} at {found.path}, for {enough}",
+            )
+        )
+    return checks
+
+
+def find_tool(tool: str) -> ToolFound:
+    from rvport.catalogue.hosttools import TOOLS
+
+    t = TOOLS[tool]
+    return tool_version(t.name, t.version_args, t.version, also=t.also)
+
+
+def short_recipes(checks: list[Check]) -> list[str]:
+    """The recipes the failed host-tool rows fall short for (NAME==VERSION), in order, each once."""
+    return list(dict.fromkeys(r for c in checks if not c.ok for r in c.short_for))
 
 
 def can_build(checks: list[Check]) -> bool:
