@@ -212,25 +212,19 @@ MEMORY_CAP = 1 << 30  # 1 GiB of address space for the child: a list built from 
 
 
 def _capped(args: list[str], env: dict[str, str] | None = None):
-    """The command line in a child process of its own under RLIMIT_AS (python -c, so the cap is set before
-    rvport is imported)."""
-    import subprocess
-    import sys
-
-    code = (
-        f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_CAP}, {MEMORY_CAP})); "
-        "from rvport.cli.app import main; sys.argv = ['rvport', *sys.argv[1:]]; main()"
-    )
+    """The command line in a child process of its own under RLIMIT_AS (a fork of tests/fixtures/cli.py's
+    zygote, the cap set in the fork before rvport's main runs)."""
     full = {"COLUMNS": "300", "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp"}
     full.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return rvport_process(args, env=full, main="app", timeout=120, address_space=MEMORY_CAP)
+
+
+def test_the_memory_cap_is_in_place_in_the_run():
+    """_capped's runs are held to the cap: a run the cap leaves no room for fails where the same run without
+    it passes."""
+    assert rvport_process(["plan", "vllm"], main="app").returncode == 0
+    cp = rvport_process(["plan", "vllm"], main="app", address_space=16 << 20)
+    assert cp.returncode != 0 and "MemoryError" in cp.stderr
 
 
 def _relock(path: Path, edit) -> None:

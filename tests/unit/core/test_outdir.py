@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from rvport import outdir
 from rvport.errors import ExitCode, UsageError
 from rvport.outdir import MANIFEST, Kind
+from tests.fixtures.cli import rvport_process
 
 
 def _tree(path):
@@ -136,10 +135,8 @@ def test_a_manifest_lists_only_names_of_one_component():
 
 
 def _rvport(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "rvport", *args],
-        capture_output=True,
-        text=True,
+    return rvport_process(
+        list(args),
         timeout=120,
         cwd=cwd,
         env={**os.environ, "DOCKER_HOST": "unix:///nonexistent.sock", "RVPORT_CACHE_DIR": str(cwd / "c")},

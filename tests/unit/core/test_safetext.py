@@ -6,8 +6,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
@@ -18,6 +16,7 @@ from rich.text import Text
 from rvport.cli import ci
 from rvport.cli.console import SafeConsole
 from rvport.safetext import md_text, printable, xml_text
+from tests.fixtures.cli import rvport_process
 
 HOSTILE = [
     "\x1b[2J\x1b[1;1HFAKE: all artifacts PASS",
@@ -69,14 +68,13 @@ def test_verify_prints_hostile_member_and_file_names_escaped_and_writes_parseabl
     odd = Path(os.fsdecode(bytes(tmp_path) + b"/not-utf8-\xff\x1b[2J.so"))
     odd.write_bytes(b"\x7fELF\x02\x01\x01" + b"\0" * 9)
     junit = tmp_path / "junit.xml"
-    cp = subprocess.run(
-        [sys.executable, "-c", "from rvport.cli.app import main; main()", "verify", "artifacts"]
-        + [str(whl), os.fsencode(odd).decode("utf-8", "surrogateescape"), "--junit", str(junit)],
-        capture_output=True,
+    cp = rvport_process(
+        ["verify", "artifacts", str(whl), os.fsencode(odd).decode("utf-8", "surrogateescape")]
+        + ["--junit", str(junit)],
         env={**os.environ, "COLUMNS": "400", "TERM": "xterm"},
-        check=False,
+        main="app",
     )
-    out = cp.stdout.decode("utf-8", "replace") + cp.stderr.decode("utf-8", "replace")
+    out = cp.stdout + cp.stderr  # read as UTF-8: a raw byte of the odd name would not decode
     assert cp.returncode == 1, out
     assert "Traceback" not in out and "\x1b[2J" not in out and "\x9b" not in out and "\u202e" not in out
     assert "\\x1b[2J" in out and "[bold]markup[/bold]" in out and "not-utf8-\\xff" in out
@@ -135,13 +133,7 @@ def test_junit_and_summary_of_a_result_with_hostile_names(tmp_path):
 
 
 def test_a_command_line_mistake_is_shown_escaped():
-    cp = subprocess.run(
-        [sys.executable, "-c", "from rvport.cli.app import main; main()", "bogus\x1b[2J\u202e"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "200"},
-        check=False,
-    )
+    cp = rvport_process(["bogus\x1b[2J\u202e"], env={**os.environ, "COLUMNS": "200"}, main="app")
     assert cp.returncode == 2 and "Traceback" not in cp.stderr, cp.stderr
     assert "\x1b[2J" not in cp.stderr and "\u202e" not in cp.stderr and "bogus\\x1b[2J\\u202e" in cp.stderr
     assert "Usage:" in cp.stderr
@@ -184,9 +176,7 @@ def test_a_newline_in_an_output_path_never_prints_a_line_of_its_own(tmp_path):
         ("plan", "msgspec", "--output", "afile\nerror: FORGED/sub"),  # an error naming the path
         ("wheelhouse", "vllm", "--output", forged),  # a plan's directory is no wheelhouse: refused
     ):
-        cp = subprocess.run(
-            [sys.executable, "-m", "rvport", *args], capture_output=True, text=True, cwd=tmp_path, env=env
-        )
+        cp = rvport_process(list(args), cwd=tmp_path, env=env)
         lines = (cp.stdout + cp.stderr).splitlines()
         assert not [ln for ln in lines if ln.startswith("error: FORGED")], cp.stdout + cp.stderr
         assert "\\nerror: FORGED" in cp.stdout + cp.stderr
