@@ -521,13 +521,11 @@ def _in_child_without_privileges(fn) -> str:
 
 
 def test_written_files_keep_the_users_umask(tmp_path):
-    cp = subprocess.run(
-        [sys.executable, "-m", "rvport", "plan", "msgspec", "-o", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=lambda: os.umask(0o027),
-    )
+    old = os.umask(0o027)  # the run's umask is the caller's (tests/fixtures/cli.py)
+    try:
+        cp = run("plan", "msgspec", "-o", str(tmp_path / "out"))
+    finally:
+        os.umask(old)
     assert cp.returncode == 0, cp.stderr
     assert (tmp_path / "out" / "plan.json").stat().st_mode & 0o777 == 0o640
     cp = run("plan", "msgspec", "-o", str(tmp_path / "out2"))  # the tests' own umask
