@@ -10,7 +10,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -26,6 +25,7 @@ from rvport.engine.stage import Toolchain
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.resources import builtin
+from tests.fixtures.cli import rvport_process
 
 ROOT = Path(__file__).resolve().parents[3]
 PROFILES = ("rv64gc", "rvv128", "rvv256", "rvv256-bf16")
@@ -215,11 +215,8 @@ def test_cross_data_is_complete():
 def test_cli_plan_all_shows_the_flags(tmp_path):
     """`rvport plan --all` as a user runs it: plan.json carries the same flags; unreachable sources point at
     --mirror."""
-    cp = subprocess.run(
+    cp = rvport_process(
         [
-            sys.executable,
-            "-m",
-            "rvport",
             "--ci",
             "plan",
             "--all",
@@ -231,8 +228,6 @@ def test_cli_plan_all_shows_the_flags(tmp_path):
             str(tmp_path / "cache"),
             "--offline",
         ],
-        capture_output=True,
-        text=True,
         timeout=120,
         env={**os.environ, "COLUMNS": "200"},
     )

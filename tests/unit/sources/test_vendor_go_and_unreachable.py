@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 import sys
 import textwrap
 import time
@@ -17,6 +16,7 @@ from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import ExitCode, RecipeError, SourceUnavailable
 from rvport.sources import Cache, FetchOptions, prepare_tree
 from rvport.sources.tree import go_modules, vendored_go_modules
+from tests.fixtures.cli import rvport_process
 from tests.fixtures.hosttools import needs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -164,11 +164,8 @@ def test_unreachable_url_points_at_the_mirror_quickly(tmp_path):
 def test_build_of_a_heavy_recipe_offline_points_at_the_mirror(tmp_path):
     """`rvport build glide-ffi --offline` with nothing cached: exit 5 before any docker, naming --mirror."""
     t0 = time.monotonic()
-    cp = subprocess.run(
+    cp = rvport_process(
         [
-            sys.executable,
-            "-m",
-            "rvport",
             "--ci",
             "build",
             "glide-ffi",
@@ -180,8 +177,6 @@ def test_build_of_a_heavy_recipe_offline_points_at_the_mirror(tmp_path):
             "--output",
             str(tmp_path / "out"),
         ],
-        capture_output=True,
-        text=True,
         timeout=120,
         env={**os.environ, "COLUMNS": "200"},
     )
