@@ -77,25 +77,13 @@ def test_a_wide_terminal_has_the_sources_column(tmp_path):
 
 def test_verify_json_dash_is_standard_output_and_the_table_goes_to_stderr(tmp_path, elf_fixtures):
     import json
-    import subprocess
+
+    from tests.fixtures.cli import rvport_process
 
     so = elf_fixtures.path("librvv256.so")
-    cp = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rvport",
-            "verify",
-            "artifacts",
-            str(so),
-            "--profile",
-            "rvv256",
-            "--json",
-            "-",
-        ],
+    cp = rvport_process(  # a process of its own, stdout and stderr apart
+        ["verify", "artifacts", str(so), "--profile", "rvv256", "--json", "-"],
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         env={**os.environ, "COLUMNS": "120"},
     )
     assert cp.returncode == 0, cp.stderr
