@@ -10,7 +10,6 @@ import shutil
 import zipfile
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
 
@@ -19,6 +18,7 @@ from rvport.catalogue import closure_lock
 from rvport.catalogue.closure_lock import Origin, Target
 from rvport.errors import ExitCode, IntegrityError, RecipeError, SourceUnavailable
 from tests.fixtures.cli import rvport_process
+from tests.fixtures.schemas import validate
 
 SID = Target(python="3.14", python_full="3.14.9", glibc="2.43", base="debian-sid", suite="sid")
 SHIPPED = resources.builtin("locks", "vllm-0.33.0-cp314.yaml")
@@ -73,7 +73,7 @@ def test_the_python_version_of_a_debian_version(deb, py):
 def test_the_shipped_vllm_lock_holds_together_and_gives_every_name_one_origin():
     lock = closure_lock.load_lock(SHIPPED)
     doc = yaml.safe_load(SHIPPED.read_text())
-    jsonschema.validate(doc, json.loads(resources.schema_text("closure-lock")))
+    validate(doc, json.loads(resources.schema_text("closure-lock")))
     assert lock.digest == closure_lock.digest_of(doc)
     counts = lock.counts()
     assert sum(counts.values()) == len(lock.entries) and len({e.name for e in lock.entries}) == len(
@@ -207,7 +207,7 @@ def test_plan_shows_the_lock_digest_and_counts_in_plan_json(tmp_path):
     cp = rvport_process(["plan", "vllm", "--output", str(tmp_path / "out")])
     assert cp.returncode == 0, cp.stderr
     doc = json.loads((tmp_path / "out" / "plan.json").read_text())
-    jsonschema.validate(doc, json.loads(resources.schema_text("plan")))
+    validate(doc, json.loads(resources.schema_text("plan")))
     (c,) = doc["closures"]
     lock = closure_lock.load_lock(SHIPPED)
     assert c["digest"] == lock.digest and c["counts"] == lock.counts() and c["stage"] == "vllm"

@@ -18,6 +18,7 @@ from rvport.catalogue.toolchains import load_toolchains
 from rvport.errors import RecipeError
 from rvport.resources import builtin
 from tests.fixtures.hosttools import needs
+from tests.fixtures.schemas import validate
 
 ROOT = Path(__file__).resolve().parents[3]
 HEAVY = ("torch", "vllm", "glide-ffi", "semantic-router")
@@ -449,10 +450,10 @@ def test_toolchain_files_pin_their_archives():
 
 
 def test_toolchain_files_match_schema_with_jsonschema():
-    jsonschema = pytest.importorskip("jsonschema")
+    pytest.importorskip("jsonschema")
     schema = json.loads((builtin("schemas", "toolchain.schema.json")).read_text())
     for path in sorted((builtin("toolchains")).glob("*.yaml")):  # every one an archive: bases live in bases/
-        jsonschema.validate(yaml.safe_load(path.read_text()), schema)
+        validate(yaml.safe_load(path.read_text()), schema)
 
 
 def test_toolchain_errors_are_located(tmp_path):

@@ -18,6 +18,7 @@ from rvport import resources
 from rvport.catalogue import profiles, tools
 from rvport.errors import ExitCode, RecipeError
 from rvport.verify import manylinux
+from tests.fixtures.schemas import validate
 
 TABLES = ("profiles", "isa", "manylinux", "tools")
 
@@ -26,7 +27,7 @@ TABLES = ("profiles", "isa", "manylinux", "tools")
 def test_each_shipped_table_holds_to_its_schema(name):
     schema = json.loads(resources.schema_text(name))
     jsonschema.Draft202012Validator.check_schema(schema)
-    jsonschema.validate(yaml.safe_load(resources.text(f"{name}.yaml")), schema)
+    validate(yaml.safe_load(resources.text(f"{name}.yaml")), schema)
 
 
 def test_the_default_and_the_scalar_profile_are_the_tables():

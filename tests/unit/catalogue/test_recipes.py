@@ -15,6 +15,7 @@ from rvport.catalogue.recipes import default_recipes_dir, load_catalogue
 from rvport.errors import ExitCode, RecipeError, UsageError
 from rvport.resources import builtin
 from rvport.sources.cache import sha256_file
+from tests.fixtures.schemas import validate
 
 GOOD = """\
 schema: 1
@@ -57,7 +58,7 @@ def test_shipped_catalogue_validates_against_the_json_schema():
         "semantic-router",
     }
     for f in files:
-        jsonschema.validate(yaml.safe_load(f.read_text()), recipe_schema())
+        validate(yaml.safe_load(f.read_text()), recipe_schema())
     cat = load_catalogue(root)
     assert len(cat.names) == len(files)
 

@@ -6,10 +6,9 @@ import json
 import os
 import subprocess
 
-import jsonschema
-
 from rvport import manifest
 from tests.fixtures.cli import rvport_process
+from tests.fixtures.schemas import validate
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -21,7 +20,7 @@ def test_plan_all_writes_every_buildable_recipe_in_dependency_order(tmp_path):
     cp = run("plan", "--all", "--profile", "rvv256", "--tag", "local", "--output", str(tmp_path / "out"))
     assert cp.returncode == 0, cp.stderr
     doc = json.loads((tmp_path / "out" / "plan.json").read_text())
-    jsonschema.validate(doc, manifest.schema("plan"))
+    validate(doc, manifest.schema("plan"))
     order = doc["order"]
     assert len(order) == 10 and "torch" not in order  # its source is not pinned: left out, said
     assert order.index("apache-tvm-ffi") < order.index("xgrammar")

@@ -7,7 +7,6 @@ import json
 import subprocess
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
 
@@ -19,6 +18,7 @@ from rvport.closure import inductor
 from rvport.closure import wheelhouse as wh
 from rvport.errors import IntegrityError
 from tests.fixtures import elfwriter
+from tests.fixtures.schemas import validate
 from tests.unit.closure.test_wheelhouse import _lock, _opts, house  # noqa: F401 - fixtures used below
 from tests.unit.sources.test_debarchive import archive, keyring  # noqa: F401 - fixtures used below
 
@@ -51,9 +51,7 @@ def test_the_shipped_lock_pins_what_inductor_needs_with_torchs_headers_at_torchs
     from rvport.catalogue.recipes import load_catalogue
 
     assert closure_lock.check_recipe_pins(lock, load_catalogue().resolve("vllm").toolchain.pins) == []
-    jsonschema.validate(
-        yaml.safe_load(SHIPPED.read_text()), json.loads(resources.schema_text("closure-lock"))
-    )
+    validate(yaml.safe_load(SHIPPED.read_text()), json.loads(resources.schema_text("closure-lock")))
 
 
 def _edited(tmp_path: Path, edit) -> Path:
@@ -181,7 +179,7 @@ def test_the_wheelhouse_ships_the_settings_and_refuses_them_changed(tmp_path, ho
     )
     opts = _opts(tmp_path, mirror, art, archive, profile="rv64gc")
     doc = wh.make(lock, replace(opts, gcc=16))
-    jsonschema.validate(doc, manifest.schema("wheelhouse"))
+    validate(doc, manifest.schema("wheelhouse"))
     out = opts.output
     assert (out / wh.DEBIAN_LIST).read_text().splitlines()[1:] == [
         "libtorch2.14=2.14.1+dfsg-1",

@@ -16,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from rvport import manifest, outdir, proc, resources
@@ -26,6 +25,7 @@ from rvport.closure import wheelhouse as wh
 from rvport.errors import BuildFailed, ExitCode, HostNotReady, IntegrityError, UsageError
 from rvport.sources import debarchive, fetch_options
 from tests.fixtures.cli import rvport_process
+from tests.fixtures.schemas import validate
 
 SCRIPT = resources.builtin("scripts", "serve-check.py")
 _spec = importlib.util.spec_from_file_location("serve_check_inside", SCRIPT)
@@ -242,7 +242,7 @@ ALL_PASS = {
 
 def test_result_json_of_a_passing_check_has_every_step_the_figures_and_the_load(tmp_path):
     doc = make_record(tmp_path, ALL_PASS)
-    jsonschema.validate(doc, manifest.schema("serve-check"))
+    validate(doc, manifest.schema("serve-check"))
     assert doc["passed"] is True and [s["name"] for s in doc["steps"]] == list(servecheck.STEPS)
     gen = doc["steps"][3]
     assert gen["log"] == "logs/generate.log" and gen["excerpt"][-1] == "line 29" and len(gen["excerpt"]) == 20
@@ -261,7 +261,7 @@ def test_a_failed_step_fails_the_check_with_exit_10_and_its_last_lines(tmp_path)
     doc = make_record(
         tmp_path, {"install": "passed", "pip-check": "passed", "import": "failed"}, exit_status=1
     )
-    jsonschema.validate(doc, manifest.schema("serve-check"))
+    validate(doc, manifest.schema("serve-check"))
     assert doc["passed"] is False
     assert [s["status"] for s in doc["steps"]] == ["passed", "passed", "failed", *["not-run"] * 4]
     err = servecheck.failure(doc, tmp_path / "out")
@@ -318,7 +318,7 @@ def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monk
     monkeypatch.setattr(servecheck, "run_container", container)
     doc = servecheck.run(opts(tmp_path))
     assert json.loads((out / "result.json").read_text()) == doc
-    jsonschema.validate(doc, manifest.schema("serve-check"))
+    validate(doc, manifest.schema("serve-check"))
     assert [s["status"] for s in doc["steps"]] == ["failed"] + ["not-run"] * 6
 
 

@@ -11,7 +11,6 @@ import json
 import zipfile
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from rvport import manifest, outdir
@@ -25,6 +24,7 @@ from rvport.sources import fetch_options
 from tests.fixtures import elfwriter
 from tests.fixtures.cli import rvport_process
 from tests.fixtures.elfs import record_hash
+from tests.fixtures.schemas import validate
 from tests.unit.sources.test_debarchive import TORCH, archive, keyring  # noqa: F401 - fixtures used below
 
 SID = Target(python="3.14", python_full="3.14.9", glibc="2.43", base="debian-sid", suite="sid")
@@ -149,7 +149,7 @@ def test_a_wheelhouse_holds_every_wheel_with_hashes_and_the_apt_list(tmp_path, h
     opts = _opts(tmp_path, mirror, art, archive)
     doc = wh.make(lock, opts)
     out = opts.output
-    jsonschema.validate(doc, manifest.schema("wheelhouse"))
+    validate(doc, manifest.schema("wheelhouse"))
     assert json.loads((out / wh.MANIFEST).read_text()) == doc
     wheels = sorted(p.name for p in out.glob("*.whl"))
     assert wheels == [

@@ -15,6 +15,7 @@ import pytest
 from rvport import manifest, resources
 from rvport.cli.reproduce import report
 from rvport.verify.compare import compare_dirs
+from tests.fixtures.schemas import validate
 
 # document -> (its schema's name, its version)
 DOCUMENTS = {
@@ -54,7 +55,7 @@ def test_reproduce_json_as_written_is_valid(tmp_path):
         tmp_path / "reproduce.json", report("rvv256", "auto", ["w"], compare_dirs(first, second))
     )
     doc = json.loads(path.read_text())
-    jsonschema.validate(doc, manifest.schema("reproduce"))
+    validate(doc, manifest.schema("reproduce"))
     assert (
         doc["schema"] == 1
         and doc["ok"] is False
@@ -84,7 +85,7 @@ def test_the_artifact_cache_record_as_written_is_valid_and_old_or_bad_ones_are_n
         rust=None,
         files=files,
     )
-    jsonschema.validate(record, manifest.schema("artifact-record"))
+    validate(record, manifest.schema("artifact-record"))
     assert record["schema"] == ARTIFACT_RECORD_SCHEMA == 1 and record["files"][0]["path"] == "lib/notes.txt"
     path = manifest.write(tmp_path / "manifest.json", record)
     assert read_artifact_record(path) == record
@@ -99,7 +100,7 @@ def test_the_artifact_cache_record_as_written_is_valid_and_old_or_bad_ones_are_n
     path.write_text(json.dumps(old))
     read = read_artifact_record(path)
     assert read is not None and read["verify"]["reports"] == [report]
-    jsonschema.validate(read["verify"]["reports"][0], manifest.schema("verify"))
+    validate(read["verify"]["reports"][0], manifest.schema("verify"))
 
     for bad in ("{not json", json.dumps(dict(record, schema=99)), "[]"):
         path.write_text(bad)

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import jsonschema
 import pytest
 
 from rvport import manifest, proc
@@ -26,6 +25,7 @@ from rvport.engine.stage import Toolchain
 from rvport.errors import BuildFailed, ExitCode
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
+from tests.fixtures.schemas import validate
 from tests.unit.engine.test_runtime import load as load_runtime
 from tests.unit.engine.test_runtime import located_problems
 
@@ -121,7 +121,7 @@ def test_the_plan_lists_the_check_with_a_key_of_its_own(tmp_path):
             Request(refs=("app",), profile=get_profile("rvv256"), tag="t1"),
             X86,
         )
-        jsonschema.validate(plan.to_json(), manifest.schema("plan"))
+        validate(plan.to_json(), manifest.schema("plan"))
 
 
 def test_no_restart_is_one_round(tmp_path):
@@ -235,7 +235,7 @@ def test_both_rounds_pass_with_the_service_and_client_set_up_as_said(engine, tmp
     rec = check.run(env, MADE, CLIENT, tmp_path / "files", "f" * 64)
     assert rec["status"] == "passed" and [r["exit_status"] for r in rec["rounds"]] == [0, 0]
     assert "service_logs" not in rec
-    jsonschema.validate(rec, check_schema())
+    validate(rec, check_schema())
     kinds = [c[0] for c in e.calls]
     assert kinds == [
         "network",
@@ -288,7 +288,7 @@ def test_a_failing_round_is_recorded_with_the_services_logs_and_nothing_is_left(
         "service: bye",
     ]
     assert "restart" not in [c[0] for c in e.calls] and e.live == set()
-    jsonschema.validate(rec, check_schema())
+    validate(rec, check_schema())
     err = check.failure("app==1.0", rec, tmp_path / "app.log")
     assert err.exit_code == ExitCode.BUILD_FAILED
     text = err.render()
@@ -303,7 +303,7 @@ def test_a_round_that_times_out_fails_the_check(engine, tmp_path):
     assert rec["status"] == "failed" and rec["rounds"][1] == dict(
         rec["rounds"][1], exit_status=None, timed_out=True
     )
-    jsonschema.validate(rec, check_schema())
+    validate(rec, check_schema())
     rec["rounds"][1]["seconds"] = 300.02
     assert "round 2 (timed out after 300 s)" in check.failure("app==1.0", rec, tmp_path / "x.log").message
     assert e.live == set()

@@ -10,6 +10,7 @@ from rvport.catalogue.toolchains import load_toolchains
 from rvport.engine import bootstrap
 from rvport.engine.images import base_key, host_debian_mirror, keep_debootstrap_log, parse_dpkg_status
 from rvport.errors import ExitCode, RecipeError
+from tests.fixtures.schemas import validate
 
 STATUS = """\
 Package: libc6
@@ -237,8 +238,6 @@ def test_the_bases_record_is_versioned_and_valid_and_old_or_bad_records_do_not_c
 ):
     import json
 
-    import jsonschema
-
     from rvport import manifest
     from rvport.engine import images
 
@@ -246,7 +245,7 @@ def test_the_bases_record_is_versioned_and_valid_and_old_or_bad_records_do_not_c
     made = images.ensure_base(load_base("debian-trixie"), **args)
     record = tmp_path / "cache" / "bases" / f"{made.key}.json"
     doc = json.loads(record.read_text())
-    jsonschema.validate(doc, manifest.schema("base-record"))
+    validate(doc, manifest.schema("base-record"))
     assert doc["schema"] == images.BASE_RECORD_SCHEMA == 1 and doc["packages"] == {"libc6": "2.41"}
     assert doc["bootstrap"] == bootstrap.SPLIT and doc["mirror"] == "http://mirror.example/debian"
 
@@ -261,7 +260,7 @@ def test_the_bases_record_is_versioned_and_valid_and_old_or_bad_records_do_not_c
         record.write_text(bad)
         found = images.ensure_base(load_base("debian-trixie"), **args)
         assert found.reused and found.packages == {"libc6": "9"} and found.release_sha256 == "r" * 64
-        jsonschema.validate(json.loads(record.read_text()), manifest.schema("base-record"))  # written again
+        validate(json.loads(record.read_text()), manifest.schema("base-record"))  # written again
     assert len(asked) == 3
 
 

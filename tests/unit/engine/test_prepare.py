@@ -15,6 +15,7 @@ from rvport.engine.events import Phase
 from rvport.engine.modes import accelerated, cross
 from rvport.engine.runner import BuildOptions
 from rvport.plan.planner import Mode, Request, make_plan
+from tests.fixtures.schemas import validate
 from tests.unit.engine.test_bake import (  # noqa: F401
     BASE,
     GCC,
@@ -418,8 +419,6 @@ def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_i
     import threading
     import time
 
-    import jsonschema
-
     from rvport import manifest, proc
     from rvport.engine import images
     from rvport.engine.runner import Runner
@@ -445,7 +444,7 @@ def test_ctrl_c_while_a_base_is_made_stops_it_cleans_up_and_records_the_run_as_i
     assert time.monotonic() - t0 < 30
     assert (scratch / "cleaned").exists()  # the worker's cleanup ran before the interrupt went on
     doc = json.loads((out / "result.json").read_text())
-    jsonschema.validate(doc, manifest.schema("result"))  # result.json as the runner writes it
+    validate(doc, manifest.schema("result"))  # result.json as the runner writes it
     assert doc["status"] == "interrupted" and doc["stages"][0]["status"] == "interrupted"
     assert doc["images_ahead"]["workers"] == 2 and engine.builds == []
     assert proc.stream(["true"], on_line=lambda _l: None) == 0  # programs start again afterwards

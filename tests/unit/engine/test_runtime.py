@@ -22,6 +22,7 @@ from rvport.errors import BuildFailed, ExitCode, IntegrityError, RecipeError, Us
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.sources.pin import check_pinned_files
+from tests.fixtures.schemas import validate
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 
@@ -126,7 +127,7 @@ def test_the_runtime_check_uses_the_client_built_in_the_stage_with_flags_it_has(
 def test_the_plan_tags_it_by_tag_and_says_how_to_run_it(cat):
     p = plan(cat, "semantic-router", tag="v0.3.0-rv1")
     doc = p.to_json()
-    jsonschema.validate(doc, manifest.schema("plan"))
+    validate(doc, manifest.schema("plan"))
     st = {s["recipe"]: s for s in doc["stages"]}
     rt = st["semantic-router"]["runtime"]
     assert rt["tag"] == "rvport/semantic-router:v0.3.0-rv1" and rt["base"] == "debian-trixie"
@@ -340,7 +341,7 @@ def test_result_schema_takes_a_stage_runtime():
     schema = manifest.schema("result")
     items = schema["properties"]["stages"]["items"]["properties"]["runtime"]
     good = {"tag": "rvport/app:v1", "image_id": "sha256:" + "a" * 64, "key": "b" * 64, "made": True}
-    jsonschema.validate(good, items)
-    jsonschema.validate(None, items)
+    validate(good, items)
+    validate(None, items)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(dict(good, image_id="abc"), items)
+        validate(dict(good, image_id="abc"), items)

@@ -23,6 +23,7 @@ from rvport.host import HostFacts
 from rvport.plan.planner import Request, make_plan
 from rvport.sources import Cache, FetchOptions
 from rvport.vocab import Kind
+from tests.fixtures.schemas import validate
 
 SCRIPT = "#!/bin/sh\necho building nothing\necho the smoke marker 7f3a\nexit 3\n"
 
@@ -113,7 +114,7 @@ def test_a_smoke_log_over_the_cap_is_read_from_its_end_and_the_record_says_so(tm
     record = smoke_record("x==1", tmp_path)
     assert record["truncated"] is True and record["log_bytes"] == len(text)
     assert record["output"][-1] == "the smoke marker 7f3a" and record["output"][:-1] == lines[-19:]
-    jsonschema.validate(record, _smoke_schema())
+    validate(record, _smoke_schema())
     shown = smoke_failure("x==1", record, Path("/out/logs/x.log")).render()
     assert f"its log is {len(text)} bytes: only the last 1000 were read" in shown
     # the first line of what is read begins before it: it is left out, not shown cut
@@ -134,7 +135,7 @@ def test_the_run_without_v_keeps_its_isa_line_when_its_log_is_over_the_cap(tmp_p
     assert wv["isa"] == "rv64imafdc_zicsr" and wv["truncated"] is True and wv["log_bytes"] == len(novector)
     assert wv["output"][-1] == "kernels ok" and wv["status"] == "failed"
     assert "only the last 200 were read" in runner_mod.without_vector_failure("x==1", wv, Path("l")).render()
-    jsonschema.validate({"status": "passed", "output": [], "without_vector": wv}, _smoke_schema())
+    validate({"status": "passed", "output": [], "without_vector": wv}, _smoke_schema())
 
 
 @pytest.mark.parametrize("name", ["rvport-smoke.log", "rvport-smoke.status"])
@@ -237,10 +238,10 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
         "stages": [rec.to_json()],
         "artifacts": [],
     }
-    jsonschema.validate(doc, manifest.schema("result"))
+    validate(doc, manifest.schema("result"))
     rec.smoke = {"status": "failed", "output": []}  # a failed one names its exit status
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(dict(doc, stages=[rec.to_json()]), manifest.schema("result"))
+        validate(dict(doc, stages=[rec.to_json()]), manifest.schema("result"))
 
 
 # --- `smoke: without_vector:`: the same test again on a QEMU CPU without V (bug class 2, the silent scalar
@@ -397,7 +398,7 @@ def test_the_plan_derives_the_expected_outcome_from_the_profile_and_shows_it(tmp
         assert smoke_without_vector(vllm, get_profile(profile)) == {"cpu": scalar, "expected": expected}
         plan = make_plan(cat, Request(refs=("vllm",), profile=get_profile(profile)), host)
         doc = plan.to_json()
-        jsonschema.validate(doc, manifest.schema("plan"))
+        validate(doc, manifest.schema("plan"))
         assert doc["stages"][0]["smoke"]["without_vector"] == {"cpu": scalar, "expected": expected}
         keys[profile] = plan.stages[0].key
     # `pass`: it must pass under every profile; no field, or no smoke test: no second run
@@ -497,7 +498,7 @@ def test_the_runner_hands_the_cpu_to_the_stage_and_fails_a_stage_whose_vector_co
     wv = rec.smoke["without_vector"]
     assert rec.smoke["status"] == "passed" and (wv["status"], wv["observed"]) == ("failed", "pass")
     stage_schema = manifest.schema("result")["properties"]["stages"]["items"]
-    jsonschema.validate(rec.to_json(), stage_schema)
+    validate(rec.to_json(), stage_schema)
 
 
 WHEEL_RECIPE = """\

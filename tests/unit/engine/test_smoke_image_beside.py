@@ -14,7 +14,6 @@ import signal
 import threading
 import time
 
-import jsonschema
 import pytest
 
 from rvport import manifest, proc
@@ -22,6 +21,7 @@ from rvport.catalogue.recipes import load_catalogue
 from rvport.engine import buildx, modes, prepare
 from rvport.engine.runner import BuildOptions, Runner
 from rvport.errors import BuildFailed, ExitCode
+from tests.fixtures.schemas import validate
 from tests.unit.engine.test_bake import RECIPE, _plan, _tarball, setup  # noqa: F401
 from tests.unit.engine.test_prepare import FOUND, FakeEngine, Rec
 
@@ -123,7 +123,7 @@ def _until(cond, timeout=10.0):
 
 def _result(out):
     doc = json.loads((out / "result.json").read_text())
-    jsonschema.validate(doc, manifest.schema("result"))
+    validate(doc, manifest.schema("result"))
     return doc
 
 

@@ -11,7 +11,6 @@ import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from rvport import manifest, resources
@@ -22,6 +21,7 @@ from rvport.engine import tests as upstream
 from rvport.errors import ExitCode, RecipeError, RvportError
 from rvport.host import HostFacts
 from rvport.plan.planner import Request, make_plan, upstream_tests
+from tests.fixtures.schemas import validate
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 PLANNED = {
@@ -77,7 +77,7 @@ def test_files_serve_their_profiles(tmp_path):
     # planned, in plan.json and in the stage's key
     plan = make_plan(load_catalogue([d]), Request(refs=("demo",), profile=get_profile("rvv256")), X86)
     doc = plan.to_json()
-    jsonschema.validate(doc, manifest.schema("plan"))
+    validate(doc, manifest.schema("plan"))
     assert doc["stages"][0]["tests"]["copy"] == ["tests"]
 
 
@@ -247,7 +247,7 @@ def test_result_json_validates_with_tests(tmp_path):
     rec = upstream.record("demo==1.0", out, PLANNED, [])
     schema = manifest.schema("result")
     stage_schema = schema["properties"]["stages"]["items"]["properties"]["tests"]
-    jsonschema.validate(rec, {**stage_schema, "$defs": schema["$defs"]})
+    validate(rec, {**stage_schema, "$defs": schema["$defs"]})
 
 
 def test_junit_has_a_case_per_test_id(tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import jsonschema
 import pytest
 
 from rvport import manifest, resources
@@ -17,6 +16,7 @@ from rvport.errors import IntegrityError
 from rvport.host import HostFacts
 from rvport.plan.checked import make_checked_plan
 from rvport.plan.planner import Request, StageClosure
+from tests.fixtures.schemas import validate
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 
@@ -32,7 +32,7 @@ def test_the_plan_carries_each_stage_s_closure_lock_typed():
     assert isinstance(c, StageClosure) and isinstance(c.lock, Lock)
     assert c.stage == "vllm" and c.lock.recipe == "vllm" and c.lock.target.abi == "cp314"
     doc = plan.to_json()
-    jsonschema.validate(doc, manifest.schema("plan"))
+    validate(doc, manifest.schema("plan"))
     (shown,) = doc["closures"]
     assert shown == {"stage": "vllm", **c.lock.summary()} and shown["digest"] == c.lock.digest
     assert json.loads(manifest.dumps(doc)) == doc

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import jsonschema
 import pytest
 
 from rvport import manifest
@@ -14,6 +13,7 @@ from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, bound_jobs, expand, make_plan
 from rvport.vocab import Kind
+from tests.fixtures.schemas import validate
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 RV = HostFacts(arch="riscv64", cpus=64, mem_bytes=128 * 2**30)
@@ -84,7 +84,7 @@ def test_plan_json_validates_and_holds_every_pin(cat):
         Request(refs=tuple(cat.names), profile=get_profile("rvv256"), mode=Mode.AUTO, jobs=None),
         X86,
     ).to_json()
-    jsonschema.validate(doc, manifest.schema("plan"))
+    validate(doc, manifest.schema("plan"))
     text = manifest.dumps(doc)
     assert json.loads(text) == doc
     for digest in (

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import jsonschema
 import pytest
 
 from rvport import resources
@@ -16,6 +15,7 @@ from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import RecipeError, UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan, python_matrix, recipe_pythons
+from tests.fixtures.schemas import validate
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 
@@ -59,7 +59,7 @@ def test_a_stage_per_recipe_and_python(cat, bases):
         "abi": "cp314",
     }
     assert s["toolchain"]["base"] == "debian-sid"
-    jsonschema.validate(json.loads(json.dumps(doc)), json.loads(resources.schema_text("plan")))
+    validate(json.loads(json.dumps(doc)), json.loads(resources.schema_text("plan")))
 
 
 def test_one_python_given_names_the_stage_by_it(cat, bases):
@@ -217,7 +217,7 @@ def test_result_record_summary_and_junit_show_the_matrix(cat, bases):
     schema = json.loads(resources.schema_text("result"))
     stage_schema = schema["properties"]["stages"]["items"]
     for r in recs:
-        jsonschema.validate(json.loads(json.dumps(r)), stage_schema)
+        validate(json.loads(json.dumps(r)), stage_schema)
     # without --python the record is as it was: no id, no python
     (plain,) = [StageRecord(stage=s).to_json() for s in plan(cat, bases, "msgspec").stages]
     assert "id" not in plain and "python" not in plain and plain["recipe"] == "msgspec"

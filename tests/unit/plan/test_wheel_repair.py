@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from rvport import manifest, resources
@@ -17,6 +16,7 @@ from rvport.engine.stage import StageRecord
 from rvport.errors import ExitCode, RecipeError
 from rvport.host import HostFacts
 from rvport.plan.planner import REPAIR_NOTE, Mode, Request, make_plan
+from tests.fixtures.schemas import validate
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 
@@ -89,7 +89,7 @@ def test_a_recipe_that_opts_out_is_never_repaired_and_the_plan_says_why(tmp_path
         assert plain.wheel_repair["repair"] is (asked != "off")
         assert bool(plain.tools) is (asked != "off")
         doc = p.to_json()
-        jsonschema.validate(doc, manifest.schema("plan"))
+        validate(doc, manifest.schema("plan"))
         stages = {s["recipe"]: s for s in doc["stages"]}
         assert stages["sys"]["wheel_repair"]["repair"] is False
         assert stages["plain"]["wheel_repair"]["platform"] == (
@@ -103,7 +103,7 @@ def test_result_json_shows_the_choice_and_kinds_without_wheels_show_none(tmp_pat
     rec = StageRecord(stage=plan(cat, "sys").stage("sys"), status="ok").to_json()
     assert rec["wheel_repair"]["by"] == "recipe" and rec["wheel_repair"]["repair"] is False
     stage_schema = json.loads(resources.schema_text("result"))["properties"]["stages"]["items"]
-    jsonschema.validate(json.loads(json.dumps(rec)), stage_schema)
+    validate(json.loads(json.dumps(rec)), stage_schema)
     # a kind that makes no wheels has no wheel_repair at all (plan.json and result.json as they were)
     glide = plan(load_catalogue(), "glide-ffi").stage("glide-ffi")
     assert glide.wheel_repair is None and "wheel_repair" not in glide.to_json()
@@ -185,7 +185,7 @@ def test_a_recipe_may_leave_out_of_the_repair_a_library_that_a_wheel_it_requires
         "exclude": ["libtvm_ffi.so"],
     }
     doc = plan(cat, "xg").to_json()
-    jsonschema.validate(doc, manifest.schema("plan"))
+    validate(doc, manifest.schema("plan"))
     assert not any("xg" in w and REPAIR_NOTE in w for w in doc.get("warnings", []))
     # a policy asked for is kept, and off is off
     assert (

@@ -16,6 +16,7 @@ from rvport.errors import ExitCode, IntegrityError, SourceUnavailable
 from rvport.sources import debarchive
 from rvport.sources.debarchive import DebPin
 from tests.fixtures.hosttools import need
+from tests.fixtures.schemas import validate
 
 RELEASE = """\
 Origin: Debian
@@ -211,7 +212,6 @@ def test_a_missing_keyring_is_a_host_problem(tmp_path):
 
 # ------------------------------------------------------------------------------- the plan and the base key
 def test_the_plan_shows_an_accepted_expiry_and_is_unchanged_without_one():
-    import jsonschema
 
     from rvport import manifest
     from rvport.catalogue.profiles import get_profile
@@ -225,7 +225,7 @@ def test_the_plan_shows_an_accepted_expiry_and_is_unchanged_without_one():
     assert "allow_expired_release" not in plain
     accepted = make_plan(cat, Request(**{**req.__dict__, "allow_expired_release": ("sid",)}), host)
     doc = accepted.to_json()
-    jsonschema.validate(doc, manifest.schema("plan"))
+    validate(doc, manifest.schema("plan"))
     assert doc["allow_expired_release"] == ["sid"]
     assert any("--allow-expired-release sid" in w for w in accepted.warnings)  # said, never silent
 

@@ -13,7 +13,6 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from rvport import manifest
@@ -32,6 +31,7 @@ from rvport.sources.tree import prepare_tree
 from rvport.sources.treehash import digest, tar_entries
 from rvport.verify import provenance
 from tests.fixtures.hosttools import needs
+from tests.fixtures.schemas import validate
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 needs_git = needs("git")
@@ -253,7 +253,7 @@ def test_plan_names_the_tree_and_validates(tmp_path):
     src = plan.stages[0].recipe.sources[0]
     assert src.kind is SourceKind.LOCAL and src.local.path == str(top)
     doc = plan.to_json()
-    jsonschema.validate(doc, manifest.schema("plan"))
+    validate(doc, manifest.schema("plan"))
     s = doc["stages"][0]["sources"][0]
     assert s["kind"] == "local" and s["location"] == "local" and s["sha256"] == "a local tree, not pinned"
     assert s["local"]["tree"] == tree_digest(top)

@@ -13,7 +13,6 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
-import jsonschema
 import pytest
 from packaging.tags import parse_tag
 
@@ -48,6 +47,7 @@ from rvport.verify.report import to_junit
 from rvport.verify.wheel import verify_wheel
 from rvport.verify.zip_member import Member, MemberError, read_member
 from rvport.vocab import ArtifactKind
+from tests.fixtures.schemas import validate
 
 GC_ARCH = "rv64i2p1_m2p0_a2p1_f2p2_d2p2_c2p0_zicsr2p0_zifencei2p0_zmmul1p0_zaamo1p0_zalrsc1p0"
 V256_ARCH = (
@@ -467,7 +467,7 @@ def schema() -> dict:
 def test_json_is_versioned_sorted_and_valid():
     r = _report()
     doc = json.loads(r.dumps())
-    jsonschema.validate(doc, schema())
+    validate(doc, schema())
     assert doc["schema"] == 2 and "schema_version" not in doc and doc["ok"] is False
     assert doc["summary"] == {"artifacts": 2, "passed": 1, "failed": 1, "elf_files": 2}
     assert r.dumps() == json.dumps(doc, indent=2, sort_keys=True) + "\n"
@@ -479,7 +479,7 @@ def test_a_schema_1_report_from_an_old_cache_record_reads_as_schema_2():
     doc = _report().to_json()
     old = {("schema_version" if k == "schema" else k): (1 if k == "schema" else v) for k, v in doc.items()}
     assert current_report(old) == doc and current_report(doc) is doc
-    jsonschema.validate(current_report(old), schema())
+    validate(current_report(old), schema())
 
 
 def test_empty_report_is_not_ok():
@@ -1074,5 +1074,5 @@ def test_vlen_exact_reaches_every_file_of_a_wheel_and_the_report(tmp_path):
     assert any("VLEN-exact for VLEN 128" in r for r in a.all_reasons()), a.all_reasons()
     doc = exact.to_json()
     assert doc["vlen_exact"] is True
-    jsonschema.validate(doc, json.loads(builtin("schemas/verify.schema.json").read_text()))
+    validate(doc, json.loads(builtin("schemas/verify.schema.json").read_text()))
     assert verify_paths([whl], get_profile("rvv128"), vlen_exact=True).ok

@@ -22,6 +22,7 @@ from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.verify import provenance, verify_paths
 from tests.fixtures.cli import rvport_process
+from tests.fixtures.schemas import validate
 from tests.unit.verify.test_policy import V128_ARCH, _riscv_elf, _wheel
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
@@ -113,7 +114,7 @@ def schema() -> dict:
 
 
 def _validate(doc: dict, schema: dict) -> None:
-    jsonschema.validate(doc, schema, format_checker=jsonschema.FormatChecker())
+    validate(doc, schema, format_checker=jsonschema.FormatChecker())
 
 
 def test_statement_of_a_build_validates_and_holds_every_input(schema):

@@ -13,7 +13,6 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from rvport.catalogue.profiles import get_profile
@@ -23,6 +22,7 @@ from rvport.verify import elf_ranges, pool, verify_paths, zip_member
 from tests.fixtures.cli import rvport_process
 from tests.fixtures.elfs import ElfFixtures, make_wheel, record_hash
 from tests.fixtures.hosttools import need
+from tests.fixtures.schemas import validate
 
 
 def verify(paths, profile="rv64gc", isa="carries"):
@@ -415,7 +415,7 @@ def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):
     assert "PASS" in r.stdout
     schema = json.loads(builtin("schemas", "verify.schema.json").read_text())
     doc = json.loads(js.read_text())
-    jsonschema.validate(doc, schema)
+    validate(doc, schema)
     assert doc["ok"] and doc["profile"]["name"] == "rvv256" and doc["isa"] == "runs-on"
     assert len(ET.parse(xml).getroot().findall("./testsuite/testcase")) == 2
 
@@ -425,7 +425,7 @@ def test_cli_pass_fail_and_outputs(elf_fixtures: ElfFixtures, tmp_path):
     assert r.returncode == 1
     assert "x86.o" in r.stdout and "FAIL" in r.stdout and "not RISC-V" in r.stdout
     doc = json.loads(js.read_text())
-    jsonschema.validate(doc, schema)
+    validate(doc, schema)
     assert doc["ok"] is False and doc["summary"]["failed"] == 1
     failure = ET.parse(xml).getroot().find("./testsuite/testcase/failure")
     assert failure is not None and "x86.o" in failure.text
