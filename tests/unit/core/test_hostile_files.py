@@ -221,10 +221,11 @@ def _capped(args: list[str], env: dict[str, str] | None = None):
 
 def test_the_memory_cap_is_in_place_in_the_run():
     """_capped's runs are held to the cap: a run the cap leaves no room for fails where the same run without
-    it passes."""
+    it passes (Python's MemoryError, or an abort where an extension's allocation fails first)."""
     assert rvport_process(["plan", "vllm"], main="app").returncode == 0
     cp = rvport_process(["plan", "vllm"], main="app", address_space=16 << 20)
-    assert cp.returncode != 0 and "MemoryError" in cp.stderr
+    assert cp.returncode != 0, cp.stdout
+    assert "MemoryError" in cp.stderr or "memory allocation" in cp.stderr, cp.stderr
 
 
 def _relock(path: Path, edit) -> None:
