@@ -241,6 +241,8 @@ def test_the_rust_prefix_is_its_own_image():
         ("sentencepiece", False),
         ("tiktoken", True),
         ("oss-harmony", True),
+        ("outlines-core", True),
+        ("llguidance", True),
         ("glide-ffi", True),
         ("router-ml-binding", True),
     ],

@@ -370,7 +370,14 @@ def test_stages_that_compile_rust_record_the_rust_they_used_in_every_mode(cat, t
     for mode in (Mode.AUTO, Mode.QEMU):
         p = plan(cat, "rvv256", mode)
         for st in p.stages:
-            compiles = st.name in ("glide-ffi", "router-ml-binding", "tiktoken", "oss-harmony")
+            compiles = st.name in (
+                "glide-ffi",
+                "router-ml-binding",
+                "tiktoken",
+                "oss-harmony",
+                "outlines-core",
+                "llguidance",
+            )
             assert (RUST_RECORD in st.commands) is compiles, (st.name, st.mode)
             if compiles:  # after the recipe's build commands, before the wheel repair
                 assert st.commands.index(RUST_RECORD) == len(st.recipe.build)

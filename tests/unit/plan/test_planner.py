@@ -44,6 +44,8 @@ def test_all_recipes_in_dependency_order(cat):
         "semantic-router",
         "apache-tvm-ffi",
         "xgrammar",
+        "outlines-core",
+        "llguidance",
     }
     assert order.index("apache-tvm-ffi") < order.index("xgrammar")
     assert order.index("glide-ffi") < order.index("semantic-router")

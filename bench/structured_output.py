@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""A structured-output recipe (outlines-core, llguidance) built, verified and rebuilt, in one run.
+
+    python bench/structured_output.py outlines-core                 # rvv256, the mode `auto` picks
+    python bench/structured_output.py llguidance --record llguidance-rvv256
+    python bench/structured_output.py outlines-core --allow-expired-release sid
+
+Two `rvport build`s one after the other: `first` as a user runs it (the artifact cache and BuildKit's layer
+cache as they are), then `rebuild` with --no-cache into another output, so its build step runs again. After
+each, `rvport verify artifacts OUT/artifacts --profile P`. The record (--record NAME:
+records/structured-output/NAME.json) holds each build's exit status, wall time, the stage's build step and
+mode, the smoke test's status, the load during it, the verify exit status and every artifact's size and
+sha256; then whether the two builds' artifacts are byte-identical (rvport.verify.compare). It is written
+again after each step, so a run cut short keeps what it measured. Exit status 0 only when both builds and
+both verifies pass and the artifacts are identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import common  # noqa: E402
+
+RUNS = ("first", "rebuild")
+
+
+def build_args(recipe: str, run: str, *, work: Path, profile: str, mode: str, expired: list[str]) -> tuple:
+    out = work / f"out-{recipe}-{run}"
+    shutil.rmtree(out, ignore_errors=True)
+    args = ["build", recipe, "--profile", profile, "--mode", mode, "--tag", "local", "--output", str(out)]
+    for suite in expired:
+        args += ["--allow-expired-release", suite]
+    if run == "rebuild":
+        args.append("--no-cache")
+    return out, args
+
+
+def stage_figures(out: Path, recipe: str) -> dict:
+    """What one build's result.json says of the recipe's stage: status, mode, timings, smoke, artifacts."""
+    path = out / "result.json"
+    if not path.is_file():
+        return {"status": "no result.json"}
+    doc = json.loads(path.read_text())
+    st = next((s for s in doc["stages"] if s.get("recipe") == recipe), doc["stages"][-1])
+    smoke = st.get("smoke") or {}  # null when the build failed before it
+    return {
+        "status": st["status"],
+        "stage": st.get("id"),
+        "mode": st.get("mode"),
+        "wall_s": doc["duration_s"],
+        "build_s": st["timings"].get("build"),
+        "timings": st["timings"],
+        "smoke": smoke.get("status"),
+        "smoke_said": (smoke.get("output") or [""])[-1:],
+        "artifacts": [{k: a[k] for k in ("path", "size", "sha256")} for a in st["artifacts"]],
+    }
+
+
+def one(recipe: str, run: str, **kw) -> dict:
+    work, profile = kw["work"], kw["profile"]
+    out, args = build_args(recipe, run, **kw)
+    with common.LoadAverage() as load:
+        rc, wall = common.rvport(args, log=work / f"{recipe}-{run}.log")
+    res = {"rc": rc, "command": ["rvport", *args], "wall_measured_s": round(wall, 1), "load": load.summary()}
+    res.update(stage_figures(out, recipe))
+    verify = ["verify", "artifacts", str(out / "artifacts"), "--profile", profile]
+    vrc, _ = common.rvport(verify, log=work / f"{recipe}-{run}-verify.log") if rc == 0 else (None, 0.0)
+    res["verify"] = {"command": ["rvport", *verify], "rc": vrc}
+    print(
+        f"  {recipe:14} {run:7} rc={rc} wall={wall:7.1f}s build={res.get('build_s') or 0:7.1f}s "
+        f"mode={res.get('mode')} smoke={res.get('smoke')} verify={vrc} load={load.describe()}",
+        flush=True,
+    )
+    return res
+
+
+def identical(work: Path, recipe: str) -> dict:
+    from rvport.verify.compare import compare_dirs
+
+    first, second = (work / f"out-{recipe}-{run}" / "artifacts" for run in RUNS)
+    if not first.is_dir() or not second.is_dir():
+        return {"ok": False, "why": "a build left no artifacts"}
+    c = compare_dirs(first, second)
+    same = [f"{n} {sha}" for n, sha in c.identical]
+    return {"ok": c.ok, "identical": same, "differences": len(c.differences)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("recipe", choices=("outlines-core", "llguidance"))
+    ap.add_argument("--profile", default="rvv256")
+    ap.add_argument("--mode", default="auto")
+    ap.add_argument("--allow-expired-release", dest="expired", action="append", default=[], metavar="SUITE")
+    ap.add_argument("--work", type=Path, help="keep logs and outputs here (default: a temporary directory)")
+    ap.add_argument("--record", metavar="NAME", help="write the record records/structured-output/NAME.json")
+    args = ap.parse_args()
+    common.stop_on_signals()
+    work = args.work or Path(tempfile.mkdtemp(prefix="rvport-bench-so-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"work directory: {work}", flush=True)
+    kw = {"work": work, "profile": args.profile, "mode": args.mode, "expired": args.expired}
+    figures: dict = {"recipe": args.recipe, "profile": args.profile, "mode": args.mode, "runs": {}}
+    loads: list[dict] = []
+    for run in RUNS:
+        figures["runs"][run] = res = one(args.recipe, run, **kw)
+        loads.append(res["load"])
+        figures["identical"] = identical(work, args.recipe)
+        if args.record:
+            load = {
+                "min": min(x["min"] for x in loads),
+                "mean": round(sum(x["mean"] for x in loads) / len(loads), 2),
+                "max": max(x["max"] for x in loads),
+                "samples": sum(x["samples"] for x in loads),
+            }
+            command = ["python", "bench/structured_output.py", *sys.argv[1:]]
+            path = common.write_record(
+                "structured-output", args.record, command=command, figures=figures, load=load
+            )
+            print(f"  wrote {path}", flush=True)
+        if res["rc"] != 0:
+            break
+    runs = figures["runs"].values()
+    ok = len(figures["runs"]) == len(RUNS) and all(r["rc"] == 0 and r["verify"]["rc"] == 0 for r in runs)
+    same = figures["identical"]
+    print(f"{args.recipe}: {'identical' if same['ok'] else 'NOT identical'}: {same}", flush=True)
+    return 0 if ok and same["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
