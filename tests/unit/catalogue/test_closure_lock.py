@@ -79,7 +79,7 @@ def test_the_shipped_vllm_lock_holds_together_and_gives_every_name_one_origin():
     assert sum(counts.values()) == len(lock.entries) and len({e.name for e in lock.entries}) == len(
         lock.entries
     )
-    assert counts["recipe"] == 7 and counts["debian"] > 10 and counts["pypi"] > 50
+    assert counts["recipe"] == 9 and counts["debian"] > 10 and counts["pypi"] > 50
     assert {e.recipe for e in lock.by_origin(Origin.RECIPE)} == {
         "vllm",
         "msgspec",
@@ -88,8 +88,15 @@ def test_the_shipped_vllm_lock_holds_together_and_gives_every_name_one_origin():
         "oss-harmony",
         "xgrammar",  # imported by `from vllm import LLM` although vLLM's marker leaves it out on riscv64
         "apache-tvm-ffi",  # xgrammar's
+        "outlines-core",  # the outlines structured-output backend (issue 37): no longer dropped
+        "llguidance",  # the guidance backend, added as xgrammar was (its marker leaves out riscv64)
     }
     assert "xgrammar==0.2.8" in lock.entry("vllm").requires
+    assert {"outlines_core==0.2.14", "llguidance<1.8.0,>=1.7.0"} <= set(lock.entry("vllm").requires)
+    assert not any(e.get("line") == "outlines_core == 0.2.14" for e in lock.edits)
+    assert {"with": "llguidance >= 1.7.0, < 1.8.0"}.items() <= [e for e in lock.edits if "line" not in e][
+        1
+    ].items()
     assert {"with": "xgrammar == 0.2.8"}.items() <= next(e for e in lock.edits if "line" not in e).items()
     torch = lock.entry("torch")
     assert torch.origin is Origin.DEBIAN and torch.debian.package == "python3-torch"
