@@ -28,6 +28,7 @@ TIMING_ORDER = (
     "verify",
     "smoke_image",
     "smoke",
+    "smoke_other_vlen",
     "tests",
     "runtime",
     "check",
@@ -59,12 +60,16 @@ def stage_time(stage: dict) -> float:
     return round(sum(float(v) for v in (stage.get("timings") or {}).values()), 2)
 
 
+_WHERE_RUN = frozenset({"tests", "smoke_other_vlen"})  # timing columns shown only where a stage has them
+
+
 def timing_keys(stages: list[dict]) -> list[str]:
     """The timing table's columns: TIMING_ORDER, then any other key a stage has, as first seen (never
     dropped)."""
-    # the upstream tests' column only where a stage ran them (a recipe's `tests:`)
+    # the upstream tests' column only where a stage ran them (a recipe's `tests:`), the smoke test's at the
+    # other VLEN only where a build matrix ran it
     keys = [
-        k for k in TIMING_ORDER if k != "tests" or any("tests" in (s.get("timings") or {}) for s in stages)
+        k for k in TIMING_ORDER if k not in _WHERE_RUN or any(k in (s.get("timings") or {}) for s in stages)
     ]
     for s in stages:
         keys += [k for k in (s.get("timings") or {}) if k not in keys]
@@ -421,18 +426,23 @@ def step_summary(ci_name: str | None) -> Path | None:
 
 # ------------------------------------------------------------------------------------------ a build matrix
 # OUTPUT/matrix.json (rvport/engine/matrix.py): its table's headers, the summary's and the terminal's
-MATRIX_HEADERS = ("profile", "status", "build", "smoke", "SIGILL check", "tests", "exit")
+MATRIX_HEADERS = ("profile", "status", "build", "smoke", "SIGILL check", "other VLEN", "tests", "exit")
 _MATRIX_ICONS = {"ok": "✅", "failed": "❌", "interrupted": "⏹️"}
 
 
 def matrix_words(row: dict) -> list[str]:
-    """A matrix row's four cells: build, smoke, the SIGILL check (with what ended the run without V when its
-    stages agree: `passed (sigill)`, `failed (pass)`) and tests, with their counts (`passed (12 passed, 3
-    skipped)`) when a stage ran them."""
+    """A matrix row's five cells: build, smoke, the SIGILL check (with what ended the run without V when its
+    stages agree: `passed (sigill)`, `failed (pass)`), other VLEN (`passed (VLEN 128: exit 1)`) and tests,
+    with their counts (`passed (12 passed, 3 skipped)`) when a stage ran them."""
     words = [str(row.get(c, "?")) for c in ("build", "smoke", "sigill")]
     observed = {(s.get("without_vector") or {}).get("observed") for s in row.get("stages") or []} - {None}
     if len(observed) == 1:
         words[2] += f" ({observed.pop()})"
+    other = {(r["vlen"], r["observed"]) for s in row.get("stages") or [] if (r := s.get("other_vlen_run"))}
+    words.append(str(row.get("other_vlen", "?")))
+    if len(other) == 1:
+        vlen, seen = other.pop()
+        words[3] += f" (VLEN {vlen}: {seen})"
     counts: dict[str, int] = {}
     for s in row.get("stages") or []:
         for k, n in (s.get("tests_counts") or {}).items():
@@ -458,7 +468,7 @@ def matrix_markdown(doc: dict, results: dict[str, dict | None]) -> str:
         f"{_cell(doc.get('duration_s', 0))} s, exit {_cell(doc.get('exit_code'))}",
         "",
         "| " + " | ".join(MATRIX_HEADERS) + " |",
-        "|---|---|---|---|---|---|---:|",
+        "|---|---|---|---|---|---|---|---:|",
     ]
     for r in doc.get("rows") or []:
         cells = [r.get("profile"), r.get("status"), *matrix_words(r)]
@@ -476,7 +486,7 @@ def matrix_markdown(doc: dict, results: dict[str, dict | None]) -> str:
 
 
 def matrix_junit_xml(doc: dict, results: dict[str, dict | None]) -> str:
-    """A build matrix's JUnit XML: a suite `rvport build matrix` with a case per profile (its four cells as
+    """A build matrix's JUnit XML: a suite `rvport build matrix` with a case per profile (its five cells as
     properties; a failed profile a <failure> with its error, an interrupted one an <error>, one not reached
     <skipped>), then every profile's own suites (junit_suites of its result.json), the totals of all."""
     rows = doc.get("rows") or []
@@ -494,7 +504,7 @@ def matrix_junit_xml(doc: dict, results: dict[str, dict | None]) -> str:
             time=f"{r.get('duration_s') or 0}",
         )
         props = ET.SubElement(case, "properties")
-        for k, v in zip(("build", "smoke", "sigill", "tests"), matrix_words(r), strict=True):
+        for k, v in zip(("build", "smoke", "sigill", "other_vlen", "tests"), matrix_words(r), strict=True):
             ET.SubElement(props, "property", name=k, value=v)
         ET.SubElement(props, "property", name="exit_code", value=str(r.get("exit_code")))
         message = str(r.get("error") or r.get("status"))

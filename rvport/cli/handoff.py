@@ -124,10 +124,16 @@ def bake_options(o: PlanArgs, fetch: FetchOptions) -> BakeOptions:
 
 
 def build_options(
-    o: Building, fetch: FetchOptions, *, output: Path | None = None, compiler_cache: Any = None
+    o: Building,
+    fetch: FetchOptions,
+    *,
+    output: Path | None = None,
+    compiler_cache: Any = None,
+    other_vlen: int | None = None,
 ) -> BuildOptions:
     """A build (`rvport build`, each of `rvport reproduce`'s two: `output` is its own directory);
-    `compiler_cache`: its CompilerCache (planning.compiler_cache; None: the engine's)."""
+    `compiler_cache`: its CompilerCache (planning.compiler_cache; None: the engine's); `other_vlen`: a build
+    matrix's vector profile, whose smoke test also runs on a CPU of that VLEN."""
     from rvport.engine.compcache import CompilerCache
     from rvport.engine.runner import BuildOptions
 
@@ -139,4 +145,5 @@ def build_options(
         cache_to=o.cache_to,
         cache_from=o.cache_from,
         compiler_cache=compiler_cache or CompilerCache(),
+        other_vlen=other_vlen,
     )

@@ -91,7 +91,9 @@ def _one(
     with contextlib.suppress(FileNotFoundError):
         (cell.output / "result.json").unlink()
     manifest.write(cell.output / "plan.json", p.to_json())
-    opts = handoff.build_options(o, fopts, output=cell.output, compiler_cache=compiler_cache)
+    opts = handoff.build_options(
+        o, fopts, output=cell.output, compiler_cache=compiler_cache, other_vlen=cell.other_vlen
+    )
     rep = reporter(u.err, u.ci, u.live)
     for s in p.stages:
         rep.add(s.name, s.mode.value)

@@ -53,7 +53,7 @@ def matrix_from_options(o: BuildArgs) -> tuple[tuple[tuple[Cell, Plan], ...], Fe
     """A build matrix's plans, one per profile the command line names (rvport/plan/matrix.py), in its
     order, each the plan `from_options` makes for that profile alone: the catalogue loaded and the local
     trees read once, every plan made (and checked) before anything runs."""
-    from rvport.catalogue.profiles import get_profile
+    from rvport.catalogue.profiles import get_profile, load_profiles
     from rvport.catalogue.recipes import load_catalogue
     from rvport.plan.matrix import cells
 
@@ -64,7 +64,9 @@ def matrix_from_options(o: BuildArgs) -> tuple[tuple[tuple[Cell, Plan], ...], Fe
     req, notes = with_source_trees(req, o.source_tree, cat, fopts)
     planned = tuple(
         (cell, _finish(resolve(cell.request, cat, fopts), notes, o.base_image))
-        for cell in cells(req, [get_profile(n) for n in names], o.output)
+        for cell in cells(
+            req, [get_profile(n) for n in names], o.output, every=list(load_profiles().values())
+        )
     )
     return planned, fopts
 

@@ -280,7 +280,7 @@ def prepared_table(prepared: list) -> Table:
 
 def matrix_table(doc: dict) -> Table:
     """A build matrix (OUTPUT/matrix.json): a row per profile, a column each for build, smoke, the SIGILL
-    check and the upstream tests, and the profile's exit code."""
+    check, the smoke test at another VLEN and the upstream tests, and the profile's exit code."""
     t = Table(title=Text(f"build matrix {doc['status']}: tag {doc['tag']}"), title_justify="left")
     for col in MATRIX_HEADERS:
         t.add_column(col, no_wrap=True)
@@ -295,4 +295,4 @@ def matrix_table(doc: dict) -> Table:
     return t
 
 
-_WORD_STYLES = {"passed": "green", "failed": "red", "interrupted": "yellow"}
+_WORD_STYLES = {"passed": "green", "failed": "red", "interrupted": "yellow", "finding": "yellow"}

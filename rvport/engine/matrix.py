@@ -13,12 +13,13 @@ from rvport.errors import ExitCode
 from rvport.safetext import one_line
 
 MATRIX_SCHEMA = 1
-COLUMNS = ("build", "smoke", "sigill", "tests")
+COLUMNS = ("build", "smoke", "sigill", "other_vlen", "tests")
 ERROR_MAX = 500  # characters of a profile's error kept in its row (its first line)
 
 # A cell's words, the worst first: a profile's column is the worst of its stages' (a stage without a smoke
 # test, a SIGILL check or upstream tests says `none`, and counts only when no stage has one).
-WORDS = ("failed", "interrupted", "not run", "skipped", "passed", "none")
+# `finding`: a VLEN-exact wheel that passed on a CPU of another VLEN (recorded, it fails nothing).
+WORDS = ("failed", "interrupted", "not run", "finding", "skipped", "passed", "none")
 
 # The matrix's exit code is the first of these that a profile ended with (docs/exit-codes.md, "A build
 # matrix"): what keeps a profile from being judged at all (rvport, the host, the sources, the recipe) before
@@ -61,7 +62,7 @@ def _worst_word(words: Sequence[str]) -> str:
 
 
 def stage_cells(stage: Mapping) -> dict[str, str]:
-    """A result.json stage's four columns. build: passed when the stage built and verified its artifacts
+    """A result.json stage's five columns. build: passed when the stage built and verified its artifacts
     (ok, cached, or a later check of it ran); smoke, sigill, tests: the record's status, `not run` when the
     stage did not get that far, `none` when it has no such check."""
     status = stage.get("status")
@@ -83,6 +84,8 @@ def stage_cells(stage: Mapping) -> dict[str, str]:
         "smoke": _word((smoke or {}).get("status"), after),
         # a smoke record without a run without V: the recipe asks for none (when it does, the record has it)
         "sigill": _word((wv or {}).get("status"), after if smoke is None else "none"),
+        # without a run at another VLEN: not a vector profile of a matrix (none), or the stage failed first
+        "other_vlen": _word(((smoke or {}).get("other_vlen") or {}).get("status"), after),
         "tests": _word((tests or {}).get("status"), after),
     }
 
@@ -92,16 +95,21 @@ def _word(status: object, otherwise: str) -> str:
 
 
 def _without_vector(stage: Mapping) -> dict:
-    """The run without V of a stage's smoke test, when it was judged: what was expected and what ended it
-    (sigill, pass, exit N)."""
-    wv = (stage.get("smoke") or {}).get("without_vector") or {}
-    if not isinstance(wv.get("expected"), str) or not isinstance(wv.get("observed"), str):
-        return {}
-    return {"without_vector": {"expected": wv["expected"], "observed": wv["observed"]}}
+    """The runs without V and at another VLEN of a stage's smoke test, when they were judged: what was
+    expected and what ended each (sigill, pass, exit N), and the other VLEN."""
+    out: dict = {}
+    for key, name, fields in (
+        ("without_vector", "without_vector", ("expected", "observed")),
+        ("other_vlen", "other_vlen_run", ("vlen", "expected", "observed")),
+    ):
+        run = (stage.get("smoke") or {}).get(key) or {}
+        if all(isinstance(run.get(f), (str, int)) for f in fields):
+            out[name] = {f: run[f] for f in fields}
+    return out
 
 
 def row(ended: Ended) -> dict:
-    """A profile's row: how it ended, its four columns (the worst of its stages'), and each stage's."""
+    """A profile's row: how it ended, its five columns (the worst of its stages'), and each stage's."""
     doc = ended.result or {}
     stages = [
         {

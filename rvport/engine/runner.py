@@ -52,6 +52,7 @@ from rvport.engine.stage import (
 )
 from rvport.errors import BuildFailed, Problem, RvportError, SmokeFailed, VerifyFailed
 from rvport.fileio import Ends, read_ends, read_json, read_regular
+from rvport.plan.matrix import other_vlen_check
 from rvport.plan.planner import RUST_REPORT, Plan, Stage
 from rvport.sources.cache import sha256_file
 from rvport.sources.tree import PreparedTree, prepare_tree
@@ -82,6 +83,8 @@ class BuildOptions(RunOptions):
     cache_from: Path | None = None  # buildx --cache-from type=local,src=DIR
     # the compiler cache: the engine's per toolchain, a host directory (--compiler-cache DIR), or off
     compiler_cache: CompilerCache = CompilerCache()
+    # a build matrix's vector profile: the smoke test once more on a CPU of this other VLEN (plan/matrix.py)
+    other_vlen: int | None = None
 
 
 ARTIFACT_RECORD_SCHEMA = 1  # artifacts/<key>/manifest.json
@@ -485,6 +488,7 @@ class Runner:
             str(self.opts.smoke),
             str(self.opts.tests),
             str(self.opts.verify),
+            *((f"other-vlen-{self._other_vlen(st)['vlen']}",) if self._other_vlen(st) else ()),
         )
         store = self.cache_root / "artifacts" / rec.key
         meta = None if self.opts.no_cache else read_artifact_record(store / "manifest.json")
@@ -621,6 +625,11 @@ class Runner:
                 with env.timer("smoke"):
                     self.rep.step(st.name, "smoke test in a clean riscv64 container")
                     self._smoke(env, files, image)  # sets rec.smoke; a failing test raises SmokeFailed
+                check = self._other_vlen(st)
+                if check is not None:
+                    with env.timer("smoke_other_vlen"):
+                        self.rep.step(st.name, f"smoke test on a CPU of VLEN {check['vlen']}")
+                        self._smoke_other_vlen(env, files, image, check)  # smoke.other_vlen
                 if st.tests is not None and self.opts.tests:
                     with env.timer("tests"):
                         self.rep.step(st.name, "upstream tests in a clean riscv64 container")
@@ -747,6 +756,59 @@ class Runner:
                 raise smoke_failure(st.recipe.ref, env.record.smoke, env.log_path)
             if (env.record.smoke.get("without_vector") or {}).get("status") == "failed":
                 raise without_vector_failure(st.recipe.ref, env.record.smoke["without_vector"], env.log_path)
+
+    def _other_vlen(self, st: Stage) -> dict | None:
+        """The smoke test's run at another VLEN this stage gets (a build matrix's vector profile with a smoke
+        test: BuildOptions.other_vlen), as planned (plan/matrix.py); None when it gets none."""
+        asked = self.opts.other_vlen is not None and self.opts.smoke and bool(st.recipe.smoke)
+        if not asked or self.profile.vlen <= 0:
+            return None
+        exact = any(o.vlen_exact for o in st.recipe.outputs)
+        return other_vlen_check(self.profile, int(self.opts.other_vlen or 0), exact=exact)
+
+    def _smoke_other_vlen(self, env: StageEnv, files: Path, image: str, check: dict) -> None:
+        """The smoke test again, in a clean container of the smoke image, on the profile's CPU with the other
+        VLEN (RVPORT_VLEN still the stage's); its record, stages[].smoke.other_vlen (other_vlen_record). A
+        wheel that does not assume its VLEN and fails there fails the stage (exit 7); a VLEN-exact one that
+        passes there is recorded as a finding."""
+        st = env.stage
+        install, run = render.smoke_commands(st.recipe.kind, st.recipe.smoke or "")
+        rendered = render.smoke_dockerfile(
+            image=image, qemu_cpu=str(check["cpu"]), profile=self.profile, install=install, run=run
+        )
+        with self._scratch(f"smoke-vlen-{st.name}-", f"smoke-vlen-out-{st.name}-") as (ctx, out):
+            link_tree(files, ctx / "artifacts")
+            smoke_deps(ctx / "deps", {d: self.stage_outputs[d] for d in st.depends})
+            (ctx / "rvport-smoke").write_text(st.recipe.smoke or "")
+            for name, text in render.smoke_scripts().items():
+                (ctx / name).write_text(text)
+            (ctx / "Dockerfile").write_text(rendered.text)
+            buildx.build(
+                buildx.BuildSpec(
+                    context=ctx,
+                    dockerfile=ctx / "Dockerfile",
+                    platform=RISCV64,
+                    output_dir=out,
+                    network="none",
+                    builder=self.opts.builder,
+                    no_cache=True,
+                ),
+                log_path=env.log_path,
+                on_line=env.line,
+            )
+            record = other_vlen_record(st.recipe.ref, out, check)
+        assert env.record.smoke is not None
+        env.record.smoke["other_vlen"] = record
+        if record["status"] == "failed":
+            err = SmokeFailed(
+                f"{st.recipe.ref}: the smoke test on a CPU of VLEN {check['vlen']} (QEMU_CPU {check['cpu']}) "
+                f"must pass, since no output of the recipe says it assumes its VLEN (`vlen: exact`), but it "
+                f"ended with {record['observed']}; {_last_lines(record)}",
+                detail=_shown(record),
+                hint=f"stages[].smoke.other_vlen in result.json has this run; the full log is {env.log_path}",
+            )
+            err.log_tail = list(record["output"])
+            raise err
 
     def _export(self, rec: StageRecord, store: Path) -> None:
         """Copy the stage's artifacts into OUTPUT/artifacts/<recipe>/ atomically."""
@@ -900,6 +962,32 @@ def without_vector_record(ref: str, out: Path, without_vector: Mapping[str, str]
         "observed": observed,
         "status": "passed" if ok else "failed",
         "output": lines[-(SMOKE_PASSED_LINES if ok else SMOKE_FAILED_LINES) :],
+    }
+
+
+def other_vlen_record(ref: str, out: Path, check: Mapping) -> dict:
+    """The smoke test's run on a CPU of another VLEN (_smoke_other_vlen) -> stages[].smoke.other_vlen: the
+    VLEN, the CPU, the outcome expected (`pass`, or `refused` for a VLEN-exact wheel) and observed (`pass`,
+    `sigill`, `exit N`), and `status`: passed when they agree, failed when a wheel expected to pass did not,
+    `finding` when a VLEN-exact wheel passed there."""
+    status_text, lines, cut = _exported_run(ref, out, "rvport-smoke")
+    try:
+        code = int(status_text)
+    except ValueError:
+        code = -1
+    observed = {0: "pass", SIGILL_STATUS: "sigill"}.get(code, f"exit {code}")
+    if check["expected"] == "pass":
+        status = "passed" if observed == "pass" else "failed"
+    else:
+        status = "finding" if observed == "pass" else "passed"
+    keep = SMOKE_PASSED_LINES if status == "passed" else SMOKE_FAILED_LINES
+    return {
+        **check,
+        "observed": observed,
+        "exit_status": code,
+        "status": status,
+        "output": lines[-keep:],
+        **cut,
     }
 
 

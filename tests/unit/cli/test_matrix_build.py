@@ -77,6 +77,7 @@ class StandIn:
 
     ran: list[str] = []
     host_down: tuple[str, ...] = ()
+    other_vlen: dict[str, int | None] = {}
 
     def __init__(self, plan, opts, rep):
         self.plan, self.opts = plan, opts
@@ -84,6 +85,7 @@ class StandIn:
     def run(self):
         name = self.plan.request.profile.name
         StandIn.ran.append(name)
+        StandIn.other_vlen[name] = self.opts.other_vlen
         if name in StandIn.host_down:
             raise HostNotReady("no Docker engine")
         failed = name == "rvv128"
@@ -131,7 +133,7 @@ class StandIn:
 def engine(monkeypatch):
     monkeypatch.setattr("rvport.host.gather", lambda: X86)
     monkeypatch.setattr("rvport.engine.runner.Runner", StandIn)
-    StandIn.ran, StandIn.host_down = [], ()
+    StandIn.ran, StandIn.host_down, StandIn.other_vlen = [], (), {}
     return StandIn
 
 
@@ -142,6 +144,8 @@ def test_each_profile_into_its_own_directory_and_the_matrix_beside_them(tmp_path
         build_matrix(o)
     assert e.value.exit_code == ExitCode.BUILD_FAILED and "rvv128 (exit 7)" in e.value.message
     assert engine.ran == ["rv64gc", "rvv128", "rvv256"]  # a failed profile does not stop the next
+    # each vector profile's smoke test also at the other VLEN (the catalogue's), none for rv64gc
+    assert engine.other_vlen == {"rv64gc": None, "rvv128": 256, "rvv256": 128}
     for name in ("rv64gc", "rvv128", "rvv256"):
         plan = json.loads((out / name / "plan.json").read_text())
         assert plan["profile"]["name"] == name and plan["stages"][0]["profile"]["name"] == name
@@ -168,7 +172,7 @@ def test_each_profile_into_its_own_directory_and_the_matrix_beside_them(tmp_path
     assert suites.get("failures") == "2"  # the matrix's rvv128 and its stage
     md = (tmp_path / "summary.md").read_text()
     assert "## rvport build matrix: failed" in md
-    assert r"| rvv128 | failed | passed | passed | failed \(pass\) | not run | 7 |" in md
+    assert r"| rvv128 | failed | passed | passed | failed \(pass\) | not run | not run | 7 |" in md
     assert md.count("## rvport build: ") == 3  # then each profile's own summary
 
 
@@ -253,8 +257,8 @@ def test_the_summary_and_junit_of_a_matrix_are_made_from_its_record_alone():
         duration_s=2,
     )
     md = ci.matrix_markdown(doc, {"rv64gc": res, "rvv256": None})
-    assert r"| rv64gc | ok | passed | none | none | passed \(3 passed, 1 skipped\) | 0 |" in md
-    assert "| rvv256 | not run | not run | not run | not run | not run | - |" in md
+    assert r"| rv64gc | ok | passed | none | none | none | passed \(3 passed, 1 skipped\) | 0 |" in md
+    assert "| rvv256 | not run | not run | not run | not run | not run | not run | - |" in md
     suites = ET.fromstring(ci.matrix_junit_xml(doc, {"rv64gc": res, "rvv256": None}))
     assert suites.find(".//testcase[@name='rvv256']/skipped") is not None
     assert suites.get("skipped") == "1" and suites.get("failures") == "0"

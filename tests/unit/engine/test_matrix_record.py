@@ -165,3 +165,55 @@ def test_a_stage_s_run_without_v_is_kept_when_it_was_judged():
         Ended(profile="rvv256", output="rvv256", code=ExitCode.OK, result=result(stage(smoke=PASSED_SMOKE)))
     )["stages"]
     assert "without_vector" not in st  # not judged: nothing observed
+
+
+def test_the_other_vlen_column_and_a_finding():
+    from rvport.cli.ci import matrix_words
+
+    def at_128(status, observed, expected="pass"):
+        smoke = {
+            **PASSED_SMOKE,
+            "other_vlen": {"vlen": 128, "expected": expected, "observed": observed, "status": status},
+        }
+        return stage(smoke=smoke)
+
+    assert stage_cells(at_128("passed", "pass"))["other_vlen"] == "passed"
+    assert stage_cells(stage(smoke=PASSED_SMOKE))["other_vlen"] == "none"  # not a matrix's vector profile
+    assert stage_cells(stage("failed"))["other_vlen"] == "not run"
+    r = row(
+        Ended(
+            profile="rvv256",
+            output="rvv256",
+            code=ExitCode.OK,
+            result=result(at_128("finding", "pass", "refused")),
+        )
+    )
+    assert r["other_vlen"] == "finding" and r["stages"][0]["other_vlen_run"] == {
+        "vlen": 128,
+        "expected": "refused",
+        "observed": "pass",
+    }
+    assert matrix_words(r)[3] == "finding (VLEN 128: pass)"
+    # a finding is recorded, it fails nothing: the worst of finding and passed is finding, of failed failed
+    two = result(at_128("finding", "pass", "refused"), at_128("failed", "exit 1"))
+    assert (
+        row(Ended(profile="p", output="p", code=ExitCode.BUILD_FAILED, result=two))["other_vlen"] == "failed"
+    )
+    doc = record(
+        [
+            Ended(
+                profile="rvv256",
+                output="rvv256",
+                code=ExitCode.OK,
+                result=result(at_128("finding", "pass", "refused")),
+            ),
+            Ended(
+                profile="rv64gc", output="rv64gc", code=ExitCode.OK, result=result(stage(smoke=PASSED_SMOKE))
+            ),
+        ],
+        tag="t",
+        started="s",
+        duration_s=1,
+    )
+    jsonschema.validate(doc, manifest.schema("matrix"))
+    assert (doc["status"], doc["exit_code"]) == ("ok", 0)

@@ -585,3 +585,79 @@ def test_a_stage_without_dependencies_gets_an_empty_deps_directory(tmp_path):
     (staticlib / "libglide_ffi.a").write_text("")
     assert smoke_deps(tmp_path / "deps", {"glide-ffi": staticlib}) == []  # no wheel: nothing to install
     assert not list((tmp_path / "deps").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("exact", "status", "want"),
+    [
+        (False, "0", "passed"),
+        (False, "1", "failed"),
+        (True, "1", "passed"),
+        (True, "132", "passed"),
+        (True, "0", "finding"),
+    ],
+)
+def test_a_matrix_s_vector_wheel_runs_once_more_at_the_other_vlen(tmp_path, monkeypatch, exact, status, want):
+    """BuildOptions.other_vlen (a build matrix's vector profile): the smoke test again on the profile's CPU
+    with that VLEN. A wheel without `vlen: exact` must pass there (else exit 7); a VLEN-exact one is expected
+    to be refused, and passing there is recorded as a finding, not a failure."""
+    text = RECIPE.replace("smoke:\n", "smoke:\n  without_vector: sigill\n")
+    if exact:
+        text = text.replace("isa: baseline}", "isa: baseline, vlen: exact}")
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "tiny.yaml").write_text(text)
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    plan = make_plan(
+        load_catalogue(tmp_path / "recipes"), Request(refs=("tiny",), profile=get_profile("rvv256")), host
+    )
+    assert any(o.vlen_exact for o in plan.stages[0].recipe.outputs) is exact
+    opts = BuildOptions(
+        output=tmp_path / "out", fetch=FetchOptions(cache=Cache(root=tmp_path / "c")), other_vlen=128
+    )
+    run = Runner(plan, opts, rep=SimpleNamespace(step=lambda *_: None))
+    seen = {}
+
+    def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None, on_phase=None):
+        seen["dockerfile"] = spec.dockerfile.read_text()
+        spec.output_dir.mkdir(parents=True, exist_ok=True)
+        (spec.output_dir / "rvport-smoke.log").write_text("vlmax 4\n")
+        (spec.output_dir / "rvport-smoke.status").write_text(f"{status}\n")
+        (spec.output_dir / "rvport-smoke-novector.log").write_text("")
+        (spec.output_dir / "rvport-smoke-novector.status").write_text("not-asked\n")
+
+    monkeypatch.setattr(runner_mod.buildx, "build", fake_build)
+    rec = run.records[0]
+    rec.smoke = {"status": "passed", "output": []}
+    env = SimpleNamespace(stage=rec.stage, record=rec, log_path=tmp_path / "tiny.log", line=lambda _: None)
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "tiny").write_text("not really a binary")
+    check = run._other_vlen(rec.stage)
+    assert check == {
+        "vlen": 128,
+        "cpu": get_profile("rvv256").qemu_cpu.replace("vlen=256", "vlen=128"),
+        "expected": "refused" if exact else "pass",
+    }
+    if want == "failed":
+        with pytest.raises(SmokeFailed, match="on a CPU of VLEN 128 .* must pass"):
+            run._smoke_other_vlen(env, files, "rvport/base:under-test", check)
+    else:
+        run._smoke_other_vlen(env, files, "rvport/base:under-test", check)
+    assert f"QEMU_CPU={check['cpu']} " in seen["dockerfile"] and "cpu='';" in seen["dockerfile"]
+    assert "RVPORT_PROFILE=rvv256 RVPORT_VLEN=256" in seen["dockerfile"]  # the stage's own VLEN still
+    ov = rec.smoke["other_vlen"]
+    assert (ov["status"], ov["vlen"], ov["exit_status"]) == (want, 128, int(status))
+    stage_schema = manifest.schema("result")["properties"]["stages"]["items"]
+    jsonschema.validate(rec.to_json(), stage_schema)
+
+
+def test_no_other_vlen_run_for_a_single_build_a_scalar_profile_or_without_smoke(tmp_path):
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "tiny.yaml").write_text(RECIPE)
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    cat = load_catalogue(tmp_path / "recipes")
+    fetch = FetchOptions(cache=Cache(root=tmp_path / "c"))
+    for profile, other, smoke in (("rvv256", None, True), ("rv64gc", 128, True), ("rvv256", 128, False)):
+        plan = make_plan(cat, Request(refs=("tiny",), profile=get_profile(profile)), host)
+        opts = BuildOptions(output=tmp_path / "o", fetch=fetch, other_vlen=other, smoke=smoke)
+        assert Runner(plan, opts, rep=SimpleNamespace())._other_vlen(plan.stages[0]) is None

@@ -14,7 +14,7 @@ from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import UsageError
 from rvport.host import HostFacts
-from rvport.plan.matrix import cells
+from rvport.plan.matrix import cells, other_vlen, other_vlen_check
 from rvport.plan.planner import Mode, Request, make_plan
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
@@ -49,3 +49,17 @@ def test_each_cell_s_plan_json_is_byte_for_byte_the_single_profile_plan(name):
     ]
     alone = make_plan(cat, _req(name), X86)
     assert manifest.dumps(make_plan(cat, cell.request, X86).to_json()) == manifest.dumps(alone.to_json())
+
+
+def test_a_vector_profile_s_other_vlen_and_its_cpu():
+    every = [get_profile(n) for n in NAMES]
+    got = {c.profile.name: c.other_vlen for c in cells(_req(), every, Path("o"), every=every)}
+    assert got == {"rv64gc": None, "rvv128": 256, "rvv256": 128, "rvv256-bf16": 128}
+    assert other_vlen(get_profile("rvv256"), [get_profile("rvv256")]) is None  # no other VLEN known
+    bf16 = get_profile("rvv256-bf16")
+    check = other_vlen_check(bf16, 128, exact=True)
+    # the profile's own CPU (its bfloat16 extensions too), with the other VLEN: only the VLEN differs
+    assert check == {"vlen": 128, "cpu": bf16.qemu_cpu.replace("vlen=256", "vlen=128"), "expected": "refused"}
+    assert other_vlen_check(get_profile("rvv128"), 256, exact=False)["expected"] == "pass"
+    with pytest.raises(ValueError, match="names no vlen"):
+        other_vlen_check(get_profile("rv64gc"), 128, exact=False)
