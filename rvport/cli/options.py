@@ -50,6 +50,9 @@ class FetchArgs:
 @dataclass(frozen=True, kw_only=True)
 class PinArgs:
     recipe: str
+    into: Path | None = (
+        None  # a built-in recipe is copied there first (default: the first --recipes, ./recipes)
+    )
     recipes_dir: tuple[Path, ...] = ()
     unpack_limit: str | None = None
     cache_dir: Path | None = None

@@ -739,6 +739,17 @@ SETTINGS: tuple[Setting, ...] = (
         help="Take git sources from this local clone (or git bundle) at their pinned commit instead of the "
         "mirror or the network; checked against their tree digest (repeatable). With --to, fills a mirror.",
     ),
+    # pin
+    Setting(
+        dest="into",
+        verbs=frozenset({PIN}),
+        type=Path | None,
+        flags=("--into",),
+        metavar="DIR",
+        help="Where a built-in recipe is copied first, with the files beside it, to be pinned there: a "
+        "recipe directory of your own (default: the first --recipes directory, else ./recipes).",
+        check=outputs.check_dir,
+    ),
     # lock
     Setting(
         dest="lock_file",

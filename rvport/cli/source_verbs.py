@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
 
 from rvport.catalogue.kinds import WHEEL_KINDS
-from rvport.catalogue.model import Recipe
+from rvport.catalogue.model import BUILTIN, Recipe
 from rvport.catalogue.recipes import load_catalogue
 from rvport.catalogue.tools import tools
 from rvport.cli import handoff, settings
@@ -16,7 +17,9 @@ from rvport.cli.console import ui
 from rvport.cli.options import FetchArgs, PinArgs
 from rvport.errors import RvportError, UsageError
 from rvport.safetext import one_line
-from rvport.sources import Fetched, Fetcher, pin_recipe, prepare_tree
+from rvport.sources import Fetched, Fetcher, copy_builtin, pin_recipe, prepare_tree
+
+DEFAULT_INTO = "recipes"  # where `rvport pin` copies a built-in recipe when no --into or --recipes names one
 
 
 def _size(n: int) -> str:
@@ -103,15 +106,39 @@ def fetch(o: FetchArgs) -> None:
 @settings.command(settings.PIN, short_help="Record the SHA256 of sources that publish none in the recipe.")
 def pin(o: PinArgs) -> None:
     """Record the digest of sources without a published one in your recipe YAML (later fetches must match):
-    the
-    SHA256 of an archive, the tree digest of a git source."""
-    r = load_catalogue(list(o.recipes_dir)).resolve(o.recipe)
-    pinned = pin_recipe(r, handoff.fetch_options(o))
+    the SHA256 of an archive, the tree digest of a git source.
+
+    A built-in recipe is copied first, with the files beside it, into a recipe directory of your own (--into
+    DIR; default: the first --recipes directory, else ./recipes), and pinned there: plan and build it with
+    --recipes DIR."""
+    dirs = list(o.recipes_dir)
+    cat = load_catalogue(dirs)
+    r = cat.resolve(o.recipe)
     u = ui()
+    into = None
+    if r.origin == BUILTIN and all(s.pinned for s in r.sources):
+        u.err.print(f"{r.ref}: every source is already pinned (by rvport: a built-in recipe)", markup=False)
+        return
+    if r.origin == BUILTIN:
+        into = o.into or (dirs[0] if dirs else Path(DEFAULT_INTO))
+        copied = copy_builtin(cat.recipes[r.name], into)
+        u.err.print(
+            f"{r.ref} is a built-in recipe: {r.file.name} and {len(copied) - 1} file(s) beside it copied "
+            f"into {one_line(into)}, to be pinned there",
+            markup=False,
+        )
+        layered = [into, *(d for d in dirs if d.absolute() != into.absolute())]
+        r = load_catalogue(layered).resolve(o.recipe)
+    pinned = pin_recipe(r, handoff.fetch_options(o))
     if not pinned:
         u.err.print(f"{r.ref}: every source is already pinned; nothing to pin", markup=False)
-        return
     for p in pinned:
         u.console.print(
             f"{r.ref}: {p.source}: {p.key} {p.sha256} written to {one_line(p.file)}:{p.line}", markup=False
+        )
+    if into is not None:
+        u.console.print(
+            f"to use it: rvport plan {r.ref} --recipes {shlex.quote(str(into))} (or "
+            f"RVPORT_RECIPE_PATH={shlex.quote(str(into))})",
+            markup=False,
         )

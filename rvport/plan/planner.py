@@ -531,7 +531,9 @@ def _buildable_by_all(cat: Catalogue) -> tuple[list[Recipe], list[str]]:
         [
             "--all leaves out "
             + ", ".join(r.ref for r in left)
-            + ": a source not pinned yet (name it to plan it anyway, with `rvport pin` first)"
+            + ": a source not pinned yet (to plan it anyway, run "
+            + ", ".join(f"`rvport pin {r.ref}`" for r in left)
+            + " first, then name it with --recipes recipes)"
         ]
         if left
         else []

@@ -8,6 +8,7 @@ Public API (what the planner and the build runner call):
     fetch_source(source, options) -> Fetched              fetch_sources(sources, options) -> list[Fetched]
     prepare_tree(recipe, options) -> PreparedTree         the build context for docker buildx
     pin_recipe(recipe, options) -> list[Pinned]           record digests of unpinned sources in the YAML
+    copy_builtin(versions, into) -> list[Path]            a built-in recipe and its files into a user's dir
     tree_digest(dir, exclude) -> "sha256:<hex>"           the canonical tree digest (docs/sources.md)
     archive_tree(path, name=, exclude=) -> "sha256:<hex>" the same, read from an archive as a stream
     ca_bundle(explicit=None) -> Path                      the CA bundle every request verifies with
@@ -32,7 +33,7 @@ from rvport.sources.fetch import (
     locate,
     mirror_candidates,
 )
-from rvport.sources.pin import Pinned, insert_pin, pin_recipe
+from rvport.sources.pin import Pinned, copy_builtin, insert_pin, pin_recipe
 from rvport.sources.pypi import (
     IndexConfig,
     find_sdist,
@@ -78,6 +79,7 @@ __all__ = [
     "parse_pip_config_list",
     "parse_simple_page",
     "pin_recipe",
+    "copy_builtin",
     "prepare_tree",
     "sha256_file",
     "tree_digest",

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport.catalogue.model import BUILTIN, Recipe, Source, SourceKind
-from rvport.catalogue.recipe_file import load_recipe_file
+from rvport.catalogue.recipe_file import PINNED_MAX_BYTES, load_recipe_file
 from rvport.catalogue.yamlsrc import MAX_BYTES
 from rvport.errors import IntegrityError, Problem, RecipeError, UsageError
-from rvport.fileio import read_regular
+from rvport.fileio import atomic_write_bytes, read_regular
 from rvport.sources.archive import archive_tree
 from rvport.sources.cache import CorruptEntry, atomic_write_text
 from rvport.sources.fetch import Fetched, Fetcher, FetchOptions
@@ -121,8 +121,8 @@ def pin_recipe(recipe: Recipe, options: FetchOptions, *, today: dt.date | None =
         raise UsageError(
             f"{recipe.ref} is a built-in recipe: its pins come with rvport, and `rvport pin` edits "
             "only your own recipes",
-            hint=f"copy {recipe.file.name} into a directory of your own and pass --recipes DIR "
-            "(or RVPORT_RECIPE_PATH)",
+            hint=f"rvport pin {recipe.ref} --into DIR copies it (with the files beside it) into your "
+            "recipe directory DIR and pins it there",
         )
     todo = [s for s in recipe.sources if not s.pinned]
     if not todo:
@@ -239,6 +239,60 @@ def _sha256_regular(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def shipped_files(versions: Iterable[Recipe]) -> list[str]:
+    """Every file a recipe file's versions name beside it (patches, lock files, added files, runtime files),
+    as paths relative to the recipe directory, each once, in order."""
+    rels: list[str] = []
+    for r in versions:
+        runtime = tuple(f.pinned for f in r.runtime.files if f.pinned) if r.runtime else ()
+        rels += [pf.rel for pf in (*r.patches, *r.lockfiles, *r.files, *runtime)]
+    return list(dict.fromkeys(rels))
+
+
+def copy_builtin(versions: tuple[Recipe, ...], into: Path) -> list[Path]:
+    """A built-in recipe file and every file its versions name beside it, copied into the user recipe
+    directory `into` (made when missing), so that `rvport pin` can record pins there. Nothing there is
+    replaced: a file already there is used when it holds the same bytes (an earlier copy), else it is a
+    UsageError naming it, before anything is written. Returns the copies, the recipe file first."""
+    recipe = versions[0]
+    if recipe.origin != BUILTIN:
+        raise ValueError(f"{recipe.ref} is not a built-in recipe")
+    root = _recipes_root(recipe)
+    rels = [recipe.file.name, *shipped_files(versions)]
+    datas = [
+        read_regular(
+            root / rel,
+            limit=MAX_BYTES if rel == recipe.file.name else PINNED_MAX_BYTES,
+            what="built-in recipe file",
+            error=RecipeError,
+        )
+        for rel in rels
+    ]
+    todo = []
+    for rel, data in zip(rels, datas, strict=True):
+        target = into / rel
+        if not os.path.lexists(target):
+            todo.append((target, data))
+        elif not _holds(target, data):
+            raise UsageError(
+                f"{target} is there already: rvport copies the built-in recipe {recipe.name} into {into} "
+                "only where nothing else is in the way",
+                hint=f"pass --recipes {into} to pin the recipe that is there, or choose another --into DIR",
+            )
+    for target, data in todo:  # a copy made before (a pin that failed on the way) is used as it is
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target, data)
+    return [into / rel for rel in rels]
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether `path` is a regular file with exactly these bytes (an earlier copy)."""
+    try:
+        return read_regular(path, limit=len(data), follow=False) == data
+    except (UsageError, OSError):
+        return False
 
 
 def _recipes_root(recipe: Recipe) -> Path:

@@ -17,6 +17,7 @@ import pytest
 from rvport.catalogue.model import Source, SourceKind
 from rvport.catalogue.recipes import load_catalogue
 from rvport.errors import ExitCode, RecipeError
+from rvport.resources import builtin
 from rvport.sources import archive_tree, tree_digest
 from tests.fixtures.cli import rvport_process
 from tests.fixtures.hosttools import needs
@@ -273,9 +274,19 @@ def test_cli_pin_records_a_git_sources_tree_digest(repo, tmp_path):
 
 
 def test_cli_pin_leaves_the_built_in_catalogue_alone(tmp_path):
-    cp = run_cli("pin", "glide-ffi", env={"RVPORT_CACHE_DIR": str(tmp_path / "c"), "RVPORT_RECIPE_PATH": ""})
-    assert cp.returncode == ExitCode.USAGE, cp.stderr
-    assert "built-in recipe" in cp.stderr and "--recipes" in cp.stderr
+    """A built-in recipe whose every source is pinned has nothing to pin: nothing is copied or edited (one
+    with a source to pin is copied into the user's recipe directory first: cli/test_pin_hint.py)."""
+    before = builtin("recipes", "glide-ffi.yaml").read_bytes()
+    cp = run_cli(
+        "pin",
+        "glide-ffi",
+        env={"RVPORT_CACHE_DIR": str(tmp_path / "c"), "RVPORT_RECIPE_PATH": ""},
+        cwd=tmp_path,
+    )
+    assert cp.returncode == 0, cp.stderr
+    assert "every source is already pinned (by rvport: a built-in recipe)" in cp.stderr
+    assert not (tmp_path / "recipes").exists()  # nothing copied
+    assert builtin("recipes", "glide-ffi.yaml").read_bytes() == before
 
 
 @pytest.mark.parametrize(
