@@ -156,6 +156,11 @@ def test_the_vllm_workflow_builds_the_pr_tree_for_a_matrix_with_the_action_and_k
     paths = upload["with"]["path"].split()
     out = rv["with"]["output"]
     assert {f"{out}/matrix.json", f"{out}/*/result.json", rv["with"]["junit"]} <= set(paths)
+    # the action says where a matrix's record is: its `matrix` output, set when the profile is a comma list
+    a = _action()
+    (build,) = [s for s in a["runs"]["steps"] if s.get("id") == "build"]
+    assert a["outputs"]["matrix"]["value"] == "${{ steps.build.outputs.matrix }}"
+    assert 'case "$RVPORT_PROFILE" in\n  *,*) echo "matrix=$RVPORT_OUTPUT/matrix.json"' in build["run"]
 
 
 def test_the_vllm_gitlab_job_extends_the_template_with_the_matrix_and_keeps_its_tree_clean():
