@@ -33,11 +33,11 @@ class BaseSpec:
     name: str
     kind: str = "debootstrap"
     suite: str
-    variant: str
-    components: tuple[str, ...]
+    variant: str = "minbase"
+    components: tuple[str, ...] = ("main",)
     packages: tuple[str, ...]
-    arch: str  # "target" (riscv64) or "build" (the host's platform)
-    image: str | None  # a digest-pinned image replaces debootstrap
+    arch: str = "target"  # "target" (riscv64) or "build" (the host's platform)
+    image: str | None = None  # a digest-pinned image replaces debootstrap
     python: str | None = None  # the CPython its python3 is (MAJOR.MINOR): what --python selects it by
     gcc: int | None = None  # the major version of its gcc: which -march extensions it accepts (profiles)
     file: Path
@@ -71,17 +71,14 @@ def load_base_file(path: Path) -> tuple[BaseSpec | None, list[Problem]]:
     )
     if problems:  # strings: no control characters, as a recipe's and a toolchain file's
         return None, problems
+    # a key the file leaves out gets the model's default (BaseSpec above), written there alone
+    given = {k: doc[k] for k in ("kind", "variant", "arch", "image", "python", "gcc") if k in doc}
     spec = BaseSpec(
         name=doc["name"],
-        kind=doc["kind"],
         suite=doc["suite"],
-        variant=doc.get("variant", "minbase"),
-        components=tuple(doc.get("components", ["main"])),
+        **given,
+        **({"components": tuple(doc["components"])} if "components" in doc else {}),
         packages=tuple(doc["packages"]),
-        arch=doc.get("arch", "target"),
-        image=doc.get("image"),
-        python=doc.get("python"),
-        gcc=doc.get("gcc"),
         file=path,
         text_sha256=spec_digest(read_regular(path, limit=MAX_BYTES, what="base spec", error=RecipeError)),
     )
