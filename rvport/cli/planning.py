@@ -21,9 +21,10 @@ if TYPE_CHECKING:
     from rvport.sources.fetch import FetchOptions
 
 
-def resolve(req: Request, cat: Catalogue, fopts: FetchOptions) -> Plan:
+def resolve(req: Request, cat: Catalogue, fopts: FetchOptions, *, say_jobs: bool = True) -> Plan:
     """The complete, checked plan of `req` over `cat` (rvport/plan/checked.py), its sources located in
-    `fopts`' cache and mirror; what --jobs became said."""
+    `fopts`' cache and mirror; what --jobs became said (unless `say_jobs` is false: a matrix's later
+    profiles, whose stages get the same jobs)."""
     from rvport.host import gather
     from rvport.plan.checked import make_checked_plan
     from rvport.sources import locate
@@ -31,7 +32,8 @@ def resolve(req: Request, cat: Catalogue, fopts: FetchOptions) -> Plan:
     plan = make_checked_plan(
         cat, req, gather(), locate=lambda s: str(locate(s, fopts.cache, fopts.mirror, offline=fopts.offline))
     )
-    _warn_jobs(plan, req.jobs)
+    if say_jobs:
+        _warn_jobs(plan, req.jobs)
     return plan
 
 
@@ -62,11 +64,10 @@ def matrix_from_options(o: BuildArgs) -> tuple[tuple[tuple[Cell, Plan], ...], Fe
     cat = load_catalogue(list(o.recipes_dir))
     fopts = handoff.fetch_options(o)
     req, notes = with_source_trees(req, o.source_tree, cat, fopts)
+    matrix = cells(req, [get_profile(n) for n in names], o.output, every=list(load_profiles().values()))
     planned = tuple(
-        (cell, _finish(resolve(cell.request, cat, fopts), notes, o.base_image))
-        for cell in cells(
-            req, [get_profile(n) for n in names], o.output, every=list(load_profiles().values())
-        )
+        (cell, _finish(resolve(cell.request, cat, fopts, say_jobs=i == 0), notes, o.base_image))
+        for i, cell in enumerate(matrix)
     )
     return planned, fopts
 

@@ -262,3 +262,13 @@ def test_the_summary_and_junit_of_a_matrix_are_made_from_its_record_alone():
     suites = ET.fromstring(ci.matrix_junit_xml(doc, {"rv64gc": res, "rvv256": None}))
     assert suites.find(".//testcase[@name='rvv256']/skipped") is not None
     assert suites.get("skipped") == "1" and suites.get("failures") == "0"
+
+
+def test_what_jobs_became_is_said_once_for_the_matrix(tmp_path, monkeypatch, capsys):
+    """--jobs above what the host's memory allows: the warning once, not once per profile."""
+    monkeypatch.setattr(
+        "rvport.host.gather", lambda: HostFacts(arch="x86_64", cpus=64, mem_bytes=2**30, binfmt_riscv64=True)
+    )
+    planned, _ = planning.matrix_from_options(options(tmp_path, "rv64gc,rvv128,rvv256", jobs=64))
+    assert all(p.stages[0].jobs < 64 for _, p in planned)
+    assert capsys.readouterr().err.count("warning: --jobs 64") == 1
