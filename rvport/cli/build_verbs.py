@@ -65,9 +65,9 @@ def show_result(output: Path, *, junit: Path | None, summary: Path | None) -> No
     say = u.err if outputs.one_stdout(junit=junit, summary=summary) else u.console
     doc = read_json(rpath, what="result")
     say.print(views.result_table(doc), crop=False)
-    say.print(f"wrote {one_line(rpath)}", markup=False)
+    say.print(f"wrote {one_line(rpath)}", markup=False, soft_wrap=True)
     if junit is not None and (written := ci.write_junit(junit, doc)) is not None:
-        say.print(f"wrote {one_line(written)}", markup=False)
+        say.print(f"wrote {one_line(written)}", markup=False, soft_wrap=True)
     if summary is not None and (appended := ci.append_summary(summary, doc)) is not None:
         say.print(f"appended the summary to {one_line(appended)}", markup=False)
 
@@ -102,4 +102,4 @@ def prepare(o: PrepareArgs) -> None:
     if tags is not None:
         text = "".join(f"{i.tag}\n" for i in prepared if not i.pending)  # the images in the engine
         if outputs.write_text(tags, text) is not None:
-            say.print(f"wrote {one_line(tags)}", markup=False)
+            say.print(f"wrote {one_line(tags)}", markup=False, soft_wrap=True)

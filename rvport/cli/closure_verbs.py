@@ -67,7 +67,7 @@ def lock(o: LockArgs) -> None:
         log=lambda m: u.err.print(one_line(m), markup=False, highlight=False),
     )
     u.console.print(counts_table(made.summary()), crop=False)
-    u.console.print(f"wrote {one_line(out)} ({made.digest})", markup=False)
+    u.console.print(f"wrote {one_line(out)} ({made.digest})", markup=False, soft_wrap=True)
     # a lock is used from the locks directory: the built-in one, or the directory RVPORT_LOCKS names
     where = out.absolute().parent
     if where != closure_lock.locks_dir().absolute():
@@ -196,7 +196,7 @@ def serve_check(o: ServeCheckArgs) -> None:
     u.console.print(steps_table(doc), crop=False)
     for line in figures_lines(doc):
         u.console.print(line, markup=False, highlight=False)
-    u.console.print(f"wrote {one_line(o.check_dir / servecheck.RESULT)}", markup=False)
+    u.console.print(f"wrote {one_line(o.check_dir / servecheck.RESULT)}", markup=False, soft_wrap=True)
     if not doc["passed"]:
         raise servecheck.failure(doc, o.check_dir)
 

@@ -131,8 +131,8 @@ def show_matrix(
         if result is not None:
             say.print(views.result_table(result), crop=False)
     say.print(views.matrix_table(doc), crop=False)
-    say.print(f"wrote {one_line(output / MATRIX_FILE)}", markup=False)
+    say.print(f"wrote {one_line(output / MATRIX_FILE)}", markup=False, soft_wrap=True)
     if junit is not None and (written := ci.write_matrix_junit(junit, doc, results)) is not None:
-        say.print(f"wrote {one_line(written)}", markup=False)
+        say.print(f"wrote {one_line(written)}", markup=False, soft_wrap=True)
     if summary is not None and (appended := ci.append_matrix_summary(summary, doc, results)) is not None:
         say.print(f"appended the summary to {one_line(appended)}", markup=False)

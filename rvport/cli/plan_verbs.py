@@ -45,7 +45,7 @@ def plan(o: PlanArgs) -> None:
     say_host_tools(p)
     output = outdir.claim(o.output, outdir.Kind.BUILD)
     path = manifest.write(output / "plan.json", p.to_json())
-    u.console.print(f"wrote {one_line(path)}", markup=False)
+    u.console.print(f"wrote {one_line(path)}", markup=False, soft_wrap=True)
     if o.format == "bake":
         from rvport.engine.bake import export, runtime_notes
 

@@ -33,7 +33,13 @@ def forged_lines(text: str) -> list[str]:
 
 
 def rvport(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent.sock", "RVPORT_CACHE_DIR": str(cwd / "cache")}
+    # wide enough that the verify table never folds a name (a folded one is safe, but not what is checked)
+    env = {
+        **os.environ,
+        "COLUMNS": "400",
+        "DOCKER_HOST": "unix:///nonexistent.sock",
+        "RVPORT_CACHE_DIR": str(cwd / "cache"),
+    }
     return subprocess.run(
         [sys.executable, "-m", "rvport", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
     )

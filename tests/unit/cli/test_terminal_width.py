@@ -55,7 +55,12 @@ def test_the_whole_plan_fits_80_columns_with_every_column(tmp_path):
     )
     lines = _plain(out)
     assert rc == 0, out
-    assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
+    # every line fits but the one naming the file written: a path is never broken by a newline (the terminal
+    # wraps it, and a copied path stays whole)
+    (wrote,) = [line for line in lines if line.startswith("wrote ")]
+    assert wrote == f"wrote {tmp_path / 'p' / 'plan.json'}", wrote
+    fitted = [line for line in lines if line != wrote]
+    assert max(len(line) for line in fitted) <= 80, [line for line in fitted if len(line) > 80]
     header = next(line for line in lines if "recipe, kind" in line)
     for column in ("#", "recipe, kind, sources", "mode", "jobs", "depends"):
         assert column in header, header
