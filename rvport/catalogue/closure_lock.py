@@ -283,6 +283,11 @@ class Lock:
                 return e
         raise KeyError(name)
 
+    def dropped(self) -> list[str]:
+        """The root's requirement lines its build leaves out (an edit without `with`), in the lock's order:
+        what the closure does not give (their reasons are the edits' `why`; docs/closure.md)."""
+        return [e["line"] for e in self.edits if "line" in e and "with" not in e]
+
     def by_origin(self, origin: Origin) -> list[Entry]:
         return [e for e in self.entries if e.origin is origin]
 

@@ -40,6 +40,14 @@ def plan(o: PlanArgs) -> None:
             markup=False,
             highlight=False,
         )
+        dropped = lock.dropped()
+        if dropped:  # what a user of the closure does not get, said with the lock (each reason: its `why`)
+            u.console.print(
+                f"  leaves out {len(dropped)} of {lock.recipe}'s requirements: "
+                f"{one_line(', '.join(dropped))} (why: the lock's edits; docs/closure.md)",
+                markup=False,
+                highlight=False,
+            )
     for w in p.warnings:
         u.console.print(Text.assemble(("note:", "yellow"), f" {one_line(w)}"))
     say_host_tools(p)

@@ -220,6 +220,10 @@ def test_plan_shows_the_lock_digest_and_counts_in_plan_json(tmp_path):
     assert c["digest"] == lock.digest and c["counts"] == lock.counts() and c["stage"] == "vllm"
     assert "python3-torch=2.14.1+dfsg-1" in c["debian"]
     assert f"closure lock of vllm (cp314): {len(lock.entries)} distributions" in cp.stdout
+    # what the closure leaves out is named with its count: the edits without a replacement
+    assert lock.dropped() == ["numba == 0.65.0", "opencv-python-headless >= 4.13.0"]
+    said = "leaves out 2 of vllm's requirements: numba == 0.65.0, opencv-python-headless >= 4.13.0"
+    assert said in " ".join(cp.stdout.split()), cp.stdout  # as the terminal's width wraps it
     cp = rvport_process(["plan", "msgspec", "--output", str(tmp_path / "m")])
     assert "closures" not in json.loads((tmp_path / "m" / "plan.json").read_text())
 
