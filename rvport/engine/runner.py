@@ -728,13 +728,30 @@ class Runner:
             run=run,
             without_vector_cpu=without_vector["cpu"] if without_vector else None,
         )
-        with self._scratch(f"smoke-{st.name}-", f"smoke-out-{st.name}-") as (ctx, out):
+        with self._smoke_run(env, files, rendered.text, "smoke") as (out, installed):
+            env.record.smoke = smoke_record(st.recipe.ref, out, without_vector)
+            if installed and KINDS[st.recipe.kind].installs_wheels:
+                env.record.smoke["deps"] = installed
+            if env.record.smoke["status"] != "passed":
+                raise smoke_failure(st.recipe.ref, env.record.smoke, env.log_path)
+            if (env.record.smoke.get("without_vector") or {}).get("status") == "failed":
+                raise without_vector_failure(st.recipe.ref, env.record.smoke["without_vector"], env.log_path)
+
+    @contextlib.contextmanager
+    def _smoke_run(
+        self, env: StageEnv, files: Path, dockerfile: str, prefix: str
+    ) -> Iterator[tuple[Path, list[str]]]:
+        """One run of the stage's smoke test: its context (the artifacts, the dependencies' wheels, the
+        recipe's script, rvport's smoke scripts and `dockerfile`) built with no network and no cache; yields
+        (its exported output directory, the dependencies installed), both gone when the block ends."""
+        st = env.stage
+        with self._scratch(f"{prefix}-{st.name}-", f"{prefix}-out-{st.name}-") as (ctx, out):
             link_tree(files, ctx / "artifacts")
             installed = smoke_deps(ctx / "deps", {d: self.stage_outputs[d] for d in st.depends})
             (ctx / "rvport-smoke").write_text(st.recipe.smoke or "")
             for name, text in render.smoke_scripts().items():  # what the Dockerfile copies in
                 (ctx / name).write_text(text)
-            (ctx / "Dockerfile").write_text(rendered.text)
+            (ctx / "Dockerfile").write_text(dockerfile)
             buildx.build(
                 buildx.BuildSpec(
                     context=ctx,
@@ -749,13 +766,7 @@ class Runner:
                 on_line=env.line,
                 on_phase=env.phase,
             )
-            env.record.smoke = smoke_record(st.recipe.ref, out, without_vector)
-            if installed and KINDS[st.recipe.kind].installs_wheels:
-                env.record.smoke["deps"] = installed
-            if env.record.smoke["status"] != "passed":
-                raise smoke_failure(st.recipe.ref, env.record.smoke, env.log_path)
-            if (env.record.smoke.get("without_vector") or {}).get("status") == "failed":
-                raise without_vector_failure(st.recipe.ref, env.record.smoke["without_vector"], env.log_path)
+            yield out, installed
 
     def _other_vlen(self, st: Stage) -> dict | None:
         """The smoke test's run at another VLEN this stage gets (a build matrix's vector profile with a smoke
@@ -776,26 +787,7 @@ class Runner:
         rendered = render.smoke_dockerfile(
             image=image, qemu_cpu=str(check["cpu"]), profile=self.profile, install=install, run=run
         )
-        with self._scratch(f"smoke-vlen-{st.name}-", f"smoke-vlen-out-{st.name}-") as (ctx, out):
-            link_tree(files, ctx / "artifacts")
-            smoke_deps(ctx / "deps", {d: self.stage_outputs[d] for d in st.depends})
-            (ctx / "rvport-smoke").write_text(st.recipe.smoke or "")
-            for name, text in render.smoke_scripts().items():
-                (ctx / name).write_text(text)
-            (ctx / "Dockerfile").write_text(rendered.text)
-            buildx.build(
-                buildx.BuildSpec(
-                    context=ctx,
-                    dockerfile=ctx / "Dockerfile",
-                    platform=RISCV64,
-                    output_dir=out,
-                    network="none",
-                    builder=self.opts.builder,
-                    no_cache=True,
-                ),
-                log_path=env.log_path,
-                on_line=env.line,
-            )
+        with self._smoke_run(env, files, rendered.text, "smoke-vlen") as (out, _installed):
             record = other_vlen_record(st.recipe.ref, out, check)
         assert env.record.smoke is not None
         env.record.smoke["other_vlen"] = record

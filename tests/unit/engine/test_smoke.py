@@ -628,7 +628,9 @@ def test_a_matrix_s_vector_wheel_runs_once_more_at_the_other_vlen(tmp_path, monk
     monkeypatch.setattr(runner_mod.buildx, "build", fake_build)
     rec = run.records[0]
     rec.smoke = {"status": "passed", "output": []}
-    env = SimpleNamespace(stage=rec.stage, record=rec, log_path=tmp_path / "tiny.log", line=lambda _: None)
+    env = SimpleNamespace(
+        stage=rec.stage, record=rec, log_path=tmp_path / "tiny.log", line=lambda _: None, phase=lambda _: None
+    )
     files = tmp_path / "files"
     files.mkdir()
     (files / "tiny").write_text("not really a binary")
