@@ -6,8 +6,6 @@ their own. No Docker, no network."""
 
 from __future__ import annotations
 
-import ast
-
 import pytest
 
 from rvport.catalogue.bases import load_bases
@@ -19,6 +17,7 @@ from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.vocab import Kind
+from tests.fixtures.pysource import imports
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 NAMES = ("outlines-core", "llguidance")
@@ -33,13 +32,6 @@ def cat():
 def _plan(name, *, profile="rvv256", pythons=(), mode=Mode.AUTO):
     req = Request(refs=(name,), profile=get_profile(profile), mode=mode, pythons=tuple(pythons))
     return make_plan(load_catalogue(), req, X86, bases=load_bases())
-
-
-def _imports(script: str) -> set[str]:
-    tree = ast.parse(script)
-    return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module} | {
-        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
-    }
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -89,7 +81,7 @@ def test_each_is_built_for_sids_python_only(name):
 
 def test_the_smoke_tests_run_a_grammar_through_the_native_code_without_a_download(cat):
     oc, llg = cat.resolve("outlines-core"), cat.resolve("llguidance")
-    assert _imports(oc.smoke) == {
+    assert imports(oc.smoke) == {
         "array",
         "importlib.metadata",
         "json",
@@ -105,7 +97,7 @@ def test_the_smoke_tests_run_a_grammar_through_the_native_code_without_a_downloa
         "accepts_tokens",
     ):
         assert call in oc.smoke
-    assert _imports(llg.smoke) == {"importlib.metadata", "json", "llguidance"}
+    assert imports(llg.smoke) == {"importlib.metadata", "json", "llguidance"}
     for call in (
         "LLTokenizer(",
         "LLMatcher(",

@@ -5,8 +5,6 @@ names. No Docker, no network."""
 
 from __future__ import annotations
 
-import ast
-
 import pytest
 import yaml
 
@@ -21,6 +19,7 @@ from rvport.errors import UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 from rvport.vocab import Kind
+from tests.fixtures.pysource import imports
 
 X86 = HostFacts(arch="x86_64", cpus=2, mem_bytes=24 * 2**30, binfmt_riscv64=True)
 NAMES = ("apache-tvm-ffi", "xgrammar")
@@ -34,13 +33,6 @@ def cat():
 def _plan(*refs, pythons=(), mode=Mode.AUTO):
     req = Request(refs=refs, profile=get_profile("rv64gc"), mode=mode, pythons=tuple(pythons))
     return make_plan(load_catalogue(), req, X86, bases=load_bases())
-
-
-def _imports(script: str) -> set[str]:
-    tree = ast.parse(script)
-    return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module} | {
-        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
-    }
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -125,10 +117,10 @@ def test_each_is_built_for_sids_python_only(name):
 
 def test_the_smoke_tests_use_the_native_code_and_need_no_network(cat):
     tvm, xg = cat.resolve("apache-tvm-ffi"), cat.resolve("xgrammar")
-    assert _imports(tvm.smoke) == {"numpy", "tvm_ffi"}
+    assert imports(tvm.smoke) == {"numpy", "tvm_ffi"}
     for call in ("get_global_func", "register_global_func", "from_dlpack", "np.from_dlpack"):
         assert call in tvm.smoke
-    assert _imports(xg.smoke) == {"importlib.metadata", "json", "torch", "xgrammar"}
+    assert imports(xg.smoke) == {"importlib.metadata", "json", "torch", "xgrammar"}
     for call in ("TokenizerInfo", "compile_json_schema", "GrammarMatcher", "fill_next_token_bitmask"):
         assert call in xg.smoke
     assert "from_pretrained" not in xg.smoke and "huggingface" not in xg.smoke  # a vocabulary of its own
