@@ -1,22 +1,34 @@
 #!/usr/bin/env python3
-"""The compiler cache, cold against warm, and its output against a build without it, in one run.
+"""The compiler cache: cold against warm, its output against a build without it, a one-line change rebuilt.
 
     python bench/compiler_cache.py                              # msgspec, sentencepiece, tiktoken
     python bench/compiler_cache.py msgspec --mode accelerated   # a subset, one mode
     python bench/compiler_cache.py --record NAME      # records/compiler-cache/NAME.json
+    python bench/compiler_cache.py vllm --runs cold,change --change csrc/cpu/activation.cpp
 
-For each recipe, three `rvport build`s one after the other, each with a fresh --cache-dir and --no-cache (no
-artifact cache, no BuildKit layer cache for the build step), so each one really runs its build:
+For each recipe, the runs that --runs names (default cold,warm,none), one `rvport build` each, one after
+the other, in this order, each with a fresh --cache-dir (no artifact cache):
 
-    none   --no-compiler-cache: every compile runs (the reference)
-    cold   --compiler-cache DIR, DIR new: every compile misses and is stored, DIR exported after the build
-    warm   --compiler-cache DIR again: imported, the compiles hit
+    cold    --compiler-cache DIR, DIR new, --no-cache: every compile misses and is stored, DIR exported
+    warm    --compiler-cache DIR again, --no-cache: imported, the compiles hit
+    change  --compiler-cache DIR again, --source-tree TREE: TREE is the recipe's pinned main source
+            unpacked (bench/source_change.py) with one line appended to the file --change names, a
+            declaration new in every run, so the preprocessed source of that file changes. Without
+            --no-cache: the change is what bypasses the stage cache, as in a pull request's job. That
+            file's compiles miss, the others' can hit
+    none    --no-compiler-cache, --no-cache: every compile runs (the reference)
+
+warm and change need cold (they use its DIR); change is for one recipe, and its tree is made (and --change
+checked) before the first build.
 
 The record is written again after each build, so a run cut short keeps what it measured. It prints each
 build's wall time and build step, the compiler cache's hits, misses and uncacheable calls, the
-cache's size after the build and what was exported, and whether the artifacts of the three builds are
-byte-identical (rvport.verify.compare: per artifact sha256). The JSON record (--record) holds the command, the
-commit, the machine, the load during each build and every figure.
+cache's size after the build and what was exported, and whether the artifacts of cold, warm and none are
+byte-identical (rvport.verify.compare: per artifact sha256). The change run's artifacts are built from
+another source, so they are recorded (their sha256) and compared with nothing. result.json counts ccache's
+calls and names no source, so which object missed is not told: the change run's misses are counted. The JSON
+record (--record) holds the command, the commit, the machine, the load during each build, the change (file,
+line, the file's sha256 before and after) and every figure.
 
 What stays warm, on purpose, as in bench/accelerated.py: the base, toolchain and prefix images (their base
 records are copied into each fresh cache), and the sources (fetched once into a mirror). Rust's compiles
@@ -30,10 +42,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,9 +55,69 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import common  # noqa: E402
+import source_change  # noqa: E402
 
 RECIPES = ("msgspec", "sentencepiece", "tiktoken")
-RUNS = ("cold", "warm", "none")  # in this order: a run cut short still has cold against warm
+# in this order: a run cut short still has cold against warm, then cold against the change
+RUNS = ("cold", "warm", "change", "none")
+DEFAULT_RUNS = ("cold", "warm", "none")
+NEEDS_COLD = ("warm", "change")  # they use the DIR the cold run filled
+
+
+def parse_runs(text: str) -> tuple[str, ...]:
+    """--runs a,b: the named runs in the order they run (RUNS); each known, none twice, and warm and change
+    only with cold."""
+    names = [n.strip() for n in text.split(",")]
+    unknown = [n for n in names if n not in RUNS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown run {', '.join(map(repr, unknown)) or repr(text)}: name some of {','.join(RUNS)}"
+        )
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"run {', '.join(twice)} named twice")
+    cold_needed = [n for n in names if n in NEEDS_COLD]
+    if cold_needed and "cold" not in names:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(cold_needed)} needs cold before it (its new compiler cache): add cold to --runs"
+        )
+    return tuple(n for n in RUNS if n in names)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line; a bad one exits 2 with one line saying what to change."""
+    from rvport.errors import UsageError
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("recipes", nargs="*", default=list(RECIPES))
+    ap.add_argument("--profile", default="rvv256")
+    ap.add_argument("--mode", default="accelerated")
+    ap.add_argument(
+        "--runs",
+        type=parse_runs,
+        default=DEFAULT_RUNS,
+        help=f"the builds per recipe, some of {','.join(RUNS)} (default {','.join(DEFAULT_RUNS)})",
+    )
+    ap.add_argument(
+        "--change",
+        metavar="FILE",
+        help="the change run's file, relative to the recipe's tree (e.g. csrc/cpu/activation.cpp for vllm)",
+    )
+    ap.add_argument("--work", type=Path, help="keep logs and outputs here (default: a temporary directory)")
+    ap.add_argument("--record", metavar="NAME", help="write the record records/compiler-cache/NAME.json")
+    args = ap.parse_args(list(argv))
+    if "change" in args.runs:
+        if not args.change:
+            ap.error("--runs change needs --change FILE, the file to change (e.g. csrc/cpu/activation.cpp)")
+        if len(args.recipes) != 1:
+            ap.error("--runs change is for one recipe: name exactly one (e.g. vllm)")
+        try:
+            args.change = source_change.check_name(args.change)
+        except UsageError as e:
+            ap.error(e.message)
+    elif args.change:
+        ap.error("--change is for the change run: add change to --runs (e.g. --runs cold,change)")
+    return args
 
 
 def fresh_cache(work: Path, name: str, warm: Path) -> Path:
@@ -55,10 +129,29 @@ def fresh_cache(work: Path, name: str, warm: Path) -> Path:
     return cache
 
 
-def build_args(recipe: str, run: str, *, work: Path, ccache: Path, mirror: Path, mode: str, profile: str):
+def build_args(
+    recipe: str,
+    run: str,
+    *,
+    work: Path,
+    ccache: Path,
+    mirror: Path,
+    mode: str,
+    profile: str,
+    tree: Path | None = None,
+):
+    """One run's output directory (emptied) and `rvport` arguments. change builds `tree` and leaves BuildKit's
+    cache on: its changed tree is what makes the build step run; the other runs pass --no-cache."""
     out = work / f"out-{recipe}-{run}"
     shutil.rmtree(out, ignore_errors=True)
-    cache_args = ["--no-compiler-cache"] if run == "none" else ["--compiler-cache", str(ccache)]
+    if run == "change":
+        if tree is None:
+            raise ValueError("the change run builds a tree: pass tree=")
+        run_args = ["--source-tree", str(tree), "--compiler-cache", str(ccache)]
+    elif run == "none":
+        run_args = ["--no-cache", "--no-compiler-cache"]
+    else:
+        run_args = ["--no-cache", "--compiler-cache", str(ccache)]
     args = [
         "--ci",
         "build",
@@ -73,8 +166,7 @@ def build_args(recipe: str, run: str, *, work: Path, ccache: Path, mirror: Path,
         str(out),
         "--mirror",
         str(mirror),
-        "--no-cache",
-        *cache_args,
+        *run_args,
     ]
     return out, args
 
@@ -106,7 +198,7 @@ def one(recipe: str, run: str, **kw) -> dict:
     res.update(stage_figures(out))
     c = res.get("compiler_cache") or {}
     print(
-        f"  {recipe:14} {run:5} rc={rc} wall={wall:7.1f}s build={res.get('build_s') or 0:7.1f}s "
+        f"  {recipe:14} {run:6} rc={rc} wall={wall:7.1f}s build={res.get('build_s') or 0:7.1f}s "
         f"hits={c.get('hits', '-')} misses={c.get('misses', '-')} uncacheable={c.get('uncacheable', '-')} "
         f"size_after={c.get('size_after', '-')} export={(c.get('export') or {}).get('status', '-')} "
         f"load={load.describe()}",
@@ -115,9 +207,9 @@ def one(recipe: str, run: str, **kw) -> dict:
     return res
 
 
-def identical(work: Path, recipe: str, runs: list[str]) -> dict:
+def identical(work: Path, recipe: str, runs: Sequence[str]) -> dict:
     """The artifacts of the builds made so far compared byte for byte: cold against warm, and each against
-    the build without a cache when there is one."""
+    the build without a cache when there is one. The change run is built from another tree: never compared."""
     from rvport.verify.compare import compare_dirs
 
     pairs = [
@@ -138,19 +230,65 @@ def identical(work: Path, recipe: str, runs: list[str]) -> dict:
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("recipes", nargs="*", default=list(RECIPES))
-    ap.add_argument("--profile", default="rvv256")
-    ap.add_argument("--mode", default="accelerated")
-    ap.add_argument("--work", type=Path, help="keep logs and outputs here (default: a temporary directory)")
-    ap.add_argument("--record", metavar="NAME", help="write the record records/compiler-cache/NAME.json")
-    args = ap.parse_args()
+def figures(*, started: str, profile: str, mode: str, runs: Sequence[str], results: dict) -> dict:
+    """The record's figures: what ran and, per recipe, each run's figures, the comparisons and the change."""
+    return {
+        "started": started,
+        "profile": profile,
+        "mode": mode,
+        "runs": list(runs),
+        "recipes": results,
+    }
+
+
+def merged_load(loads: Sequence[dict]) -> dict:
+    """The load of every build so far as one: the lowest and highest, the mean of the means."""
+    return {
+        "min": min(x["min"] for x in loads),
+        "mean": round(sum(x["mean"] for x in loads) / len(loads), 2),
+        "max": max(x["max"] for x in loads),
+        "samples": sum(x["samples"] for x in loads),
+    }
+
+
+def make_change_tree(recipe: str, name: str, *, work: Path, warm: Path, mirror: Path) -> tuple[Path, dict]:
+    """The change run's tree: the recipe's main source unpacked under `work`, `name` changed by one line."""
+    tree = work / f"tree-{recipe}-change"
+    source_change.unpack_main_source(recipe, tree, cache_dir=warm, mirror=mirror)
+    change = source_change.apply_change(tree, name, secrets.token_hex(6))
+    return tree, {"tree": str(tree), **change.to_json()}
+
+
+def summary(results: dict, runs: Sequence[str]) -> int:
+    """The table after the last build; 1 when a build failed or cold, warm and none differ, else 0."""
+    print()
+    print(f"{'recipe':14} " + " ".join(f"{r:>22}" for r in runs) + f" {'warm/none':>10}  identical")
+    worst = 0
+    for r, res in results.items():
+        got = {run: res["runs"].get(run) or {} for run in runs}
+        b = {run: got[run].get("build_s") or 0.0 for run in runs}
+        same = all(v["ok"] for v in res["identical"].values())
+        worst = max(worst, 0 if same and all(x["rc"] == 0 for x in res["runs"].values()) else 1)
+        cells = []
+        for run in runs:
+            c = got[run].get("compiler_cache") or {}
+            cells.append(f"{b[run]:8.1f}s {c.get('hits', '-')!s:>5}h {c.get('misses', '-')!s:>5}m")
+        ratio = b["warm"] / b["none"] if b.get("warm") and b.get("none") else 0.0
+        if ratio:
+            res["build_ratio_warm_to_none"] = round(ratio, 3)
+        print(f"{r:14} " + " ".join(f"{c:>22}" for c in cells) + f" {ratio:9.2f}x  {'yes' if same else 'NO'}")
+    return worst
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse_args(argv)
     common.stop_on_signals()
+    from rvport.errors import RvportError
     from rvport.sources.cache import default_cache_dir
 
     warm = default_cache_dir(dict(os.environ))
-    work = args.work or Path(tempfile.mkdtemp(prefix="rvport-bench-ccache-"))
+    # absolute: rvport runs in this checkout's directory, and gets paths under it (--source-tree among them)
+    work = (args.work or Path(tempfile.mkdtemp(prefix="rvport-bench-ccache-"))).absolute()
     work.mkdir(parents=True, exist_ok=True)
     mirror = work / "mirror"
     mirror.mkdir(exist_ok=True)
@@ -162,47 +300,42 @@ def main() -> int:
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     results: dict[str, dict] = {}
     loads: list[dict] = []
+    trees: dict[str, Path] = {}
+    if "change" in args.runs:  # before any build: a --change that names no file stops here
+        (r,) = args.recipes
+        try:
+            trees[r], change = make_change_tree(r, args.change, work=work, warm=warm, mirror=mirror)
+        except RvportError as e:
+            print(f"bench/compiler_cache.py: {e.render()}", file=sys.stderr)
+            return int(e.exit_code)
+        print(f"  {r}: {change['file']} changed in {trees[r]}: {change['line']}", flush=True)
+        results[r] = {"runs": {}, "identical": {}, "change": change}
 
     def record() -> None:
         if not args.record or not loads:
             return
-        load = {
-            "min": min(x["min"] for x in loads),
-            "mean": round(sum(x["mean"] for x in loads) / len(loads), 2),
-            "max": max(x["max"] for x in loads),
-            "samples": sum(x["samples"] for x in loads),
-        }
-        figures = {"started": started, "profile": args.profile, "mode": args.mode, "recipes": results}
-        command = ["python", "bench/compiler_cache.py", *sys.argv[1:]]
-        path = common.write_record("compiler-cache", args.record, command=command, figures=figures, load=load)
+        figs = figures(started=started, profile=args.profile, mode=args.mode, runs=args.runs, results=results)
+        command = ["python", "bench/compiler_cache.py", *argv]
+        path = common.write_record(
+            "compiler-cache", args.record, command=command, figures=figs, load=merged_load(loads)
+        )
         print(f"  wrote {path}", flush=True)
 
     for r in args.recipes:
         ccache = work / f"ccache-{r}"
         shutil.rmtree(ccache, ignore_errors=True)  # cold means new
         kw = {"work": work, "ccache": ccache, "mirror": mirror, "mode": args.mode, "profile": args.profile}
-        results[r] = {"runs": {}, "identical": {}}
-        for run in RUNS:
-            results[r]["runs"][run] = one(r, run, warm=warm, **kw)
+        results.setdefault(r, {"runs": {}, "identical": {}})
+        for run in args.runs:
+            tree = {"tree": trees[r]} if run == "change" else {}
+            results[r]["runs"][run] = one(r, run, warm=warm, **kw, **tree)
             loads.append(results[r]["runs"][run]["load"])
             results[r]["identical"] = identical(work, r, list(results[r]["runs"]))
             record()
-    print()
-    print(f"{'recipe':14} {'none':>9} {'cold':>9} {'warm':>9} {'warm/none':>10} {'hits warm':>10}  identical")
-    worst = 0
-    for r, res in results.items():
-        b = {run: (res["runs"].get(run) or {}).get("build_s") or 0.0 for run in RUNS}
-        c = (res["runs"].get("warm") or {}).get("compiler_cache") or {}
-        same = all(v["ok"] for v in res["identical"].values())
-        worst = max(worst, 0 if same and all(x["rc"] == 0 for x in res["runs"].values()) else 1)
-        ratio = b["warm"] / b["none"] if b["none"] else 0.0
-        res["build_ratio_warm_to_none"] = round(ratio, 3)
-        print(
-            f"{r:14} {b['none']:8.1f}s {b['cold']:8.1f}s {b['warm']:8.1f}s {ratio:9.2f}x "
-            f"{c.get('hits', '-')!s:>10}  {'yes' if same else 'NO'}"
-        )
+    worst = summary(results, args.runs)
+    record()  # with the ratios the table computed
     return worst
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
