@@ -211,6 +211,8 @@ def steps_table(doc: dict) -> Table:
             note = "timed out"
         elif s.get("hung_after_result"):
             note = "printed its result, did not exit: stopped"
+        elif s["name"] == "guided" and s.get("failures"):
+            note = s["failures"][0][:80]
         elif s["name"] == "pip-check" and "lines" in s:
             note = f"{len(s.get('judged', []))} judged, {len(s.get('not_judged', []))} Debian's own"
         elif s["status"] == "failed" and s.get("excerpt"):
@@ -245,6 +247,14 @@ def figures_lines(doc: dict) -> list[str]:
             f"serve-eager: ready in {e['serve_startup_seconds']} s, /v1/completions "
             f"{e['serve_tokens_per_second']} tokens/s"
         )
+    guided = next((s for s in doc["steps"] if s["name"] == "guided"), {})
+    for name, got in ((guided.get("result") or {}).get("backends") or {}).items():
+        verdict = "pass" if got["passed"] else "FAIL"
+        ready = f", ready in {got['startup_seconds']} s" if got.get("startup_seconds") is not None else ""
+        asked = ", ".join(
+            f"{k} {'pass' if r['passed'] else 'FAIL'}" for k, r in got["requests"].items()
+        )  # fmt: skip
+        out.append(f"guided {name}: {verdict}{ready}" + (f" ({asked})" if asked else ""))
     compiled = doc.get("inductor")
     if compiled:
         verdict = "pass" if compiled["passed"] else "FAIL"

@@ -808,7 +808,8 @@ SETTINGS: tuple[Setting, ...] = (
         type=bool,
         flags=("--skip-serve",),
         default=False,
-        help="Leave out the serve steps (install, pip check, import and both generate steps still run).",
+        help="Leave out the serve steps and guided (install, pip check, import and both generate steps still "
+        "run).",
     ),
     Setting(
         dest="timeout",

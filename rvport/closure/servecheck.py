@@ -9,8 +9,9 @@ check"). The record is OUTPUT/result.json (resources/schemas/serve-check.schema.
     run             the image (closure/serveimage.py: the base plus the wheelhouse's Debian packages at their
                     locked versions, made once), then one container of it, with no network, the profile's
                     QEMU CPU, /dev/shm of SHM_SIZE, the wheelhouse read-only, as the calling user, running
-                    resources/scripts/serve-check.py (the steps, each with a hard timeout, each logged to
-                    OUTPUT/logs/STEP.log), the host's load average sampled meanwhile; then `rvport verify`
+                    resources/scripts/serve-check.py (the steps, each with a hard timeout, guided's once per
+                    structured-output backend, each logged to OUTPUT/logs/STEP.log), the host's load average
+                    sampled meanwhile; then `rvport verify`
                     of the shared objects inductor compiled in the default-configuration steps
                     (OUTPUT/logs/cache), for the profile; then result.json
     failure         the error (exit 10) naming the steps that failed, for a record that did not pass
@@ -46,7 +47,12 @@ KIND = "rvport-serve-check"
 SCHEMA = 1
 LOGS = "logs"
 SCRIPT = "serve-check.py"
-STEPS = ("install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager")
+STEPS = ("install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager", "guided")
+SERVES = frozenset({"serve", "serve-eager", "guided"})  # the steps --skip-serve leaves out
+GUIDED_BACKENDS = ("xgrammar", "guidance", "outlines")  # guided's, each within a step's timeout of its own
+GUIDED_KINDS = ("json", "regex", "choice")  # the requests each backend's server answers
+TEXT_CHARS = 2000  # a guided answer's text kept in result.json
+ERROR_CHARS = 1000  # a guided error message (vLLM's) kept in result.json
 CACHE = "cache"  # OUTPUT/logs/cache: the default-configuration steps' XDG_CACHE_HOME (inductor's objects)
 SERVING = frozenset({"vllm"})  # the recipes the inside script knows how to run
 SHM_SIZE = "1g"  # vLLM's engine asks 160 MiB of /dev/shm for its message queue; Docker gives 64 MiB
@@ -236,7 +242,7 @@ def run_container(
     """The steps in one container (removed after, whatever happens); what the container did."""
     name = f"rvport-serve-check-{opts.recipe}-{uuid.uuid4().hex[:8]}"
     env = {"QEMU_CPU": profile.qemu_cpu, "HOME": "/tmp"}
-    total = opts.timeout * len(STEPS) + CONTAINER_SLACK
+    total = opts.timeout * step_timeouts() + CONTAINER_SLACK
     out: dict = {
         "name": name,
         "network": "none",
@@ -281,6 +287,11 @@ def run_container(
     return out
 
 
+def step_timeouts() -> int:
+    """How many step timeouts the steps may take in all: one each, guided one a backend."""
+    return len(STEPS) - 1 + len(GUIDED_BACKENDS)
+
+
 def read_steps(path: Path) -> dict:
     """What the container wrote of its steps (steps.json), {} when it wrote nothing or nothing readable."""
     if not path.is_file():
@@ -322,22 +333,120 @@ STEP_FIELDS = (
 
 def steps_record(inside: dict, logs: Path, skip_serve: bool) -> list[dict]:
     """Every step in order, as the container recorded it, with its log's path and last lines; a step it did
-    not record is "not-run" (or "skipped": serve with --skip-serve)."""
+    not record is "not-run" (or "skipped": the serve steps and guided with --skip-serve). Guided's result is
+    read back with bounds (guided_step)."""
     by_name = {s.get("name"): s for s in inside.get("steps", []) if isinstance(s, dict)}
     out = []
     for name in STEPS:
         got = by_name.get(name)
         if got is None:
-            skipped = name.startswith("serve") and skip_serve
+            skipped = name in SERVES and skip_serve
             out.append({"name": name, "status": "skipped" if skipped else "not-run"})
             continue
         step = {"name": name, **{k: got[k] for k in STEP_FIELDS if k in got}}
         if step.get("status") not in ("passed", "failed", "skipped", "not-run"):
             step["status"] = "failed"
+        if name == "guided" and step["status"] in ("passed", "failed"):
+            step.update(guided_step(got))
+            backends = step["result"]["backends"].values()
+            if step["status"] == "passed" and (step["failures"] or not all(b["passed"] for b in backends)):
+                step["status"] = "failed"  # a backend that did not pass fails the step, whatever it said
         if isinstance(got.get("log"), str):
             step["log"] = f"{LOGS}/{Path(got['log']).name}"
             step["excerpt"] = excerpt(logs / Path(got["log"]).name)
         out.append(step)
+    return out
+
+
+def _text(value: object, limit: int = LINE_CHARS) -> str | None:
+    if not isinstance(value, str):
+        return None
+    return value if len(value) <= limit else value[:limit] + " [...]"
+
+
+def _number(value: object) -> float | int | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9
+    return value if ok else None
+
+
+def _guided_request(got: dict) -> dict:
+    out: dict = {"passed": got.get("passed") is True}
+    for key, limit in (
+        ("text", TEXT_CHARS),
+        ("finish_reason", 40),
+        ("why", ERROR_CHARS),
+        ("error", ERROR_CHARS),
+    ):
+        if (v := _text(got.get(key), limit)) is not None:
+            out[key] = v
+    for key in ("tokens", "http_status"):
+        if isinstance(n := _number(got.get(key)), int):
+            out[key] = n
+    if (n := _number(got.get("seconds"))) is not None:
+        out["seconds"] = n
+    if not out["passed"] and "why" not in out:
+        out["why"] = "no verdict"
+    return out
+
+
+def _guided_backend(got: dict) -> dict:
+    reqs = got.get("requests") if isinstance(got.get("requests"), dict) else {}
+    kept = {k: _guided_request(reqs[k]) for k in GUIDED_KINDS if isinstance(reqs.get(k), dict)}
+    out: dict = {"requests": kept}
+    if not got:
+        out["error"] = "the container reported nothing of this backend"
+    for key in ("error", "tokenizer", "mode"):
+        if (v := _text(got.get(key), ERROR_CHARS)) is not None:
+            out[key] = v
+    if (n := _number(got.get("startup_seconds"))) is not None:
+        out["startup_seconds"] = n
+    server = got.get("server")
+    if isinstance(server, list) and all(isinstance(x, str) for x in server):
+        out["server"] = [_text(x) for x in server[:64]]
+    every = all(out["requests"].get(k, {}).get("passed") for k in GUIDED_KINDS)
+    out["passed"] = got.get("passed") is True and "error" not in out and every
+    return out
+
+
+def guided_step(got: dict) -> dict:
+    """The guided step's `result` (each backend, in GUIDED_BACKENDS' order), `failures` (lines naming the
+    backend and request) and `programs` (how each backend's program ended), as the container wrote them,
+    read back with bounds: known fields of known types only, every text cut, a backend it did not report
+    failed."""
+    raw = got.get("result") if isinstance(got.get("result"), dict) else {}
+    src = raw.get("backends") if isinstance(raw.get("backends"), dict) else {}
+    backends = {b: _guided_backend(src[b] if isinstance(src.get(b), dict) else {}) for b in GUIDED_BACKENDS}
+    said = got.get("failures") if isinstance(got.get("failures"), list) else []
+    failures = [printable(x, lines=False)[:ERROR_CHARS] for x in said[:32] if isinstance(x, str)]
+    for b, rec in backends.items():
+        if not rec["passed"] and not any(f.startswith(b) for f in failures):
+            failures.append(
+                printable(f"{b}: {rec.get('error') or 'did not pass'}", lines=False)[:ERROR_CHARS]
+            )
+    programs = []
+    for x in (got.get("programs") if isinstance(got.get("programs"), list) else [])[: len(GUIDED_BACKENDS)]:
+        if isinstance(x, dict):
+            rc = x.get("exit_status")
+            programs.append({
+                "exit_status": rc if isinstance(rc, int) and not isinstance(rc, bool) else None,
+                "timed_out": x.get("timed_out") is True,
+                "seconds": _number(x.get("seconds")),
+            })  # fmt: skip
+    return {"result": {"backends": backends}, "failures": failures, "programs": programs}
+
+
+def _guided_figures(steps: list[dict]) -> dict:
+    """Each backend's server start-up and request seconds (None when it did not answer)."""
+    step = next((s for s in steps if s["name"] == "guided"), {})
+    backends = (step.get("result") or {}).get("backends") or {}
+    out = {}
+    for b in GUIDED_BACKENDS:
+        got = backends.get(b) or {}
+        reqs = got.get("requests") or {}
+        out[b] = {
+            "startup_seconds": got.get("startup_seconds"),
+            **{f"{k}_seconds": (reqs.get(k) or {}).get("seconds") for k in GUIDED_KINDS},
+        }
     return out
 
 
@@ -356,7 +465,8 @@ def _run_figures(gen: dict, srv: dict) -> dict:
 def figures(steps: list[dict]) -> dict:
     """Time to first token and tokens per second (generate), the server's figures (serve), and the times of
     install and import: figures, never targets (under QEMU they are not a board's). The top-level run figures
-    are the default configuration's (compiled); `eager`'s are those of the enforce-eager steps."""
+    are the default configuration's (compiled); `eager`'s are those of the enforce-eager steps; `guided`'s,
+    each structured-output backend's server start-up and request seconds (eager too)."""
     by = {s["name"]: s.get("result") or {} for s in steps}
     install = next((s.get("seconds") for s in steps if s["name"] == "install"), None)
     return {
@@ -364,6 +474,7 @@ def figures(steps: list[dict]) -> dict:
         "import_seconds": by.get("import", {}).get("import_seconds"),
         **_run_figures(by.get("generate", {}), by.get("serve", {})),
         "eager": _run_figures(by.get("generate-eager", {}), by.get("serve-eager", {})),
+        "guided": _guided_figures(steps),
     }
 
 
@@ -422,6 +533,12 @@ def failure(doc: dict, output: Path) -> CheckFailed:
             why = "it printed its result and did not exit: stopped"
         if s["name"] == "pip-check" and s.get("judged"):
             why = f"{len(s['judged'])} line(s) about the wheelhouse's distributions"
+        if s["name"] == "guided" and s.get("failures"):
+            bad_backends = [b for b, r in s["result"]["backends"].items() if not r["passed"]]
+            why = f"{', '.join(bad_backends) or 'a backend'} outside the constraint or refused"
+            lines.append(f"guided: failed ({why}):")
+            lines += ["    " + printable(ln, lines=False) for ln in s["failures"][:12]]
+            continue
         lines.append(f"{s['name']}: failed ({why}); its last lines:")
         shown = s.get("judged") or s.get("excerpt") or ["(it printed nothing)"]
         lines += ["    " + printable(ln, lines=False) for ln in shown[-8:]]

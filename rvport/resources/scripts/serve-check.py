@@ -23,13 +23,19 @@ result and has not exited EXIT_GRACE seconds later (a failed step, never a stuck
     serve      this script's `serve` in the venv: `vllm serve` on loopback, one /v1/completions request, in
                the default configuration as generate
     serve-eager     the same with --enforce-eager
+    guided     this script's `guided` in the venv, once per structured-output backend (xgrammar, guidance,
+               outlines), each a program of its own with a timeout of its own: `vllm serve` with that
+               backend, --enforce-eager and a byte-level tokenizer of ours, then a JSON schema, a regex and a
+               choice list in /v1/completions requests, each answer judged here (parsed and validated, fully
+               matched, one of the choices)
 
 After each step OUT/steps.json is written whole (a temporary file, then a rename), so what ran is known
 even if the container dies. A step after a failed install, or a generate or serve (either mode) after a
-failed import, is "not-run"; both serve steps are "skipped" with --skip-serve. The exit status is 0 when every
-step that ran passed.
+failed import, is "not-run"; the serve steps and guided are "skipped" with --skip-serve. The exit status is 0
+when every step that ran passed.
 
-Only the Python standard library is used outside `generate` and `serve` (they run in the venv, with vLLM).
+Only the Python standard library is used outside `generate`, `serve` and `guided` (they run in the venv, with
+vLLM; guided's judge imports jsonschema there).
 """
 
 from __future__ import annotations
@@ -48,8 +54,10 @@ VENV = "/tmp/rvport-venv"
 PORT = 8000
 EXIT_GRACE = 180.0  # seconds a step may take to exit once it printed its result
 MAX_TOKENS = 8
-STEPS = ("install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager")
-RUNS = ("generate", "generate-eager", "serve", "serve-eager")  # the steps that run vLLM
+STEPS = ("install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager", "guided")
+RUNS = ("generate", "generate-eager", "serve", "serve-eager")  # the steps that run vLLM and print one result
+NEEDS_IMPORT = (*RUNS, "guided")  # not run after a failed import
+SERVES = ("serve", "serve-eager", "guided")  # the steps --skip-serve leaves out
 ENV_FILE = "inductor-env.sh"  # the wheelhouse's inductor settings (rvport/closure/inductor.py)
 CACHE = "cache"  # OUT/cache: XDG_CACHE_HOME of the default-configuration steps (inductor's and vLLM's caches)
 # what the generate and serve steps report of the settings they ran with
@@ -81,6 +89,44 @@ RUN_ENV = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
 }
+
+# the guided step: one `vllm serve` per structured-output backend, eager, with a byte-level tokenizer of ours
+# (the 256 bytes and an end-of-sequence token: guidance refuses mistral_common's SentencePiece tokenizer, and
+# one tokenizer serves the three), and a longer context than the serve step's so that the JSON always closes
+BACKENDS = ("xgrammar", "guidance", "outlines")
+KINDS = ("json", "regex", "choice")  # the requests, in order
+EOS = "</s>"
+GUIDED_CONTEXT = 512  # the guided model's max_position_embeddings and --max-model-len
+GUIDED_MAX_TOKENS = 256  # the longest answer the schema allows is about 130 bytes (one token a byte)
+STOP_GRACE = 90.0  # seconds of a backend's timeout kept to stop its server (SIGINT, then 60 s, then SIGKILL)
+HEALTH_POLL = 5.0  # seconds between two /health requests
+BODY_LIMIT = 64 * 1024  # bytes of an HTTP answer read
+TEXT_CHARS = 2000  # an answer's text kept in the record
+ERROR_CHARS = 1000  # an error message kept in the record
+# every string bounded by a pattern of ASCII letters (xgrammar 0.2.8 turns maxLength into a character class
+# that admits raw control characters, which JSON forbids), the array by maxItems, every object closed
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "pattern": "^[A-Za-z]{1,8}$"},
+        "kind": {"enum": ["cat", "dog", "fish"]},
+        "home": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "pattern": "^[a-z]{1,6}$"},
+                "indoor": {"type": "boolean"},
+            },
+            "required": ["city", "indoor"],
+            "additionalProperties": False,
+        },
+        "tags": {"type": "array", "items": {"enum": ["small", "old", "calm"]}, "minItems": 1, "maxItems": 3},
+    },
+    "required": ["name", "kind", "home", "tags"],
+    "additionalProperties": False,
+}
+REGEX = "[a-z]{2,6}-[0-9]{2}"
+CHOICES = ["red", "green", "blue"]
+GUIDED_PROMPTS = {"json": "A pet as JSON:", "regex": "A code:", "choice": "A colour:"}
 
 IMPORT = (
     "import json, time\n"
@@ -179,14 +225,175 @@ def next_step(done: dict[str, str], skip_serve: bool) -> tuple[str, str] | None:
     for name in STEPS:
         if name in done:
             continue
-        if name.startswith("serve") and skip_serve:
+        if name in SERVES and skip_serve:
             return name, "skipped"
         if name != "install" and done.get("install") != "passed":
             return name, "not-run"
-        if name in RUNS and done.get("import") != "passed":
+        if name in NEEDS_IMPORT and done.get("import") != "passed":
             return name, "not-run"
         return name, "run"
     return None
+
+
+def guided_body(kind: str) -> dict:
+    """The /v1/completions request of one guided kind: the constraint in `structured_outputs` (vLLM's field
+    since 0.12: json, regex or choice), greedy, room for the longest answer, stopped by the grammar's end."""
+    spec = {"json": SCHEMA, "regex": REGEX, "choice": CHOICES}[kind]
+    return {
+        "model": "tiny",
+        "prompt": GUIDED_PROMPTS[kind],
+        "max_tokens": GUIDED_MAX_TOKENS,
+        "temperature": 0,
+        "structured_outputs": {kind: spec},
+    }
+
+
+def structured_config(backend: str) -> dict:
+    """vLLM's --structured-outputs-config of a guided server: the backend, chosen server-wide (vLLM 0.33.0
+    refuses a request-level one), and for xgrammar and guidance no free whitespace in JSON (the only two
+    that take disable_any_whitespace: with it a model of dummy weights cannot pad an answer without end)."""
+    doc: dict = {"backend": backend}
+    if backend in ("xgrammar", "guidance"):
+        doc["disable_any_whitespace"] = True
+    return doc
+
+
+def guided_server(python: str, model: Path, tokenizer: Path, backend: str, port: int) -> list[str]:
+    """`vllm serve` of the guided model with one structured-output backend: eager (no torch.compile: three
+    servers under QEMU), our tokenizer in Hugging Face mode, a context of GUIDED_CONTEXT."""
+    return [
+        python, "-m", "vllm.entrypoints.cli.main", "serve", str(model),
+        "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny",
+        "--tokenizer", str(tokenizer), "--tokenizer-mode", "hf", "--load-format", "dummy",
+        "--max-model-len", str(GUIDED_CONTEXT), "--dtype", "float32", "--enforce-eager",
+        "--structured-outputs-config", json.dumps(structured_config(backend), sort_keys=True),
+    ]  # fmt: skip
+
+
+def bounded(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + " [...]"
+
+
+def error_message(body: str) -> str:
+    """vLLM's message in an error answer ({"error": {"message": ...}}), else the body itself; bounded."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        doc = None
+    err = doc.get("error") if isinstance(doc, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
+    return bounded(" ".join(str(msg if msg is not None else body).split()), ERROR_CHARS)
+
+
+def off_constraint(kind: str, text: str) -> str | None:
+    """Why an answer's text is outside its constraint (None when it is within): the JSON must parse (RFC 8259,
+    as Python reads it strictly) and validate against SCHEMA (jsonschema), the regex fully match, the choice
+    be one of the choices."""
+    if kind == "regex":
+        return None if re.fullmatch(REGEX, text) else "does not fully match the regex"
+    if kind == "choice":
+        return None if text in CHOICES else "not one of the choices"
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        return bounded(f"not JSON: {e}", ERROR_CHARS)
+    import jsonschema  # in the venv (the wheelhouse's), and rvport's own for its tests
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(doc))
+    if error is None:
+        return None
+    where = "/".join(str(x) for x in error.absolute_path) or "(the document)"
+    return bounded(f"does not validate at {where}: {error.message}", ERROR_CHARS)
+
+
+def judge_answer(kind: str, status: int | None, body: str) -> dict:
+    """The verdict on one guided answer: its HTTP status (None: no answer, `body` says why) and body.
+    passed, text, tokens (completion tokens), finish_reason, and `why` when it did not pass (`error`:
+    vLLM's own message of an HTTP error)."""
+    if status is None:
+        return {"passed": False, "why": bounded(f"no answer: {body}", ERROR_CHARS)}
+    if status != 200:
+        msg = error_message(body)
+        return {"passed": False, "http_status": status, "error": msg, "why": f"HTTP {status}: {msg}"}
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return {"passed": False, "http_status": status, "why": "the answer is not JSON"}
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    text, usage = first.get("text"), answer.get("usage") if isinstance(answer, dict) else None
+    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    finish = first.get("finish_reason")
+    out: dict = {
+        "passed": False,
+        "text": bounded(text, TEXT_CHARS) if isinstance(text, str) else None,
+        "tokens": tokens if isinstance(tokens, int) else None,
+        "finish_reason": finish if isinstance(finish, str) else None,
+    }
+    why = off_constraint(kind, text) if isinstance(text, str) else "the answer has no text"
+    if why is not None and out["finish_reason"] not in (None, "stop"):
+        why += f" (finish_reason {out['finish_reason']})"
+    out["passed"] = why is None
+    if why is not None:
+        out["why"] = why
+    return out
+
+
+def guided_passed(result: dict) -> bool:
+    """A backend passes when its server answered every request within its constraint."""
+    reqs = result.get("requests")
+    if result.get("error") or not isinstance(reqs, dict):
+        return False
+    return all(isinstance(reqs.get(k), dict) and reqs[k].get("passed") is True for k in KINDS)
+
+
+def guided_results(log: Path, limit: int = 256 * 1024) -> dict[str, dict]:
+    """What each backend's program printed as its result (a JSON line with "guided": BACKEND) anywhere in the
+    step's log, read line by line (a line cut at `limit` bytes); the last one of each backend."""
+    found: dict[str, dict] = {}
+    with open(log, "rb") as f:
+        while line := f.readline(limit):
+            text = line.decode("utf-8", errors="replace").strip()
+            if not (text.startswith("{") and text.endswith("}") and '"guided"' in text):
+                continue
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and doc.get("guided") in BACKENDS:
+                found[doc["guided"]] = doc
+    return found
+
+
+def guided_outcome(found: dict[str, dict], programs: list[dict]) -> tuple[dict, list[str]]:
+    """The guided step's result (each backend's, in order; a backend whose program printed nothing is given
+    why, from how its program ended) and its failures, each a line naming the backend and the request."""
+    backends: dict[str, dict] = {}
+    failures: list[str] = []
+    for i, name in enumerate(BACKENDS):
+        got = found.get(name)
+        ended = programs[i] if i < len(programs) else {}
+        if got is None:
+            if ended.get("timed_out"):
+                why = "stopped at its timeout before it printed a result"
+            elif not ended:
+                why = "not run"
+            else:
+                why = f"exited with status {ended.get('exit_status')} before it printed a result"
+            got = {"guided": name, "error": why, "requests": {}}
+        got = {**got, "passed": guided_passed(got)}
+        backends[name] = got
+        if got.get("error"):
+            failures.append(f"{name}: {got['error']}")
+        reqs = got.get("requests") if isinstance(got.get("requests"), dict) else {}
+        for kind in KINDS:
+            req = reqs.get(kind)
+            if isinstance(req, dict) and req.get("passed") is True:
+                continue
+            if isinstance(req, dict) or not got.get("error"):
+                why = req.get("why") if isinstance(req, dict) else "no answer"
+                failures.append(f"{name} {kind}: {why}")
+    return {"backends": backends}, failures
 
 
 # ------------------------------------------------------------------------------------------------ steps
@@ -279,20 +486,25 @@ def run_step(
     env: dict | None = None,
     exit_grace: float | None = None,
     poll: float = 5.0,
+    each: bool = False,
 ) -> dict:
-    """The programs of a step, one after another (each in a process group of its own), their output in
-    OUT/NAME.log; stopped at the first that fails. The step's record: status, exit_status, timed_out, seconds,
-    log, `left_processes` when a program exited but left processes of its group running (stopped), and
-    `hung_after_result` when it printed its result and did not exit within `exit_grace` seconds (stopped:
-    the step fails, what it printed is kept)."""
+    """The programs of a step, one after another (each in a process group of its own, stopped with the group
+    before the next starts), their output in OUT/NAME.log; stopped at the first that fails. The step's record:
+    status, exit_status, timed_out, seconds, log, `left_processes` when a program exited but left processes of
+    its group running (stopped), and `hung_after_result` when it printed its result and did not exit within
+    `exit_grace` seconds (stopped: the step fails, what it printed is kept). With `each`, every program runs
+    whatever the one before did, each within `timeout` seconds of its own, and `programs` says how each ended
+    (exit_status, timed_out, seconds); exit_status is then the first that is not 0."""
     log = out / f"{name}.log"
     t0 = time.monotonic()
     rec: dict = {"name": name, "log": log.name, "timed_out": False, "exit_status": None}
+    programs: list[dict] = []
     with open(log, "w", encoding="utf-8") as f:
         for argv in argvs:
             f.write("$ " + " ".join(argv) + "\n")
             f.flush()
-            left = max(1.0, timeout - (time.monotonic() - t0))
+            t1 = time.monotonic()
+            left = timeout if each else max(1.0, timeout - (t1 - t0))
             p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             how = wait(p, log, left, exit_grace, poll)
             if how == "exited":
@@ -306,15 +518,21 @@ def run_step(
                 rc = None
                 if how == "timed out":
                     rec["timed_out"] = True
-                    f.write(f"\nrvport: stopped after {timeout:g} s (the step's timeout)\n")
+                    f.write(f"\nrvport: stopped after {left:g} s (the step's timeout)\n")
                 else:
                     rec["hung_after_result"] = True
                     f.write(
                         f"\nrvport: stopped: it printed its result and did not exit in {exit_grace:g} s\n"
                     )
+            f.flush()
             rec["exit_status"] = rc
-            if rc != 0:
+            seconds = round(time.monotonic() - t1, 1)
+            programs.append({"exit_status": rc, "timed_out": how == "timed out", "seconds": seconds})
+            if rc != 0 and not each:
                 break
+    if each:
+        rec["programs"] = programs
+        rec["exit_status"] = next((x["exit_status"] for x in programs if x["exit_status"] != 0), 0)
     rec["seconds"] = round(time.monotonic() - t0, 1)
     rec["status"] = "passed" if rec["exit_status"] == 0 else "failed"
     return rec
@@ -335,13 +553,15 @@ def sourced(env_file: Path | None, argv: list[str]) -> list[str]:
     return ["sh", "-c", '. "$1" && shift && exec "$@"', "sh", str(env_file), *argv]
 
 
-def step_commands(wh: Path) -> dict[str, list[list[str]]]:
-    """The programs of each step."""
+def step_commands(wh: Path, timeout: float = 1800.0) -> dict[str, list[list[str]]]:
+    """The programs of each step; guided's, one a backend, are told their timeout (`timeout` seconds each)."""
     venv_py = f"{VENV}/bin/python"
     me = str(Path(__file__).resolve())
     env_file = wh / ENV_FILE if (wh / ENV_FILE).is_file() else None
     gen = [venv_py, me, "generate", "--model", "/tmp/rvport-tiny"]
     srv = [venv_py, me, "serve", "--model", "/tmp/rvport-tiny-serve", "--port", str(PORT)]
+    gd = [venv_py, me, "guided", "--model", "/tmp/rvport-tiny-guided", "--tokenizer", "/tmp/rvport-tokenizer",
+          "--port", str(PORT), "--within", f"{timeout:g}"]  # fmt: skip
     return {
         "install": [
             [sys.executable, "-m", "venv", "--system-site-packages", VENV],
@@ -353,6 +573,7 @@ def step_commands(wh: Path) -> dict[str, list[list[str]]]:
         "generate-eager": [[*gen, "--eager"]],
         "serve": [sourced(env_file, srv)],
         "serve-eager": [[*srv, "--eager"]],
+        "guided": [[*gd, "--backend", b] for b in BACKENDS],
     }
 
 
@@ -371,7 +592,7 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
     """Every step in order (the module's docstring); `commands`: the programs of each step (step_commands)."""
     out, wh = Path(args.out), Path(args.wheelhouse)
     ours = wheelhouse_names((wh / "requirements.txt").read_text(encoding="utf-8"))
-    commands = commands or step_commands(wh)
+    commands = commands or step_commands(wh, args.timeout)
     steps: list[dict] = []
     done: dict[str, str] = {}
     while (step := next_step(done, args.skip_serve)) is not None:
@@ -383,9 +604,16 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
             grace = EXIT_GRACE if name == "import" or name in RUNS else None
             added = step_env(name, out)
             env = {**os.environ, **added} if added else None
-            rec = run_step(out, name, commands[name], args.timeout, env, grace)
+            # guided: each backend's program within a timeout of its own, each run whatever the others did
+            each = name == "guided"
+            rec = run_step(out, name, commands[name], args.timeout, env, grace, each=each)
             text = tail_text(out / rec["log"])
-            if name == "pip-check":
+            if name == "guided":
+                result, failures = guided_outcome(guided_results(out / rec["log"]), rec["programs"])
+                rec.update(result=result, failures=failures)
+                if failures:
+                    rec["status"] = "failed"
+            elif name == "pip-check":
                 lines = [x for x in text.splitlines() if x and not x.startswith(("$ ", "rvport: "))]
                 judged, other = judge(lines, ours)
                 rec.update(lines=lines, judged=judged, not_judged=other)
@@ -409,9 +637,44 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
 
 
 # --------------------------------------------------------------------------------- in the venv, with vLLM
-def save_tiny(model: Path) -> None:
+def save_tiny(model: Path, **changes: object) -> None:
+    """The tiny model's config.json (TINY, with `changes`) in `model`: its only file."""
     model.mkdir(parents=True, exist_ok=True)
-    (model / "config.json").write_text(json.dumps({**TINY, "model_type": "llama"}))
+    (model / "config.json").write_text(json.dumps({**TINY, "model_type": "llama", **changes}))
+
+
+def byte_symbols() -> list[str]:
+    """The character byte-level BPE writes for each byte, by byte value (GPT-2's table, which the `tokenizers`
+    ByteLevel pre-tokenizer and decoder use): a printable Latin-1 byte stands for itself, every other byte
+    for chr(256 + n), n counting those bytes in order."""
+    keep = {*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)}
+    out, n = [], 0
+    for b in range(256):
+        if b in keep:
+            out.append(chr(b))
+        else:
+            out.append(chr(256 + n))
+            n += 1
+    return out
+
+
+def tokenizer_vocab() -> dict[str, int]:
+    """The guided tokenizer's vocabulary: each byte its own token (id = the byte), then EOS (id 256)."""
+    return {**{c: b for b, c in enumerate(byte_symbols())}, EOS: 256}
+
+
+def save_tokenizer(path: Path) -> None:
+    """A byte-level BPE with no merges (tokenizer_vocab) as a Hugging Face fast tokenizer in `path`: the
+    tokenizers library builds it, transformers writes it (tokenizer.json, tokenizer_config.json)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(vocab=tokenizer_vocab(), merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([EOS])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, model_max_length=GUIDED_CONTEXT)
+    fast.save_pretrained(str(path))
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -560,6 +823,84 @@ def serve_figures(answer: dict, took: float) -> dict:
     }
 
 
+def guided(args: argparse.Namespace) -> int:
+    """One backend of the guided step: `vllm serve` with it (guided_server), then each guided request, its
+    answer judged (judge_answer); the result printed as one JSON line with "guided": BACKEND; the server
+    stopped after. Everything happens within `--within` seconds less STOP_GRACE (kept to stop the server; at
+    least half of them): a server that is not healthy by then is this backend's failure."""
+    model, tokenizer = Path(args.model), Path(args.tokenizer)
+    # the tiny model with a longer context, and our tokenizer's end of sequence
+    save_tiny(model, max_position_embeddings=GUIDED_CONTEXT, eos_token_id=256)
+    result: dict = {"guided": args.backend, "mode": "eager", "requests": {}}
+    try:
+        save_tokenizer(tokenizer)
+    except Exception as e:  # noqa: BLE001 (any failure is this backend's, said in one line)
+        result["error"] = bounded(f"the tokenizer could not be made: {type(e).__name__}: {e}", ERROR_CHARS)
+        print(json.dumps(result), flush=True)
+        return 1
+    result["tokenizer"] = f"byte-level BPE of the 256 bytes and {EOS} ({len(tokenizer_vocab())} tokens)"
+    budget = max(args.within / 2, args.within - STOP_GRACE)
+    deadline = time.monotonic() + budget
+    base = f"http://127.0.0.1:{args.port}"
+    argv = guided_server(sys.executable, model, tokenizer, args.backend, args.port)
+    result["server"] = argv[3:]
+    t0 = time.monotonic()
+    server = subprocess.Popen(argv)  # in this program's process group: its timeout stops the server too
+    try:
+        while not _healthy(base):
+            if server.poll() is not None:
+                result["error"] = f"vllm serve exited with status {server.returncode} before it was healthy"
+                break
+            if time.monotonic() > deadline:
+                result["error"] = f"vllm serve was not healthy within {budget:g} s"
+                break
+            time.sleep(HEALTH_POLL)
+        else:
+            result["startup_seconds"] = round(time.monotonic() - t0, 1)
+            for kind in KINDS:
+                left = deadline - time.monotonic()
+                if left < 1:
+                    why = "no time left in the backend's timeout"
+                    result["requests"][kind] = {"passed": False, "why": why}
+                    continue
+                t1 = time.monotonic()
+                status, body = _post(f"{base}/v1/completions", guided_body(kind), left)
+                verdict = judge_answer(kind, status, body)
+                verdict["seconds"] = round(time.monotonic() - t1, 3)
+                result["requests"][kind] = verdict
+        result["passed"] = guided_passed(result)
+        print(json.dumps(result), flush=True)
+        return 0 if result["passed"] else 1
+    finally:
+        server.send_signal(signal.SIGINT)  # as Ctrl-C: vLLM's server shuts its engine down
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _post(url: str, body: dict, timeout: float) -> tuple[int | None, str]:
+    """POST a JSON body: (HTTP status, the answer's first BODY_LIMIT bytes as text); (None, why) when no
+    answer came (refused, reset, past `timeout` seconds)."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json"}
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read(BODY_LIMIT).decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as e:  # an answer: 400 for a constraint the backend refuses
+        try:
+            text = e.read(BODY_LIMIT).decode("utf-8", errors="replace")
+        except OSError:
+            text = ""
+        return e.code, text or str(e.reason)
+    except (OSError, ValueError) as e:
+        return None, f"{type(e).__name__}: {e}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -575,8 +916,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--model", required=True)
     s.add_argument("--port", type=int, default=PORT)
     s.add_argument("--eager", action="store_true", help="--enforce-eager (no torch.compile)")
+    d = sub.add_parser("guided", help="(in the venv) one backend of the guided step")
+    d.add_argument("--backend", required=True, choices=BACKENDS)
+    d.add_argument("--model", required=True)
+    d.add_argument("--tokenizer", required=True, help="where the tokenizer of ours is written")
+    d.add_argument("--port", type=int, default=PORT)
+    d.add_argument("--within", type=float, required=True, help="seconds the backend has, its server stopped")
     args = ap.parse_args(argv)
-    return {"run": run, "generate": generate, "serve": serve}[args.cmd](args)
+    return {"run": run, "generate": generate, "serve": serve, "guided": guided}[args.cmd](args)
 
 
 if __name__ == "__main__":

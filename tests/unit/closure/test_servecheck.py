@@ -201,7 +201,33 @@ def fake_inside(status: dict[str, str], logs: Path) -> dict:
         by["generate-eager"]["result"] = inside.generate_figures(150.0, 0.4, 0.8, list(range(8)))
     if status.get("pip-check"):
         by["pip-check"].update(lines=["x"], judged=[], not_judged=["x"])
+    if status.get("guided") == "passed":
+        by["guided"].update(guided_inside({}))
     return {"steps": steps, "env": inside.RUN_ENV}
+
+
+PET = '{"name":"Rex","kind":"dog","home":{"city":"oslo","indoor":true},"tags":["old","calm"]}'
+
+
+def answer(text: str) -> str:
+    return json.dumps(
+        {"choices": [{"text": text, "finish_reason": "stop"}], "usage": {"completion_tokens": 9}}
+    )
+
+
+def guided_inside(bad: dict[str, str]) -> dict:
+    """The guided step's fields as the container writes them: every backend answered every request within
+    its constraint, but those in `bad` ({backend: the HTTP 400 body of its json request})."""
+    found = {}
+    for b in inside.BACKENDS:
+        reqs = {}
+        for kind, text in (("json", PET), ("regex", "ab-12"), ("choice", "red")):
+            status, body = (400, bad[b]) if kind == "json" and b in bad else (200, answer(text))
+            reqs[kind] = {**inside.judge_answer(kind, status, body), "seconds": 2.5}
+        found[b] = {"guided": b, "mode": "eager", "startup_seconds": 300.0, "requests": reqs}
+    programs = [{"exit_status": int(b in bad), "timed_out": False, "seconds": 400.0} for b in inside.BACKENDS]
+    result, failures = inside.guided_outcome(found, programs)
+    return {"result": result, "failures": failures, "programs": programs}
 
 
 def make_record(tmp_path: Path, status: dict[str, str], exit_status: int = 0, **kw) -> dict:
@@ -237,6 +263,7 @@ ALL_PASS = {
     "generate-eager": "passed",
     "serve": "passed",
     "serve-eager": "passed",
+    "guided": "passed",
 }
 
 
@@ -263,14 +290,14 @@ def test_a_failed_step_fails_the_check_with_exit_10_and_its_last_lines(tmp_path)
     )
     validate(doc, manifest.schema("serve-check"))
     assert doc["passed"] is False
-    assert [s["status"] for s in doc["steps"]] == ["passed", "passed", "failed", *["not-run"] * 4]
+    assert [s["status"] for s in doc["steps"]] == ["passed", "passed", "failed", *["not-run"] * 5]
     err = servecheck.failure(doc, tmp_path / "out")
     text = err.render()
     assert err.exit_code == ExitCode.CHECK_FAILED == 10
     assert (
         "import: failed (exit status 1)" in text
         and "line 29" in text
-        and "not run: generate, generate-eager, serve, serve-eager" in text
+        and "not run: generate, generate-eager, serve, serve-eager, guided" in text
     )
 
 
@@ -284,9 +311,15 @@ def test_a_container_that_died_before_its_steps_is_a_failed_check(tmp_path):
 
 
 def test_serve_skipped_still_passes(tmp_path):
-    doc = make_record(tmp_path, {**ALL_PASS, "serve": "skipped", "serve-eager": "skipped"}, skip_serve=True)
+    skipped = {"serve": "skipped", "serve-eager": "skipped", "guided": "skipped"}
+    doc = make_record(tmp_path, {**ALL_PASS, **skipped}, skip_serve=True)
     assert doc["passed"] is True and doc["steps"][5] == {"name": "serve", "status": "skipped"}
     assert doc["steps"][6] == {"name": "serve-eager", "status": "skipped"}
+    assert doc["steps"][7] == {"name": "guided", "status": "skipped"}
+    validate(doc, manifest.schema("serve-check"))
+    # a container that never reached them: skipped too, with --skip-serve
+    doc = make_record(tmp_path, {k: v for k, v in ALL_PASS.items() if k not in skipped}, skip_serve=True)
+    assert [s["status"] for s in doc["steps"][5:]] == ["skipped"] * 3 and doc["passed"] is True
 
 
 def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monkeypatch):
@@ -319,7 +352,7 @@ def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monk
     doc = servecheck.run(opts(tmp_path))
     assert json.loads((out / "result.json").read_text()) == doc
     validate(doc, manifest.schema("serve-check"))
-    assert [s["status"] for s in doc["steps"]] == ["failed"] + ["not-run"] * 6
+    assert [s["status"] for s in doc["steps"]] == ["failed"] + ["not-run"] * 7
 
 
 # -------------------------------------------------------------------------------------------- the image
@@ -405,7 +438,18 @@ def test_which_steps_run_after_a_failure():
     assert inside.next_step(ok, True) == ("serve", "skipped")
     assert inside.next_step({**ok, "serve": "skipped"}, True) == ("serve-eager", "skipped")
     assert inside.next_step({**ok, "serve": "failed"}, False) == ("serve-eager", "run")
-    assert inside.next_step({**ok, "serve": "passed", "serve-eager": "passed"}, False) is None
+    served = {**ok, "serve": "passed", "serve-eager": "passed"}
+    # guided after both serve steps, whatever they did; left out with them; not run after a failed import
+    assert inside.next_step(served, False) == ("guided", "run")
+    assert inside.next_step({**ok, "serve": "failed", "serve-eager": "failed"}, False) == ("guided", "run")
+    assert inside.next_step({**ok, "serve": "skipped", "serve-eager": "skipped"}, True) == (
+        "guided",
+        "skipped",
+    )
+    failed_import = {"install": "passed", "pip-check": "passed", "import": "failed"}
+    failed_import |= {n: "not-run" for n in ("generate", "generate-eager", "serve", "serve-eager")}
+    assert inside.next_step(failed_import, False) == ("guided", "not-run")
+    assert inside.next_step({**served, "guided": "failed"}, False) is None
 
 
 def test_the_default_configuration_steps_source_the_wheelhouse_settings_and_cache_in_out(tmp_path):
@@ -507,6 +551,16 @@ def test_the_steps_record_as_the_container_writes_it(tmp_path):
         "serve-eager": 'print(\'{"text": " Paris", "tokens": 8}\')',
     }
     commands = {name: [[py, "-c", code]] for name, code in said.items()}
+    # guided: one program a backend, each run although the one before failed; outlines prints nothing
+    guided = {
+        b: {"guided": b, "requests": {k: {"passed": True} for k in inside.KINDS}} for b in inside.BACKENDS
+    }
+    guided["guidance"]["requests"]["regex"] = {"passed": False, "why": "does not fully match the regex"}
+    commands["guided"] = [
+        [py, "-c", f"print({json.dumps(guided['xgrammar'])!r})"],
+        [py, "-c", f"print({json.dumps(guided['guidance'])!r}); raise SystemExit(1)"],
+        [py, "-c", "raise SystemExit(3)"],
+    ]
     args = inside.argparse.Namespace(
         out=str(tmp_path), wheelhouse=str(wheels), timeout=60.0, skip_serve=False
     )
@@ -518,6 +572,13 @@ def test_the_steps_record_as_the_container_writes_it(tmp_path):
     assert by["generate"]["status"] == "failed"  # 7 tokens, not 8
     assert by["serve"]["status"] == "passed" and doc["env"] == inside.RUN_ENV
     assert by["generate-eager"]["status"] == "passed" and by["serve-eager"]["status"] == "passed"
+    g = by["guided"]
+    assert g["status"] == "failed" and [x["exit_status"] for x in g["programs"]] == [0, 1, 3]
+    assert g["exit_status"] == 1 and g["result"]["backends"]["xgrammar"]["passed"] is True
+    assert g["failures"] == [
+        "guidance regex: does not fully match the regex",
+        "outlines: exited with status 3 before it printed a result",
+    ]
 
 
 def test_the_tiny_model_and_the_figures():
