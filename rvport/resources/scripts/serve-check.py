@@ -47,7 +47,9 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections import deque
 from pathlib import Path
 
 VENV = "/tmp/rvport-venv"
@@ -100,6 +102,8 @@ GUIDED_CONTEXT = 512  # the guided model's max_position_embeddings and --max-mod
 GUIDED_MAX_TOKENS = 256  # the longest answer the schema allows is about 130 bytes (one token a byte)
 STOP_GRACE = 90.0  # seconds of a backend's timeout kept to stop its server (SIGINT, then 60 s, then SIGKILL)
 HEALTH_POLL = 5.0  # seconds between two /health requests
+SERVER_LINES = 40  # a guided server's last lines kept to say why it refused to start
+LINE_LIMIT = 64 * 1024  # bytes of a server's line copied at a time
 BODY_LIMIT = 64 * 1024  # bytes of an HTTP answer read
 TEXT_CHARS = 2000  # an answer's text kept in the record
 ERROR_CHARS = 1000  # an error message kept in the record
@@ -845,11 +849,17 @@ def guided(args: argparse.Namespace) -> int:
     argv = guided_server(sys.executable, model, tokenizer, args.backend, args.port)
     result["server"] = argv[3:]
     t0 = time.monotonic()
-    server = subprocess.Popen(argv)  # in this program's process group: its timeout stops the server too
+    # in this program's process group (its timeout stops the server too); its output copied to the step's log,
+    # its last lines kept to say why it refused to start
+    server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    said = _copy_lines(server)
     try:
         while not _healthy(base):
             if server.poll() is not None:
+                said.join(timeout=10)
+                why = refusal(list(said.last))
                 result["error"] = f"vllm serve exited with status {server.returncode} before it was healthy"
+                result["error"] += f": {why}" if why else ""
                 break
             if time.monotonic() > deadline:
                 result["error"] = f"vllm serve was not healthy within {budget:g} s"
@@ -865,7 +875,11 @@ def guided(args: argparse.Namespace) -> int:
                     continue
                 t1 = time.monotonic()
                 status, body = _post(f"{base}/v1/completions", guided_body(kind), left)
-                verdict = judge_answer(kind, status, body)
+                try:
+                    verdict = judge_answer(kind, status, body)
+                except Exception as e:  # noqa: BLE001 (a judge that cannot judge fails the request, said)
+                    why = bounded(f"the judge failed: {type(e).__name__}: {e}", ERROR_CHARS)
+                    verdict = {"passed": False, "why": why}
                 verdict["seconds"] = round(time.monotonic() - t1, 3)
                 result["requests"][kind] = verdict
         result["passed"] = guided_passed(result)
@@ -878,6 +892,36 @@ def guided(args: argparse.Namespace) -> int:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def _copy_lines(server: subprocess.Popen) -> threading.Thread:
+    """A thread that copies the server's output to this program's (the step's log) line by line, each cut at
+    LINE_LIMIT bytes, and keeps its last SERVER_LINES lines (as text) in the thread's `last`."""
+    last: deque[str] = deque(maxlen=SERVER_LINES)
+
+    def copy() -> None:
+        assert server.stdout is not None
+        while line := server.stdout.readline(LINE_LIMIT):
+            sys.stdout.buffer.write(line)
+            sys.stdout.buffer.flush()
+            last.append(line.decode("utf-8", errors="replace").rstrip("\n"))
+
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.last = last  # type: ignore[attr-defined]
+    thread.start()
+    return thread
+
+
+_RAISED = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b: \S")
+
+
+def refusal(lines: list[str]) -> str:
+    """Why a server that exited refused to start, from its last lines: the last that names a raised error
+    (`ValueError: ...`), else its last line that is not empty; bounded, on one line."""
+    kept = [x.strip() for x in lines if x.strip()]
+    raised = [x for x in kept if _RAISED.search(x)]
+    why = (raised or kept or [""])[-1]
+    return bounded(" ".join(why.split()), ERROR_CHARS)
 
 
 def _post(url: str, body: dict, timeout: float) -> tuple[int | None, str]:

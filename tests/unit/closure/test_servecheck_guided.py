@@ -314,9 +314,31 @@ def test_a_server_that_never_becomes_healthy_is_stopped_within_the_backends_time
     rc, result = run_guided(tmp_path, monkeypatch, capsys, server, within=2)
     assert time.monotonic() - t0 < 30
     assert rc == 1 and result["error"] == "vllm serve was not healthy within 1 s" and result["requests"] == {}
-    server = [sys.executable, "-c", "raise SystemExit(4)"]
-    rc, result = run_guided(tmp_path, monkeypatch, capsys, server, within=60)
-    assert rc == 1 and result["error"] == "vllm serve exited with status 4 before it was healthy"
+    # a server that refuses to start: its raised error said, its lines copied to the step's log
+    refuses = "print('INFO up'); print('ValueError: no backend named x'); print('bye'); raise SystemExit(4)"
+    rc, result = run_guided(tmp_path, monkeypatch, capsys, [sys.executable, "-c", refuses], within=60)
+    assert rc == 1 and result["error"] == (
+        "vllm serve exited with status 4 before it was healthy: ValueError: no backend named x"
+    )
+    rc, result = run_guided(tmp_path, monkeypatch, capsys, [sys.executable, "-c", "raise SystemExit(5)"], 60)
+    assert result["error"] == "vllm serve exited with status 5 before it was healthy"
+
+
+def test_why_a_server_refused_is_its_last_raised_error_else_its_last_line():
+    lines = [
+        "INFO a",
+        "  File x, line 3",
+        "ValueError: one",
+        "RuntimeError: Engine core failed: two",
+        "",
+        " ",
+    ]
+    assert inside.refusal(lines) == "RuntimeError: Engine core failed: two"
+    assert inside.refusal(["INFO a", "killed\tnow "]) == "killed now"
+    assert (
+        inside.refusal([]) == ""
+        and len(inside.refusal(["KeyError: " + "x" * 9000])) < inside.ERROR_CHARS + 10
+    )
 
 
 # ------------------------------------------------------------------------------------------- the host's
