@@ -10,8 +10,9 @@ wheelhouse's inductor-env.sh) and again with enforce-eager, in one container, an
 inductor compiled for the profile (docs/closure.md). Then it writes
 records/closure/default-config-PROFILE.json: each step's status and seconds, the engine's start-up, time to
 first token and tokens per second of both modes and their ratios, the server's start-up of both, what
-inductor compiled (how many objects, their Tag_RISCV_arch, whether verify passed) and the load beside the
-run. Figures under QEMU on a shared host, not a board's.
+inductor compiled (how many objects, their Tag_RISCV_arch, whether verify passed), each structured-output
+backend's verdicts (the guided step) and the load beside the run. Figures under QEMU on a shared host, not a
+board's.
 """
 
 from __future__ import annotations
@@ -64,8 +65,26 @@ def figures_of(result: dict, rc: int, seconds: float) -> dict:
             "default": by.get("serve", {}).get("text"),
             "eager": by.get("serve-eager", {}).get("text"),
         },
+        "guided": guided_of(by.get("guided", {})),
         "load_average": result.get("load_average"),
     }
+
+
+def guided_of(step_result: dict) -> dict:
+    """Each structured-output backend of the guided step: passed, the server's start-up seconds, and each
+    request's verdict, tokens and seconds (the answers' texts stay in result.json)."""
+    out = {}
+    for name, b in (step_result.get("backends") or {}).items():
+        reqs = b.get("requests") or {}
+        out[name] = {
+            "passed": b.get("passed"),
+            "startup_seconds": b.get("startup_seconds"),
+            "error": b.get("error"),
+            "requests": {
+                k: {x: r.get(x) for x in ("passed", "tokens", "seconds", "why")} for k, r in reqs.items()
+            },
+        }
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

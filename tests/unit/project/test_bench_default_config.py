@@ -41,3 +41,16 @@ def test_the_figures_compare_the_default_configuration_with_eager():
     assert f["steps"]["generate"] == {"status": "passed", "seconds": 9.0} and f["inductor"]["objects"] == 3
     assert f["inductor_env"]["TORCHINDUCTOR_CPP_MARCH"] == "rv64gc -mabi=lp64d"
     assert f["serve_text"] == {"default": " a", "eager": " b"} and f["exit_status"] == 0
+
+
+def test_the_figures_keep_each_guided_backends_verdicts():
+    backends = {
+        "xgrammar": {"passed": True, "startup_seconds": 50.0, "requests": {
+            "json": {"passed": True, "tokens": 40, "seconds": 3.0, "text": "{}"},
+            "regex": {"passed": True, "tokens": 5, "seconds": 1.0}}},
+        "outlines": {"passed": False, "error": "refused", "requests": {}},
+    }  # fmt: skip
+    result = {"steps": [{"name": "guided", "status": "failed", "result": {"backends": backends}}]}
+    g = bench.figures_of(result, 10, 1.0)["guided"]
+    assert g["xgrammar"]["requests"]["json"] == {"passed": True, "tokens": 40, "seconds": 3.0, "why": None}
+    assert g["outlines"] == {"passed": False, "startup_seconds": None, "error": "refused", "requests": {}}
