@@ -486,6 +486,8 @@ class Recipe:
     repair_exclude_reason: str | None = None
     runtime: Runtime | None = None  # the image the artifacts run in (`runtime:`), made after the stage
     tests: UpstreamTests | None = None  # the source tree's own tests (`tests:`), run after the smoke test
+    # the source tree's own tests run by `rvport serve-check` in the wheelhouse's environment (`serve_tests:`)
+    serve_tests: UpstreamTests | None = None
     # the build modes it may be built in: `modes:`, else the registry's defaults (modes.defaults())
     modes: tuple[Mode, ...] = field(default_factory=modes.defaults)
     hermetic: bool = True

@@ -59,13 +59,18 @@ def recipe_schema() -> dict:
     return schema("recipe")
 
 
-def _tests(d: LDict | None, doc: LDict, file: str, problems: list[Problem]) -> UpstreamTests | None:
-    """`tests:` (a version's, else the recipe's) as a value; its problems (a kind whose artifacts are no
-    wheels, no smoke test, an unknown profile, a wheel file name that is no wheel's) collected."""
+def _tests(
+    d: LDict | None, doc: LDict, file: str, problems: list[Problem], key: str = "tests"
+) -> UpstreamTests | None:
+    """`tests:` or `serve_tests:` (`key`; a version's, else the recipe's) as a value; its problems (for
+    `tests:` a kind whose artifacts are no wheels or no smoke test; an unknown profile, a wheel file name that
+    is no wheel's) collected. `serve_tests:` runs in the serving check's environment (the wheelhouse's), so it
+    needs no smoke test."""
     if not d:
         return None
     line = getattr(d, "line", None)
-    if Kind(doc["kind"]) not in WHEEL_KINDS or not (doc.get("smoke") or {}).get("script"):
+    smoked = Kind(doc["kind"]) in WHEEL_KINDS and (doc.get("smoke") or {}).get("script")
+    if key == "tests" and not smoked:
         problems.append(
             Problem(
                 message="tests: runs in the smoke test's image with the wheels installed: it needs a kind "
@@ -83,7 +88,7 @@ def _tests(d: LDict | None, doc: LDict, file: str, problems: list[Problem]) -> U
         if bad:
             problems.append(
                 Problem(
-                    message=f"tests: file {f['path']}: unknown profile(s) {', '.join(bad)}",
+                    message=f"{key}: file {f['path']}: unknown profile(s) {', '.join(bad)}",
                     file=file,
                     line=fl,
                     hint=f"profiles: {', '.join(sorted(known))}",
@@ -107,20 +112,20 @@ def _tests(d: LDict | None, doc: LDict, file: str, problems: list[Problem]) -> U
         except ValueError as e:
             problems.append(
                 Problem(
-                    message=f"tests: wheel {w['file']!r} is not a wheel's file name: {e}", file=file, line=wl
+                    message=f"{key}: wheel {w['file']!r} is not a wheel's file name: {e}", file=file, line=wl
                 )
             )
             continue
         wheels.append(tw)
     copy = tuple(d.get("copy") or dict.fromkeys(f.path.split("/", 1)[0] for f in files))
     for c in copy:
-        _rel_ok(c, "tests: copy", file, line, problems)
+        _rel_ok(c, f"{key}: copy", file, line, problems)
     for f in files:
-        _rel_ok(f.path, "tests: file", file, f.line, problems)
+        _rel_ok(f.path, f"{key}: file", file, f.line, problems)
         if not any(f.path == c or f.path.startswith(c.rstrip("/") + "/") for c in copy):
             problems.append(
                 Problem(
-                    message=f"tests: file {f.path} is not under any path of tests: copy ({', '.join(copy)})",
+                    message=f"{key}: file {f.path} is not under any path of {key}: copy ({', '.join(copy)})",
                     file=file,
                     line=f.line,
                     hint="add its directory to copy:",
@@ -845,6 +850,9 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                 repair_exclude_reason=repair.get("reason") if repair.get("exclude") else None,
                 runtime=runtime,
                 tests=_tests(v.get("tests") or doc.get("tests"), doc, file, problems),
+                serve_tests=_tests(
+                    v.get("serve_tests") or doc.get("serve_tests"), doc, file, problems, "serve_tests"
+                ),
                 **({"modes": tuple(Mode(m) for m in doc["modes"])} if "modes" in doc else {}),
                 **_given(v, hermetic="hermetic", is_default="default"),
                 note=v.get("note"),

@@ -18,7 +18,7 @@ from rvport import resources
 from rvport.catalogue import modes
 from rvport.catalogue.bases import BaseSpec, load_bases, python_bases
 from rvport.catalogue.kinds import KINDS, WHEEL_KINDS, compiles_go, compiles_rust
-from rvport.catalogue.model import LocalTree, Recipe, Runtime, Source, SourceKind
+from rvport.catalogue.model import LocalTree, Recipe, Runtime, Source, SourceKind, UpstreamTests
 from rvport.catalogue.profiles import Profile, scalar_profile
 from rvport.catalogue.recipes import Catalogue
 from rvport.catalogue.tools import Tool, tool
@@ -817,10 +817,19 @@ def expired_release_notes(accepted: tuple[str, ...], stages: list[Stage]) -> lis
 
 
 def upstream_tests(recipe: Recipe, profile: Profile) -> dict | None:
-    """The recipe's `tests:` as a build for `profile` runs them: the files that serve the profile, each with
-    its -k selection and its timeout (its own, else the step's), the tree's paths copied into the container
-    and the test wheels. None when the recipe has none, or none of its files is for this profile."""
-    t = recipe.tests
+    """The recipe's `tests:` as a build for `profile` runs them (planned_tests)."""
+    return planned_tests(recipe.tests, profile)
+
+
+def serve_tests(recipe: Recipe, profile: Profile) -> dict | None:
+    """The recipe's `serve_tests:` as `rvport serve-check` runs them for `profile` (planned_tests)."""
+    return planned_tests(recipe.serve_tests, profile)
+
+
+def planned_tests(t: UpstreamTests | None, profile: Profile) -> dict | None:
+    """A recipe's `tests:` or `serve_tests:` for `profile`: the files that serve the profile, each with its
+    -k selection and its timeout (its own, else the step's), the tree's paths copied into the container and
+    the test wheels. None when there are none, or none of the files is for this profile."""
     if t is None:
         return None
     files = [

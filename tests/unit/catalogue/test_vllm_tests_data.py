@@ -1,34 +1,26 @@
-"""ci/vllm/tests.yaml, vLLM's own CPU tests as a recipe test step: it loads into the vllm recipe (the recipe
-schema and its checks), and plans the selection each profile runs."""
+"""vllm.yaml's `serve_tests:`, vLLM's own CPU tests as `rvport serve-check` runs them in the wheelhouse's
+environment: it loads (the recipe schema and its checks), plans the selection each profile runs, and is no
+`tests:` of the build (its conftest.py needs the wheelhouse)."""
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
-import yaml
 
-from rvport import resources
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
-from rvport.plan.planner import upstream_tests
-
-DATA = Path(__file__).resolve().parents[3] / "ci" / "vllm" / "tests.yaml"
+from rvport.plan.planner import serve_tests, upstream_tests
 
 
 @pytest.fixture(scope="module")
-def vllm(tmp_path_factory):
-    d = tmp_path_factory.mktemp("recipes")
-    text = resources.builtin("recipes", "vllm.yaml").read_text()
-    (d / "vllm.yaml").write_text(text + "tests:\n" + textwrap.indent(DATA.read_text(), "  "))
-    return load_catalogue([d]).resolve("vllm")
+def vllm():
+    return load_catalogue().resolve("vllm")
 
 
-def test_it_is_a_test_step_of_the_vllm_recipe(vllm):
-    assert vllm.tests is not None
-    assert {w.file.split("-")[0] for w in vllm.tests.wheels} >= {"pytest", "tblib"}
-    assert yaml.safe_load(DATA.read_text())["copy"] == ["tests"]
+def test_it_is_the_serving_checks_and_not_the_builds(vllm):
+    assert vllm.serve_tests is not None and vllm.tests is None
+    assert upstream_tests(vllm, get_profile("rvv256")) is None
+    assert {w.file.split("-")[0] for w in vllm.serve_tests.wheels} >= {"pytest", "tblib"}
+    assert vllm.serve_tests.copy == ("tests",)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +40,10 @@ def test_it_is_a_test_step_of_the_vllm_recipe(vllm):
     ],
 )
 def test_each_profile_runs_its_selection(vllm, profile, files):
-    planned = upstream_tests(vllm, get_profile(profile))
+    planned = serve_tests(vllm, get_profile(profile))
     assert [f["path"] for f in planned["files"]] == files
+    by = {f["path"]: f for f in planned["files"]}
+    assert by["tests/kernels/core/test_cpu_activation.py"]["select"] is None  # the whole file
     if profile != "rv64gc":
-        assert planned["files"][0]["select"].startswith("test_varlen_with_paged_kv_normal_rvv")
+        assert planned["files"][0]["select"].startswith("test_varlen_with_paged_kv_normal_rvv and ")
+    assert all(f["timeout"] <= 1800 for f in planned["files"])
