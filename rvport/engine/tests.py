@@ -34,7 +34,12 @@ MESSAGE_LIMIT = 2000
 OUTPUT_LINES = 20
 SHOWN_FAILURES = 20
 PLUGIN = "rvport_pytest_record"
-INSTALL_FAILED = "install"  # the status file of a failed install of the wheels
+INSTALL_FAILED = "install"  # the status file of a failed install of the wheels: what failed, by its number
+INSTALL_REASONS = {
+    1: "installing the wheels failed",
+    2: "installing the test wheels failed",
+    3: "copying the source tree's test paths failed",
+}
 # pytest's exit statuses, and timeout(1)'s
 _FILE_STATUS = {
     0: "passed",
@@ -91,25 +96,7 @@ def script(planned: Mapping) -> str:
         "export PYTHONPATH=/rvport/plugin",
     ]
     for i, f in enumerate(planned["files"]):
-        select = ["-k", f["select"]] if f.get("select") else []
-        argv = [
-            "timeout",
-            "-k",
-            "10",
-            str(int(f["timeout"])),
-            "python3",
-            "-m",
-            "pytest",
-            "-p",
-            PLUGIN,
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "-rfE",
-            "--rootdir=/rvport/tree",
-            f["path"],
-            *select,
-        ]
+        argv = ["timeout", "-k", "10", str(int(f["timeout"])), "python3", *pytest_args(f, "/rvport/tree")]
         lines += [
             f"echo {shlex.quote('--- ' + f['path'])}",
             "start=$(date +%s.%N)",
@@ -118,6 +105,25 @@ def script(planned: Mapping) -> str:
             f'echo "$start $(date +%s.%N)" > /rvport-tests/{i}.seconds',
         ]
     return "\n".join(lines) + "\n"
+
+
+def pytest_args(f: Mapping, rootdir: str) -> list[str]:
+    """The arguments after the interpreter of one planned file's run: pytest with rvport's record plugin, no
+    cache, quiet, failures and errors summed up, the tree's top as its rootdir, the file and its -k."""
+    select = ["-k", f["select"]] if f.get("select") else []
+    return [
+        "-m",
+        "pytest",
+        "-p",
+        PLUGIN,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rfE",
+        f"--rootdir={rootdir}",
+        f["path"],
+        *select,
+    ]
 
 
 def context(
@@ -242,16 +248,17 @@ def _counts(cases: Sequence[Mapping]) -> dict[str, int]:
     return {o: sum(1 for c in cases if c["outcome"] == o) for o in OUTCOMES}
 
 
-def record(ref: str, out: Path, planned: Mapping, wheels: Sequence[str]) -> dict:
+def record(
+    ref: str, out: Path, planned: Mapping, wheels: Sequence[str], log_path: Path | None = None
+) -> dict:
     """The test run's exports -> stages[].tests: per file its exit status, what it means, its counts; every
-    test id with its outcome; the counts; the log's last lines; and `status`: passed when the wheels were
-    installed and every file ran to its end with no failed test or error and at least one test, else
-    failed."""
+    test id with its outcome; the counts; the log's last lines (of `log_path`, default OUT/log); and
+    `status`: passed when the wheels were installed and every file ran to its end with no failed test or
+    error and at least one test, else failed."""
+    log_path = out / "log" if log_path is None else log_path
     log = (
-        read_ends(
-            out / "log", head=0, tail=LOG_TAIL, what=f"{ref}'s test log", error=BuildFailed, follow=False
-        )
-        if (out / "log").exists() or (out / "log").is_symlink()
+        read_ends(log_path, head=0, tail=LOG_TAIL, what=f"{ref}'s test log", error=BuildFailed, follow=False)
+        if log_path.exists() or log_path.is_symlink()
         else None
     )
     text = b"" if log is None else log.head + log.tail  # a small log is whole in head
@@ -261,8 +268,8 @@ def record(ref: str, out: Path, planned: Mapping, wheels: Sequence[str]) -> dict
     doc: dict = {"wheels": list(wheels), "files": [], "cases": []}
     install = _status(out, INSTALL_FAILED, ref)
     if install is not None:
-        what = "the test wheels" if install == 2 else "the wheels"
-        doc.update(status="failed", reason=f"installing {what} failed", counts=_counts([]))
+        reason = INSTALL_REASONS.get(install, INSTALL_REASONS[1])
+        doc.update(status="failed", reason=reason, counts=_counts([]))
         doc["output"] = output[-OUTPUT_LINES:]
         return doc
     for i, f in enumerate(planned["files"]):
@@ -297,8 +304,24 @@ def record(ref: str, out: Path, planned: Mapping, wheels: Sequence[str]) -> dict
 
 
 def failure(ref: str, rec: Mapping, log: Path) -> UpstreamTestsFailed:
-    """The error of failed upstream tests: the failing ids (the first SHOWN_FAILURES), and each file that
-    did not end in a pass with what it ended in."""
+    """The error of failed upstream tests (failure_lines)."""
+    lines = failure_lines(rec)
+    counts = rec.get("counts") or {}
+    err = UpstreamTestsFailed(
+        f"{ref}: its upstream tests failed ({counts.get('passed', 0)} passed, "
+        f"{counts.get('failed', 0)} failed, {counts.get('error', 0)} errors, "
+        f"{counts.get('skipped', 0)} skipped):",
+        detail=["  " + line for line in lines],
+        hint="the artifacts were built, verified and smoke-tested but not kept; stages[].tests in "
+        f"result.json has every test id, the JUnit file a case each; the full log is {log}",
+    )
+    err.log_tail = list(rec.get("output") or [])
+    return err
+
+
+def failure_lines(rec: Mapping) -> list[str]:
+    """What failed upstream tests say: why the run could not start (its reason), each file that did not end
+    in a pass with what it ended in, and the failing ids (the first SHOWN_FAILURES)."""
     lines: list[str] = []
     if rec.get("reason"):
         lines.append(str(rec["reason"]))
@@ -314,17 +337,17 @@ def failure(ref: str, rec: Mapping, log: Path) -> UpstreamTestsFailed:
     lines += [f"{c['outcome'].upper()} {c['id']}" for c in bad[:SHOWN_FAILURES]]
     if len(bad) > SHOWN_FAILURES:
         lines.append(f"... and {len(bad) - SHOWN_FAILURES} more")
-    counts = rec.get("counts") or {}
-    err = UpstreamTestsFailed(
-        f"{ref}: its upstream tests failed ({counts.get('passed', 0)} passed, "
-        f"{counts.get('failed', 0)} failed, {counts.get('error', 0)} errors, "
-        f"{counts.get('skipped', 0)} skipped):",
-        detail=["  " + line for line in lines],
-        hint="the artifacts were built, verified and smoke-tested but not kept; stages[].tests in "
-        f"result.json has every test id, the JUnit file a case each; the full log is {log}",
-    )
-    err.log_tail = list(rec.get("output") or [])
-    return err
+    return lines
 
 
-__all__ = ["UpstreamTestsFailed", "check_files", "context", "dockerfile", "failure", "record", "script"]
+__all__ = [
+    "UpstreamTestsFailed",
+    "check_files",
+    "context",
+    "dockerfile",
+    "failure",
+    "failure_lines",
+    "pytest_args",
+    "record",
+    "script",
+]
