@@ -93,17 +93,20 @@ class WheelhouseArgs:
 class ServeCheckArgs:
     recipe: str
     profile: str | None = None  # None: the wheelhouse's
+    source_tree: Path | None = None  # the tests step's tree
     allow_expired_release: tuple[str, ...] = ()
     wheelhouse: Path | None = None  # checked: required
     check_dir: Path | None = None  # checked: required
     skip_serve: bool = False
+    skip_tests: bool = False
     timeout: int = 1800
+    # it installs from a wheelhouse; the tests step's source tree is located and unpacked as a build's
+    recipes_dir: tuple[Path, ...] = ()
+    unpack_limit: str | None = None
     cache_dir: Path | None = None
+    mirror: Path | None = None
     offline: bool = False
     ca_bundle: Path | None = None
-    # it installs from a wheelhouse: no source is located or unpacked
-    mirror: ClassVar[None] = None
-    unpack_limit: ClassVar[None] = None
 
 
 @dataclass(frozen=True, kw_only=True)

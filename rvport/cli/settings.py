@@ -550,7 +550,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="source_tree",
-        verbs=frozenset({PLAN, BUILD, PREPARE}),
+        verbs=frozenset({PLAN, BUILD, PREPARE, SERVE_CHECK}),
         type=list[str] | None,
         flags=("--source-tree",),
         metavar="[SOURCE=]DIR",
@@ -558,6 +558,15 @@ SETTINGS: tuple[Setting, ...] = (
         "instead of the named recipe's main source (the one without dest:), or of its source SOURCE; "
         "copied, never written, and named by its tree digest in plan.json, result.json and the provenance "
         "(docs/sources.md).",
+        per_verb={
+            SERVE_CHECK: {
+                "type": Path | None,
+                "metavar": "DIR",
+                "help": "Take the tests step's tests from this local tree (a git checkout or an unpacked "
+                "sdist, read and copied as build's --source-tree reads it) instead of the recipe's pinned "
+                "sdist (docs/vllm-ci.md).",
+            }
+        },
     ),
     Setting(
         dest="format",
@@ -812,6 +821,15 @@ SETTINGS: tuple[Setting, ...] = (
         "run).",
     ),
     Setting(
+        dest="skip_tests",
+        verbs=frozenset({SERVE_CHECK}),
+        type=bool,
+        flags=("--skip-tests",),
+        default=False,
+        help="Leave out the tests step (the recipe's serve_tests: from its source tree, in the installed "
+        "environment); recorded as skipped.",
+    ),
+    Setting(
         dest="timeout",
         verbs=frozenset({SERVE_CHECK}),
         type=int,
@@ -892,7 +910,7 @@ SETTINGS: tuple[Setting, ...] = (
     # recipes and sources
     Setting(
         dest="recipes_dir",
-        verbs=CATALOGUE,
+        verbs=CATALOGUE | {SERVE_CHECK},
         type=list[Path] | None,
         flags=("--recipes",),
         metavar="DIR",
@@ -903,7 +921,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="unpack_limit",
-        verbs=SOURCING,
+        verbs=SOURCING | {SERVE_CHECK},
         type=str | None,
         env="RVPORT_UNPACK_LIMIT",
         help="The most bytes one source archive may unpack to, e.g. 32G (docs/sources.md).",
@@ -920,7 +938,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="mirror",
-        verbs=SOURCING,
+        verbs=SOURCING | {SERVE_CHECK},
         type=Path | None,
         flags=("--mirror",),
         metavar="DIR",

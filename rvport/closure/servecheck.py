@@ -4,16 +4,18 @@ check"). The record is OUTPUT/result.json (resources/schemas/serve-check.schema.
 
     check_inputs    before anything runs: the recipe has a serving check, the wheelhouse is one
                     (closure/wheelhouse.read: its manifest, its files, every wheel's sha256), made for this
-                    recipe and this --profile, OUTPUT is new or a serving check's; the engine and riscv64
-                    emulation are there
+                    recipe and this --profile, OUTPUT is new or a serving check's; the tests step made ready
+                    (closure/servetests.py: the recipe's serve_tests: for the profile, its source tree, every
+                    listed file in it, the test wheels fetched and checked), unless --skip-tests; the engine
+                    and riscv64 emulation are there
     run             the image (closure/serveimage.py: the base plus the wheelhouse's Debian packages at their
                     locked versions, made once), then one container of it, with no network, the profile's
                     QEMU CPU, /dev/shm of SHM_SIZE, the wheelhouse read-only, as the calling user, running
                     resources/scripts/serve-check.py (the steps, each with a hard timeout, guided's once per
                     structured-output backend, each logged to OUTPUT/logs/STEP.log), the host's load average
-                    sampled meanwhile; then `rvport verify`
-                    of the shared objects inductor compiled in the default-configuration steps
-                    (OUTPUT/logs/cache), for the profile; then result.json
+                    sampled meanwhile; then `rvport verify` of the shared objects inductor compiled in the
+                    default-configuration steps and the tests (OUTPUT/logs/cache), for the profile; the
+                    tests' records read back (closure/servetests.py); then result.json
     failure         the error (exit 10) naming the steps that failed, for a record that did not pass
 
 The container is removed whatever happens (a failure, a timeout, Ctrl-C). A step the container did not reach
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from rvport import __version__, host, manifest, outdir, proc, resources
 from rvport.catalogue.profiles import Profile, get_profile
-from rvport.closure import inductor, serveimage
+from rvport.closure import inductor, serveimage, servetests
 from rvport.closure import wheelhouse as wheelhouses
 from rvport.engine import buildx, containers, images
 from rvport.errors import CheckFailed, HostNotReady, RvportError, UsageError
@@ -47,7 +49,9 @@ KIND = "rvport-serve-check"
 SCHEMA = 1
 LOGS = "logs"
 SCRIPT = "serve-check.py"
-STEPS = ("install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager", "guided")
+STEPS = (
+    "install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager", "guided", "tests",
+)  # fmt: skip
 SERVES = frozenset({"serve", "serve-eager", "guided"})  # the steps --skip-serve leaves out
 GUIDED_BACKENDS = ("xgrammar", "guidance", "outlines")  # guided's, each within a step's timeout of its own
 GUIDED_KINDS = ("json", "regex", "choice")  # the requests each backend's server answers
@@ -72,6 +76,9 @@ class Options:
     fetch: FetchOptions
     allow_expired: tuple[str, ...] = ()
     skip_serve: bool = False
+    skip_tests: bool = False
+    source_tree: Path | None = None  # the tests step's tree instead of the recipe's pinned sources
+    recipes_dir: tuple[Path, ...] = ()  # the user's recipe directories (the recipe's serve_tests:)
     timeout: float = 1800.0  # seconds per step
     debian_mirror: str | None = None  # None: the host's
 
@@ -87,6 +94,7 @@ def check_output(out: Path) -> None:
 class Checked:
     wheelhouse: wheelhouses.Wheelhouse
     profile: Profile
+    tests: servetests.Ready | None = None  # None: no tests step (--skip-tests, or none for the profile)
 
 
 def check_inputs(opts: Options) -> Checked:
@@ -114,7 +122,25 @@ def check_inputs(opts: Options) -> Checked:
             "its wheels were verified for that profile, and the check runs them on --profile's CPU",
             hint=f"pass --profile {wh.profile}, or make the wheelhouse again with --profile {opts.profile}",
         )
-    return Checked(wheelhouse=wh, profile=get_profile(wh.profile))
+    profile = get_profile(wh.profile)
+    return Checked(wheelhouse=wh, profile=profile, tests=tests_ready(opts, wh, profile))
+
+
+def tests_ready(opts: Options, wh: wheelhouses.Wheelhouse, profile: Profile) -> servetests.Ready | None:
+    """The tests step made ready (closure/servetests.prepare) for the wheelhouse's recipe and version, from
+    the catalogue with the user's recipe directories; None with --skip-tests."""
+    if opts.skip_tests:
+        if opts.source_tree is not None:
+            raise UsageError(
+                "--source-tree gives the tests step its tests, and --skip-tests leaves the step out",
+                hint="drop one of them",
+            )
+        return None
+    from rvport.catalogue.recipes import load_catalogue
+
+    recipe = load_catalogue(list(opts.recipes_dir)).resolve(f"{wh.recipe}=={wh.version}")
+    have = servetests.environment_names(wh.doc["wheels"], wh.doc["debian"])
+    return servetests.prepare(recipe, profile, opts.fetch, have=have, source_tree=opts.source_tree)
 
 
 def check_engine() -> None:
@@ -134,10 +160,15 @@ def check_engine() -> None:
 
 
 # -------------------------------------------------------------------------------------------------- run
-def container_args(opts: Options, logs: Path) -> list[str]:
-    """What `docker create` is given besides name, label, platform, network and environment."""
+def container_args(
+    opts: Options, logs: Path, tests: servetests.Ready | None = None, scratch: Path | None = None
+) -> list[str]:
+    """What `docker create` is given besides name, label, platform, network and environment; with the
+    tests step, its files read-only (servetests.mounts; the plan written in `scratch`)."""
     script = resources.builtin("scripts", SCRIPT)
+    extra = servetests.mounts(tests, scratch) if tests is not None and scratch is not None else []
     return [
+        *extra,
         "--shm-size",
         SHM_SIZE,
         "--user",
@@ -151,16 +182,17 @@ def container_args(opts: Options, logs: Path) -> list[str]:
     ]
 
 
-def container_command(opts: Options) -> list[str]:
+def container_command(opts: Options, tests: bool = False) -> list[str]:
     cmd = ["python3", f"/rvport/{SCRIPT}", "run", "--wheelhouse", "/wheelhouse", "--out", "/out"]
     cmd += ["--timeout", f"{opts.timeout:g}"]
+    cmd += ["--tests", servetests.PLAN] if tests else []
     return cmd + (["--skip-serve"] if opts.skip_serve else [])
 
 
 def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
     """The check (the module's docstring); its record, also written to OUTPUT/result.json."""
     checked = check_inputs(opts)
-    wh, profile = checked.wheelhouse, checked.profile
+    wh, profile, tests = checked.wheelhouse, checked.profile, checked.tests
     check_engine()
     started = dt.datetime.now(dt.UTC)
     t0 = time.monotonic()
@@ -169,6 +201,7 @@ def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
     logs.mkdir(parents=True, exist_ok=True)
     for old in [opts.output / RESULT, logs / "steps.json", *(logs / f"{s}.log" for s in STEPS)]:
         old.unlink(missing_ok=True)  # a record of an earlier check is not left beside this one's logs
+    drop_cache(logs / servetests.EXPORT)  # nor its tests' exports
     drop_cache(logs / CACHE)  # nor its compile cache: this check compiles afresh, and verifies what it made
     pins = [debarchive.DebPin(name=p, version=v, sha256=s) for p, v, s in wh.debian()]
     bases = images.Bases(
@@ -191,7 +224,7 @@ def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
         debian_mirror=opts.debian_mirror,
     )
     log(f"image: {image.tag} ({'made' if image.made else 'found'} in {image.seconds:.0f} s)")
-    container = run_container(opts, profile, image.image_id, logs, log)
+    container = run_container(opts, profile, image.image_id, logs, log, tests)
     inside = read_steps(logs / "steps.json")
     compiled = inductor_record(wh, profile, logs / CACHE, inside)
     doc = record(
@@ -204,6 +237,7 @@ def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
         started=started,
         seconds=time.monotonic() - t0,
         compiled=compiled,
+        tests=tests,
     )
     manifest.write(opts.output / RESULT, doc)
     return doc
@@ -237,12 +271,36 @@ def inductor_record(wh: wheelhouses.Wheelhouse, profile: Profile, cache: Path, i
 
 
 def run_container(
-    opts: Options, profile: Profile, image_id: str, logs: Path, log: Callable[[str], None]
+    opts: Options,
+    profile: Profile,
+    image_id: str,
+    logs: Path,
+    log: Callable[[str], None],
+    tests: servetests.Ready | None = None,
 ) -> dict:
-    """The steps in one container (removed after, whatever happens); what the container did."""
+    """The steps in one container (removed after, whatever happens); what the container did. The tests
+    step's plan and plugin are written in a scratch directory first, mounted read-only."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rvport-serve-tests-") as scratch:
+        if tests is not None:
+            servetests.write_plan(tests, Path(scratch))
+        return _run_container(opts, profile, image_id, logs, log, tests, Path(scratch))
+
+
+def _run_container(
+    opts: Options,
+    profile: Profile,
+    image_id: str,
+    logs: Path,
+    log: Callable[[str], None],
+    tests: servetests.Ready | None,
+    scratch: Path,
+) -> dict:
     name = f"rvport-serve-check-{opts.recipe}-{uuid.uuid4().hex[:8]}"
     env = {"QEMU_CPU": profile.qemu_cpu, "HOME": "/tmp"}
-    total = opts.timeout * step_timeouts() + CONTAINER_SLACK
+    # every step's timeout, and each test file's own
+    total = opts.timeout * step_timeouts() + (tests.seconds() if tests else 0) + CONTAINER_SLACK
     out: dict = {
         "name": name,
         "network": "none",
@@ -258,14 +316,14 @@ def run_container(
         with proc.uninterruptible():
             containers.create(
                 image_id,
-                container_command(opts),
+                container_command(opts, tests is not None),
                 name,
                 network="none",
                 platform=RISCV64,
                 label=name,
                 env=env,
                 workdir="/tmp",
-                args=container_args(opts, logs),
+                args=container_args(opts, logs, tests, scratch),
             )
         log(f"container {name}: the steps, each within {opts.timeout:g} s")
         with host.LoadAverage() as load:
@@ -331,17 +389,26 @@ STEP_FIELDS = (
 )
 
 
-def steps_record(inside: dict, logs: Path, skip_serve: bool) -> list[dict]:
+def steps_record(
+    inside: dict,
+    logs: Path,
+    skip_serve: bool,
+    tests: servetests.Ready | None = None,
+    skip_tests: bool = False,
+) -> list[dict]:
     """Every step in order, as the container recorded it, with its log's path and last lines; a step it did
-    not record is "not-run" (or "skipped": the serve steps and guided with --skip-serve). Guided's result is
-    read back with bounds (guided_step)."""
+    not record is "not-run" (or "skipped": the serve steps and guided with --skip-serve, tests with
+    --skip-tests or none planned). Guided's result is read back with bounds (guided_step); the tests step's
+    records too (servetests.read), and they judge it; it says what it ran from, or why it was skipped."""
     by_name = {s.get("name"): s for s in inside.get("steps", []) if isinstance(s, dict)}
     out = []
     for name in STEPS:
         got = by_name.get(name)
         if got is None:
-            skipped = name in SERVES and skip_serve
+            skipped = (name in SERVES and skip_serve) or (name == "tests" and tests is None)
             out.append({"name": name, "status": "skipped" if skipped else "not-run"})
+            if name == "tests":
+                out[-1].update(_tests_source(tests, skip_tests))
             continue
         step = {"name": name, **{k: got[k] for k in STEP_FIELDS if k in got}}
         if step.get("status") not in ("passed", "failed", "skipped", "not-run"):
@@ -351,11 +418,24 @@ def steps_record(inside: dict, logs: Path, skip_serve: bool) -> list[dict]:
             backends = step["result"]["backends"].values()
             if step["status"] == "passed" and (step["failures"] or not all(b["passed"] for b in backends)):
                 step["status"] = "failed"  # a backend that did not pass fails the step, whatever it said
+        if name == "tests" and tests is not None and step["status"] in ("passed", "failed"):
+            step["tests"] = servetests.read(tests, logs)
+            if step["tests"]["status"] != "passed":
+                step["status"] = "failed"
+        if name == "tests":
+            step.update(_tests_source(tests, skip_tests))
         if isinstance(got.get("log"), str):
             step["log"] = f"{LOGS}/{Path(got['log']).name}"
             step["excerpt"] = excerpt(logs / Path(got["log"]).name)
         out.append(step)
     return out
+
+
+def _tests_source(tests: servetests.Ready | None, skip_tests: bool) -> dict:
+    """What the tests step ran from, or why it did not run."""
+    if tests is not None:
+        return {"source": tests.to_json()}
+    return {"reason": "--skip-tests" if skip_tests else "the recipe has no serve_tests: for this profile"}
 
 
 def _text(value: object, limit: int = LINE_CHARS) -> str | None:
@@ -489,9 +569,10 @@ def record(
     started: dt.datetime,
     seconds: float,
     compiled: dict | None = None,
+    tests: servetests.Ready | None = None,
 ) -> dict:
     """result.json of a serving check (resources/schemas/serve-check.schema.json)."""
-    steps = steps_record(inside, opts.output / LOGS, opts.skip_serve)
+    steps = steps_record(inside, opts.output / LOGS, opts.skip_serve, tests, opts.skip_tests)
     passed = container.get("exit_status") == 0 and all(s["status"] in ("passed", "skipped") for s in steps)
     if compiled is not None and compiled["judged"] and not compiled["passed"]:
         passed = False  # the default configuration's objects are missing or do not fit the profile
@@ -538,6 +619,11 @@ def failure(doc: dict, output: Path) -> CheckFailed:
             why = f"{', '.join(bad_backends) or 'a backend'} outside the constraint or refused"
             lines.append(f"guided: failed ({why}):")
             lines += ["    " + printable(ln, lines=False) for ln in s["failures"][:12]]
+            continue
+        if s["name"] == "tests" and s.get("tests"):
+            told = servetests.failure_lines(s["tests"])
+            lines.append(f"tests: failed ({told[0]}):")
+            lines += ["    " + printable(ln, lines=False) for ln in told[1:]]
             continue
         lines.append(f"{s['name']}: failed ({why}); its last lines:")
         shown = s.get("judged") or s.get("excerpt") or ["(it printed nothing)"]

@@ -4,7 +4,7 @@
 image (the base plus the wheelhouse's Debian packages), with no network, the wheelhouse read-only at
 --wheelhouse and a directory for the results at --out:
 
-    python3 serve-check.py run --wheelhouse DIR --out DIR --timeout SECONDS [--skip-serve]
+    python3 serve-check.py run --wheelhouse DIR --out DIR --timeout SECONDS [--skip-serve] [--tests FILE]
 
 `run` takes the steps in order, each a program of its own with its output in OUT/STEP.log, stopped with its
 whole process group when it runs past --timeout seconds, or (import, generate, serve) when it printed its
@@ -28,11 +28,19 @@ result and has not exited EXIT_GRACE seconds later (a failed step, never a stuck
                backend, --enforce-eager and a byte-level tokenizer of ours, then a JSON schema, a regex and a
                choice list in /v1/completions requests, each answer judged here (parsed and validated, fully
                matched, one of the choices)
+    tests      the recipe's own tests (FILE: each file's pytest arguments, the test wheels; rvport's
+               closure/servetests.py): the source tree's copied paths (read-only at /rvport/tree) copied to
+               /tmp/rvport-tree, the test wheels installed into the venv offline with --no-deps, then one
+               pytest run per file in the venv, each within its own timeout, after sourcing inductor-env.sh
+               as generate does, its cache in OUT/cache; rvport's plugin writes one JSON line per test id.
+               What each run did goes to OUT/tests/ as engine/tests.py reads it back: I.status (pytest's
+               exit status, 124 when it timed out), I.seconds, I.jsonl, and install.status (2: the test
+               wheels, 3: the copy) when the run could not start
 
 After each step OUT/steps.json is written whole (a temporary file, then a rename), so what ran is known
 even if the container dies. A step after a failed install, or a generate or serve (either mode) after a
-failed import, is "not-run"; the serve steps and guided are "skipped" with --skip-serve. The exit status is 0
-when every step that ran passed.
+failed import, is "not-run"; the serve steps and guided are "skipped" with --skip-serve, tests without
+--tests. The exit status is 0 when every step that ran passed.
 
 Only the Python standard library is used outside `generate`, `serve` and `guided` (they run in the venv, with
 vLLM; guided's judge imports jsonschema there).
@@ -56,12 +64,19 @@ VENV = "/tmp/rvport-venv"
 PORT = 8000
 EXIT_GRACE = 180.0  # seconds a step may take to exit once it printed its result
 MAX_TOKENS = 8
-STEPS = ("install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager", "guided")
+STEPS = (
+    "install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager", "guided", "tests",
+)  # fmt: skip
 RUNS = ("generate", "generate-eager", "serve", "serve-eager")  # the steps that run vLLM and print one result
-NEEDS_IMPORT = (*RUNS, "guided")  # not run after a failed import
+NEEDS_IMPORT = (*RUNS, "guided", "tests")  # not run after a failed import
 SERVES = ("serve", "serve-eager", "guided")  # the steps --skip-serve leaves out
 ENV_FILE = "inductor-env.sh"  # the wheelhouse's inductor settings (rvport/closure/inductor.py)
 CACHE = "cache"  # OUT/cache: XDG_CACHE_HOME of the default-configuration steps (inductor's and vLLM's caches)
+TESTS_TREE_RO = "/rvport/tree"  # the tree's copied paths, read-only
+TESTS_TREE = "/tmp/rvport-tree"  # their copy, where pytest runs (it writes beside the tests)
+TESTS_PLUGIN = "/rvport/plugin"  # rvport's pytest plugin (PYTHONPATH)
+TESTS_EXPORT = "tests"  # OUT/tests: each file's status, seconds and records
+TIMED_OUT = 124  # a file's status when its run was stopped at its timeout (as timeout(1) says)
 # what the generate and serve steps report of the settings they ran with
 INDUCTOR_VARS = ("TORCHINDUCTOR_CPP_MARCH", "TORCHINDUCTOR_CACHE_DIR", "VLLM_CACHE_ROOT", "XDG_CACHE_HOME")
 
@@ -223,13 +238,14 @@ def pip_install(wh: Path) -> list[str]:
             "-r", req]  # fmt: skip
 
 
-def next_step(done: dict[str, str], skip_serve: bool) -> tuple[str, str] | None:
+def next_step(done: dict[str, str], skip_serve: bool, tests: bool = False) -> tuple[str, str] | None:
     """The first step not taken yet and what it is to be, given how the steps before it ended: "run",
-    "not-run" (a step it needs did not pass) or "skipped"; None when every step is taken."""
+    "not-run" (a step it needs did not pass) or "skipped" (serve and guided with `skip_serve`, tests without
+    `tests`); None when every step is taken."""
     for name in STEPS:
         if name in done:
             continue
-        if name in SERVES and skip_serve:
+        if (name in SERVES and skip_serve) or (name == "tests" and not tests):
             return name, "skipped"
         if name != "install" and done.get("install") != "passed":
             return name, "not-run"
@@ -400,6 +416,21 @@ def guided_outcome(found: dict[str, dict], programs: list[dict]) -> tuple[dict, 
     return {"backends": backends}, failures
 
 
+def tests_programs(plan: dict, venv_py: str, env_file: Path | None) -> tuple[list[list[str]], list[dict]]:
+    """The tests step's programs: (what prepares the run: the copy of the tree, the test wheels' install
+    into the venv offline and without dependencies; each file's run: its argv, after sourcing the
+    wheelhouse's inductor settings, and its timeout)."""
+    prepare = [["cp", "-R", TESTS_TREE_RO, TESTS_TREE]]
+    if plan.get("wheels"):
+        pip = [venv_py, "-m", "pip", "install", "--no-index", "--no-deps", "--no-compile"]
+        prepare.append([*pip, *plan["wheels"]])
+    runs = [
+        {"argv": sourced(env_file, [venv_py, *f["args"]]), "timeout": float(f["timeout"]), "path": f["path"]}
+        for f in plan["files"]
+    ]
+    return prepare, runs
+
+
 # ------------------------------------------------------------------------------------------------ steps
 def tail_text(path: Path, limit: int = 1 << 20) -> str:
     """The last `limit` bytes of a log, as text."""
@@ -482,6 +513,44 @@ def wait(p: subprocess.Popen, log: Path, timeout: float, exit_grace: float | Non
                 return "hung"
 
 
+def run_program(
+    f,  # noqa: ANN001 - the step's log, open for writing
+    log: Path,
+    argv: list[str],
+    timeout: float,
+    rec: dict,
+    *,
+    env: dict | None = None,
+    exit_grace: float | None = None,
+    poll: float = 5.0,
+    cwd: str | None = None,
+    what: str = "the step's timeout",
+) -> str:
+    """One program of a step in a process group of its own, its output appended to the step's log `f`:
+    "exited", "timed out" or "hung" (wait); rec's exit_status is set (None unless it exited), and
+    timed_out, hung_after_result or left_processes when they happened (what was left is stopped)."""
+    f.write("$ " + " ".join(argv) + "\n")
+    f.flush()
+    p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=cwd)
+    how = wait(p, log, timeout, exit_grace, poll)
+    if how == "exited":
+        rec["exit_status"] = p.returncode
+        if stop_group(p):
+            rec["left_processes"] = True
+            f.write("\nrvport: the program exited and left processes running: stopped\n")
+        return how
+    stop_group(p)
+    p.wait()
+    rec["exit_status"] = None
+    if how == "timed out":
+        rec["timed_out"] = True
+        f.write(f"\nrvport: stopped after {timeout:g} s ({what})\n")
+    else:
+        rec["hung_after_result"] = True
+        f.write(f"\nrvport: stopped: it printed its result and did not exit in {exit_grace:g} s\n")
+    return how
+
+
 def run_step(
     out: Path,
     name: str,
@@ -493,43 +562,23 @@ def run_step(
     each: bool = False,
 ) -> dict:
     """The programs of a step, one after another (each in a process group of its own, stopped with the group
-    before the next starts), their output in OUT/NAME.log; stopped at the first that fails. The step's record:
-    status, exit_status, timed_out, seconds, log, `left_processes` when a program exited but left processes of
-    its group running (stopped), and `hung_after_result` when it printed its result and did not exit within
-    `exit_grace` seconds (stopped: the step fails, what it printed is kept). With `each`, every program runs
-    whatever the one before did, each within `timeout` seconds of its own, and `programs` says how each ended
-    (exit_status, timed_out, seconds); exit_status is then the first that is not 0."""
+    before the next starts: run_program), their output in OUT/NAME.log; stopped at the first that fails. The
+    step's record: status, exit_status, timed_out, seconds, log, `left_processes` when a program exited but
+    left processes of its group running (stopped), and `hung_after_result` when it printed its result and did
+    not exit within `exit_grace` seconds (stopped: the step fails, what it printed is kept). With `each`,
+    every program runs whatever the one before did, each within `timeout` seconds of its own, and `programs`
+    says how each ended (exit_status, timed_out, seconds); exit_status is then the first that is not 0."""
     log = out / f"{name}.log"
     t0 = time.monotonic()
     rec: dict = {"name": name, "log": log.name, "timed_out": False, "exit_status": None}
     programs: list[dict] = []
     with open(log, "w", encoding="utf-8") as f:
         for argv in argvs:
-            f.write("$ " + " ".join(argv) + "\n")
-            f.flush()
             t1 = time.monotonic()
             left = timeout if each else max(1.0, timeout - (t1 - t0))
-            p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-            how = wait(p, log, left, exit_grace, poll)
-            if how == "exited":
-                rc = p.returncode
-                if stop_group(p):
-                    rec["left_processes"] = True
-                    f.write("\nrvport: the program exited and left processes running: stopped\n")
-            else:
-                stop_group(p)
-                p.wait()
-                rc = None
-                if how == "timed out":
-                    rec["timed_out"] = True
-                    f.write(f"\nrvport: stopped after {left:g} s (the step's timeout)\n")
-                else:
-                    rec["hung_after_result"] = True
-                    f.write(
-                        f"\nrvport: stopped: it printed its result and did not exit in {exit_grace:g} s\n"
-                    )
+            how = run_program(f, log, argv, left, rec, env=env, exit_grace=exit_grace, poll=poll)
             f.flush()
-            rec["exit_status"] = rc
+            rc = rec["exit_status"]
             seconds = round(time.monotonic() - t1, 1)
             programs.append({"exit_status": rc, "timed_out": how == "timed out", "seconds": seconds})
             if rc != 0 and not each:
@@ -539,6 +588,66 @@ def run_step(
         rec["exit_status"] = next((x["exit_status"] for x in programs if x["exit_status"] != 0), 0)
     rec["seconds"] = round(time.monotonic() - t0, 1)
     rec["status"] = "passed" if rec["exit_status"] == 0 else "failed"
+    return rec
+
+
+def run_tests(
+    out: Path,
+    prepare: list[list[str]],
+    runs: list[dict],
+    timeout: float,
+    env: dict | None = None,
+    poll: float = 5.0,
+) -> dict:
+    """The tests step (tests_programs): the copy and the install within `timeout` together, then every
+    file's run within its own timeout, one after another whatever the one before did; each file's exit
+    status (TIMED_OUT when it was stopped), start and end times written to OUT/tests/ for rvport to read
+    (engine/tests.py's layout). The step passes when every file's pytest exited 0; rvport judges the
+    records."""
+    log, export = out / "tests.log", out / TESTS_EXPORT
+    export.mkdir(exist_ok=True)
+    for old in export.iterdir():
+        old.unlink()
+    t0 = time.monotonic()
+    rec: dict = {
+        "name": "tests",
+        "log": log.name,
+        "timed_out": False,
+        "exit_status": None,
+        "export": TESTS_EXPORT,
+    }
+    with open(log, "w", encoding="utf-8") as f:
+        for i, argv in enumerate(prepare):
+            left = max(1.0, timeout - (time.monotonic() - t0))
+            run_program(f, log, argv, left, rec, env=env, poll=poll)
+            if rec["exit_status"] != 0:
+                (export / "install.status").write_text("3\n" if i == 0 else "2\n")
+                rec["seconds"] = round(time.monotonic() - t0, 1)
+                rec["status"] = "failed"
+                return rec
+        worst = 0
+        for i, run in enumerate(runs):
+            f.write(f"--- {run['path']}\n")
+            one: dict = {}
+            file_env = dict(env or os.environ)
+            file_env["PYTEST_RECORD_TO"] = str(export / f"{i}.jsonl")
+            file_env["PYTHONPATH"] = TESTS_PLUGIN
+            start = time.time()
+            how = run_program(
+                f, log, run["argv"], run["timeout"], one, env=file_env, poll=poll, cwd=TESTS_TREE,
+                what="the file's timeout",
+            )  # fmt: skip
+            code = one["exit_status"] if how == "exited" else TIMED_OUT
+            (export / f"{i}.status").write_text(f"{code}\n")
+            (export / f"{i}.seconds").write_text(f"{start} {time.time()}\n")
+            rec["timed_out"] = rec["timed_out"] or how == "timed out"
+            rec["left_processes"] = rec.get("left_processes", False) or one.get("left_processes", False)
+            worst = worst or code
+    if not rec.get("left_processes"):
+        rec.pop("left_processes", None)
+    rec["exit_status"] = worst
+    rec["seconds"] = round(time.monotonic() - t0, 1)
+    rec["status"] = "passed" if worst == 0 else "failed"
     return rec
 
 
@@ -583,11 +692,11 @@ def step_commands(wh: Path, timeout: float = 1800.0) -> dict[str, list[list[str]
 
 def step_env(name: str, out: Path) -> dict[str, str]:
     """What a step adds to the environment: vLLM's settings (RUN_ENV) for every step but install, and for the
-    default-configuration steps a cache directory in OUT, so the shared objects inductor compiled can be
-    verified on the host after the run."""
+    default-configuration steps and the tests a cache directory in OUT, so the shared objects inductor
+    compiled can be verified on the host after the run."""
     if name == "install":
         return {}
-    if name in ("generate", "serve"):
+    if name in ("generate", "serve", "tests"):
         return {**RUN_ENV, "XDG_CACHE_HOME": str(out / CACHE)}
     return dict(RUN_ENV)
 
@@ -597,9 +706,10 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
     out, wh = Path(args.out), Path(args.wheelhouse)
     ours = wheelhouse_names((wh / "requirements.txt").read_text(encoding="utf-8"))
     commands = commands or step_commands(wh, args.timeout)
+    plan = read_plan(Path(args.tests)) if getattr(args, "tests", None) else None
     steps: list[dict] = []
     done: dict[str, str] = {}
-    while (step := next_step(done, args.skip_serve)) is not None:
+    while (step := next_step(done, args.skip_serve, plan is not None)) is not None:
         name, what = step
         if what != "run":
             rec = {"name": name, "status": what}
@@ -610,7 +720,13 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
             env = {**os.environ, **added} if added else None
             # guided: each backend's program within a timeout of its own, each run whatever the others did
             each = name == "guided"
-            rec = run_step(out, name, commands[name], args.timeout, env, grace, each=each)
+            if name == "tests":
+                assert plan is not None
+                env_file = wh / ENV_FILE if (wh / ENV_FILE).is_file() else None
+                prepare, runs = tests_programs(plan, f"{VENV}/bin/python", env_file)
+                rec = run_tests(out, prepare, runs, args.timeout, env)
+            else:
+                rec = run_step(out, name, commands[name], args.timeout, env, grace, each=each)
             text = tail_text(out / rec["log"])
             if name == "guided":
                 result, failures = guided_outcome(guided_results(out / rec["log"]), rec["programs"])
@@ -638,6 +754,15 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
         print(f"{name}: {rec['status']}{took}", flush=True)
         write_steps(out, steps)
     return 0 if all(s["status"] in ("passed", "skipped") for s in steps) else 1
+
+
+def read_plan(path: Path, limit: int = 1 << 20) -> dict:
+    """The tests step's plan rvport wrote (closure/servetests.py): files (path, timeout, args), wheels."""
+    with open(path, "rb") as f:
+        doc = json.loads(f.read(limit))
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
+        raise ValueError(f"{path}: not a tests plan")
+    return doc
 
 
 # --------------------------------------------------------------------------------- in the venv, with vLLM
@@ -953,6 +1078,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", required=True)
     r.add_argument("--timeout", type=float, required=True, help="seconds per step")
     r.add_argument("--skip-serve", action="store_true")
+    r.add_argument("--tests", help="the tests step's plan (JSON); without it the step is skipped")
     g = sub.add_parser("generate", help="(in the venv) the generate step")
     g.add_argument("--model", required=True)
     g.add_argument("--eager", action="store_true", help="enforce_eager=True (no torch.compile)")

@@ -72,7 +72,8 @@ def opts(tmp_path: Path, **kw) -> servecheck.Options:
         wheelhouse=kw.pop("wheelhouse", tmp_path / "wh"),
         output=kw.pop("output", tmp_path / "out"),
         profile=kw.pop("profile", None),
-        fetch=fetch_options(cache_dir=tmp_path / "cache"),
+        fetch=fetch_options(cache_dir=tmp_path / "cache", offline=True),
+        skip_tests=kw.pop("skip_tests", True),  # the tests step's own tests (test_servetests.py) give a tree
         **kw,
     )
 
@@ -290,7 +291,7 @@ def test_a_failed_step_fails_the_check_with_exit_10_and_its_last_lines(tmp_path)
     )
     validate(doc, manifest.schema("serve-check"))
     assert doc["passed"] is False
-    assert [s["status"] for s in doc["steps"]] == ["passed", "passed", "failed", *["not-run"] * 5]
+    assert [s["status"] for s in doc["steps"]] == ["passed", "passed", "failed", *["not-run"] * 5, "skipped"]
     err = servecheck.failure(doc, tmp_path / "out")
     text = err.render()
     assert err.exit_code == ExitCode.CHECK_FAILED == 10
@@ -319,7 +320,7 @@ def test_serve_skipped_still_passes(tmp_path):
     validate(doc, manifest.schema("serve-check"))
     # a container that never reached them: skipped too, with --skip-serve
     doc = make_record(tmp_path, {k: v for k, v in ALL_PASS.items() if k not in skipped}, skip_serve=True)
-    assert [s["status"] for s in doc["steps"][5:]] == ["skipped"] * 3 and doc["passed"] is True
+    assert [s["status"] for s in doc["steps"][5:8]] == ["skipped"] * 3 and doc["passed"] is True
 
 
 def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monkeypatch):
@@ -341,7 +342,7 @@ def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monk
     monkeypatch.setattr(servecheck, "check_engine", lambda: None)
     monkeypatch.setattr(serveimage, "ensure", lambda *a, **k: made)
 
-    def container(o, profile, image_id, logs, log):
+    def container(o, profile, image_id, logs, log, tests=None):
         assert not (out / "result.json").exists() and not (logs / "serve.log").exists()
         (logs / "steps.json").write_text(json.dumps(fake_inside({"install": "failed"}, logs)))
         return {"name": "c", "network": "none", "shm_size": "1g", "env": {}, "timeout_per_step": 5.0,
@@ -352,7 +353,7 @@ def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monk
     doc = servecheck.run(opts(tmp_path))
     assert json.loads((out / "result.json").read_text()) == doc
     validate(doc, manifest.schema("serve-check"))
-    assert [s["status"] for s in doc["steps"]] == ["failed"] + ["not-run"] * 7
+    assert [s["status"] for s in doc["steps"]] == ["failed"] + ["not-run"] * 7 + ["skipped"]
 
 
 # -------------------------------------------------------------------------------------------- the image
@@ -449,7 +450,10 @@ def test_which_steps_run_after_a_failure():
     failed_import = {"install": "passed", "pip-check": "passed", "import": "failed"}
     failed_import |= {n: "not-run" for n in ("generate", "generate-eager", "serve", "serve-eager")}
     assert inside.next_step(failed_import, False) == ("guided", "not-run")
-    assert inside.next_step({**served, "guided": "failed"}, False) is None
+    assert inside.next_step({**served, "guided": "failed"}, False) == ("tests", "skipped")  # no plan
+    assert inside.next_step({**served, "guided": "failed"}, False, tests=True) == ("tests", "run")
+    assert inside.next_step({**failed_import, "guided": "not-run"}, False, True) == ("tests", "not-run")
+    assert inside.next_step({**served, "guided": "passed", "tests": "failed"}, False, True) is None
 
 
 def test_the_default_configuration_steps_source_the_wheelhouse_settings_and_cache_in_out(tmp_path):
@@ -562,7 +566,7 @@ def test_the_steps_record_as_the_container_writes_it(tmp_path):
         [py, "-c", "raise SystemExit(3)"],
     ]
     args = inside.argparse.Namespace(
-        out=str(tmp_path), wheelhouse=str(wheels), timeout=60.0, skip_serve=False
+        out=str(tmp_path), wheelhouse=str(wheels), timeout=60.0, skip_serve=False, tests=None
     )
     assert inside.run(args, commands=commands) == 1
     doc = json.loads((tmp_path / "steps.json").read_text())
