@@ -4,7 +4,8 @@ step"; docs/closure.md, "The serving check").
 
     prepare     the selection for the profile (plan.planner.serve_tests, pure), the recipe's source tree as
                 `rvport build` prepares it (the pinned sdist through the source cache, --mirror and
-                --offline; or --source-tree DIR, read and checked as build's is), every listed file and
+                --offline; or --source-tree DIR, read and checked as build's is; its main source alone
+                when no patch may touch another: tests_recipe), every listed file and
                 copied path in it (exit 3, as build's check_files), the test wheels fetched into the
                 download cache and checked by sha256; the ones the wheelhouse's environment already has
                 (its wheels, Debian's packages) are left as it has them
@@ -112,6 +113,17 @@ def local_tree(recipe: Recipe, path: Path, fetch: FetchOptions) -> tuple[Recipe,
     return recipe, ([note] if note else []) + notes
 
 
+def tests_recipe(recipe: Recipe) -> Recipe:
+    """The recipe as the tests' tree needs it: its main source (the one without dest:) alone, since only
+    `copy:` paths of that tree reach the container (vllm's oneDNN at _deps/onednn is neither fetched nor
+    unpacked); every source when the recipe has patches or files, which may touch the others."""
+    from dataclasses import replace
+
+    if recipe.patches or recipe.files or recipe.lockfiles or recipe.vendor:
+        return recipe
+    return replace(recipe, sources=tuple(s for s in recipe.sources if s.dest is None))
+
+
 def prepare(
     recipe: Recipe,
     profile: Profile,
@@ -139,7 +151,7 @@ def prepare(
     notes: list[str] = []
     if source_tree is not None:
         recipe, notes = local_tree(recipe, source_tree, fetch)
-    tree = prepare_tree(for_profile(recipe, profile.name), fetch)
+    tree = prepare_tree(tests_recipe(for_profile(recipe, profile.name)), fetch)
     local = next((s.local for s in recipe.sources if s.local is not None and s.dest is None), None)
     where = f"the local tree {local.path}" if local else f"the prepared tree {tree.path}"
     upstream.check_files(recipe.ref, planned, tree.path, where)

@@ -367,3 +367,11 @@ def test_an_interrupt_leaves_no_result_json(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         servecheck.run(o)
     assert removed and not (tmp_path / "out" / "result.json").exists()
+
+
+def test_the_tests_tree_is_the_main_source_alone_unless_a_patch_may_touch_another():
+    vllm = load_catalogue().resolve("vllm==0.33.0")
+    vector = [s.name for s in servetests.tests_recipe(vllm).sources]
+    assert [s.name for s in vllm.sources] == ["sdist", "onednn"] and vector == ["sdist"]  # no oneDNN fetched
+    patched = dataclasses.replace(vllm, patches=(object(),))
+    assert servetests.tests_recipe(patched) is patched
