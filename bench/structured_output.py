@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""A structured-output recipe (outlines-core, llguidance) built, verified and rebuilt, in one run.
+"""A recipe (outlines-core, llguidance, candle-binding) built, verified and rebuilt, in one run.
 
     python bench/structured_output.py outlines-core                 # rvv256, the mode `auto` picks
     python bench/structured_output.py llguidance --record llguidance-rvv256
     python bench/structured_output.py outlines-core --allow-expired-release sid
+    python bench/structured_output.py candle-binding --mode cross --jobs 1 --mirror MIRROR --offline \
+        --topic candle-binding --record cross-rvv256
 
 Two `rvport build`s one after the other: `first` as a user runs it (the artifact cache and BuildKit's layer
 cache as they are), then `rebuild` with --no-cache into another output, so its build step runs again. After
 each, `rvport verify artifacts OUT/artifacts --profile P`. The record (--record NAME:
-records/structured-output/NAME.json) holds each build's exit status, wall time, the stage's build step and
+records/TOPIC/NAME.json, TOPIC structured-output unless --topic says) holds each build's exit status, wall time, the stage's build step and
 mode, the smoke test's status, the load during it, the verify exit status and every artifact's size and
 sha256; then whether the two builds' artifacts are byte-identical (rvport.verify.compare). It is written
 again after each step, so a run cut short keeps what it measured. Exit status 0 only when both builds and
@@ -31,14 +33,32 @@ sys.path.insert(0, str(ROOT / "bench"))
 import common  # noqa: E402
 
 RUNS = ("first", "rebuild")
+RECIPES = ("outlines-core", "llguidance", "candle-binding")
 
 
-def build_args(recipe: str, run: str, *, work: Path, profile: str, mode: str, expired: list[str]) -> tuple:
+def build_args(
+    recipe: str,
+    run: str,
+    *,
+    work: Path,
+    profile: str,
+    mode: str,
+    expired: list[str],
+    jobs: int | None = None,
+    mirror: Path | None = None,
+    offline: bool = False,
+) -> tuple:
     out = work / f"out-{recipe}-{run}"
     shutil.rmtree(out, ignore_errors=True)
     args = ["build", recipe, "--profile", profile, "--mode", mode, "--tag", "local", "--output", str(out)]
     for suite in expired:
         args += ["--allow-expired-release", suite]
+    if jobs is not None:
+        args += ["--jobs", str(jobs)]
+    if mirror is not None:
+        args += ["--mirror", str(mirror)]
+    if offline:
+        args.append("--offline")
     if run == "rebuild":
         args.append("--no-cache")
     return out, args
@@ -96,18 +116,32 @@ def identical(work: Path, recipe: str) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("recipe", choices=("outlines-core", "llguidance"))
+    ap.add_argument("recipe", choices=RECIPES)
     ap.add_argument("--profile", default="rvv256")
     ap.add_argument("--mode", default="auto")
     ap.add_argument("--allow-expired-release", dest="expired", action="append", default=[], metavar="SUITE")
+    ap.add_argument("--jobs", type=int, help="rvport build --jobs N")
+    ap.add_argument("--mirror", type=Path, help="rvport build --mirror DIR (sources from a mirror)")
+    ap.add_argument("--offline", action="store_true", help="rvport build --offline")
+    ap.add_argument("--topic", default="structured-output", help="the record's folder under records/")
     ap.add_argument("--work", type=Path, help="keep logs and outputs here (default: a temporary directory)")
-    ap.add_argument("--record", metavar="NAME", help="write the record records/structured-output/NAME.json")
+    ap.add_argument("--record", metavar="NAME", help="write the record records/TOPIC/NAME.json")
     args = ap.parse_args()
     common.stop_on_signals()
     work = args.work or Path(tempfile.mkdtemp(prefix="rvport-bench-so-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"work directory: {work}", flush=True)
-    kw = {"work": work, "profile": args.profile, "mode": args.mode, "expired": args.expired}
+    if args.jobs is not None and args.jobs < 1:
+        ap.error("--jobs takes 1 or more")
+    kw = {
+        "work": work,
+        "profile": args.profile,
+        "mode": args.mode,
+        "expired": args.expired,
+        "jobs": args.jobs,
+        "mirror": args.mirror,
+        "offline": args.offline,
+    }
     figures: dict = {"recipe": args.recipe, "profile": args.profile, "mode": args.mode, "runs": {}}
     loads: list[dict] = []
     for run in RUNS:
@@ -123,7 +157,7 @@ def main() -> int:
             }
             command = ["python", "bench/structured_output.py", *sys.argv[1:]]
             path = common.write_record(
-                "structured-output", args.record, command=command, figures=figures, load=load
+                args.topic, args.record, command=command, figures=figures, load=load
             )
             print(f"  wrote {path}", flush=True)
         if res["rc"] != 0:
