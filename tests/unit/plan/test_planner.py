@@ -41,6 +41,8 @@ def test_all_recipes_in_dependency_order(cat):
         "vllm",
         "glide-ffi",
         "router-ml-binding",
+        "candle-binding",
+        "router-nlp-binding",
         "semantic-router",
         "apache-tvm-ffi",
         "xgrammar",
