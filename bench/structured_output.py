@@ -9,12 +9,12 @@
 
 Two `rvport build`s one after the other: `first` as a user runs it (the artifact cache and BuildKit's layer
 cache as they are), then `rebuild` with --no-cache into another output, so its build step runs again. After
-each, `rvport verify artifacts OUT/artifacts --profile P`. The record (--record NAME:
-records/TOPIC/NAME.json, TOPIC structured-output unless --topic says) holds each build's exit status, wall time, the stage's build step and
-mode, the smoke test's status, the load during it, the verify exit status and every artifact's size and
-sha256; then whether the two builds' artifacts are byte-identical (rvport.verify.compare). It is written
-again after each step, so a run cut short keeps what it measured. Exit status 0 only when both builds and
-both verifies pass and the artifacts are identical.
+each, `rvport verify artifacts OUT/artifacts --profile P`. --jobs, --mirror and --offline go to both builds.
+The record (--record NAME: records/TOPIC/NAME.json, TOPIC structured-output unless --topic says) holds each
+build's exit status, wall time, the stage's build step and mode, the smoke test's status, the load during
+it, the verify exit status and every artifact's size and sha256; then whether the two builds' artifacts are
+byte-identical (rvport.verify.compare). It is written again after each step, so a run cut short keeps what
+it measured. Exit status 0 only when both builds and both verifies pass and the artifacts are identical.
 """
 
 from __future__ import annotations
@@ -156,9 +156,7 @@ def main() -> int:
                 "samples": sum(x["samples"] for x in loads),
             }
             command = ["python", "bench/structured_output.py", *sys.argv[1:]]
-            path = common.write_record(
-                args.topic, args.record, command=command, figures=figures, load=load
-            )
+            path = common.write_record(args.topic, args.record, command=command, figures=figures, load=load)
             print(f"  wrote {path}", flush=True)
         if res["rc"] != 0:
             break

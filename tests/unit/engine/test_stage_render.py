@@ -373,6 +373,8 @@ def test_stages_that_compile_rust_record_the_rust_they_used_in_every_mode(cat, t
             compiles = st.name in (
                 "glide-ffi",
                 "router-ml-binding",
+                "candle-binding",
+                "router-nlp-binding",
                 "tiktoken",
                 "oss-harmony",
                 "outlines-core",
