@@ -58,8 +58,10 @@ def test_the_router_pin_of_ml_binding_and_candle_pinned_by_commit_and_tree(cat):
     # the tree's own lock, after our patch, checked by its digest; no copy of it ships with rvport
     assert r.vendor == "cargo" and r.lock.path == "candle-binding/Cargo.lock" and len(r.lock.sha256) == 64
     assert not r.lockfiles and not r.files
-    assert set(r.modes) == {"native", "qemu", "cross"} and r.toolchain.rust is None
-    assert {"rustc", "cargo"} <= set(r.toolchain.debian)
+    # candle-core needs Rust >= 1.87 (`is_multiple_of`): trixie's rustc-web, not its rustc 1.85
+    assert set(r.modes) == {"native", "qemu", "cross", "accelerated"}
+    assert r.toolchain.rust == "debian-rustc-web" and {"rustc-web", "cargo-web"} <= set(r.toolchain.debian)
+    assert not {"rustc", "cargo"} & set(r.toolchain.debian)
 
 
 def test_the_patch_points_the_candle_crates_at_the_pinned_source_and_drops_only_their_git_lines(cat):
@@ -97,8 +99,8 @@ def test_every_profile_plans_an_offline_locked_cpu_build_of_baseline_code(profil
     assert str(getattr(out.isa, "value", out.isa)) == "baseline"
 
 
-@pytest.mark.parametrize("mode", [Mode.QEMU, Mode.CROSS])
-def test_qemu_and_cross_plan_too(mode):
+@pytest.mark.parametrize("mode", [Mode.QEMU, Mode.CROSS, Mode.ACCELERATED])
+def test_qemu_cross_and_accelerated_plan_too(mode):
     assert _plan(mode=mode).stage(NAME).mode is mode
 
 
