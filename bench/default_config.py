@@ -11,8 +11,8 @@ inductor compiled for the profile (docs/closure.md). Then it writes
 records/closure/default-config-PROFILE.json: each step's status and seconds, the engine's start-up, time to
 first token and tokens per second of both modes and their ratios, the server's start-up of both, what
 inductor compiled (how many objects, their Tag_RISCV_arch, whether verify passed), each structured-output
-backend's verdicts (the guided step) and the load beside the run. Figures under QEMU on a shared host, not a
-board's.
+backend's verdicts (the guided step), vLLM's own tests (the tests step: counts per file) and the load
+beside the run. Figures under QEMU on a shared host, not a board's.
 """
 
 from __future__ import annotations
@@ -66,7 +66,26 @@ def figures_of(result: dict, rc: int, seconds: float) -> dict:
             "eager": by.get("serve-eager", {}).get("text"),
         },
         "guided": guided_of(by.get("guided", {})),
+        "tests": tests_of(
+            next((x.get("tests") for x in result.get("steps", []) if x["name"] == "tests"), None)
+        ),
         "load_average": result.get("load_average"),
+    }
+
+
+def tests_of(rec: dict | None) -> dict | None:
+    """vLLM's own tests (the tests step): the counts, and per file its status, counts and seconds; the failed
+    ids (the test ids themselves stay in result.json)."""
+    if not rec:
+        return None
+    return {
+        "status": rec.get("status"),
+        "counts": rec.get("counts"),
+        "files": [
+            {k: f.get(k) for k in ("path", "select", "status", "counts", "seconds")}
+            for f in rec.get("files", [])
+        ],
+        "failed": [c.get("id") for c in rec.get("cases", []) if c.get("outcome") in ("failed", "error")][:50],
     }
 
 
@@ -94,10 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile")
     ap.add_argument("--allow-expired-release", action="append", default=[])
     ap.add_argument("--timeout", default="1800")
+    ap.add_argument("--skip-tests", action="store_true", help="serve-check --skip-tests")
     a = ap.parse_args(argv)
     stop_on_signals()
     args = ["serve-check", "vllm", "--wheelhouse", str(a.wheelhouse), "--output", str(a.output)]
     args += ["--timeout", a.timeout] + (["--profile", a.profile] if a.profile else [])
+    args += ["--skip-tests"] if a.skip_tests else []
     for s in a.allow_expired_release:
         args += ["--allow-expired-release", s]
     log = a.output.with_name(a.output.name + ".log")

@@ -54,3 +54,17 @@ def test_the_figures_keep_each_guided_backends_verdicts():
     g = bench.figures_of(result, 10, 1.0)["guided"]
     assert g["xgrammar"]["requests"]["json"] == {"passed": True, "tokens": 40, "seconds": 3.0, "why": None}
     assert g["outlines"] == {"passed": False, "startup_seconds": None, "error": "refused", "requests": {}}
+
+
+def test_the_figures_keep_the_tests_steps_counts_per_file_and_the_failed_ids():
+    rec = {
+        "status": "failed",
+        "counts": {"passed": 1, "failed": 1, "skipped": 0, "error": 0},
+        "files": [{"path": "tests/a.py", "select": None, "timeout": 9, "status": "failed",
+                   "counts": {"passed": 1, "failed": 1}, "seconds": 3.0}],
+        "cases": [{"id": "tests/a.py::t[1]", "outcome": "passed"},
+                  {"id": "tests/a.py::t[2]", "outcome": "failed"}],
+    }  # fmt: skip
+    t = bench.figures_of({"steps": [{"name": "tests", "status": "failed", "tests": rec}]}, 10, 1.0)["tests"]
+    assert t["failed"] == ["tests/a.py::t[2]"] and t["files"][0]["seconds"] == 3.0
+    assert "timeout" not in t["files"][0] and bench.figures_of({"steps": []}, 0, 1.0)["tests"] is None
