@@ -114,11 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--allow-expired-release", action="append", default=[])
     ap.add_argument("--timeout", default="1800")
     ap.add_argument("--skip-tests", action="store_true", help="serve-check --skip-tests")
+    ap.add_argument("--skip-serve", action="store_true", help="serve-check --skip-serve (serve and guided)")
     a = ap.parse_args(argv)
     stop_on_signals()
     args = ["serve-check", "vllm", "--wheelhouse", str(a.wheelhouse), "--output", str(a.output)]
     args += ["--timeout", a.timeout] + (["--profile", a.profile] if a.profile else [])
     args += ["--skip-tests"] if a.skip_tests else []
+    args += ["--skip-serve"] if a.skip_serve else []
     for s in a.allow_expired_release:
         args += ["--allow-expired-release", s]
     log = a.output.with_name(a.output.name + ".log")
