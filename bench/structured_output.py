@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A recipe (outlines-core, llguidance, candle-binding) built, verified and rebuilt, in one run.
+"""A recipe (outlines-core, llguidance, candle-binding, router-nlp-binding) built, verified and rebuilt.
 
     python bench/structured_output.py outlines-core                 # rvv256, the mode `auto` picks
     python bench/structured_output.py llguidance --record llguidance-rvv256
@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import common  # noqa: E402
 
 RUNS = ("first", "rebuild")
-RECIPES = ("outlines-core", "llguidance", "candle-binding")
+RECIPES = ("outlines-core", "llguidance", "candle-binding", "router-nlp-binding")
 
 
 def build_args(
