@@ -898,6 +898,7 @@ def serve(args: argparse.Namespace) -> int:
     base = f"http://127.0.0.1:{args.port}"
     result: dict = {"tokenizer": "mistral_common/data/tokenizer.model.v1", **run_mode(args.eager)}
     t0 = time.monotonic()
+    sigint_reaches_children()
     server = subprocess.Popen(argv)  # in this step's process group: a timeout stops it too
     try:
         while not _healthy(base):
@@ -926,6 +927,13 @@ def serve(args: argparse.Namespace) -> int:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def sigint_reaches_children() -> None:
+    """The server is stopped with SIGINT (vLLM's graceful shutdown). A program started in the background of a
+    shell inherits SIGINT ignored, and an ignored signal stays ignored across exec, so the server would only
+    go at the SIGKILL a minute later: Python's own handler here makes the children start with the default."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _healthy(base: str) -> bool:
@@ -976,6 +984,7 @@ def guided(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     # in this program's process group (its timeout stops the server too); its output copied to the step's log,
     # its last lines kept to say why it refused to start
+    sigint_reaches_children()
     server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     said = _copy_lines(server)
     try:

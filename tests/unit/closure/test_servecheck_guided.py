@@ -307,11 +307,17 @@ def test_one_backend_against_a_server_that_refuses_a_schema_and_answers_off_choi
 def test_a_server_that_never_becomes_healthy_is_stopped_within_the_backends_time(
     tmp_path, monkeypatch, capsys
 ):
+    import signal
     import time
 
     t0 = time.monotonic()
     server = [sys.executable, "-c", "import time, sys; time.sleep(600)"]
-    rc, result = run_guided(tmp_path, monkeypatch, capsys, server, within=2)
+    # as in a job started in a shell's background, which inherits SIGINT ignored: the server still takes it
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        rc, result = run_guided(tmp_path, monkeypatch, capsys, server, within=2)
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert time.monotonic() - t0 < 30
     assert rc == 1 and result["error"] == "vllm serve was not healthy within 1 s" and result["requests"] == {}
     # a server that refuses to start: its raised error said, its lines copied to the step's log
