@@ -898,8 +898,7 @@ def serve(args: argparse.Namespace) -> int:
     base = f"http://127.0.0.1:{args.port}"
     result: dict = {"tokenizer": "mistral_common/data/tokenizer.model.v1", **run_mode(args.eager)}
     t0 = time.monotonic()
-    sigint_reaches_children()
-    server = subprocess.Popen(argv)  # in this step's process group: a timeout stops it too
+    server = start_server(argv)  # in this step's process group: a timeout stops it too
     try:
         while not _healthy(base):
             if server.poll() is not None:
@@ -921,19 +920,25 @@ def serve(args: argparse.Namespace) -> int:
         print(json.dumps(result), flush=True)
         return 0
     finally:
-        server.send_signal(signal.SIGINT)  # as Ctrl-C: vLLM's server shuts its engine down
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_server(server)
 
 
-def sigint_reaches_children() -> None:
-    """The server is stopped with SIGINT (vLLM's graceful shutdown). A program started in the background of a
-    shell inherits SIGINT ignored, and an ignored signal stays ignored across exec, so the server would only
-    go at the SIGKILL a minute later: Python's own handler here makes the children start with the default."""
+def start_server(argv: list[str], **popen) -> subprocess.Popen:
+    """`vllm serve`, to be stopped by stop_server. A program started in the background of a shell inherits
+    SIGINT ignored, and an ignored signal stays ignored across exec, so the server would only go at the
+    SIGKILL a minute later: Python's own handler set here makes the child start with the default."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    return subprocess.Popen(argv, **popen)
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """SIGINT, as Ctrl-C (vLLM's server shuts its engine down), then SIGKILL after 60 s."""
+    server.send_signal(signal.SIGINT)
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
 
 
 def _healthy(base: str) -> bool:
@@ -984,8 +989,7 @@ def guided(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     # in this program's process group (its timeout stops the server too); its output copied to the step's log,
     # its last lines kept to say why it refused to start
-    sigint_reaches_children()
-    server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    server = start_server(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     said = _copy_lines(server)
     try:
         while not _healthy(base):
@@ -1020,12 +1024,7 @@ def guided(args: argparse.Namespace) -> int:
         print(json.dumps(result), flush=True)
         return 0 if result["passed"] else 1
     finally:
-        server.send_signal(signal.SIGINT)  # as Ctrl-C: vLLM's server shuts its engine down
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_server(server)
 
 
 def _copy_lines(server: subprocess.Popen) -> threading.Thread:
