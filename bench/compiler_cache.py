@@ -5,6 +5,7 @@
     python bench/compiler_cache.py msgspec --mode accelerated   # a subset, one mode
     python bench/compiler_cache.py --record NAME      # records/compiler-cache/NAME.json
     python bench/compiler_cache.py vllm --runs cold,change --change csrc/cpu/activation.cpp
+    python bench/compiler_cache.py vllm --profile rv64gc --no-smoke   # the compiles alone
 
 For each recipe, the runs that --runs names (default cold,warm,none), one `rvport build` each, one after
 the other, in this order, each with a fresh --cache-dir (no artifact cache):
@@ -19,7 +20,9 @@ the other, in this order, each with a fresh --cache-dir (no artifact cache):
     none    --no-compiler-cache, --no-cache: every compile runs (the reference)
 
 warm and change need cold (they use its DIR); change is for one recipe, and its tree is made (and --change
-checked) before the first build.
+checked) before the first build. --no-smoke passes --no-smoke to every build: no smoke image is made and no
+smoke test runs, so the record measures the compiles and the artifacts alone (vllm's smoke image installs
+Debian's torch under emulation); the record says so (figures.smoke).
 
 The record is written again after each build, so a run cut short keeps what it measured. It prints each
 build's wall time and build step, the compiler cache's hits, misses and uncacheable calls, the
@@ -105,6 +108,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     ap.add_argument("--work", type=Path, help="keep logs and outputs here (default: a temporary directory)")
     ap.add_argument("--record", metavar="NAME", help="write the record records/compiler-cache/NAME.json")
+    ap.add_argument(
+        "--no-smoke",
+        dest="smoke",
+        action="store_false",
+        help="pass --no-smoke to every build: the compiles and the artifacts alone",
+    )
     args = ap.parse_args(list(argv))
     if "change" in args.runs:
         if not args.change:
@@ -139,9 +148,11 @@ def build_args(
     mode: str,
     profile: str,
     tree: Path | None = None,
+    smoke: bool = True,
 ):
     """One run's output directory (emptied) and `rvport` arguments. change builds `tree` and leaves BuildKit's
-    cache on: its changed tree is what makes the build step run; the other runs pass --no-cache."""
+    cache on: its changed tree is what makes the build step run; the other runs pass --no-cache. Without
+    `smoke`, every run passes --no-smoke."""
     out = work / f"out-{recipe}-{run}"
     shutil.rmtree(out, ignore_errors=True)
     if run == "change":
@@ -167,6 +178,7 @@ def build_args(
         "--mirror",
         str(mirror),
         *run_args,
+        *([] if smoke else ["--no-smoke"]),
     ]
     return out, args
 
@@ -230,13 +242,16 @@ def identical(work: Path, recipe: str, runs: Sequence[str]) -> dict:
     return out
 
 
-def figures(*, started: str, profile: str, mode: str, runs: Sequence[str], results: dict) -> dict:
+def figures(
+    *, started: str, profile: str, mode: str, runs: Sequence[str], results: dict, smoke: bool = True
+) -> dict:
     """The record's figures: what ran and, per recipe, each run's figures, the comparisons and the change."""
     return {
         "started": started,
         "profile": profile,
         "mode": mode,
         "runs": list(runs),
+        "smoke": smoke,
         "recipes": results,
     }
 
@@ -314,7 +329,14 @@ def main(argv: Sequence[str]) -> int:
     def record() -> None:
         if not args.record or not loads:
             return
-        figs = figures(started=started, profile=args.profile, mode=args.mode, runs=args.runs, results=results)
+        figs = figures(
+            started=started,
+            profile=args.profile,
+            mode=args.mode,
+            runs=args.runs,
+            results=results,
+            smoke=args.smoke,
+        )
         command = ["python", "bench/compiler_cache.py", *argv]
         path = common.write_record(
             "compiler-cache", args.record, command=command, figures=figs, load=merged_load(loads)
@@ -325,6 +347,7 @@ def main(argv: Sequence[str]) -> int:
         ccache = work / f"ccache-{r}"
         shutil.rmtree(ccache, ignore_errors=True)  # cold means new
         kw = {"work": work, "ccache": ccache, "mirror": mirror, "mode": args.mode, "profile": args.profile}
+        kw["smoke"] = args.smoke
         results.setdefault(r, {"runs": {}, "identical": {}})
         for run in args.runs:
             tree = {"tree": trees[r]} if run == "change" else {}

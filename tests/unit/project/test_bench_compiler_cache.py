@@ -30,6 +30,18 @@ def test_each_run_asks_for_its_compiler_cache_and_really_builds(tmp_path):
     assert bench.RUNS[:2] == ("cold", "warm")  # a run cut short still compares cold and warm
 
 
+def test_no_smoke_reaches_every_build_and_the_record(tmp_path):
+    kw = {"work": tmp_path, "ccache": tmp_path / "cc", "mirror": tmp_path / "m", "mode": "accelerated"}
+    for run in ("cold", "warm", "none"):
+        assert "--no-smoke" not in bench.build_args("msgspec", run, profile="rvv256", **kw)[1]
+        assert "--no-smoke" in bench.build_args("msgspec", run, profile="rvv256", smoke=False, **kw)[1]
+    assert bench.parse_args([]).smoke is True and bench.parse_args(["--no-smoke"]).smoke is False
+    figs = bench.figures(
+        started="t", profile="rv64gc", mode="accelerated", runs=["cold"], results={}, smoke=False
+    )
+    assert figs["smoke"] is False
+
+
 def _out(tmp_path, run, wheel: bytes, recipe: str = "msgspec"):
     out = tmp_path / f"out-{recipe}-{run}"
     (out / "artifacts" / "msgspec").mkdir(parents=True)
