@@ -310,7 +310,7 @@ def main(argv: Sequence[str]) -> int:
             args.record,
             command=["python", "bench/cache_share.py", *argv],
             figures=figures,
-            load=compiler_cache.merged_load(loads),
+            load=common.merge_loads(loads),
         )
         print(f"  wrote {path}", flush=True)
     return 0 if ok else 1

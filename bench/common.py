@@ -67,6 +67,16 @@ def rvport(
     return rc, time.monotonic() - t0
 
 
+def merge_loads(loads: Sequence[Mapping]) -> dict:
+    """The load beside several runs as one: the lowest and highest, the mean of the means, every sample."""
+    return {
+        "min": min(x["min"] for x in loads),
+        "mean": round(sum(x["mean"] for x in loads) / len(loads), 2),
+        "max": max(x["max"] for x in loads),
+        "samples": sum(x["samples"] for x in loads),
+    }
+
+
 # ------------------------------------------------------------------------------------------------ records
 RECORDS = ROOT / "records"
 RECORD_SCHEMA = 1

@@ -256,16 +256,6 @@ def figures(
     }
 
 
-def merged_load(loads: Sequence[dict]) -> dict:
-    """The load of every build so far as one: the lowest and highest, the mean of the means."""
-    return {
-        "min": min(x["min"] for x in loads),
-        "mean": round(sum(x["mean"] for x in loads) / len(loads), 2),
-        "max": max(x["max"] for x in loads),
-        "samples": sum(x["samples"] for x in loads),
-    }
-
-
 def make_change_tree(recipe: str, name: str, *, work: Path, warm: Path, mirror: Path) -> tuple[Path, dict]:
     """The change run's tree: the recipe's main source unpacked under `work`, `name` changed by one line."""
     tree = work / f"tree-{recipe}-change"
@@ -339,7 +329,7 @@ def main(argv: Sequence[str]) -> int:
         )
         command = ["python", "bench/compiler_cache.py", *argv]
         path = common.write_record(
-            "compiler-cache", args.record, command=command, figures=figs, load=merged_load(loads)
+            "compiler-cache", args.record, command=command, figures=figs, load=common.merge_loads(loads)
         )
         print(f"  wrote {path}", flush=True)
 

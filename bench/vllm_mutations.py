@@ -213,18 +213,12 @@ def main(argv: Sequence[str]) -> int:
         )
         if args.record:
             figures = {"profile": args.profile, "mode": args.mode, "trees": results}
-            load_all = {
-                "min": min(x["min"] for x in loads),
-                "mean": round(sum(x["mean"] for x in loads) / len(loads), 2),
-                "max": max(x["max"] for x in loads),
-                "samples": sum(x["samples"] for x in loads),
-            }
             path = common.write_record(
                 "vllm-ci",
                 args.record,
                 command=["python", "bench/vllm_mutations.py", *argv],
                 figures=figures,
-                load=load_all,
+                load=common.merge_loads(loads),
             )
             print(f"  wrote {path}", flush=True)
     return 0 if all(r["as_expected"] for r in results.values()) else 1
