@@ -249,15 +249,10 @@ def main(argv: Sequence[str]) -> int:
     from rvport.verify.compare import compare_dirs
 
     warm = default_cache_dir(dict(os.environ))
-    work = (args.work or Path(tempfile.mkdtemp(prefix="rvport-bench-share-"))).absolute()
-    work.mkdir(parents=True, exist_ok=True)
-    mirror = work / "mirror"
-    mirror.mkdir(exist_ok=True)
-    print(f"work directory: {work}", flush=True)
-    rc, _ = common.rvport(["fetch", args.recipe, "--to", str(mirror)], log=work / "fetch.log")
-    if rc != 0:
-        print(f"fetching sources failed; see {work / 'fetch.log'}")
+    made = common.work_and_mirror(args.work, prefix="rvport-bench-share-", recipes=[args.recipe])
+    if made is None:
         return 2
+    work, mirror = made
     shutil.rmtree(work / "store", ignore_errors=True)
     jobs: dict[str, dict] = {}
     loads: list[dict] = []

@@ -67,6 +67,25 @@ def rvport(
     return rc, time.monotonic() - t0
 
 
+def work_and_mirror(work: Path | None, *, prefix: str, recipes: Sequence[str]) -> tuple[Path, Path] | None:
+    """A bench's work directory (`work`, else a new temporary one; absolute, since rvport runs in this
+    checkout and gets paths under it) and its mirror, WORK/mirror, filled with the recipes' sources by
+    `rvport fetch` (what is in rvport's cache or the mirror already is not fetched again). None, with a line
+    naming the log, when the fetch fails."""
+    import tempfile
+
+    work = (work or Path(tempfile.mkdtemp(prefix=prefix))).absolute()
+    work.mkdir(parents=True, exist_ok=True)
+    mirror = work / "mirror"
+    mirror.mkdir(exist_ok=True)
+    print(f"work directory: {work}", flush=True)
+    rc, _ = rvport(["fetch", *recipes, "--to", str(mirror)], log=work / "fetch.log")
+    if rc != 0:
+        print(f"fetching sources failed; see {work / 'fetch.log'}", flush=True)
+        return None
+    return work, mirror
+
+
 def merge_loads(loads: Sequence[Mapping]) -> dict:
     """The load beside several runs as one: the lowest and highest, the mean of the means, every sample."""
     return {

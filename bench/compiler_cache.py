@@ -48,7 +48,6 @@ import os
 import secrets
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -292,16 +291,10 @@ def main(argv: Sequence[str]) -> int:
     from rvport.sources.cache import default_cache_dir
 
     warm = default_cache_dir(dict(os.environ))
-    # absolute: rvport runs in this checkout's directory, and gets paths under it (--source-tree among them)
-    work = (args.work or Path(tempfile.mkdtemp(prefix="rvport-bench-ccache-"))).absolute()
-    work.mkdir(parents=True, exist_ok=True)
-    mirror = work / "mirror"
-    mirror.mkdir(exist_ok=True)
-    print(f"work directory: {work}", flush=True)
-    rc, _ = common.rvport(["fetch", *args.recipes, "--to", str(mirror)], log=work / "fetch.log")
-    if rc != 0:
-        print(f"fetching sources failed; see {work / 'fetch.log'}")
+    made = common.work_and_mirror(args.work, prefix="rvport-bench-ccache-", recipes=args.recipes)
+    if made is None:
         return 2
+    work, mirror = made
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     results: dict[str, dict] = {}
     loads: list[dict] = []

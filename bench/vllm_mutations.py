@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,14 +163,10 @@ def main(argv: Sequence[str]) -> int:
     from rvport.sources.cache import default_cache_dir
 
     cache = default_cache_dir(dict(os.environ))
-    work = (args.work or Path(tempfile.mkdtemp(prefix="rvport-bench-mutations-"))).absolute()
-    work.mkdir(parents=True, exist_ok=True)
-    mirror = work / "mirror"
-    mirror.mkdir(exist_ok=True)
-    rc, _ = common.rvport(["fetch", "vllm", "--to", str(mirror)], log=work / "fetch.log")
-    if rc != 0:
-        print(f"fetching sources failed; see {work / 'fetch.log'}")
+    made = common.work_and_mirror(args.work, prefix="rvport-bench-mutations-", recipes=["vllm"])
+    if made is None:
         return 2
+    work, mirror = made
     clean = work / "tree-clean"
     shutil.rmtree(clean, ignore_errors=True)
     try:
