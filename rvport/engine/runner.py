@@ -611,7 +611,14 @@ class Runner:
             if self.opts.verify:
                 self.rep.step(st.name, "verifying artifacts")
                 with env.timer("verify"):
-                    rec.verify = self._verify(st, files)
+                    rec.verify, failures = self._verify(st, files)
+                if failures:  # after the record has the verdicts: result.json keeps them
+                    raise VerifyFailed(
+                        f"{st.recipe.ref}: artifacts failed verification for profile {st.profile.name} "
+                        f"(-march={st.profile.march})",
+                        hint="the verdicts are in result.json (stages[].verify)",
+                        problems=[Problem(message=f) for f in failures[:10]],
+                    )
                 wrong = repair_disagreements(rec.manylinux, rec.verify)
                 if wrong:
                     raise VerifyFailed(
@@ -687,8 +694,9 @@ class Runner:
                 env.line(f"compiler cache: not exported to {cache.directory}: {done['reason']}")
         env.line(f"compiler cache: {compcache.rate(rec.compiler_cache)}")
 
-    def _verify(self, st: Stage, files: Path) -> dict:
-        """Verify every expected output at its ISA level; a failure stops the stage with the reasons."""
+    def _verify(self, st: Stage, files: Path) -> tuple[dict, list[str]]:
+        """Every expected output verified at its ISA level: the verdicts (stages[].verify, `ok` false when any
+        artifact failed) and each failed artifact's reasons."""
         from rvport.verify import verify_paths
 
         reports, failures = [], []
@@ -704,14 +712,7 @@ class Runner:
             failures += [
                 f"{Path(a.path).relative_to(files)}: {r}" for a in report.failed for r in a.all_reasons()
             ]
-        if failures:
-            raise VerifyFailed(
-                f"{st.recipe.ref}: artifacts failed verification for profile {st.profile.name} "
-                f"(-march={st.profile.march})",
-                hint="the verdicts are in result.json (stages[].verify)",
-                problems=[Problem(message=f) for f in failures[:10]],
-            )
-        return {"ok": True, "reports": reports}
+        return {"ok": not failures, "reports": reports}, failures
 
     def _smoke(self, env: StageEnv, files: Path, image: str) -> None:
         """The smoke test, in `image` (modes.smoke_image) under QEMU, with no network; its output and exit

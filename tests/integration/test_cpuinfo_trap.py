@@ -198,6 +198,11 @@ def test_under_qemus_default_cpu_the_rvv256_build_takes_the_bf16_path_and_is_ref
     assert "needs zvfbfmin, beyond profile rvv256" in said, said[-4000:]
     doc = json.loads((out / "result.json").read_text())
     assert doc["status"] == "failed" and doc["failing_stage"] == "cpusniff-unpinned"
+    # the hint's promise: the failed verdicts are in result.json
+    verify = doc["stages"][0]["verify"]
+    assert verify["ok"] is False and [a["verdict"] for r in verify["reports"] for a in r["artifacts"]] == [
+        "fail"
+    ]
     assert (
         doc["stages"][0]["env"]["QEMU_CPU"] == get_profile("rvv256").qemu_cpu
     )  # rvport pinned it; the build did not

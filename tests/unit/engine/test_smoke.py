@@ -663,3 +663,26 @@ def test_no_other_vlen_run_for_a_single_build_a_scalar_profile_or_without_smoke(
         plan = make_plan(cat, Request(refs=("tiny",), profile=get_profile(profile)), host)
         opts = BuildOptions(output=tmp_path / "o", fetch=fetch, other_vlen=other, smoke=smoke)
         assert Runner(plan, opts, rep=SimpleNamespace())._other_vlen(plan.stages[0]) is None
+
+
+def test_failed_verdicts_are_returned_for_the_record_not_only_raised(tmp_path):
+    """The stage's verify step: what fails verification comes back as verdicts (stages[].verify, ok false)
+    with its reasons, so result.json keeps them when the stage then fails, as the hint says."""
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "tiny.yaml").write_text(RECIPE)
+    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
+    plan = make_plan(
+        load_catalogue(tmp_path / "recipes"), Request(refs=("tiny",), profile=get_profile("rvv256")), host
+    )
+    run = Runner(
+        plan,
+        BuildOptions(output=tmp_path / "out", fetch=FetchOptions(cache=Cache(root=tmp_path / "c"))),
+        rep=SimpleNamespace(),
+    )
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "tiny").write_text("not really a binary")
+    verify, failures = run._verify(run.records[0].stage, files)
+    assert verify["ok"] is False and failures and failures[0].startswith("tiny: ")
+    (artifact,) = verify["reports"][0]["artifacts"]
+    assert artifact["path"] == "tiny" and artifact["verdict"] == "fail"
