@@ -67,10 +67,20 @@ MUTATIONS = (
     ),
     Mutation(
         name="scalar-fallback",
-        kind="an RVV path that silently falls back to scalar (V without the zvl hints, vllm#43179)",
+        kind="vLLM's extension compiled for rv64gc in a vector build "
+        "(cpu_extension.cmake's scalar -march while oneDNN stays on)",
         file="cmake/cpu_extension.cmake",
         old="set(MARCH_FLAGS -march=rv64gcv_zvfh_zvl${VLLM_RVV_VLEN}b -mrvv-vector-bits=zvl -mabi=lp64d)",
         new="set(MARCH_FLAGS -march=rv64gc)",
+        count=1,
+    ),
+    Mutation(
+        name="rvv-attention-off",
+        kind="an RVV path that silently falls back: the RVV attention kernel says it is absent at VLEN 256, "
+        "so vLLM picks its generic vec backend (the runtime's silent choice of vllm#43179)",
+        file="csrc/cpu/cpu_attn.cpp",
+        old="(__riscv_v_min_vlen == 128 || __riscv_v_min_vlen == 256)",  # cpu_attn_has_isa("rvv")
+        new="(__riscv_v_min_vlen == 128)",
         count=1,
     ),
 )
