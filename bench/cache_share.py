@@ -216,11 +216,13 @@ def pull(url: str, directory: Path) -> dict:
         dest = directory / entry / gen
         dest.mkdir(parents=True)
         with tempfile.NamedTemporaryFile(suffix=".tar") as tmp:
+            size = 0
             with urllib.request.urlopen(f"{url}/{entry}/{gen}.tar", timeout=600) as r:
-                size = int(r.headers.get("Content-Length", "0"))
-                if size > MAX_OBJECT:
-                    raise ValueError(f"{entry}/{gen}.tar: over {MAX_OBJECT} bytes")
-                shutil.copyfileobj(r, tmp)
+                while chunk := r.read(1 << 20):  # bounded whatever the server says of its length
+                    size += len(chunk)
+                    if size > MAX_OBJECT:
+                        raise ValueError(f"{entry}/{gen}.tar: over {MAX_OBJECT} bytes")
+                    tmp.write(chunk)
             tmp.flush()
             with tarfile.open(tmp.name, "r") as tar:
                 tar.extractall(dest, filter="data")
