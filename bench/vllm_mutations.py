@@ -6,9 +6,10 @@
 
 Each tree is vllm's pinned sdist unpacked by rvport (bench/source_change.py), then edited by one of the
 mutations below: an exact text replaced in one file, each a kind of regression vLLM's RISC-V history had.
-The clean tree (no edit) runs first, unless --no-clean, and must pass. Each tree is then built as a pull request's job builds
-it, one `rvport --ci build vllm --source-tree TREE --compiler-cache DIR` after the other (verify, smoke, the
-run without V), with the same compiler cache, so a tree recompiles only what its edit changed. The record
+The clean tree (no edit) runs first, unless --no-clean, and must pass. Each tree is then built as a pull
+request's job builds it, one `rvport --ci build vllm --source-tree TREE --compiler-cache DIR` after the
+other (verify, smoke, the run without V), with the same compiler cache, so a tree recompiles only what its
+edit changed. The record
 holds, per tree: the edit (file, text before and after, the file's sha256 before and after), the exit
 code, the wall time, the stage's status and error, the smoke test's and the SIGILL check's status, the
 verify verdicts that failed, and whether the outcome is the one expected (the clean tree passes; every
