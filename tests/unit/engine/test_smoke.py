@@ -179,7 +179,8 @@ versions:
 """ % ("a" * 64)
 
 
-def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_path, monkeypatch):
+def _tiny_runner(tmp_path):
+    """A runner of RECIPE's plan for rvv256, its recipe directory, output and cache under tmp_path."""
     (tmp_path / "recipes").mkdir()
     (tmp_path / "recipes" / "tiny.yaml").write_text(RECIPE)
     host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
@@ -191,6 +192,11 @@ def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_p
         BuildOptions(output=tmp_path / "out", fetch=FetchOptions(cache=Cache(root=tmp_path / "c"))),
         rep=SimpleNamespace(),
     )
+    return run
+
+
+def test_the_runner_records_the_failed_smoke_test_before_failing_the_stage(tmp_path, monkeypatch):
+    run = _tiny_runner(tmp_path)
     seen = {}
 
     def fake_build(spec: buildx.BuildSpec, *, log_path, on_line=None, on_phase=None):
@@ -668,17 +674,7 @@ def test_no_other_vlen_run_for_a_single_build_a_scalar_profile_or_without_smoke(
 def test_failed_verdicts_are_returned_for_the_record_not_only_raised(tmp_path):
     """The stage's verify step: what fails verification comes back as verdicts (stages[].verify, ok false)
     with its reasons, so result.json keeps them when the stage then fails, as the hint says."""
-    (tmp_path / "recipes").mkdir()
-    (tmp_path / "recipes" / "tiny.yaml").write_text(RECIPE)
-    host = HostFacts(arch="x86_64", cpus=2, mem_bytes=8 * 2**30, binfmt_riscv64=True)
-    plan = make_plan(
-        load_catalogue(tmp_path / "recipes"), Request(refs=("tiny",), profile=get_profile("rvv256")), host
-    )
-    run = Runner(
-        plan,
-        BuildOptions(output=tmp_path / "out", fetch=FetchOptions(cache=Cache(root=tmp_path / "c"))),
-        rep=SimpleNamespace(),
-    )
+    run = _tiny_runner(tmp_path)
     files = tmp_path / "files"
     files.mkdir()
     (files / "tiny").write_text("not really a binary")
