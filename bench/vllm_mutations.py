@@ -93,7 +93,10 @@ def apply(tree: Path, m: Mutation) -> dict:
     text = path.read_text()
     found = text.count(m.old)
     if found != m.count:
-        raise ValueError(f"{m.name}: {m.old!r} is in {m.file} {found} times, not {m.count}")
+        raise ValueError(
+            f"{m.name}: {m.old!r} is in {m.file} {found} times, not {m.count}; the mutations are written for "
+            "vllm 0.33.0's sdist: run the bench on it, or change the mutation to fit your tree"
+        )
     before = hashlib.sha256(text.encode()).hexdigest()
     st = path.stat()
     path.write_text(text.replace(m.old, m.new))
