@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport import resources
+from rvport.catalogue import layers
 from rvport.catalogue.kinds import KINDS
 from rvport.catalogue.profiles import Profile
 from rvport.fileio import read_regular
@@ -169,6 +170,18 @@ def packages_arg(packages: list[str] | tuple[str, ...]) -> str:
     return " ".join(shlex.quote(p) for p in sorted(set(packages)))
 
 
+def _uncommented(fragment: str) -> str:
+    """A fragment's text without its comment lines and trailing newline."""
+    return "\n".join(ln for ln in fragment.rstrip("\n").split("\n") if not ln.lstrip().startswith("#"))
+
+
 def toolchain_dockerfile(base_tag: str, qemu_cpu: str, packages: tuple[str, ...]) -> Rendered:
-    """An image of `base_tag` plus Debian packages (a stage's toolchain, or its smoke test's runtime)."""
-    return render("toolchain", {"BASE": base_tag, "QEMU_CPU": qemu_cpu, "PACKAGES": packages_arg(packages)})
+    """An image of `base_tag` plus Debian packages (a stage's toolchain, its smoke test's runtime, a serving
+    check's image): one apt RUN per shared layer the packages name (catalogue/layers.py), then one for the
+    rest (none when nothing is left)."""
+    shared, rest = layers.split(tuple(packages))
+    installs = [
+        _uncommented(render("toolchain-install", {"PACKAGES": packages_arg(group)}).text)
+        for group in (*shared, *((rest,) if rest else ()))
+    ]
+    return render("toolchain", {"BASE": base_tag, "QEMU_CPU": qemu_cpu, "INSTALLS": "\n".join(installs)})

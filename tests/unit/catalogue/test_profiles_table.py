@@ -20,7 +20,7 @@ from rvport.errors import ExitCode, RecipeError
 from rvport.verify import manylinux
 from tests.fixtures.schemas import validate
 
-TABLES = ("profiles", "isa", "manylinux", "tools")
+TABLES = ("profiles", "isa", "manylinux", "tools", "layers")
 
 
 @pytest.mark.parametrize("name", TABLES)

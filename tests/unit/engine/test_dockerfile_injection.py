@@ -186,6 +186,9 @@ def render_all(cat) -> dict[str, str]:
     ):
         rendered = render.toolchain_dockerfile("rvport/base:under-test", "rv64,v=true", packages)
         out[f"{rendered.template} ({what})"] = rendered.text
+        # the toolchain template's install fragment, as it is rendered into it (once per layer, and the rest)
+        rendered = render.render("toolchain-install", {"PACKAGES": render.packages_arg(packages)})
+        out[f"{rendered.template} ({what})"] = rendered.text
     rendered = cross.render_toolchain(r, "rvport/xbase:under-test")
     out[rendered.template] = rendered.text
     rendered = accelerated.render_prefix(
@@ -252,6 +255,7 @@ def test_the_templates_are_the_ones_rendered_here():
         f"{n}.Dockerfile"
         for n in (
             "toolchain",
+            "toolchain-install",
             "build",
             "smoke",
             "runtime",
