@@ -406,6 +406,50 @@ def _tests_suite(suites: ET.Element, s: dict, profile: str) -> None:
         suites.set(k, str(int(suites.get(k, "0")) + n))
 
 
+def serve_check_junit_xml(doc: dict) -> str:
+    """JUnit XML of a serving check (its result.json): one <testcase> per step, in order (failed ->
+    <failure> with the step's last log lines, skipped or not run -> <skipped>), then the tests step's upstream
+    tests as a suite of their own, one case per test id, as a build's are."""
+    steps = doc.get("steps", [])
+    profile = str(doc.get("profile") or "unknown")
+    recipe = str(doc.get("recipe") or "recipe")
+    failures = sum(1 for s in steps if s.get("status") == "failed")
+    skipped = sum(1 for s in steps if s.get("status") in ("skipped", "not-run"))
+    totals = {"tests": str(len(steps)), "failures": str(failures), "errors": "0", "skipped": str(skipped)}
+    seconds = f"{doc.get('seconds') or 0}"
+    suites = ET.Element("testsuites", name="rvport", **totals, time=seconds)
+    suite = ET.SubElement(
+        suites, "testsuite", name=f"rvport serve-check {recipe} ({profile})", **totals, time=seconds
+    )
+    for s in steps:
+        name, status = str(s.get("name", "")), s.get("status")
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"rvport.serve-check.{profile}",
+            name=name,
+            time=f"{s.get('seconds') or 0}",
+        )
+        lines = [str(x) for x in s.get("excerpt") or []]
+        if status == "failed":
+            why = "timed out" if s.get("timed_out") else (lines[-1] if lines else "failed")
+            ET.SubElement(case, "failure", message=why, type="StepFailed").text = "\n".join(lines)
+        elif status in ("skipped", "not-run"):
+            reason = s.get("reason") or ("a step it needs did not pass" if status == "not-run" else "skipped")
+            ET.SubElement(case, "skipped", message=str(reason))
+        if lines:
+            ET.SubElement(case, "system-out").text = "\n".join(lines)
+    for s in steps:
+        if s.get("name") == "tests" and s.get("tests"):
+            _tests_suite(suites, {"recipe": recipe, "tests": s["tests"]}, profile)
+    return _xml(suites)
+
+
+def write_serve_check_junit(path: Path, doc: dict) -> Path | None:
+    """serve_check_junit_xml written whole to `path` (`-`: standard output; then None is returned)."""
+    return write_text(path, serve_check_junit_xml(doc))
+
+
 def write_junit(path: Path, doc: dict) -> Path | None:
     """The JUnit XML written whole to `path` (`-`: standard output; then None is returned)."""
     return write_text(path, junit_xml(doc))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from rvport.cli import handoff, outputs, settings
+from rvport.cli import ci, handoff, outputs, settings
 from rvport.cli.console import ui
 from rvport.cli.options import LockArgs, ServeCheckArgs, WheelhouseArgs
 from rvport.safetext import one_line
@@ -197,11 +197,17 @@ def serve_check(o: ServeCheckArgs) -> None:
         timeout=float(o.timeout),
     )
     u = ui()
+    # JUnit on standard output: the table and the lines go to stderr
+    say = u.err if outputs.one_stdout(junit=o.junit) else u.console
     doc = servecheck.run(opts, log=lambda m: u.err.print(m, markup=False, highlight=False))
-    u.console.print(steps_table(doc), crop=False)
+    say.print(steps_table(doc), crop=False)
     for line in figures_lines(doc):
-        u.console.print(line, markup=False, highlight=False)
-    u.console.print(f"wrote {one_line(o.check_dir / servecheck.RESULT)}", markup=False, soft_wrap=True)
+        say.print(line, markup=False, highlight=False)
+    say.print(f"wrote {one_line(o.check_dir / servecheck.RESULT)}", markup=False, soft_wrap=True)
+    if o.junit is not None:
+        written = ci.write_serve_check_junit(o.junit, doc)
+        if written is not None:
+            say.print(f"wrote {one_line(written)}", markup=False, soft_wrap=True)
     if not doc["passed"]:
         raise servecheck.failure(doc, o.check_dir)
 

@@ -100,6 +100,7 @@ class ServeCheckArgs:
     skip_serve: bool = False
     skip_tests: bool = False
     timeout: int = 1800
+    junit: Path | None = None
     # it installs from a wheelhouse; the tests step's source tree is located and unpacked as a build's
     recipes_dir: tuple[Path, ...] = ()
     unpack_limit: str | None = None

@@ -677,12 +677,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         dest="junit",
-        verbs=frozenset({BUILD}),
+        verbs=frozenset({BUILD, SERVE_CHECK}),
         type=Path | None,
         flags=("--junit",),
         metavar="FILE",
-        help="Write JUnit XML to FILE: one test case per stage (- for standard output: the result table then "
-        "goes to stderr).",
+        help="Write JUnit XML to FILE: one test case per stage (serve-check: per step), and one per upstream "
+        "test id a tests step ran (- for standard output: the result table then goes to stderr).",
         check=outputs.check_file,
     ),
     Setting(

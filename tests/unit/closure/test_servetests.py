@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ import pytest
 from rvport import manifest, resources
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.cli import ci
 from rvport.closure import servecheck, servetests
 from rvport.closure import wheelhouse as wh
 from rvport.engine import tests as upstream
@@ -316,6 +318,16 @@ def test_result_json_has_the_tests_and_a_failure_names_the_failing_ids_exit_10(t
     assert err.exit_code == ExitCode.CHECK_FAILED == 10
     assert "tests: failed (1 passed, 1 failed, 0 errors, 0 skipped)" in text
     assert "FAILED tests/test_a.py::test_bad" in text and "collected no test" in text
+    # --junit: a case per step, then the upstream tests as a suite of their own, a case per id
+    root = ET.fromstring(ci.serve_check_junit_xml(doc))
+    steps, upstream_suite = root.findall("testsuite")
+    cases = {c.get("name"): c for c in steps.findall("testcase")}
+    assert list(cases) == list(servecheck.STEPS)
+    assert cases["tests"].find("failure") is not None and cases["generate"].find("failure") is None
+    ids = {c.get("name"): c for c in upstream_suite.findall("testcase")}
+    assert ids["tests/test_a.py::test_bad"].find("failure") is not None
+    assert ids["tests/test_a.py::test_ok"].find("failure") is None
+    assert root.get("failures") == str(int(steps.get("failures")) + int(upstream_suite.get("failures")))
 
 
 def test_a_run_that_recorded_nothing_fails_and_a_skipped_step_says_why(tmp_path):
