@@ -329,6 +329,8 @@ class Lock:
                 f"{e.debian.package}={e.debian.version}" for e in self.by_origin(Origin.DEBIAN) if e.debian
             ],
             "system": [f"{p.package}={p.version}" for p in self.system],
+            # RECIPE==VERSION of each wheel rvport builds: what `rvport wheelhouse` wants in --artifacts
+            "recipes": sorted(f"{e.recipe}=={e.version}" for e in self.by_origin(Origin.RECIPE) if e.recipe),
         }
 
 
