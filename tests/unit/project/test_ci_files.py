@@ -41,7 +41,7 @@ def test_gitlab_template_defines_a_job_with_cache_and_junit_report():
     job = doc[".rvport"]
     assert {"RVPORT_RECIPES", "RVPORT_PROFILE", "RVPORT_OUTPUT", "RVPORT_CACHE_DIR"} <= set(job["variables"])
     assert job["cache"]["paths"] == ["$RVPORT_CACHE_DIR"]
-    assert job["artifacts"]["reports"]["junit"] == "$RVPORT_OUTPUT/junit.xml"
+    assert job["artifacts"]["reports"]["junit"][0] == "$RVPORT_OUTPUT/junit.xml"
     script = "\n".join(job["before_script"] + job["script"])
     assert "scripts/setup-host" in script and "rvport --ci build" in script and "--junit" in script
 
@@ -156,6 +156,11 @@ def test_the_vllm_workflow_builds_the_pr_tree_for_a_matrix_with_the_action_and_k
     paths = upload["with"]["path"].split()
     out = rv["with"]["output"]
     assert {f"{out}/matrix.json", f"{out}/*/result.json", rv["with"]["junit"]} <= set(paths)
+    # vLLM's own tests on each profile's wheel, from the checkout, with their records and JUnit uploaded
+    assert rv["with"]["closure-tree"] == checkout["with"]["path"]
+    assert rv["with"]["closure-tests"] == "${{ vars.RVPORT_SERVE == 'true' && 'serve' || 'tests' }}"
+    tests_out = rv["with"]["closure-output"]
+    assert {f"{tests_out}/check-*.junit.xml", f"{tests_out}/check-*/result.json"} <= set(paths)
     # the action says where a matrix's record is: its `matrix` output, set when the profile is a comma list
     a = _action()
     (build,) = [s for s in a["runs"]["steps"] if s.get("id") == "build"]
@@ -183,10 +188,31 @@ def test_the_vllm_gitlab_job_extends_the_template_with_the_matrix_and_keeps_its_
     assert v["RVPORT_COMPILER_CACHE"].startswith(v["RVPORT_CACHE_DIR"] + "/")
     exclude, reference = job["before_script"]
     assert reference == ["!reference", ".rvport", "before_script"]
+    assert v["RVPORT_CLOSURE_TESTS"] == "tests" and v["RVPORT_CLOSURE_TREE"] == "$CI_PROJECT_DIR"
     for inside in (
         v["RVPORT_CACHE_DIR"],
         ".rvport-src",
         v["RVPORT_OUTPUT"],
+        v["RVPORT_CLOSURE_OUTPUT"],
     ):  # the template's clone of rvport
         assert f"/{inside}/" in exclude and ".git/info/exclude" in exclude
     assert ".rvport-src" in "\n".join(template["before_script"])
+
+
+def test_the_action_and_the_gitlab_template_run_closure_tests_with_the_jobs_own_build():
+    """closure-tests (the action's input, the template's RVPORT_CLOSURE_TESTS): ci/closure-tests after the
+    build, given the job's recipe, profiles and output, off by default; its JUnit reaches GitLab's report."""
+    a = _action()
+    assert a["inputs"]["closure-tests"]["default"] == "off"
+    (step,) = [s for s in a["runs"]["steps"] if "closure-tests" in str(s.get("run", ""))]
+    assert step["if"] == "inputs.closure-tests != 'off'"
+    assert (
+        '"$GITHUB_ACTION_PATH/ci/closure-tests" "$RVPORT_RECIPES_ARGS" "$RVPORT_PROFILE" "$RVPORT_OUTPUT"'
+        in (step["run"])
+    )
+    template = yaml.safe_load((ROOT / "ci/gitlab/rvport.gitlab-ci.yml").read_text())[".rvport"]
+    assert template["variables"]["RVPORT_CLOSURE_TESTS"] == "off"
+    script = "\n".join(template["script"])
+    assert '"$src/ci/closure-tests" "$RVPORT_RECIPES" "$RVPORT_PROFILE" "$RVPORT_OUTPUT"' in script
+    assert "$RVPORT_CLOSURE_OUTPUT/check-*.junit.xml" in template["artifacts"]["reports"]["junit"]
+    assert (ROOT / "ci" / "closure-tests").stat().st_mode & 0o111

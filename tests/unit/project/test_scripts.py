@@ -25,9 +25,9 @@ def _is_shell(path: Path) -> bool:
 
 
 def shell_scripts() -> list[Path]:
-    """Every shell script rvport ships (resources/scripts) and the repository's own host scripts."""
+    """Every shell script rvport ships (resources/scripts) and the repository's own host and CI scripts."""
     shipped = sorted(p for p in SCRIPTS.iterdir() if p.is_file() and _is_shell(p))
-    return [*shipped, ROOT / "scripts" / "setup-host", ROOT / ".ci" / "run"]
+    return [*shipped, ROOT / "scripts" / "setup-host", ROOT / ".ci" / "run", ROOT / "ci" / "closure-tests"]
 
 
 def _shellcheck() -> str:
