@@ -49,7 +49,7 @@ def _check_result(out: Path) -> None:
     assert [a["path"] for a in doc["artifacts"]] == ["tinyrust/libtinyffi.a"]
 
 
-_IF = re.compile(r"^(always\(\) && )?inputs\.([\w-]+) == '(\w+)'$")
+_IF = re.compile(r"^(always\(\) && )?inputs\.([\w-]+) (==|!=) '(\w+)'$")
 
 
 def _step_runs(step: dict, inputs: dict[str, str]) -> bool:
@@ -58,7 +58,7 @@ def _step_runs(step: dict, inputs: dict[str, str]) -> bool:
         return True
     m = _IF.match(cond)
     assert m, f"the test does not know the condition {cond!r}"
-    return inputs[m.group(2)] == m.group(3)
+    return (inputs[m.group(2)] == m.group(4)) == (m.group(3) == "==")
 
 
 def _expand(value: str, inputs: dict[str, str]) -> str:
