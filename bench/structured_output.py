@@ -4,12 +4,14 @@
     python bench/structured_output.py outlines-core                 # rvv256, the mode `auto` picks
     python bench/structured_output.py llguidance --record llguidance-rvv256
     python bench/structured_output.py outlines-core --allow-expired-release sid
+    python bench/structured_output.py outlines-core --python 3.13 --record outlines-core-cp313-rvv256
     python bench/structured_output.py candle-binding --mode cross --jobs 1 --mirror MIRROR --offline \
         --topic candle-binding --record cross-rvv256
 
 Two `rvport build`s one after the other: `first` as a user runs it (the artifact cache and BuildKit's layer
 cache as they are), then `rebuild` with --no-cache into another output, so its build step runs again. After
-each, `rvport verify artifacts OUT/artifacts --profile P`. --jobs, --mirror and --offline go to both builds.
+each, `rvport verify artifacts OUT/artifacts --profile P`. --jobs, --mirror, --offline and --python go to
+both builds.
 The record (--record NAME: records/TOPIC/NAME.json, TOPIC structured-output unless --topic says) holds each
 build's exit status, wall time, the stage's build step and mode, the smoke test's status, the load during
 it, the verify exit status and every artifact's size and sha256; then whether the two builds' artifacts are
@@ -47,6 +49,7 @@ def build_args(
     jobs: int | None = None,
     mirror: Path | None = None,
     offline: bool = False,
+    python: str | None = None,
 ) -> tuple:
     out = work / f"out-{recipe}-{run}"
     shutil.rmtree(out, ignore_errors=True)
@@ -59,6 +62,8 @@ def build_args(
         args += ["--mirror", str(mirror)]
     if offline:
         args.append("--offline")
+    if python:
+        args += ["--python", python]
     if run == "rebuild":
         args.append("--no-cache")
     return out, args
@@ -123,6 +128,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, help="rvport build --jobs N")
     ap.add_argument("--mirror", type=Path, help="rvport build --mirror DIR (sources from a mirror)")
     ap.add_argument("--offline", action="store_true", help="rvport build --offline")
+    ap.add_argument("--python", help="rvport build --python X.Y (the CPython, and so the base, to build for)")
     ap.add_argument("--topic", default="structured-output", help="the record's folder under records/")
     ap.add_argument("--work", type=Path, help="keep logs and outputs here (default: a temporary directory)")
     ap.add_argument("--record", metavar="NAME", help="write the record records/TOPIC/NAME.json")
@@ -141,8 +147,11 @@ def main() -> int:
         "jobs": args.jobs,
         "mirror": args.mirror,
         "offline": args.offline,
+        "python": args.python,
     }
     figures: dict = {"recipe": args.recipe, "profile": args.profile, "mode": args.mode, "runs": {}}
+    if args.python:
+        figures["python"] = args.python
     loads: list[dict] = []
     for run in RUNS:
         figures["runs"][run] = res = one(args.recipe, run, **kw)

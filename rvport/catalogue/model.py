@@ -316,6 +316,17 @@ class DebianPin:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OnBase:
+    """A `toolchain: on_base:` entry: what the toolchain is on another riscv64 base, each field None where the
+    recipe's own stands (sid has no rustc-web; trixie's maturin is another version than sid's)."""
+
+    base: str
+    debian: tuple[str, ...] | None = None
+    rust: str | None = None
+    pins: tuple[DebianPin, ...] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecipeToolchain:
     base: str = "debian-trixie"
     debian: tuple[str, ...] = ()
@@ -323,23 +334,24 @@ class RecipeToolchain:
     rust: str | None = None
     pins: tuple[DebianPin, ...] = ()  # installed at exactly these versions, checked against the signed index
     python: str | None = None  # the one CPython it builds for (its base's): --python plans no other for it
-    # `on_base:` what changes when --python plans it on another riscv64 base: (base, debian or None, rust or
-    # None); what a base lacks (sid has no rustc-web) is said here, per base, instead of failing in apt
-    on_base: tuple[tuple[str, tuple[str, ...] | None, str | None], ...] = ()
+    # `on_base:` what changes when --python plans it on another riscv64 base; what a base lacks (sid has no
+    # rustc-web) or has at another version (a pinned package) is said here, per base, not found in apt
+    on_base: tuple[OnBase, ...] = ()
     # `host:` the least version of a program the host runs for it, beyond what rvport.catalogue.hosttools's
     # rules say: (program, version), e.g. ("go", "1.24.1") for a go.mod the host's `go mod vendor` must meet
     host: tuple[tuple[str, str], ...] = ()
 
     def for_base(self, name: str) -> RecipeToolchain:
         """The toolchain as a stage on riscv64 base `name` has it: that base, with its `on_base:` entry's
-        packages and Rust where it has one."""
-        for base, debian, rust in self.on_base:
-            if base == name:
+        packages, Rust and pins where it has one."""
+        for o in self.on_base:
+            if o.base == name:
                 return replace(
                     self,
                     base=name,
-                    debian=self.debian if debian is None else debian,
-                    rust=self.rust if rust is None else rust,
+                    debian=self.debian if o.debian is None else o.debian,
+                    rust=self.rust if o.rust is None else o.rust,
+                    pins=self.pins if o.pins is None else o.pins,
                     on_base=(),
                 )
         return replace(self, base=name, on_base=())

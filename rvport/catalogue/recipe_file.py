@@ -28,6 +28,7 @@ from rvport.catalogue.model import (
     RUST_WEB_PACKAGES,
     RVPORT_CHECK_ENV,
     DebianPin,
+    OnBase,
     Output,
     PinnedFile,
     Recipe,
@@ -519,6 +520,10 @@ def _check(d: LDict, file: str, problems: list[Problem]) -> RuntimeCheck | None:
     )
 
 
+def _pins(items: list) -> tuple[DebianPin, ...]:
+    return tuple(DebianPin(name=p["name"], version=p["version"], sha256=p["sha256"]) for p in items)
+
+
 def _toolchain(d: dict | None, base: RecipeToolchain | None = None) -> RecipeToolchain:
     base = base or RecipeToolchain()
     if not d:
@@ -528,15 +533,14 @@ def _toolchain(d: dict | None, base: RecipeToolchain | None = None) -> RecipeToo
         debian=tuple(d.get("debian", base.debian)),
         go=d.get("go", base.go),
         rust=d.get("rust", base.rust),
-        pins=tuple(DebianPin(name=p["name"], version=p["version"], sha256=p["sha256"]) for p in d["pins"])
-        if "pins" in d
-        else base.pins,
+        pins=_pins(d["pins"]) if "pins" in d else base.pins,
         python=d.get("python", base.python),
         on_base=tuple(
-            (
-                name,
-                tuple(o["debian"]) if "debian" in o else None,
-                o.get("rust"),
+            OnBase(
+                base=name,
+                debian=tuple(o["debian"]) if "debian" in o else None,
+                rust=o.get("rust"),
+                pins=_pins(o["pins"]) if "pins" in o else None,
             )
             for name, o in d["on_base"].items()
         )
@@ -595,7 +599,7 @@ def _on_base_problems(
     held to the `rust:` rules; `docs` are the toolchain mappings it was merged from, nearest first."""
     on = next((d["on_base"] for d in docs if isinstance(d, dict) and "on_base" in d), None)
     problems: list[Problem] = []
-    for name, _debian, _rust in tc.on_base:
+    for name in (o.base for o in tc.on_base):
         line = line_of(on, name) if isinstance(on, dict) else fallback
         if name == tc.base:
             problems.append(

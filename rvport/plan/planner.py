@@ -421,30 +421,37 @@ def recipe_pythons(
 ) -> tuple[PythonTarget | None, ...]:
     """The Pythons a recipe is planned for: none asked (or a kind without a Python: a static library, a Go
     binary): once, on its own base (None); else each Python asked, on that Python's base. A recipe that pins
-    its Python (`toolchain: python:`, or Debian `pins:` of its base, whose Python it then is) is planned for
-    it alone, and refused when it is not asked."""
+    its Python (`toolchain: python:`, or Debian `pins:` of its base, whose Python it then is, and of each
+    base its `on_base:` gives pins of their own) is planned for those alone, and refused when none is
+    asked."""
     if not matrix or not KINDS[recipe.kind].per_python:
         return (None,)
     bases_python = bases_python or {}
-    pin = recipe.toolchain.python
-    if pin is None and recipe.toolchain.pins:
-        # Debian packages pinned by version and digest are its base's suite's: the recipe is its base's, and
-        # so is its Python (vllm: Debian sid's torch)
-        pin = bases_python.get(recipe.toolchain.base)
-        if pin is None:
-            raise UsageError(
-                f"{recipe.ref} pins Debian packages of base {recipe.toolchain.base}, which says no Python",
-                hint=f"plan {recipe.name} without --python, or give the base a `python:`",
-            )
-    if pin is None:
+    tc = recipe.toolchain
+    pinned: tuple[str, ...] = (tc.python,) if tc.python else ()
+    why = "toolchain: python:"
+    if not pinned and tc.pins:
+        # Debian packages pinned by version and digest are their base's suite's: the recipe is its base's, and
+        # so is its Python (vllm: Debian sid's torch), and so are the bases an `on_base:` entry pins for
+        pinned_bases = (tc.base, *(o.base for o in tc.on_base if o.pins is not None))
+        for base in pinned_bases:
+            if bases_python.get(base) is None:
+                raise UsageError(
+                    f"{recipe.ref} pins Debian packages of base {base}, which says no Python",
+                    hint=f"plan {recipe.name} without --python, or give the base a `python:`",
+                )
+        pinned = tuple(bases_python[b] for b in pinned_bases)
+        why = f"toolchain: pins: of {' and on_base: pins: of '.join(pinned_bases)}"
+    if not pinned:
         return tuple(matrix)
-    own = tuple(t for t in matrix if t.version == pin)
-    why = "toolchain: python:" if recipe.toolchain.python else f"toolchain: pins: of {recipe.toolchain.base}"
+    own = tuple(t for t in matrix if t.version in pinned)
     if not own:
         asked = ", ".join(t.version for t in matrix)
+        alone = pinned[0] if len(pinned) == 1 else " or ".join(pinned)
         raise UsageError(
-            f"{recipe.ref} builds for Python {pin} alone ({why} in {recipe.file}), not for --python {asked}",
-            hint=f"add {pin} to --python, or plan {recipe.name} without it",
+            f"{recipe.ref} builds for Python {alone} alone ({why} in {recipe.file}), "
+            f"not for --python {asked}",
+            hint=f"add {alone} to --python, or plan {recipe.name} without it",
         )
     return own
 

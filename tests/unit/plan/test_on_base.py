@@ -10,7 +10,7 @@ from rvport.catalogue.bases import load_bases
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
 from rvport.engine.modes import accelerated as acc
-from rvport.errors import RecipeError
+from rvport.errors import RecipeError, UsageError
 from rvport.host import HostFacts
 from rvport.plan.planner import Mode, Request, make_plan
 
@@ -34,6 +34,28 @@ def test_tiktoken_builds_with_sids_rustc_on_sid_and_rustc_web_on_trixie():
     (alone,) = plan("tiktoken").stages  # without --python: the recipe's own base, as before
     assert (alone.recipe.toolchain.base, alone.recipe.toolchain.rust) == ("debian-trixie", "debian-rustc-web")
     assert alone.to_json()["toolchain"] == a.to_json()["toolchain"]
+
+
+def test_outlines_core_pins_each_bases_own_maturin():
+    a, b = plan("outlines-core", pythons=("3.13", "3.14")).stages
+    assert (a.name, b.name) == ("outlines-core-cp313", "outlines-core-cp314")
+    assert a.recipe.toolchain.base == "debian-trixie" and a.recipe.toolchain.rust == "debian-rustc-web"
+    assert [(p.name, p.version) for p in a.recipe.toolchain.pins] == [("python3-maturin", "1.8.3-1")]
+    assert [(p.name, p.version) for p in b.recipe.toolchain.pins] == [("python3-maturin", "1.15.0-1")]
+    assert "python3-maturin=1.8.3-1" in a.recipe.toolchain.apt_packages
+    assert a.to_json()["toolchain"]["pins"][0]["sha256"].startswith("fb6cd315")
+    (alone,) = plan("outlines-core").stages  # without --python: its own base, sid, and sid's pin
+    assert alone.recipe.toolchain.pins == b.recipe.toolchain.pins
+
+
+def test_pins_hold_a_recipe_to_the_bases_that_pin():
+    """vllm pins sid's torch and no other base's: --python 3.13 is refused, naming the pins; outlines-core
+    pins maturin on sid and on trixie, so it plans for either Python and for no third."""
+    said = r"vllm.* builds for Python 3.14 alone \(toolchain: pins: of debian-sid"
+    with pytest.raises(UsageError, match=said):
+        plan("vllm", pythons=("3.13",))
+    (only,) = plan("outlines-core", pythons=("3.13",)).stages
+    assert only.name == "outlines-core-cp313"
 
 
 def test_a_base_without_an_entry_only_changes_the_base():
@@ -79,7 +101,8 @@ def _load(tmp_path, on_base: str):
             "debian-sid: toolchain.debian installs",
         ),
         ("debian-sid: {rust: debian-rustc-web}", "debian-sid: toolchain rust: debian-rustc-web needs"),
-        ("debian-sid: {pins: []}", "unknown key 'pins'"),
+        ("debian-sid: {pins: [{name: maturin, version: '1'}]}", "sha256"),
+        ("debian-sid: {python: '3.14'}", "unknown key 'python'"),
     ],
 )
 def test_an_entry_that_cannot_hold_is_refused_with_its_line(tmp_path, on_base, said):
