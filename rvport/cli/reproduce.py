@@ -2,7 +2,8 @@
 bit-identical.
 
 Each build gets a fresh cache directory (sources fetched again, trees prepared again, no artifact cache) and
-BuildKit's --no-cache, so nothing of the first build can stand in for the second. Images (bases, toolchains)
+runs its build steps again past BuildKit's layer cache (`--no-cache`), so nothing of the first build can stand
+in for the second. Images (bases, toolchains)
 are inputs, not outputs, and are reused. The comparison is rvport.verify.compare: per artifact sha256, and
 where two differ, the wheel members, archive members and ELF sections that do.
 """
@@ -33,7 +34,8 @@ def reproduce(o: ReproduceArgs) -> None:
     """Build recipes twice from nothing and compare the artifacts bit for bit (exit 1 when any differs).
 
     Name recipes as NAME or NAME==VERSION. Each build has a fresh cache directory (sources fetched again,
-    trees prepared again, no artifact cache) and BuildKit's --no-cache; base and toolchain images are reused.
+    trees prepared again, no artifact cache) and runs its build steps again past BuildKit's layer cache; base
+    and toolchain images are reused.
     A difference names the wheel members (contents, times, modes, order), archive members and ELF sections
     that differ."""
     from rvport.catalogue.recipes import load_catalogue

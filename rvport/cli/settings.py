@@ -635,8 +635,9 @@ SETTINGS: tuple[Setting, ...] = (
         type=bool,
         flags=("--no-cache",),
         default=False,
-        help="Compile every stage afresh: neither rvport's artifact cache nor BuildKit's layer cache is used "
-        "(images and sources still are).",
+        help="Compile every stage afresh: rvport's artifact cache is not used and each stage's build step "
+        "runs again, past BuildKit's layer cache (images, sources and the compiler cache still are; "
+        "--no-compiler-cache goes without it).",
     ),
     Setting(
         dest="compiler_cache",

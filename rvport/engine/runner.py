@@ -24,6 +24,7 @@ import fnmatch
 import hashlib
 import io
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -73,12 +74,19 @@ SMOKE_STATUS_MAX = 4096
 LOG_TAIL_BYTES = 1 << 20  # a failed stage's log is read from its end, this much at most (_tail)
 
 
+def fresh_args(no_cache: bool) -> tuple[tuple[str, str], ...]:
+    """The build arguments of a stage's build: with --no-cache a new RVPORT_FRESH, an ARG of the build step
+    (resources/dockerfiles), so that step runs again. Not buildx's --no-cache, which on the engine's BuildKit
+    (Docker 20.10's) also hands every cache mount over empty, the compiler cache's included."""
+    return (("RVPORT_FRESH", secrets.token_hex(16)),) if no_cache else ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class BuildOptions(RunOptions):
     smoke: bool = True
     tests: bool = True  # a recipe's upstream tests (`tests:`) after its smoke test; only with smoke
     verify: bool = True
-    no_cache: bool = False  # compile afresh: skip the artifact cache and BuildKit's layer cache
+    no_cache: bool = False  # compile afresh: skip the artifact cache, run each build step again (fresh_args)
     cache_to: Path | None = None  # buildx --cache-to type=local,dest=DIR,mode=max on the stage builds
     cache_from: Path | None = None  # buildx --cache-from type=local,src=DIR
     # the compiler cache: the engine's per toolchain, a host directory (--compiler-cache DIR), or off
@@ -593,7 +601,7 @@ class Runner:
                 builder=self.opts.builder,
                 cache_to=self.opts.cache_to,
                 cache_from=self.opts.cache_from,
-                no_cache=self.opts.no_cache,
+                build_args=fresh_args(self.opts.no_cache),
             )
             rec.build_command = buildx.quote(spec.argv())
             with env.timer("build"):

@@ -87,3 +87,25 @@ def test_a_tiny_c_project_hits_the_second_time_and_not_under_another_profile(eng
     assert none["compiler_cache"]["use"] == "off" and "hits" not in none["compiler_cache"]
     sha = {s["artifacts"][0]["sha256"] for s in (warm_stage, none)}
     assert len(sha) == 1, "a warm compiler cache changed the bytes of the output"
+
+
+def test_the_engines_cache_is_kept_between_two_builds_that_compile_afresh(engine, tmp_path):
+    """No --compiler-cache: the engine's cache mount. Both builds have --no-cache (each build step runs
+    again); the second hits what the first stored. Sources of their own (a symbol no other run compiles) so
+    that what earlier runs left in the engine's cache cannot hit the first time."""
+    import secrets
+
+    offline_mirror(tmp_path / "mirror")
+    (tmp_path / "recipes").mkdir()
+    nonce = secrets.token_hex(8)
+    own = {
+        k: v + (f'const char *tinyc_{k[:-2]}_{nonce} = "{nonce}";\n' if k.endswith(".c") else "")
+        for k, v in SOURCES.items()
+    }
+    f, sha = tarball("tinyc-1.0.0", own, tmp_path / "mirror")
+    (tmp_path / "recipes" / "tinyc.yaml").write_text(RECIPE.format(fname=f, sha=sha))
+    first = _build(tmp_path, "first", "rvv256")["compiler_cache"]
+    assert first["use"] == "engine" and (first["hits"], first["misses"]) == (0, 3), first
+    second = _build(tmp_path, "second", "rvv256")["compiler_cache"]
+    assert second["use"] == "engine" and (second["hits"], second["misses"]) == (3, 0), second
+    assert second["size_before"] > 0, second

@@ -19,6 +19,9 @@ COPY rvport-build.sh /rvport/build.sh
 COPY rvport-cpuinfo.sh /rvport/cpuinfo.sh
 COPY rvport-ccache.sh /rvport/ccache.sh
 WORKDIR /src
+# `rvport build --no-cache` gives RVPORT_FRESH a new value, so this step runs again while the cache mounts
+# keep their content (buildx's own --no-cache would hand them over empty on some engines)
+ARG RVPORT_FRESH
 RUN @@CCACHE_MOUNT@@--mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
     @@CPUINFO_CHECK@@. /opt/xtc/stage.env && mkdir -p "$RVPORT_OUT" && sh -eu /rvport/ccache.sh start && sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build && sh -eu /rvport/ccache.sh end
 

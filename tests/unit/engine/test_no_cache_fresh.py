@@ -1,0 +1,29 @@
+"""`rvport build --no-cache` runs each build step again through a new RVPORT_FRESH, an ARG of that step, not
+through buildx's --no-cache, which on Docker 20.10's BuildKit hands every cache mount over empty (the
+compiler cache's too). tests/integration/test_compiler_cache.py shows the engine's cache kept between two
+such builds."""
+
+from __future__ import annotations
+
+import pytest
+
+from rvport import resources
+from rvport.engine import buildx, runner
+
+
+@pytest.mark.parametrize("name", ["accelerated", "build", "cross"])
+def test_the_build_step_of_every_stage_template_takes_rvport_fresh(name):
+    lines = resources.builtin("dockerfiles", f"{name}.Dockerfile").read_text().splitlines()
+    (i,) = [n for n, ln in enumerate(lines) if ln.startswith("RUN ") and "@@CCACHE_MOUNT@@" in ln]
+    assert lines[i - 1] == "ARG RVPORT_FRESH", lines[i - 1]
+    assert sum(ln.startswith("ARG ") for ln in lines) == 1  # nothing else can move the step's key
+
+
+def test_no_cache_is_a_new_rvport_fresh_each_time_and_never_buildx_no_cache(tmp_path):
+    a, b = runner.fresh_args(True), runner.fresh_args(True)
+    assert [k for k, _ in a] == ["RVPORT_FRESH"] and a != b and runner.fresh_args(False) == ()
+    spec = buildx.BuildSpec(
+        context=tmp_path, dockerfile=tmp_path / "Dockerfile", platform="linux/riscv64", build_args=a
+    )
+    argv = spec.argv()
+    assert "--no-cache" not in argv and f"RVPORT_FRESH={a[0][1]}" in argv
