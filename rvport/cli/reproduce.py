@@ -3,9 +3,9 @@ bit-identical.
 
 Each build gets a fresh cache directory (sources fetched again, trees prepared again, no artifact cache) and
 runs its build steps again past BuildKit's layer cache (`--no-cache`), so nothing of the first build can stand
-in for the second. Images (bases, toolchains)
-are inputs, not outputs, and are reused. The comparison is rvport.verify.compare: per artifact sha256, and
-where two differ, the wheel members, archive members and ELF sections that do.
+in for the second. Images (bases, toolchains) are inputs, not outputs, and are reused. The comparison is
+rvport.verify.compare: per artifact sha256, and where two differ, the wheel members, archive members and ELF
+sections that do.
 """
 
 from __future__ import annotations
