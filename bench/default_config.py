@@ -2,17 +2,17 @@
 """vLLM's default configuration (torch.compile) against enforce-eager, in one serving check.
 
     .venv/bin/python bench/default_config.py --wheelhouse WH --output OUT [--profile P] \
-        [--allow-expired-release sid]
+        [--allow-expired-release sid] [--skip-tests | --skip-serve] [--record NAME]
 
 Runs `rvport serve-check vllm --wheelhouse WH --output OUT` from this checkout (its log in OUT.log beside
 OUT), which takes the steps generate and serve in vLLM's default configuration (compiled by inductor with the
 wheelhouse's inductor-env.sh) and again with enforce-eager, in one container, and verifies the shared objects
 inductor compiled for the profile (docs/closure.md). Then it writes
-records/closure/default-config-PROFILE.json: each step's status and seconds, the engine's start-up, time to
-first token and tokens per second of both modes and their ratios, the server's start-up of both, what
-inductor compiled (how many objects, their Tag_RISCV_arch, whether verify passed), each structured-output
-backend's verdicts (the guided step), vLLM's own tests (the tests step: counts per file) and the load
-beside the run. Figures under QEMU on a shared host, not a board's.
+records/closure/default-config-PROFILE.json (or NAME.json, --record NAME): each step's status and seconds,
+the engine's start-up, time to first token and tokens per second of both modes and their ratios, the
+server's start-up of both, what inductor compiled (how many objects, their Tag_RISCV_arch, whether verify
+passed), each structured-output backend's verdicts (the guided step), vLLM's own tests (the tests step:
+counts per file) and the load beside the run. Figures under QEMU on a shared host, not a board's.
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", default="1800")
     ap.add_argument("--skip-tests", action="store_true", help="serve-check --skip-tests")
     ap.add_argument("--skip-serve", action="store_true", help="serve-check --skip-serve (serve and guided)")
+    ap.add_argument("--record", metavar="NAME", help="the record's name (default default-config-PROFILE)")
     a = ap.parse_args(argv)
     stop_on_signals()
     args = ["serve-check", "vllm", "--wheelhouse", str(a.wheelhouse), "--output", str(a.output)]
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = figures_of(result, rc, seconds)
     path = write_record(
         "closure",
-        f"default-config-{result['profile']}",
+        a.record or f"default-config-{result['profile']}",
         command=["python", "bench/default_config.py", *(argv if argv is not None else sys.argv[1:])],
         figures=figures,
         load=result.get("load_average"),

@@ -68,3 +68,37 @@ def test_the_figures_keep_the_tests_steps_counts_per_file_and_the_failed_ids():
     t = bench.figures_of({"steps": [{"name": "tests", "status": "failed", "tests": rec}]}, 10, 1.0)["tests"]
     assert t["failed"] == ["tests/a.py::t[2]"] and t["files"][0]["seconds"] == 3.0
     assert "timeout" not in t["files"][0] and bench.figures_of({"steps": []}, 0, 1.0)["tests"] is None
+
+
+def run_main(tmp_path, monkeypatch, *extra: str) -> tuple[list, list]:
+    """main() with the check faked: the serve-check commands it ran and the records it wrote."""
+    calls, written = [], []
+    out = tmp_path / "check"
+
+    def fake_rvport(args, log):
+        calls.append(args)
+        out.mkdir()
+        (out / "result.json").write_text('{"profile": "rvv256", "passed": true, "steps": []}')
+        return 0, 1.0
+
+    def fake_write(topic, name, **_kw):
+        written.append((topic, name))
+        return tmp_path / name
+
+    monkeypatch.setattr(bench, "rvport", fake_rvport)
+    monkeypatch.setattr(bench, "stop_on_signals", lambda: None)
+    monkeypatch.setattr(bench, "write_record", fake_write)
+    assert bench.main(["--wheelhouse", "wh", "--output", str(out), *extra]) == 0
+    return calls, written
+
+
+def test_the_record_takes_the_name_given_and_the_check_its_skips(tmp_path, monkeypatch):
+    name = "default-config-rvv256-tests"
+    calls, written = run_main(tmp_path, monkeypatch, "--skip-serve", "--record", name)
+    assert "--skip-serve" in calls[0] and "--skip-tests" not in calls[0]
+    assert written == [("closure", name)]
+
+
+def test_the_record_is_named_for_the_checks_profile_by_default(tmp_path, monkeypatch):
+    _, written = run_main(tmp_path, monkeypatch)
+    assert written == [("closure", "default-config-rvv256")]
