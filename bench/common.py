@@ -4,6 +4,7 @@ scripts in bench/ (their directory is first on sys.path)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -134,6 +135,20 @@ def machine() -> dict:
     }
 
 
+class BadRecordName(ValueError, argparse.ArgumentTypeError):
+    """A --record or --topic that is not a plain file name (argparse shows this message, not its own)."""
+
+
+def record_part(part: str) -> str:
+    """A record's topic or name as given (an argparse `type=` too, so a bench refuses a bad --record before it
+    runs, not after): a plain file name."""
+    if not part or "/" in part or part.startswith("."):
+        raise BadRecordName(
+            f"a record's topic and name are plain file names (e.g. default-config-rvv256), not {part!r}"
+        )
+    return part
+
+
 def write_record(
     topic: str, name: str, *, command: Sequence[str], figures: Mapping, load: Mapping | None = None
 ) -> Path:
@@ -145,8 +160,7 @@ def write_record(
     import shlex
 
     for part in (topic, name):
-        if not part or "/" in part or part.startswith("."):
-            raise ValueError(f"a record's topic and name are plain file names, not {part!r}")
+        record_part(part)
     record = {
         "schema": RECORD_SCHEMA,
         "command": shlex.join(command),

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import rvport, stop_on_signals, write_record  # noqa: E402
+from common import record_part, rvport, stop_on_signals, write_record  # noqa: E402
 
 RUN = (
     "load_seconds",
@@ -115,7 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", default="1800")
     ap.add_argument("--skip-tests", action="store_true", help="serve-check --skip-tests")
     ap.add_argument("--skip-serve", action="store_true", help="serve-check --skip-serve (serve and guided)")
-    ap.add_argument("--record", metavar="NAME", help="the record's name (default default-config-PROFILE)")
+    ap.add_argument(
+        "--record",
+        metavar="NAME",
+        type=record_part,
+        help="the record's name (default default-config-PROFILE)",
+    )
     a = ap.parse_args(argv)
     stop_on_signals()
     args = ["serve-check", "vllm", "--wheelhouse", str(a.wheelhouse), "--output", str(a.output)]

@@ -129,9 +129,16 @@ def main() -> int:
     ap.add_argument("--mirror", type=Path, help="rvport build --mirror DIR (sources from a mirror)")
     ap.add_argument("--offline", action="store_true", help="rvport build --offline")
     ap.add_argument("--python", help="rvport build --python X.Y (the CPython, and so the base, to build for)")
-    ap.add_argument("--topic", default="structured-output", help="the record's folder under records/")
+    ap.add_argument(
+        "--topic",
+        default="structured-output",
+        type=common.record_part,
+        help="the record's folder under records/",
+    )
     ap.add_argument("--work", type=Path, help="keep logs and outputs here (default: a temporary directory)")
-    ap.add_argument("--record", metavar="NAME", help="write the record records/TOPIC/NAME.json")
+    ap.add_argument(
+        "--record", metavar="NAME", type=common.record_part, help="write the record records/TOPIC/NAME.json"
+    )
     args = ap.parse_args()
     common.stop_on_signals()
     work = args.work or Path(tempfile.mkdtemp(prefix="rvport-bench-so-"))

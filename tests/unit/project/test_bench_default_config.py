@@ -102,3 +102,12 @@ def test_the_record_takes_the_name_given_and_the_check_its_skips(tmp_path, monke
 def test_the_record_is_named_for_the_checks_profile_by_default(tmp_path, monkeypatch):
     _, written = run_main(tmp_path, monkeypatch)
     assert written == [("closure", "default-config-rvv256")]
+
+
+def test_a_record_name_that_is_not_a_plain_file_name_is_refused_before_the_check_runs(tmp_path, monkeypatch):
+    import pytest
+
+    monkeypatch.setattr(bench, "rvport", lambda *a, **k: pytest.fail("the check ran"))
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--wheelhouse", "wh", "--output", str(tmp_path / "o"), "--record", "../x"])
+    assert e.value.code == 2
