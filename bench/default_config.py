@@ -2,7 +2,7 @@
 """vLLM's default configuration (torch.compile) against enforce-eager, in one serving check.
 
     .venv/bin/python bench/default_config.py --wheelhouse WH --output OUT [--profile P] \
-        [--allow-expired-release sid] [--skip-tests | --skip-serve] [--record NAME]
+        [--allow-expired-release sid] [--skip-tests | --skip-serve [--skip-generate]] [--record NAME]
 
 Runs `rvport serve-check vllm --wheelhouse WH --output OUT` from this checkout (its log in OUT.log beside
 OUT), which takes the steps generate and serve in vLLM's default configuration (compiled by inductor with the
@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", default="1800")
     ap.add_argument("--skip-tests", action="store_true", help="serve-check --skip-tests")
     ap.add_argument("--skip-serve", action="store_true", help="serve-check --skip-serve (serve and guided)")
+    ap.add_argument("--skip-generate", action="store_true", help="serve-check --skip-generate")
     ap.add_argument(
         "--record",
         metavar="NAME",
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     args += ["--timeout", a.timeout] + (["--profile", a.profile] if a.profile else [])
     args += ["--skip-tests"] if a.skip_tests else []
     args += ["--skip-serve"] if a.skip_serve else []
+    args += ["--skip-generate"] if a.skip_generate else []
     for s in a.allow_expired_release:
         args += ["--allow-expired-release", s]
     log = a.output.with_name(a.output.name + ".log")

@@ -170,9 +170,10 @@ def serve_check(o: ServeCheckArgs) -> None:
     `pip install` of the wheelhouse, `pip check`, `from vllm import LLM`, 8 tokens generated from a tiny Llama
     with dummy weights (time to first token, tokens per second), then `vllm serve` answering /v1/completions;
     both in vLLM's default configuration (torch.compile, with the wheelhouse's inductor-env.sh) and with
-    enforce-eager; then the recipe's own tests (its serve_tests: for the profile, from its pinned sdist or
-    --source-tree, one pytest run per file in the installed environment; --skip-tests leaves them out), and
-    the shared objects inductor compiled verified for the profile.
+    enforce-eager (--skip-generate and --skip-serve leave them out); then the recipe's own tests (its
+    serve_tests: for the profile, from its pinned sdist or --source-tree, one pytest run per file in the
+    installed environment; --skip-tests leaves them out), and the shared objects inductor compiled verified
+    for the profile.
 
     The container runs with no network, the profile's QEMU CPU and the wheelhouse read-only, in an image of
     the riscv64 base with the wheelhouse's Debian packages at their locked versions (made once: the one step
@@ -191,6 +192,7 @@ def serve_check(o: ServeCheckArgs) -> None:
         fetch=handoff.fetch_options(o),
         allow_expired=o.allow_expired_release,
         skip_serve=o.skip_serve,
+        skip_generate=o.skip_generate,
         skip_tests=o.skip_tests,
         source_tree=o.source_tree,
         recipes_dir=tuple(o.recipes_dir),

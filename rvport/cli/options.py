@@ -98,6 +98,7 @@ class ServeCheckArgs:
     wheelhouse: Path | None = None  # checked: required
     check_dir: Path | None = None  # checked: required
     skip_serve: bool = False
+    skip_generate: bool = False
     skip_tests: bool = False
     timeout: int = 1800
     junit: Path | None = None

@@ -822,6 +822,15 @@ SETTINGS: tuple[Setting, ...] = (
         "run).",
     ),
     Setting(
+        dest="skip_generate",
+        verbs=frozenset({SERVE_CHECK}),
+        type=bool,
+        flags=("--skip-generate",),
+        default=False,
+        help="Leave out both generate steps (the default configuration's and the eager one); with "
+        "--skip-serve, a check of vLLM's own tests alone: install, pip check, import, tests.",
+    ),
+    Setting(
         dest="skip_tests",
         verbs=frozenset({SERVE_CHECK}),
         type=bool,

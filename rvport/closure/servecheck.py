@@ -53,6 +53,7 @@ STEPS = (
     "install", "pip-check", "import", "generate", "generate-eager", "serve", "serve-eager", "guided", "tests",
 )  # fmt: skip
 SERVES = frozenset({"serve", "serve-eager", "guided"})  # the steps --skip-serve leaves out
+GENERATES = frozenset({"generate", "generate-eager"})  # the steps --skip-generate leaves out
 GUIDED_BACKENDS = ("xgrammar", "guidance", "outlines")  # guided's, each within a step's timeout of its own
 GUIDED_KINDS = ("json", "regex", "choice")  # the requests each backend's server answers
 TEXT_CHARS = 2000  # a guided answer's text kept in result.json
@@ -76,6 +77,7 @@ class Options:
     fetch: FetchOptions
     allow_expired: tuple[str, ...] = ()
     skip_serve: bool = False
+    skip_generate: bool = False
     skip_tests: bool = False
     source_tree: Path | None = None  # the tests step's tree instead of the recipe's pinned sources
     recipes_dir: tuple[Path, ...] = ()  # the user's recipe directories (the recipe's serve_tests:)
@@ -186,6 +188,7 @@ def container_command(opts: Options, tests: bool = False) -> list[str]:
     cmd = ["python3", f"/rvport/{SCRIPT}", "run", "--wheelhouse", "/wheelhouse", "--out", "/out"]
     cmd += ["--timeout", f"{opts.timeout:g}"]
     cmd += ["--tests", servetests.PLAN] if tests else []
+    cmd += ["--skip-generate"] if opts.skip_generate else []
     return cmd + (["--skip-serve"] if opts.skip_serve else [])
 
 
@@ -265,8 +268,11 @@ def inductor_record(wh: wheelhouses.Wheelhouse, profile: Profile, cache: Path, i
         "cache": f"{LOGS}/{CACHE}",
         **inductor.verify_cache(cache, profile),
     }
-    # judged when a default-configuration step ran: it must have left objects, each fitting the profile
-    doc["judged"] = any(ran.get(n) in ("passed", "failed") for n in ("generate", "serve"))
+    # judged when a default-configuration step ran: it must have left objects, each fitting the profile; and
+    # when the tests step left some (its torch.compile cases), as a tests-only check (--skip-generate
+    # --skip-serve) has no other
+    tests_compiled = ran.get("tests") in ("passed", "failed") and doc["objects"] > 0
+    doc["judged"] = tests_compiled or any(ran.get(n) in ("passed", "failed") for n in ("generate", "serve"))
     return doc
 
 
@@ -395,17 +401,20 @@ def steps_record(
     skip_serve: bool,
     tests: servetests.Ready | None = None,
     skip_tests: bool = False,
+    skip_generate: bool = False,
 ) -> list[dict]:
     """Every step in order, as the container recorded it, with its log's path and last lines; a step it did
-    not record is "not-run" (or "skipped": the serve steps and guided with --skip-serve, tests with
-    --skip-tests or none planned). Guided's result is read back with bounds (guided_step); the tests step's
-    records too (servetests.read), and they judge it; it says what it ran from, or why it was skipped."""
+    not record is "not-run" (or "skipped": both generate steps with --skip-generate, the serve steps and
+    guided with --skip-serve, tests with --skip-tests or none planned). Guided's result is read back with
+    bounds (guided_step); the tests step's records too (servetests.read), and they judge it; it says what it
+    ran from, or why it was skipped."""
     by_name = {s.get("name"): s for s in inside.get("steps", []) if isinstance(s, dict)}
     out = []
     for name in STEPS:
         got = by_name.get(name)
         if got is None:
-            skipped = (name in SERVES and skip_serve) or (name == "tests" and tests is None)
+            left_out = (name in GENERATES and skip_generate) or (name in SERVES and skip_serve)
+            skipped = left_out or (name == "tests" and tests is None)
             out.append({"name": name, "status": "skipped" if skipped else "not-run"})
             if name == "tests":
                 out[-1].update(_tests_source(tests, skip_tests))
@@ -572,7 +581,9 @@ def record(
     tests: servetests.Ready | None = None,
 ) -> dict:
     """result.json of a serving check (resources/schemas/serve-check.schema.json)."""
-    steps = steps_record(inside, opts.output / LOGS, opts.skip_serve, tests, opts.skip_tests)
+    steps = steps_record(
+        inside, opts.output / LOGS, opts.skip_serve, tests, opts.skip_tests, skip_generate=opts.skip_generate
+    )
     passed = container.get("exit_status") == 0 and all(s["status"] in ("passed", "skipped") for s in steps)
     if compiled is not None and compiled["judged"] and not compiled["passed"]:
         passed = False  # the default configuration's objects are missing or do not fit the profile

@@ -4,7 +4,8 @@
 image (the base plus the wheelhouse's Debian packages), with no network, the wheelhouse read-only at
 --wheelhouse and a directory for the results at --out:
 
-    python3 serve-check.py run --wheelhouse DIR --out DIR --timeout SECONDS [--skip-serve] [--tests FILE]
+    python3 serve-check.py run --wheelhouse DIR --out DIR --timeout SECONDS [--skip-generate] [--skip-serve]
+        [--tests FILE]
 
 `run` takes the steps in order, each a program of its own with its output in OUT/STEP.log, stopped with its
 whole process group when it runs past --timeout seconds, or (import, generate, serve) when it printed its
@@ -39,8 +40,8 @@ result and has not exited EXIT_GRACE seconds later (a failed step, never a stuck
 
 After each step OUT/steps.json is written whole (a temporary file, then a rename), so what ran is known
 even if the container dies. A step after a failed install, or a generate or serve (either mode) after a
-failed import, is "not-run"; the serve steps and guided are "skipped" with --skip-serve, tests without
---tests. The exit status is 0 when every step that ran passed.
+failed import, is "not-run"; both generate steps are "skipped" with --skip-generate, the serve steps
+and guided with --skip-serve, tests without --tests. The exit status is 0 when every step that ran passed.
 
 Only the Python standard library is used outside `generate`, `serve` and `guided` (they run in the venv, with
 vLLM; guided's judge imports jsonschema there).
@@ -70,6 +71,7 @@ STEPS = (
 RUNS = ("generate", "generate-eager", "serve", "serve-eager")  # the steps that run vLLM and print one result
 NEEDS_IMPORT = (*RUNS, "guided", "tests")  # not run after a failed import
 SERVES = ("serve", "serve-eager", "guided")  # the steps --skip-serve leaves out
+GENERATES = ("generate", "generate-eager")  # the steps --skip-generate leaves out
 ENV_FILE = "inductor-env.sh"  # the wheelhouse's inductor settings (rvport/closure/inductor.py)
 CACHE = "cache"  # OUT/cache: XDG_CACHE_HOME of the default-configuration steps (inductor's and vLLM's caches)
 TESTS_TREE_RO = "/rvport/tree"  # the tree's copied paths, read-only
@@ -238,14 +240,17 @@ def pip_install(wh: Path) -> list[str]:
             "-r", req]  # fmt: skip
 
 
-def next_step(done: dict[str, str], skip_serve: bool, tests: bool = False) -> tuple[str, str] | None:
+def next_step(
+    done: dict[str, str], skip_serve: bool, tests: bool = False, skip_generate: bool = False
+) -> tuple[str, str] | None:
     """The first step not taken yet and what it is to be, given how the steps before it ended: "run",
-    "not-run" (a step it needs did not pass) or "skipped" (serve and guided with `skip_serve`, tests without
-    `tests`); None when every step is taken."""
+    "not-run" (a step it needs did not pass) or "skipped" (both generate steps with `skip_generate`, serve
+    and guided with `skip_serve`, tests without `tests`); None when every step is taken."""
     for name in STEPS:
         if name in done:
             continue
-        if (name in SERVES and skip_serve) or (name == "tests" and not tests):
+        left_out = (name in GENERATES and skip_generate) or (name in SERVES and skip_serve)
+        if left_out or (name == "tests" and not tests):
             return name, "skipped"
         if name != "install" and done.get("install") != "passed":
             return name, "not-run"
@@ -709,7 +714,7 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
     plan = read_plan(Path(args.tests)) if getattr(args, "tests", None) else None
     steps: list[dict] = []
     done: dict[str, str] = {}
-    while (step := next_step(done, args.skip_serve, plan is not None)) is not None:
+    while (step := next_step(done, args.skip_serve, plan is not None, args.skip_generate)) is not None:
         name, what = step
         if what != "run":
             rec = {"name": name, "status": what}
@@ -1085,6 +1090,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--wheelhouse", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--timeout", type=float, required=True, help="seconds per step")
+    r.add_argument("--skip-generate", action="store_true")
     r.add_argument("--skip-serve", action="store_true")
     r.add_argument("--tests", help="the tests step's plan (JSON); without it the step is skipped")
     g = sub.add_parser("generate", help="(in the venv) the generate step")

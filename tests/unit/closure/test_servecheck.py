@@ -183,6 +183,9 @@ def test_the_container_has_no_network_a_big_shm_the_wheelhouse_read_only_and_the
         "90",
         "--skip-serve",
     ]
+    tests_only = servecheck.container_command(opts(tmp_path, skip_serve=True, skip_generate=True))
+    assert tests_only[-2:] == ["--skip-generate", "--skip-serve"]
+    assert "--skip-generate" not in cmd
 
 
 def fake_inside(status: dict[str, str], logs: Path) -> dict:
@@ -323,6 +326,21 @@ def test_serve_skipped_still_passes(tmp_path):
     assert [s["status"] for s in doc["steps"][5:8]] == ["skipped"] * 3 and doc["passed"] is True
 
 
+def test_generate_skipped_still_passes_and_the_serve_steps_are_not_left_out_with_it(tmp_path):
+    gen = {"generate": "skipped", "generate-eager": "skipped"}
+    doc = make_record(tmp_path, {**ALL_PASS, **gen}, skip_generate=True)
+    assert doc["passed"] is True
+    assert doc["steps"][3:5] == [{"name": n, "status": "skipped"} for n in ("generate", "generate-eager")]
+    assert doc["steps"][5]["status"] == "passed"  # serve
+    validate(doc, manifest.schema("serve-check"))
+    # a container that never reached them: skipped with --skip-generate, not run without it
+    short = {k: v for k, v in ALL_PASS.items() if k in ("install", "pip-check", "import")}
+    doc = make_record(tmp_path, short, skip_generate=True, skip_serve=True)
+    assert [s["status"] for s in doc["steps"][3:8]] == ["skipped"] * 5 and doc["passed"] is True
+    doc = make_record(tmp_path, short, skip_serve=True)
+    assert doc["steps"][3]["status"] == "not-run" and doc["passed"] is False
+
+
 def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monkeypatch):
     make_house(tmp_path / "wh")
     out = tmp_path / "out"
@@ -454,6 +472,18 @@ def test_which_steps_run_after_a_failure():
     assert inside.next_step({**served, "guided": "failed"}, False, tests=True) == ("tests", "run")
     assert inside.next_step({**failed_import, "guided": "not-run"}, False, True) == ("tests", "not-run")
     assert inside.next_step({**served, "guided": "passed", "tests": "failed"}, False, True) is None
+    # --skip-generate leaves out both generate steps, and only them
+    imported = {"install": "passed", "pip-check": "passed", "import": "passed"}
+    assert inside.next_step(imported, False, True, skip_generate=True) == ("generate", "skipped")
+    gen_skipped = {**imported, "generate": "skipped", "generate-eager": "skipped"}
+    assert inside.next_step({**imported, "generate": "skipped"}, False, True, True) == (
+        "generate-eager",
+        "skipped",
+    )
+    assert inside.next_step(gen_skipped, False, True, True) == ("serve", "run")
+    both = {**gen_skipped, "serve": "skipped", "serve-eager": "skipped", "guided": "skipped"}
+    assert inside.next_step(both, True, True, True) == ("tests", "run")
+    assert inside.next_step({**failed_import, "guided": "not-run"}, False, True, True) == ("tests", "not-run")
 
 
 def test_the_default_configuration_steps_source_the_wheelhouse_settings_and_cache_in_out(tmp_path):
@@ -566,7 +596,12 @@ def test_the_steps_record_as_the_container_writes_it(tmp_path):
         [py, "-c", "raise SystemExit(3)"],
     ]
     args = inside.argparse.Namespace(
-        out=str(tmp_path), wheelhouse=str(wheels), timeout=60.0, skip_serve=False, tests=None
+        out=str(tmp_path),
+        wheelhouse=str(wheels),
+        timeout=60.0,
+        skip_serve=False,
+        skip_generate=False,
+        tests=None,
     )
     assert inside.run(args, commands=commands) == 1
     doc = json.loads((tmp_path / "steps.json").read_text())
@@ -620,3 +655,26 @@ def test_the_summary_lines_give_both_modes_and_inductors_verdict(tmp_path):
     assert lines[0].startswith("generate: time to first token 0.3 s, 16.0 tokens/s")
     assert any(x.startswith("generate-eager: time to first token 0.4 s, 10.0 tokens/s") for x in lines)
     assert "inductor: 4 shared object(s) compiled, verify for rv64gc: pass" in lines
+
+
+def test_the_tests_steps_compiled_objects_are_judged_when_no_generate_or_serve_ran(tmp_path, monkeypatch):
+    """A tests-only check (--skip-generate --skip-serve) judges what vLLM's own torch.compile cases left in
+    the cache; an empty cache after the tests alone is no failure (the selection may compile nothing)."""
+
+    class Settings:
+        def to_json(self):
+            return {"march": "rv64gc"}
+
+    class House:
+        def inductor(self):
+            return Settings()
+
+    found = {"objects": 2, "truncated": False, "arch": ["rv64i2p1"], "failed": [], "passed": True}
+    monkeypatch.setattr(servecheck.inductor, "verify_cache", lambda cache, profile: dict(found))
+    profile = get_profile("rv64gc")
+    tests_only = {"steps": [{"name": "generate", "status": "skipped"}, {"name": "tests", "status": "passed"}]}
+    assert servecheck.inductor_record(House(), profile, tmp_path, tests_only)["judged"] is True
+    found.update(objects=0, passed=False)
+    assert servecheck.inductor_record(House(), profile, tmp_path, tests_only)["judged"] is False
+    generated = {"steps": [{"name": "generate", "status": "passed"}]}
+    assert servecheck.inductor_record(House(), profile, tmp_path, generated)["judged"] is True

@@ -95,8 +95,11 @@ def run_main(tmp_path, monkeypatch, *extra: str) -> tuple[list, list]:
 def test_the_record_takes_the_name_given_and_the_check_its_skips(tmp_path, monkeypatch):
     name = "default-config-rvv256-tests"
     calls, written = run_main(tmp_path, monkeypatch, "--skip-serve", "--record", name)
-    assert "--skip-serve" in calls[0] and "--skip-tests" not in calls[0]
+    assert "--skip-serve" in calls[0] and "--skip-tests" not in calls[0] and "--skip-generate" not in calls[0]
     assert written == [("closure", name)]
+    (tmp_path / "b").mkdir()
+    calls, _ = run_main(tmp_path / "b", monkeypatch, "--skip-serve", "--skip-generate", "--record", name)
+    assert "--skip-serve" in calls[0] and "--skip-generate" in calls[0]
 
 
 def test_the_record_is_named_for_the_checks_profile_by_default(tmp_path, monkeypatch):

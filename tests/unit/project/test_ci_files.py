@@ -158,7 +158,7 @@ def test_the_vllm_workflow_builds_the_pr_tree_for_a_matrix_with_the_action_and_k
     assert {f"{out}/matrix.json", f"{out}/*/result.json", rv["with"]["junit"]} <= set(paths)
     # vLLM's own tests on each profile's wheel, from the checkout, with their records and JUnit uploaded
     assert rv["with"]["closure-tree"] == checkout["with"]["path"]
-    assert rv["with"]["closure-tests"] == "${{ vars.RVPORT_SERVE == 'true' && 'serve' || 'tests' }}"
+    assert rv["with"]["closure-tests"] == "${{ vars.RVPORT_CLOSURE_TESTS || 'tests' }}"
     tests_out = rv["with"]["closure-output"]
     assert {f"{tests_out}/check-*.junit.xml", f"{tests_out}/check-*/result.json"} <= set(paths)
     # the action says where a matrix's record is: its `matrix` output, set when the profile is a comma list

@@ -61,7 +61,7 @@ def test_each_profile_gets_its_wheelhouse_and_its_tests_after_one_build_of_the_o
         )
         assert check == (
             f"serve-check vllm --wheelhouse o/wheelhouse-{p} --output o/check-{p} --source-tree src "
-            f"--skip-serve --junit o/check-{p}.junit.xml"
+            f"--skip-generate --skip-serve --junit o/check-{p}.junit.xml"
         )
     assert len(calls) == 6
 
@@ -71,7 +71,13 @@ def test_one_profile_reads_the_single_outputs_and_serve_mode_serves(tmp_path):
     assert rc == 0, out
     assert calls[1].startswith("--ci build msgspec==0.23.0 xgrammar==0.2.8 --profile rv64gc ")
     assert "--artifacts built/artifacts --artifacts o/closure/artifacts" in calls[2]
-    assert calls[3].startswith("serve-check vllm==0.33.0 ") and "--skip-serve" not in calls[3]
+    assert calls[3].startswith("serve-check vllm==0.33.0 ") and "--skip-" not in calls[3]
+
+
+def test_generate_mode_generates_tokens_before_the_tests_and_does_not_serve(tmp_path):
+    rc, calls, out = run(tmp_path, "vllm", "rv64gc", "built", "src", "o", "generate")
+    assert rc == 0, out
+    assert "--skip-serve" in calls[3] and "--skip-generate" not in calls[3]
 
 
 def test_a_failed_profile_does_not_stop_the_next_and_its_exit_is_the_scripts(tmp_path):
