@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A vLLM pull request's whole riscv64 job, as ci/vllm's workflow runs it, timed phase by phase in one run.
 
-    python bench/pr_job.py --compiler-cache DIR [--profiles rv64gc,rvv256] [--mode accelerated] \
+    python bench/pr_job.py [--compiler-cache DIR] [--profiles rv64gc,rvv256] [--mode accelerated] \
         [--change csrc/cpu/activation.cpp] [--closure-tests tests] [--work DIR] [--record NAME]
 
 The pull request is vllm's pinned sdist unpacked by rvport with one line appended to one kernel source
@@ -10,18 +10,21 @@ compiler cache misses that file only). Then the job's two steps, one after the o
 them:
 
     build   rvport --ci build vllm --source-tree TREE --profile PROFILES --mode MODE --mirror MIRROR
-            --compiler-cache DIR --output WORK/out --junit WORK/out/junit.xml
+            [--compiler-cache DIR] --output WORK/out --junit WORK/out/junit.xml
     tests   ci/closure-tests vllm PROFILES WORK/out TREE WORK/tests MODE --mode MODE --mirror MIRROR
-            --compiler-cache DIR      (the closure's other wheels, each profile's wheelhouse, then
+            [--compiler-cache DIR]    (the closure's other wheels, each profile's wheelhouse, then
             rvport serve-check with vLLM's own tests from TREE; `tests` mode: --skip-generate --skip-serve)
 
 `rvport` is this checkout's (`python -m rvport`, through a shim on PATH for ci/closure-tests). What is warm
 is what the machine has: run the bench once to fill the images, rvport's cache and DIR, and again for the
-figures of a warm job. The record (--record NAME: records/vllm-ci/NAME.json) holds the change, each step's
-exit status, wall time and load, each profile's build stage (status, timings, compiler cache hits and
-misses, the wheel's sha256), each profile's check (every step's status and seconds, vLLM's tests per file),
-the job's total against the target of issue 40 (TARGET_S: 20 minutes), and the closure script's own time
-per profile. Exit status 0 when both steps passed.
+figures of a warm job. Without --compiler-cache the builds use the engine's own compiler cache (a runner
+with a persistent engine), which a build of the same profiles before has filled.
+
+The record (--record NAME: records/vllm-ci/NAME.json) holds the change, each step's exit status, wall time
+and load, each profile's build stage (status, timings, compiler cache hits and misses, the wheel's sha256),
+each profile's check (every step's status and seconds, vLLM's tests per file), the job's total against the
+target of issue 40 (TARGET_S: 20 minutes), and the closure script's own time per profile. Exit status 0
+when both steps passed.
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ _PER_PROFILE = re.compile(r"^\[closure-tests\] ([a-z0-9-]+): exit (\d+) in (\d+)
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--compiler-cache", type=Path, required=True, help="the compiler cache DIR the job keeps")
+    ap.add_argument(
+        "--compiler-cache", type=Path, help="the compiler cache DIR the job keeps (default: the engine's)"
+    )
     ap.add_argument("--profiles", default="rv64gc,rvv256")
     ap.add_argument("--mode", default="accelerated")
     ap.add_argument("--change", default="csrc/cpu/activation.cpp", help="the kernel source the PR changes")
@@ -138,7 +143,7 @@ def main(argv: Sequence[str]) -> int:
     for d in (out, tests_out):
         shutil.rmtree(d, ignore_errors=True)
     profiles = ",".join(args.profile_list)
-    cc = str(args.compiler_cache.absolute())
+    cc = ["--compiler-cache", str(args.compiler_cache.absolute())] if args.compiler_cache else []
     results: dict = {"change": change.to_json(), "profiles": args.profile_list, "mode": args.mode}
     results["closure_tests"] = args.closure_tests
 
@@ -155,7 +160,7 @@ def main(argv: Sequence[str]) -> int:
             print(f"  wrote {path}", flush=True)
 
     build = ["--ci", "build", "vllm", "--source-tree", str(tree), "--profile", profiles, "--mode", args.mode]
-    build += ["--mirror", str(mirror), "--compiler-cache", cc, "--output", str(out)]
+    build += ["--mirror", str(mirror), *cc, "--output", str(out)]
     build += ["--junit", str(out / "junit.xml")]
     with common.LoadAverage() as load:
         rc, wall = common.rvport(build, log=work / "build.log")
@@ -174,7 +179,7 @@ def main(argv: Sequence[str]) -> int:
         record()
         return 1
     tests = [str(CLOSURE_TESTS), "vllm", profiles, str(out), str(tree), str(tests_out), args.closure_tests]
-    tests += ["--mode", args.mode, "--mirror", str(mirror), "--compiler-cache", cc]
+    tests += ["--mode", args.mode, "--mirror", str(mirror), *cc]
     env = {**os.environ, "PATH": f"{shim(work)}{os.pathsep}{os.environ.get('PATH', '')}"}
     with common.LoadAverage() as load:
         rc2, wall2 = common.rvport([], log=work / "tests.log", env=env, command=["bash", *tests], cwd=work)

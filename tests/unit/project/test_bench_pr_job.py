@@ -94,3 +94,9 @@ def test_the_job_runs_build_then_closure_tests_with_the_ci_files_options(tmp_pat
     ]
     assert env["PATH"].startswith(str(tmp_path / "bin"))
     assert "rvport_bench_change_" in (tree_made[0] / "csrc" / "cpu" / "activation.cpp").read_text()
+    assert tests[-2:] == ["--compiler-cache", str(tmp_path / "cc")]
+    # without --compiler-cache: the engine's own, and neither step names one
+    calls.clear()
+    (tmp_path / "w2").mkdir()
+    assert bench.main(["--work", str(tmp_path / "w2"), "--profiles", "rv64gc,rvv256"]) == 0
+    assert not any("--compiler-cache" in c for c, _ in calls)
