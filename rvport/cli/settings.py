@@ -819,7 +819,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--skip-serve",),
         default=False,
         help="Leave out the serve steps and guided (install, pip check, import and both generate steps still "
-        "run).",
+        "run, unless --skip-generate).",
     ),
     Setting(
         dest="skip_generate",
