@@ -172,11 +172,10 @@ def main(argv: Sequence[str]) -> int:
         "load": load.summary(),
         "stages": {p: stage_figures(out if single else out / p) for p in args.profile_list},
     }
+    results["total"] = total(results)  # the build's alone, until the tests step adds its own
     print(f"  build  rc={rc} wall={wall:7.1f}s load={load.describe()}", flush=True)
     record()
     if rc != 0:
-        results["total"] = total(results)
-        record()
         return 1
     tests = [str(CLOSURE_TESTS), "vllm", profiles, str(out), str(tree), str(tests_out), args.closure_tests]
     tests += ["--mode", args.mode, "--mirror", str(mirror), *cc]
