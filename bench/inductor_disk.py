@@ -1,21 +1,21 @@
 #!/usr/bin/env python3
 """What vLLM's default configuration costs a board in disk: the system packages and what they pull in.
 
-    python bench/inductor_disk.py --wheelhouse WH --image SERVE_IMAGE --base BASE_IMAGE [--check OUT] \
-        [--record NAME]
+    python bench/inductor_disk.py --wheelhouse WH --image SERVE_IMAGE [--check OUT] [--record NAME]
 
 The wheelhouse's `system:` packages (g++, torch's headers, Python.h, GCC's OpenMP: wheelhouse.json) are what
-the default configuration needs beyond eager. This bench reads the installed packages of two riscv64 images
-with `dpkg-query` (offline, under QEMU): SERVE_IMAGE, the serving check's image, where every Debian package
-of debian-packages.txt is installed, and BASE_IMAGE, the Debian base it starts from. The packages the system
-set brings are the dependency closure of the system packages (Depends and Pre-Depends, the first installed
-alternative, Provides followed), less the base image's packages and the closure of the other Debian packages
-of debian-packages.txt (which eager needs too). Their Installed-Size (dpkg's KiB) is the figure: what `apt-get
-install` of the system packages adds on a board that has the rest. With --check OUT (a serving check's
+the default configuration needs beyond eager. This bench reads the installed packages of SERVE_IMAGE, the
+serving check's riscv64 image, where every Debian package of debian-packages.txt is installed, with
+`dpkg-query` (offline, under QEMU). The packages the system set brings are the dependency closure of the
+system packages (Depends and Pre-Depends, the first installed alternative, Provides followed), less the
+closure of what every Debian system has (its Essential and required packages) and of the other Debian
+packages of debian-packages.txt (which eager needs too). Their Installed-Size (dpkg's KiB) is the figure:
+what `apt-get install` of the system packages adds on a board that has the rest. (The image's own base holds
+build-essential, so it is not what a board is assumed to have.) With --check OUT (a serving check's
 output), the size of the inductor and vLLM caches its generate step left in OUT/logs/cache is recorded too.
 
-The record (--record NAME: records/closure/NAME.json) holds both images, every package counted with its
-size, and the totals. Exit status 0 when both images were read.
+The record (--record NAME: records/closure/NAME.json) holds the image, every package counted with its size,
+and the totals.
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-FIELDS = "${Package}\\t${Installed-Size}\\t${Pre-Depends}\\t${Depends}\\t${Provides}\\t${db:Status-Abbrev}\\n"
+FIELDS = (
+    "${Package}\\t${Installed-Size}\\t${Pre-Depends}\\t${Depends}\\t${Provides}\\t${db:Status-Abbrev}"
+    "\\t${Essential}\\t${Priority}\\n"
+)
 _NAME = re.compile(r"^\s*([a-z0-9][a-z0-9+.-]*)")
 
 
@@ -74,9 +77,9 @@ def parse(text: str) -> dict[str, dict]:
     pkgs: dict[str, dict] = {}
     for line in text.splitlines():
         cols = line.split("\t")
-        if len(cols) != 6 or not cols[5].startswith("ii"):
+        if len(cols) != 8 or not cols[5].startswith("ii"):
             continue
-        name, size, pre, dep, provides, _ = cols
+        name, size, pre, dep, provides, _, essential, priority = cols
         groups = [
             [n for alt in group.split("|") for n in names(alt)[:1]]
             for group in filter(None, (g.strip() for g in f"{pre},{dep}".split(",")))
@@ -85,6 +88,7 @@ def parse(text: str) -> dict[str, dict]:
             "size_kib": int(size) if size.isdigit() else 0,
             "groups": [g for g in groups if g],
             "provides": names(provides),
+            "base": essential == "yes" or priority == "required",
         }
     return pkgs
 
@@ -120,7 +124,6 @@ def main() -> int:
     ap.add_argument(
         "--image", required=True, help="the serving check's image (every Debian package installed)"
     )
-    ap.add_argument("--base", required=True, help="the Debian base image it starts from")
     ap.add_argument("--check", type=Path, help="a serving check's output: record its caches' size")
     ap.add_argument("--record", metavar="NAME", type=common.record_part)
     args = ap.parse_args()
@@ -133,16 +136,16 @@ def main() -> int:
         for ln in (args.wheelhouse / "debian-packages.txt").read_text().splitlines()
         if ln.strip() and not ln.startswith("#")
     ]
-    serve, base = installed(args.image), installed(args.base)
+    serve = installed(args.image)
     missing = [p for p in system if p not in serve]
     if missing:
         raise SystemExit(f"{args.image} lacks the system packages {missing}")
-    others = closure([p for p in listed if p not in system], serve) | set(base)
+    everywhere = [p for p, v in serve.items() if v["base"]]
+    others = closure([p for p in listed if p not in system] + everywhere, serve)
     added = sorted(closure(system, serve) - others)
     total = sum(serve[p]["size_kib"] for p in added)
     figures: dict = {
         "image": args.image,
-        "base": args.base,
         "profile": wh.get("profile"),
         "system": system,
         "added": {p: serve[p]["size_kib"] for p in added},
