@@ -3,16 +3,17 @@
 
     python bench/inductor_disk.py --wheelhouse WH --image SERVE_IMAGE [--check OUT] [--record NAME]
 
-The wheelhouse's `system:` packages (g++, torch's headers, Python.h, GCC's OpenMP: wheelhouse.json) are what
-the default configuration needs beyond eager. This bench reads the installed packages of SERVE_IMAGE, the
-serving check's riscv64 image, where every Debian package of debian-packages.txt is installed, with
-`dpkg-query` (offline, under QEMU). The packages the system set brings are the dependency closure of the
-system packages (Depends and Pre-Depends, the first installed alternative, Provides followed), less the
-closure of what every Debian system has (its Essential and required packages) and of the other Debian
-packages of debian-packages.txt (which eager needs too). Their Installed-Size (dpkg's KiB) is the figure:
-what `apt-get install` of the system packages adds on a board that has the rest. (The image's own base holds
-build-essential, so it is not what a board is assumed to have.) With --check OUT (a serving check's
-output), the size of the inductor and vLLM caches its generate step left in OUT/logs/cache is recorded too.
+The wheelhouse's `system:` packages (g++, torch's headers, Python.h, GCC's OpenMP), read from its
+wheelhouse.json and checked as `rvport serve-check` reads it, are what the default configuration needs beyond
+eager. This bench reads the installed packages of SERVE_IMAGE, the serving check's riscv64 image, where every
+Debian package of debian-packages.txt is installed, with `dpkg-query` (offline, under QEMU). The packages the
+system set brings are the dependency closure of the system packages (Depends and Pre-Depends, the first
+installed alternative, Provides followed), less the closure of what every Debian system has (its Essential
+and required packages) and of the wheelhouse's other Debian packages (which eager needs too). Their
+Installed-Size (dpkg's KiB) is the figure: what `apt-get install` of the system packages adds on a board that
+has the rest. (The image's own base holds build-essential, so it is not what a board is assumed to have.)
+With --check OUT (a serving check's output), the size of the inductor and vLLM caches its generate step left
+in OUT/logs/cache is recorded too.
 
 The record (--record NAME: records/closure/NAME.json) holds the image, every package counted with its size,
 and the totals.
@@ -21,14 +22,17 @@ and the totals.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
+
+from rvport.closure import wheelhouse  # noqa: E402
+from rvport.errors import RvportError  # noqa: E402
 
 FIELDS = (
     "${Package}\\t${Installed-Size}\\t${Pre-Depends}\\t${Depends}\\t${Provides}\\t${db:Status-Abbrev}"
@@ -44,6 +48,8 @@ def installed(image: str) -> dict[str, dict]:
             "docker",
             "run",
             "--rm",
+            "--pull",
+            "never",
             "--network",
             "none",
             "--platform",
@@ -59,7 +65,10 @@ def installed(image: str) -> dict[str, dict]:
         check=False,
     )
     if cp.returncode != 0:
-        raise SystemExit(f"dpkg-query in {image} failed ({cp.returncode}): {cp.stderr.strip()[-400:]}")
+        raise SystemExit(
+            f"dpkg-query in {image} failed ({cp.returncode}): {cp.stderr.strip()[-400:]}\n"
+            "hint: --image is the riscv64 image `rvport serve-check` names (`image: rvport/toolchain:...`)"
+        )
     return parse(cp.stdout)
 
 
@@ -127,26 +136,29 @@ def main() -> int:
     ap.add_argument("--check", type=Path, help="a serving check's output: record its caches' size")
     ap.add_argument("--record", metavar="NAME", type=common.record_part)
     args = ap.parse_args()
-    wh = json.loads((args.wheelhouse / "wheelhouse.json").read_text())
-    system = sorted(c["package"] for c in (wh.get("inductor") or {}).get("checks", []))
+    try:
+        wh = wheelhouse.read(args.wheelhouse)
+    except RvportError as e:  # not a wheelhouse, or one changed since it was made: rvport's own message
+        print(e.render(), file=sys.stderr)
+        return int(e.exit_code)
+    system = sorted(d["package"] for d in wh.doc.get("system") or [])
     if not system:
-        raise SystemExit(f"{args.wheelhouse}: its wheelhouse.json names no system packages")
-    listed = [
-        ln.split("=")[0].strip()
-        for ln in (args.wheelhouse / "debian-packages.txt").read_text().splitlines()
-        if ln.strip() and not ln.startswith("#")
-    ]
+        raise SystemExit(f"{args.wheelhouse}: it ships no system packages (its lock has no `system:`)")
+    listed = [d["package"] for d in wh.doc["debian"]]
     serve = installed(args.image)
     missing = [p for p in system if p not in serve]
     if missing:
-        raise SystemExit(f"{args.image} lacks the system packages {missing}")
+        raise SystemExit(
+            f"{args.image} lacks the system packages {missing}: it is not this wheelhouse's serving image\n"
+            "hint: run `rvport serve-check` with this wheelhouse and pass the image it names"
+        )
     everywhere = [p for p, v in serve.items() if v["base"]]
-    others = closure([p for p in listed if p not in system] + everywhere, serve)
+    others = closure(listed + everywhere, serve)
     added = sorted(closure(system, serve) - others)
     total = sum(serve[p]["size_kib"] for p in added)
     figures: dict = {
         "image": args.image,
-        "profile": wh.get("profile"),
+        "profile": wh.profile,
         "system": system,
         "added": {p: serve[p]["size_kib"] for p in added},
         "added_count": len(added),
