@@ -87,9 +87,14 @@ def smoke_word(stage: dict) -> str:
     s = stage.get("smoke")
     if not s:
         return "-"
-    word = s.get("status", "-")
+    words = [s.get("status", "-"), *map(check_words, s.get("checks") or [])]
     wv = s.get("without_vector")
-    return f"{word}; {without_vector_words(wv)}" if wv else word
+    return "; ".join(words + ([without_vector_words(wv)] if wv else []))
+
+
+def check_words(check: dict) -> str:
+    """A check the smoke test reported (stages[].smoke.checks) in a few words: `NAME: passed`."""
+    return one_line(f"{check.get('name', '?')}: {'passed' if check.get('passed') else 'failed'}")
 
 
 def tests_word(stage: dict) -> str:
@@ -152,7 +157,7 @@ def summary_markdown(doc: dict) -> str:
     for s in stages:
         lines.append(
             f"| {_cell(_stage_id(s))} | {_cell(s.get('version', ''))} | {_cell(s.get('mode', ''))} | "
-            f"{_cell(s.get('status', ''))} | {verify_word(s)} | {smoke_word(s)} | "
+            f"{_cell(s.get('status', ''))} | {verify_word(s)} | {_cell(smoke_word(s))} | "
             + (f"{_cell(tests_word(s))} | " if tested else "")
             + f"{stage_time(s):.1f} s |"
         )
@@ -320,6 +325,9 @@ def junit_suites(doc: dict) -> ET.Element:
                     )
                 )
         out += [f"smoke> {line}" for line in (s.get("smoke") or {}).get("output", [])]
+        for c in (s.get("smoke") or {}).get("checks") or []:
+            figures = ", ".join(f"{k} {v}" for k, v in (c.get("figures") or {}).items())
+            out.append(f"smoke check {check_words(c)}" + (one_line(f" ({figures})") if figures else ""))
         wv = (s.get("smoke") or {}).get("without_vector")
         if wv:
             out.append(f"smoke {without_vector_words(wv)} (QEMU_CPU {wv.get('cpu')})")

@@ -35,7 +35,18 @@ from pathlib import Path
 
 from rvport import manifest, proc
 from rvport.catalogue.kinds import KINDS
-from rvport.engine import buildx, check, compcache, compcachedir, debpins, modes, parallel, render, runtime
+from rvport.engine import (
+    buildx,
+    check,
+    compcache,
+    compcachedir,
+    debpins,
+    modes,
+    parallel,
+    render,
+    runtime,
+    smokereport,
+)
 from rvport.engine import tests as upstream
 from rvport.engine.compcache import CacheUse, CompilerCache
 from rvport.engine.images import BaseImage
@@ -918,13 +929,39 @@ def _log_lines(log: Ends) -> list[str]:
 
 def _smoke_main_record(ref: str, out: Path) -> dict:
     status_text, lines, cut = _exported_run(ref, out, "rvport-smoke")
-    if status_text == "0":
-        return {"status": "passed", "output": lines[-SMOKE_PASSED_LINES:], **cut}
+    checks, problem = _smoke_checks(ref, out)
+    with_checks = {"checks": checks} if checks else {}
+    if status_text == "0" and problem is None:
+        return {"status": "passed", "output": lines[-SMOKE_PASSED_LINES:], **with_checks, **cut}
     try:
         status = int(status_text)
     except ValueError:
         status = -1
-    return {"status": "failed", "exit_status": status, "output": lines[-SMOKE_FAILED_LINES:], **cut}
+    failed = {"status": "failed", "exit_status": status, "output": lines[-SMOKE_FAILED_LINES:]}
+    return {**failed, **with_checks, **({"problem": problem} if problem else {}), **cut}
+
+
+def _smoke_checks(ref: str, out: Path) -> tuple[list[dict], str | None]:
+    """The checks of the smoke test's report (smokereport.py), and what fails the test in it: a report that
+    is not of the report's shape, or a check that did not pass. No report exported (a smoke.Dockerfile of
+    another rvport) is no checks."""
+    path = out / smokereport.REPORT_FILE
+    if not path.is_symlink() and not path.exists():
+        return [], None
+    data = read_regular(
+        path,
+        limit=smokereport.REPORT_MAX,
+        what=f"{ref}'s smoke report",
+        error=BuildFailed,
+        hint="the smoke test writes at most one JSON object to $RVPORT_SMOKE_REPORT (docs/recipes.md)",
+        follow=False,
+    )
+    try:
+        checks = smokereport.parse(data)
+    except ValueError as e:
+        return [], f"its report ($RVPORT_SMOKE_REPORT) was refused: {e}"
+    bad = smokereport.failed(checks)
+    return checks, (f"its report says these checks failed: {', '.join(bad)}" if bad else None)
 
 
 SIGILL_STATUS = 128 + 4  # a shell's exit status for a process killed by SIGILL (QEMU kills itself with it)
@@ -1033,8 +1070,11 @@ def _shown(record: dict) -> list[str]:
 
 def smoke_failure(ref: str, record: dict, log: Path) -> SmokeFailed:
     """The error of a failed smoke test (exit 7): its exit status and last lines, in the message too."""
+    why = f"exit status {record['exit_status']}"
+    if record.get("problem"):  # its report refused, or a check in it failed (_smoke_checks)
+        why = record["problem"] if record["exit_status"] == 0 else f"{why}; {record['problem']}"
     err = SmokeFailed(
-        f"{ref}: the smoke test failed (exit status {record['exit_status']}); {_last_lines(record)}",
+        f"{ref}: the smoke test failed ({why}); {_last_lines(record)}",
         detail=_shown(record),
         hint=f"the artifacts were built and verified but not kept; stages[].smoke in result.json "
         f"has this output, the full log is {log}",

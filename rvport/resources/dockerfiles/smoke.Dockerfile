@@ -10,8 +10,11 @@ COPY artifacts/ /artifacts/
 COPY deps/ /rvport/deps/
 COPY rvport-smoke /rvport/smoke
 COPY rvport-smoke-install.sh /rvport/smoke-install.sh
-RUN set -u; ulimit -c 0; cd /tmp; ( @@INSTALL@@ && @@RUN@@ ) > /rvport-smoke.log 2>&1; rc=$?; \
-    cat /rvport-smoke.log; echo "smoke exit status: $rc"; echo "$rc" > /rvport-smoke.status
+# The test may write one JSON object of the checks it made to $RVPORT_SMOKE_REPORT (smokereport.py); the
+# runs below get a scratch path instead, so only this run's report is exported.
+RUN set -u; ulimit -c 0; cd /tmp; : > /rvport-smoke-report.json; \
+    ( export RVPORT_SMOKE_REPORT=/rvport-smoke-report.json; @@INSTALL@@ && @@RUN@@ ) > /rvport-smoke.log 2>&1; \
+    rc=$?; cat /rvport-smoke.log; echo "smoke exit status: $rc"; echo "$rc" > /rvport-smoke.status
 # `smoke: without_vector:` (the CPU below is not empty): after a passing test, the same test again on a QEMU
 # CPU without the vector extension. The status is its exit status (132: SIGILL), "not-run" after a failing
 # test, "not-asked", or "not-emulated" when that CPU still shows V in /proc/cpuinfo (a native riscv64 engine
@@ -25,10 +28,12 @@ RUN set -u; ulimit -c 0; cd /tmp; cpu=@@WITHOUT_VECTOR_CPU@@; log=/rvport-smoke-
       echo "isa: $isa" > "$log"; \
       case "${isa%%_*}" in \
         rv64*v*) echo not-emulated > "$st" ;; \
-        *) ( export QEMU_CPU="$cpu"; @@RUN@@ ) >> "$log" 2>&1; rc=$?; \
+        *) ( export QEMU_CPU="$cpu" RVPORT_SMOKE_REPORT=/tmp/rvport-smoke-report-novector.json; @@RUN@@ ) \
+             >> "$log" 2>&1; rc=$?; \
            cat "$log"; echo "without vector exit status: $rc"; echo "$rc" > "$st" ;; \
       esac; \
     fi
 
 FROM scratch AS export
-COPY --from=smoke /rvport-smoke.log /rvport-smoke.status /rvport-smoke-novector.log /rvport-smoke-novector.status /
+COPY --from=smoke /rvport-smoke.log /rvport-smoke.status /rvport-smoke-report.json /rvport-smoke-novector.log \
+    /rvport-smoke-novector.status /

@@ -66,7 +66,83 @@ def test_the_smoke_step_succeeds_and_exports_the_output_and_exit_status_of_a_fai
     assert (out / "rvport-smoke.status").read_text().strip() == "3"
     assert "the smoke marker 7f3a" in (out / "rvport-smoke.log").read_text()
     text = smoke_text()
-    assert "COPY --from=smoke /rvport-smoke.log /rvport-smoke.status /" in text
+    assert "COPY --from=smoke /rvport-smoke.log /rvport-smoke.status /rvport-smoke-report.json" in text
+    assert (out / "rvport-smoke-report.json").read_bytes() == b""  # made empty: a test that writes none
+
+
+REPORT = (
+    '{"checks": [{"name": "classifier parity with x86-64", "passed": true, '
+    '"figures": {"texts": 10, "max_confidence_difference": 2.5e-07, "tolerance": 0.001}}]}'
+)
+
+
+def test_the_checks_a_smoke_test_reports_are_recorded_with_it(tmp_path):
+    script = f"#!/bin/sh\necho parity ok\nprintf '%s' '{REPORT}' > \"$RVPORT_SMOKE_REPORT\"\n"
+    rc, out = run_line(tmp_path, script)
+    assert rc == 0
+    record = smoke_record("x==1", out)
+    assert record["status"] == "passed" and record["output"] == ["parity ok"]
+    assert record["checks"] == [
+        {
+            "name": "classifier parity with x86-64",
+            "passed": True,
+            "figures": {"texts": 10, "max_confidence_difference": 2.5e-07, "tolerance": 0.001},
+        }
+    ]
+    validate(record, _smoke_schema())
+
+
+def test_a_reported_check_that_failed_fails_the_smoke_test_with_its_name(tmp_path):
+    (tmp_path / "rvport-smoke.log").write_text("parity failed\n")
+    (tmp_path / "rvport-smoke.status").write_text("0\n")
+    (tmp_path / "rvport-smoke-report.json").write_text(REPORT.replace("true", "false"))
+    record = smoke_record("x==1", tmp_path)
+    assert record["status"] == "failed" and record["exit_status"] == 0
+    assert record["problem"] == "its report says these checks failed: classifier parity with x86-64"
+    validate(record, _smoke_schema())
+    text = smoke_failure("x==1", record, Path("l")).render()
+    assert "x==1: the smoke test failed (its report says these checks failed: classifier parity" in text
+    assert smoke_failure("x==1", record, Path("l")).exit_code == ExitCode.BUILD_FAILED
+
+
+@pytest.mark.parametrize(
+    ("report", "why"),
+    [
+        ("not json", "it is not JSON"),
+        ('{"checks": []}', "it holds 0 checks"),
+        ('{"checks": [{"name": "a", "passed": "yes"}]}', "has no passed: true or false"),
+        ('{"checks": [{"name": "a", "passed": true, "figures": {"x": [1]}}]}', "figure x is not a number"),
+        ('{"checks": [{"name": "a\\nb", "passed": true}]}', "name is not a printable string"),
+        ('{"checks": [{"name": "a", "passed": true}, {"name": "a", "passed": true}]}', "the same name"),
+        ('{"checks": [{"name": "a", "passed": true, "figures": {"x": NaN}}]}', "figure x is not a number"),
+        ('{"checks": [], "more": 1}', "not an object"),
+        ("[" * 30000, "it is not JSON"),
+    ],
+)
+def test_a_smoke_report_not_of_its_shape_fails_the_test_and_says_why(tmp_path, report, why):
+    (tmp_path / "rvport-smoke.log").write_text("ok\n")
+    (tmp_path / "rvport-smoke.status").write_text("0\n")
+    (tmp_path / "rvport-smoke-report.json").write_text(report)
+    record = smoke_record("x==1", tmp_path)
+    assert record["status"] == "failed" and "checks" not in record
+    assert record["problem"].startswith("its report ($RVPORT_SMOKE_REPORT) was refused: ")
+    assert why in record["problem"]
+
+
+def test_a_smoke_report_that_is_a_link_or_too_big_is_not_read(tmp_path):
+    (tmp_path / "rvport-smoke.log").write_text("ok\n")
+    (tmp_path / "rvport-smoke.status").write_text("0\n")
+    secret = tmp_path / "secret"
+    secret.write_text(REPORT)
+    (tmp_path / "rvport-smoke-report.json").symlink_to(secret)
+    with pytest.raises(BuildFailed, match="smoke report .* is a symbolic link"):
+        smoke_record("x==1", tmp_path)
+    (tmp_path / "rvport-smoke-report.json").unlink()
+    (tmp_path / "rvport-smoke-report.json").write_text(" " * (70 << 10))
+    with pytest.raises(BuildFailed, match="over the cap of 65536"):
+        smoke_record("x==1", tmp_path)
+    (tmp_path / "rvport-smoke-report.json").unlink()  # none exported (another rvport's template): no checks
+    assert smoke_record("x==1", tmp_path) == {"status": "passed", "output": ["ok"]}
 
 
 def test_a_passing_smoke_test_is_recorded_with_its_last_lines(tmp_path):
@@ -384,6 +460,26 @@ def test_the_summary_and_junit_show_the_check():
     assert (
         "smoke without V: sigill as expected (QEMU_CPU c)" in xml and "smoke without V&gt; isa: rv64i" in xml
     )
+
+
+def test_the_summary_and_junit_show_the_checks_a_smoke_test_reported():
+    from rvport.cli import ci
+
+    checks = [
+        {"name": "classifier parity", "passed": True, "figures": {"texts": 10, "max": 2.5e-07}},
+        {"name": "a | b", "passed": False, "figures": {}},
+    ]
+    stage = {
+        "recipe": "candle-binding",
+        "status": "ok",
+        "smoke": {"status": "passed", "output": [], "checks": checks},
+    }
+    assert ci.smoke_word(stage) == "passed; classifier parity: passed; a | b: failed"
+    md = ci.summary_markdown({"status": "ok", "profile": {"name": "rvv256"}, "stages": [stage]})
+    assert "classifier parity: passed" in md and "a | b" not in md  # the cell's | is escaped
+    xml = ci.junit_xml({"status": "ok", "profile": {"name": "rvv256"}, "stages": [stage]})
+    assert "smoke check classifier parity: passed (texts 10, max 2.5e-07)" in xml
+    assert "smoke check a | b: failed" in xml
 
 
 def test_the_plan_derives_the_expected_outcome_from_the_profile_and_shows_it(tmp_path):
