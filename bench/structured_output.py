@@ -13,10 +13,11 @@ cache as they are), then `rebuild` with --no-cache into another output, so its b
 each, `rvport verify artifacts OUT/artifacts --profile P`. --jobs, --mirror, --offline and --python go to
 both builds.
 The record (--record NAME: records/TOPIC/NAME.json, TOPIC structured-output unless --topic says) holds each
-build's exit status, wall time, the stage's build step and mode, the smoke test's status, the load during
-it, the verify exit status and every artifact's size and sha256; then whether the two builds' artifacts are
-byte-identical (rvport.verify.compare). It is written again after each step, so a run cut short keeps what
-it measured. Exit status 0 only when both builds and both verifies pass and the artifacts are identical.
+build's exit status, wall time, the stage's build step and mode, the smoke test's status and the checks it
+reported (candle-binding's classifier parity), the load during it, the verify exit status and every
+artifact's size and sha256; then whether the two builds' artifacts are byte-identical
+(rvport.verify.compare). It is written again after each step, so a run cut short keeps what it measured.
+Exit status 0 only when both builds and both verifies pass and the artifacts are identical.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ def stage_figures(out: Path, recipe: str) -> dict:
         "timings": st["timings"],
         "smoke": smoke.get("status"),
         "smoke_said": (smoke.get("output") or [""])[-1:],
+        "smoke_checks": smoke.get("checks") or [],  # what the test reported (candle-binding's parity)
         "artifacts": [{k: a[k] for k in ("path", "size", "sha256")} for a in st["artifacts"]],
     }
 

@@ -57,7 +57,9 @@ def test_the_router_pin_of_ml_binding_and_candle_pinned_by_commit_and_tree(cat):
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", candle.tree or "") and not candle.exclude
     # the tree's own lock, after our patch, checked by its digest; no copy of it ships with rvport
     assert r.vendor == "cargo" and r.lock.path == "candle-binding/Cargo.lock" and len(r.lock.sha256) == 64
-    assert not r.lockfiles and not r.files
+    # our only files: the classifier check's tiny model script and driver (test_candle_classifier_check)
+    assert not r.lockfiles
+    assert {f.dest for f in r.files} == {"_rvport/tiny-modernbert.py", "_rvport/classify.c"}
     # candle-core needs Rust >= 1.87 (`is_multiple_of`): trixie's rustc-web, not its rustc 1.85
     assert set(r.modes) == {"native", "qemu", "cross", "accelerated"}
     assert r.toolchain.rust == "debian-rustc-web" and {"rustc-web", "cargo-web"} <= set(r.toolchain.debian)
@@ -86,7 +88,8 @@ def test_every_profile_plans_an_offline_locked_cpu_build_of_baseline_code(profil
     st = _plan(profile).stage(NAME)
     assert st.profile.name == profile
     assert st.mode is Mode.CROSS  # rustc native, the C parts through the cross compiler
-    (cargo,) = [c for c in st.commands if "cargo rustc" in c]
+    cargo, reference = [c for c in st.commands if "cargo rustc" in c]
+    assert reference.startswith('if [ "$RVPORT_MODE" = cross ]')  # the x86-64 build of the classifier check
     args = cargo.split()
     assert cargo.startswith("cd candle-binding && cargo rustc --release")
     assert {"--locked", "--offline", "--no-default-features", "--lib"} <= set(args)  # no cuda
@@ -94,8 +97,9 @@ def test_every_profile_plans_an_offline_locked_cpu_build_of_baseline_code(profil
     assert st.env["RVPORT_RUST_TARGET"] == "riscv64gc-unknown-linux-gnu"
     assert st.env["CARGO_NET_OFFLINE"] == "true" and st.env["CARGO_HOME"].startswith("/src/")
     assert st.env["CFLAGS_riscv64gc_unknown_linux_gnu"] == "-O2 -march=rv64gc -mabi=lp64d"
-    (out,) = st.recipe.outputs
+    out, driver = st.recipe.outputs
     assert (out.glob, out.type) == ("libcandle_semantic_router.a", "staticlib")
+    assert (driver.glob, driver.type) == ("candle-classify", "executable")
     assert str(getattr(out.isa, "value", out.isa)) == "baseline"
 
 
@@ -106,7 +110,7 @@ def test_qemu_cross_and_accelerated_plan_too(mode):
 
 def test_the_exports_are_what_the_go_package_calls_and_the_smoke_test_checks_them(cat):
     r = cat.resolve(NAME)
-    (out,) = r.outputs
+    out, _driver = r.outputs
     exports = set(out.exports)
     assert {"init_similarity_model", "init_classifier", "classify_text", "init_pii_classifier"} <= exports
     assert {"init_jailbreak_classifier", "detect_hallucinations", "free_cstring"} <= exports
