@@ -7,9 +7,10 @@ fill with one JSON object:
                  "figures": {"texts": 10, "max_confidence_difference": 2.4e-07, "tolerance": 0.001}}]}
 
 A test that writes nothing has no checks. What it writes is output of the artifacts under test, so it is read
-with bounds (REPORT_MAX bytes, CHECKS_MAX checks, FIGURES_MAX figures each, names and strings cut to a few
-hundred characters) and checked for that shape; a report that is not of it, or a check that did not pass,
-fails the smoke test as a non-zero exit status does (runner.smoke_record).
+with bounds (REPORT_MAX bytes, CHECKS_MAX checks, FIGURES_MAX figures each, names of at most NAME_MAX and
+strings of at most STRING_MAX printable characters; anything longer is refused, not cut) and checked for that
+shape; a report that is not of it, or a check that did not pass, fails the smoke test as a non-zero exit
+status does (runner.smoke_record).
 """
 
 from __future__ import annotations
