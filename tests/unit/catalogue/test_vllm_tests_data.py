@@ -47,8 +47,9 @@ def test_each_profile_runs_its_selection(vllm, profile, files):
     assert "test_varlen_with_paged_kv_sink) and None-128-96" in attention  # every profile: the isa tests
     assert ("test_varlen_with_paged_kv_normal_rvv" in attention) == (profile != "rv64gc")  # rvv: the kernel
     assert all(f["timeout"] <= 1800 for f in planned["files"])
-    # the vector unit under QEMU: the decode batch only (the mixed batch's prefills ran past the timeout)
-    assert ("seq_lens2" in attention) == (profile == "rv64gc")
+    # the decode batch only: the mixed batch's prefills ran past the timeout through the emulated vector
+    # unit, and took 860 s on rv64gc's scalar kernel, past what a pull request's job can give
+    assert "seq_lens0" in attention and "seq_lens1" not in attention and "seq_lens2" not in attention
 
 
 @pytest.mark.parametrize("profile", ["rvv128", "rvv256", "rvv256-bf16"])
