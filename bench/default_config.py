@@ -2,7 +2,8 @@
 """vLLM's default configuration (torch.compile) against enforce-eager, in one serving check.
 
     .venv/bin/python bench/default_config.py --wheelhouse WH --output OUT [--profile P] \
-        [--allow-expired-release sid] [--skip-tests | --skip-serve [--skip-generate]] [--record NAME]
+        [--allow-expired-release sid] [--skip-tests | --skip-serve [--skip-generate]] [--fresh-install] \
+        [--record NAME]
 
 Runs `rvport serve-check vllm --wheelhouse WH --output OUT` from this checkout (its log in OUT.log beside
 OUT), which takes the steps generate and serve in vLLM's default configuration (compiled by inductor with the
@@ -53,6 +54,7 @@ def figures_of(result: dict, rc: int, seconds: float) -> dict:
         "wall_seconds": round(seconds, 1),
         "check_seconds": result.get("seconds"),
         "image": {k: (result.get("image") or {}).get(k) for k in ("tag", "made", "seconds")},
+        "environment": (result.get("image") or {}).get("environment"),
         "steps": steps,
         "default": {k: f.get(k) for k in RUN},
         "eager": {k: eager.get(k) for k in RUN},
@@ -116,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-tests", action="store_true", help="serve-check --skip-tests")
     ap.add_argument("--skip-serve", action="store_true", help="serve-check --skip-serve (serve and guided)")
     ap.add_argument("--skip-generate", action="store_true", help="serve-check --skip-generate")
+    ap.add_argument("--fresh-install", action="store_true", help="serve-check --fresh-install")
     ap.add_argument(
         "--record",
         metavar="NAME",
@@ -129,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     args += ["--skip-tests"] if a.skip_tests else []
     args += ["--skip-serve"] if a.skip_serve else []
     args += ["--skip-generate"] if a.skip_generate else []
+    args += ["--fresh-install"] if a.fresh_install else []
     for s in a.allow_expired_release:
         args += ["--allow-expired-release", s]
     log = a.output.with_name(a.output.name + ".log")

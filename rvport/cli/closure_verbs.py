@@ -197,6 +197,7 @@ def serve_check(o: ServeCheckArgs) -> None:
         source_tree=o.source_tree,
         recipes_dir=tuple(o.recipes_dir),
         timeout=float(o.timeout),
+        fresh_install=o.fresh_install,
     )
     u = ui()
     # JUnit on standard output: the table and the lines go to stderr

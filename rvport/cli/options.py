@@ -100,6 +100,7 @@ class ServeCheckArgs:
     skip_serve: bool = False
     skip_generate: bool = False
     skip_tests: bool = False
+    fresh_install: bool = False
     timeout: int = 1800
     junit: Path | None = None
     # it installs from a wheelhouse; the tests step's source tree is located and unpacked as a build's

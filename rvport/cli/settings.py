@@ -840,6 +840,16 @@ SETTINGS: tuple[Setting, ...] = (
         "environment); recorded as skipped.",
     ),
     Setting(
+        dest="fresh_install",
+        verbs=frozenset({SERVE_CHECK}),
+        type=bool,
+        flags=("--fresh-install",),
+        default=False,
+        help="Install every wheel in the check's container, as a user's first install does. Without it the "
+        "check starts from an image with every wheel but the recipe's installed (made once per set of those "
+        "wheels, docs/closure.md), and its install step installs the recipe's wheel.",
+    ),
+    Setting(
         dest="timeout",
         verbs=frozenset({SERVE_CHECK}),
         type=int,

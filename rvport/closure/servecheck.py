@@ -9,7 +9,9 @@ check"). The record is OUTPUT/result.json (resources/schemas/serve-check.schema.
                     listed file in it, the test wheels fetched and checked), unless --skip-tests; the engine
                     and riscv64 emulation are there
     run             the image (closure/serveimage.py: the base plus the wheelhouse's Debian packages at their
-                    locked versions, made once), then one container of it, with no network, the profile's
+                    locked versions, made once), and on it the environment image (closure/serveenv.py: the
+                    venv with every wheel but the recipe's installed, made once per set of those wheels;
+                    not with --fresh-install), then one container of it, with no network, the profile's
                     QEMU CPU, /dev/shm of SHM_SIZE, the wheelhouse read-only, as the calling user, running
                     resources/scripts/serve-check.py (the steps, each with a hard timeout, guided's once per
                     structured-output backend, each logged to OUTPUT/logs/STEP.log), the host's load average
@@ -34,7 +36,7 @@ from pathlib import Path
 
 from rvport import __version__, host, manifest, outdir, proc, resources
 from rvport.catalogue.profiles import Profile, get_profile
-from rvport.closure import inductor, serveimage, servetests
+from rvport.closure import inductor, serveenv, serveimage, servetests
 from rvport.closure import wheelhouse as wheelhouses
 from rvport.engine import buildx, containers, images
 from rvport.errors import CheckFailed, HostNotReady, RvportError, UsageError
@@ -83,6 +85,7 @@ class Options:
     recipes_dir: tuple[Path, ...] = ()  # the user's recipe directories (the recipe's serve_tests:)
     timeout: float = 1800.0  # seconds per step
     debian_mirror: str | None = None  # None: the host's
+    fresh_install: bool = False  # every wheel installed in the check's container, no environment image
 
 
 # --------------------------------------------------------------------------------------------- preflight
@@ -184,9 +187,10 @@ def container_args(
     ]
 
 
-def container_command(opts: Options, tests: bool = False) -> list[str]:
+def container_command(opts: Options, tests: bool = False, prepared: bool = False) -> list[str]:
     cmd = ["python3", f"/rvport/{SCRIPT}", "run", "--wheelhouse", "/wheelhouse", "--out", "/out"]
     cmd += ["--timeout", f"{opts.timeout:g}"]
+    cmd += ["--prepared-venv"] if prepared else []
     cmd += ["--tests", servetests.PLAN] if tests else []
     cmd += ["--skip-generate"] if opts.skip_generate else []
     return cmd + (["--skip-serve"] if opts.skip_serve else [])
@@ -202,7 +206,8 @@ def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
     outdir.claim(opts.output, outdir.Kind.SERVE_CHECK)
     logs = opts.output / LOGS
     logs.mkdir(parents=True, exist_ok=True)
-    for old in [opts.output / RESULT, logs / "steps.json", *(logs / f"{s}.log" for s in STEPS)]:
+    olds = [opts.output / RESULT, logs / "steps.json", logs / "environment.log"]
+    for old in [*olds, *(logs / f"{s}.log" for s in STEPS)]:
         old.unlink(missing_ok=True)  # a record of an earlier check is not left beside this one's logs
     drop_cache(logs / servetests.EXPORT)  # nor its tests' exports
     drop_cache(logs / CACHE)  # nor its compile cache: this check compiles afresh, and verifies what it made
@@ -227,14 +232,16 @@ def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
         debian_mirror=opts.debian_mirror,
     )
     log(f"image: {image.tag} ({'made' if image.made else 'found'} in {image.seconds:.0f} s)")
-    container = run_container(opts, profile, image.image_id, logs, log, tests)
+    env = environment(opts, wh, image, logs, log)
+    image_id = env.image_id if env.ready and env.image_id else image.image_id
+    container = run_container(opts, profile, image_id, logs, log, tests, prepared=env.ready)
     inside = read_steps(logs / "steps.json")
     compiled = inductor_record(wh, profile, logs / CACHE, inside)
     doc = record(
         opts,
         wh,
         profile,
-        image=image.to_json(),
+        image={**image.to_json(), "environment": env.to_json()},
         container=container,
         inside=inside,
         started=started,
@@ -244,6 +251,35 @@ def run(opts: Options, *, log: Callable[[str], None] = lambda _m: None) -> dict:
     )
     manifest.write(opts.output / RESULT, doc)
     return doc
+
+
+def environment(
+    opts: Options,
+    wh: wheelhouses.Wheelhouse,
+    image: serveimage.ServeImage,
+    logs: Path,
+    log: Callable[[str], None],
+) -> serveenv.ServeEnv:
+    """The environment image on the check's image (closure/serveenv.py), or off with --fresh-install."""
+    if opts.fresh_install:
+        log("environment: --fresh-install: every wheel is installed in the check's container")
+        return serveenv.ServeEnv(status="off", reason="--fresh-install")
+    env = serveenv.ensure(
+        wh,
+        image.tag,
+        image.image_id,
+        tmp_root=opts.fetch.cache.tmpdir(),
+        log_path=logs / "environment.log",
+        on_line=lambda line: log("environment: " + printable(line, lines=False)),
+    )
+    if env.ready:
+        log(
+            f"environment: {env.tag} ({env.status} in {env.seconds:.0f} s): {env.wheels} wheels installed, "
+            f"the install step installs {', '.join(env.left) or 'nothing more'}"
+        )
+    else:
+        log(f"environment: {env.status}: {env.reason}; every wheel is installed in the check's container")
+    return env
 
 
 def drop_cache(path: Path) -> None:
@@ -283,15 +319,17 @@ def run_container(
     logs: Path,
     log: Callable[[str], None],
     tests: servetests.Ready | None = None,
+    prepared: bool = False,
 ) -> dict:
     """The steps in one container (removed after, whatever happens); what the container did. The tests
-    step's plan and plugin are written in a scratch directory first, mounted read-only."""
+    step's plan and plugin are written in a scratch directory first, mounted read-only. `prepared`: the
+    image is an environment image, its venv made."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="rvport-serve-tests-") as scratch:
         if tests is not None:
             servetests.write_plan(tests, Path(scratch))
-        return _run_container(opts, profile, image_id, logs, log, tests, Path(scratch))
+        return _run_container(opts, profile, image_id, logs, log, tests, Path(scratch), prepared)
 
 
 def _run_container(
@@ -302,6 +340,7 @@ def _run_container(
     log: Callable[[str], None],
     tests: servetests.Ready | None,
     scratch: Path,
+    prepared: bool = False,
 ) -> dict:
     name = f"rvport-serve-check-{opts.recipe}-{uuid.uuid4().hex[:8]}"
     env = {"QEMU_CPU": profile.qemu_cpu, "HOME": "/tmp"}
@@ -322,7 +361,7 @@ def _run_container(
         with proc.uninterruptible():
             containers.create(
                 image_id,
-                container_command(opts, tests is not None),
+                container_command(opts, tests is not None, prepared),
                 name,
                 network="none",
                 platform=RISCV64,

@@ -5,7 +5,7 @@ image (the base plus the wheelhouse's Debian packages), with no network, the whe
 --wheelhouse and a directory for the results at --out:
 
     python3 serve-check.py run --wheelhouse DIR --out DIR --timeout SECONDS [--skip-generate] [--skip-serve]
-        [--tests FILE]
+        [--tests FILE] [--prepared-venv]
 
 `run` takes the steps in order, each a program of its own with its output in OUT/STEP.log, stopped with its
 whole process group when it runs past --timeout seconds, or (import, generate, serve) when it printed its
@@ -13,6 +13,8 @@ result and has not exited EXIT_GRACE seconds later (a failed step, never a stuck
 
     install    a venv with --system-site-packages (it sees Debian's packages), then
                pip install --no-index --find-links DIR --require-hashes -r DIR/requirements.txt
+               (--prepared-venv: the image made the venv with every wheel but the recipe's installed,
+               closure/serveenv.py; the same pip command then installs what is left)
     pip-check  `pip check`; every line is recorded, and only the lines that name a distribution the
                wheelhouse installs are judged (Debian's own packages disagree with each other in sid)
     import     `from vllm import LLM`, timed
@@ -671,8 +673,9 @@ def sourced(env_file: Path | None, argv: list[str]) -> list[str]:
     return ["sh", "-c", '. "$1" && shift && exec "$@"', "sh", str(env_file), *argv]
 
 
-def step_commands(wh: Path, timeout: float = 1800.0) -> dict[str, list[list[str]]]:
-    """The programs of each step; guided's, one a backend, are told their timeout (`timeout` seconds each)."""
+def step_commands(wh: Path, timeout: float = 1800.0, prepared: bool = False) -> dict[str, list[list[str]]]:
+    """The programs of each step; guided's, one a backend, are told their timeout (`timeout` seconds each).
+    `prepared`: the venv is there (the environment image's), so install is pip's command alone."""
     venv_py = f"{VENV}/bin/python"
     me = str(Path(__file__).resolve())
     env_file = wh / ENV_FILE if (wh / ENV_FILE).is_file() else None
@@ -682,7 +685,7 @@ def step_commands(wh: Path, timeout: float = 1800.0) -> dict[str, list[list[str]
           "--port", str(PORT), "--within", f"{timeout:g}"]  # fmt: skip
     return {
         "install": [
-            [sys.executable, "-m", "venv", "--system-site-packages", VENV],
+            *([] if prepared else [[sys.executable, "-m", "venv", "--system-site-packages", VENV]]),
             [venv_py, "-m", *pip_install(wh)],
         ],
         "pip-check": [[venv_py, "-m", "pip", "check"]],
@@ -693,6 +696,11 @@ def step_commands(wh: Path, timeout: float = 1800.0) -> dict[str, list[list[str]
         "serve-eager": [[*srv, "--eager"]],
         "guided": [[*gd, "--backend", b] for b in BACKENDS],
     }
+
+
+def prepared_venv(asked: bool) -> bool:
+    """Whether install starts from the image's venv: asked (--prepared-venv) and there (its pyvenv.cfg)."""
+    return asked and Path(VENV, "pyvenv.cfg").is_file()
 
 
 def step_env(name: str, out: Path) -> dict[str, str]:
@@ -710,7 +718,9 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
     """Every step in order (the module's docstring); `commands`: the programs of each step (step_commands)."""
     out, wh = Path(args.out), Path(args.wheelhouse)
     ours = wheelhouse_names((wh / "requirements.txt").read_text(encoding="utf-8"))
-    commands = commands or step_commands(wh, args.timeout)
+    commands = commands or step_commands(
+        wh, args.timeout, prepared_venv(getattr(args, "prepared_venv", False))
+    )
     plan = read_plan(Path(args.tests)) if getattr(args, "tests", None) else None
     steps: list[dict] = []
     done: dict[str, str] = {}
@@ -1093,6 +1103,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--skip-generate", action="store_true")
     r.add_argument("--skip-serve", action="store_true")
     r.add_argument("--tests", help="the tests step's plan (JSON); without it the step is skipped")
+    r.add_argument("--prepared-venv", action="store_true", help="the image holds the venv (its environment)")
     g = sub.add_parser("generate", help="(in the venv) the generate step")
     g.add_argument("--model", required=True)
     g.add_argument("--eager", action="store_true", help="enforce_eager=True (no torch.compile)")

@@ -20,7 +20,7 @@ import pytest
 
 from rvport import manifest, outdir, proc, resources
 from rvport.catalogue.profiles import get_profile
-from rvport.closure import servecheck, serveimage
+from rvport.closure import servecheck, serveenv, serveimage
 from rvport.closure import wheelhouse as wh
 from rvport.errors import BuildFailed, ExitCode, HostNotReady, IntegrityError, UsageError
 from rvport.sources import debarchive, fetch_options
@@ -359,8 +359,11 @@ def test_run_writes_result_json_whole_and_drops_an_earlier_record(tmp_path, monk
     )
     monkeypatch.setattr(servecheck, "check_engine", lambda: None)
     monkeypatch.setattr(serveimage, "ensure", lambda *a, **k: made)
+    env = serveenv.ServeEnv(status="found", tag="e", image_id="sha256:env", wheels=1, left=("v.whl",))
+    monkeypatch.setattr(serveenv, "ensure", lambda *a, **k: env)
 
-    def container(o, profile, image_id, logs, log, tests=None):
+    def container(o, profile, image_id, logs, log, tests=None, prepared=False):
+        assert image_id == "sha256:env" and prepared  # from the environment image, its venv made
         assert not (out / "result.json").exists() and not (logs / "serve.log").exists()
         (logs / "steps.json").write_text(json.dumps(fake_inside({"install": "failed"}, logs)))
         return {"name": "c", "network": "none", "shm_size": "1g", "env": {}, "timeout_per_step": 5.0,

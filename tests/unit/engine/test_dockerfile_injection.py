@@ -18,6 +18,7 @@ import pytest
 from rvport.catalogue.kinds import compiles_rust
 from rvport.catalogue.profiles import get_profile
 from rvport.catalogue.recipes import load_catalogue
+from rvport.closure import serveenv
 from rvport.engine import modes, render, runtime
 from rvport.engine import tests as upstream
 from rvport.engine.modes import accelerated, cross
@@ -211,6 +212,9 @@ def render_all(cat) -> dict[str, str]:
     out[rendered.template] = rendered.text
     rendered = runtime.dockerfile(stage.runtime, "rvport/runtime-base:under-test", r.ref)
     out[rendered.template] = rendered.text
+    # the serving check's environment image: no recipe field reaches it (a tag rvport made, the uid:gid)
+    rendered = serveenv.dockerfile("rvport/toolchain:under-test-serve-0", "0:0")
+    out[rendered.template] = rendered.text
     return out
 
 
@@ -264,6 +268,7 @@ def test_the_templates_are_the_ones_rendered_here():
             "accelerated",
             "accelerated-prefix",
             "tests",
+            "serve-env",
         )
     }
 
