@@ -2,7 +2,8 @@
 """A vLLM pull request's whole riscv64 job, as ci/vllm's workflow runs it, timed phase by phase in one run.
 
     python bench/pr_job.py [--compiler-cache DIR] [--profiles rv64gc,rvv256] [--mode accelerated] \
-        [--change csrc/cpu/activation.cpp] [--closure-tests tests] [--work DIR] [--record NAME]
+        [--change csrc/cpu/activation.cpp] [--closure-tests tests] [--matrix-jobs N] [--work DIR] \
+        [--record NAME]
 
 The pull request is vllm's pinned sdist unpacked by rvport with one line appended to one kernel source
 (bench/source_change.py: a declaration new in every run, so the stage cache cannot answer it and the
@@ -11,6 +12,8 @@ them:
 
     build   rvport --ci build vllm --source-tree TREE --profile PROFILES --mode MODE --mirror MIRROR
             [--compiler-cache DIR] --output WORK/out --junit WORK/out/junit.xml
+            (--matrix-jobs N: RVPORT_MATRIX_JOBS=N in both steps' environment, as the CI files set it: the
+            profiles built, and checked, N side by side)
     tests   ci/closure-tests vllm PROFILES WORK/out TREE WORK/tests MODE --mode MODE --mirror MIRROR
             [--compiler-cache DIR]    (the closure's other wheels, each profile's wheelhouse, then
             rvport serve-check with vLLM's own tests from TREE; `tests` mode: --skip-generate --skip-serve)
@@ -62,6 +65,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--mode", default="accelerated")
     ap.add_argument("--change", default="csrc/cpu/activation.cpp", help="the kernel source the PR changes")
     ap.add_argument("--closure-tests", default="tests", choices=MODES)
+    ap.add_argument(
+        "--matrix-jobs", type=int, default=1, choices=range(1, 9), metavar="N", help="RVPORT_MATRIX_JOBS"
+    )
     ap.add_argument("--work", type=Path, help="keep the tree, logs and outputs here (default: a new one)")
     ap.add_argument("--record", metavar="NAME", type=common.record_part, help="records/vllm-ci/NAME.json")
     args = ap.parse_args(list(argv))
@@ -145,6 +151,8 @@ def main(argv: Sequence[str]) -> int:
     profiles = ",".join(args.profile_list)
     cc = ["--compiler-cache", str(args.compiler_cache.absolute())] if args.compiler_cache else []
     results: dict = {"change": change.to_json(), "profiles": args.profile_list, "mode": args.mode}
+    results["matrix_jobs"] = args.matrix_jobs
+    side = {**os.environ, "RVPORT_MATRIX_JOBS": str(args.matrix_jobs)}
     results["closure_tests"] = args.closure_tests
 
     def record() -> None:
@@ -163,7 +171,7 @@ def main(argv: Sequence[str]) -> int:
     build += ["--mirror", str(mirror), *cc, "--output", str(out)]
     build += ["--junit", str(out / "junit.xml")]
     with common.LoadAverage() as load:
-        rc, wall = common.rvport(build, log=work / "build.log")
+        rc, wall = common.rvport(build, log=work / "build.log", env=side)
     single = len(args.profile_list) == 1
     results["build"] = {
         "command": ["rvport", *build],
@@ -179,7 +187,7 @@ def main(argv: Sequence[str]) -> int:
         return 1
     tests = [str(CLOSURE_TESTS), "vllm", profiles, str(out), str(tree), str(tests_out), args.closure_tests]
     tests += ["--mode", args.mode, "--mirror", str(mirror), *cc]
-    env = {**os.environ, "PATH": f"{shim(work)}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**side, "PATH": f"{shim(work)}{os.pathsep}{os.environ.get('PATH', '')}"}
     with common.LoadAverage() as load:
         rc2, wall2 = common.rvport([], log=work / "tests.log", env=env, command=["bash", *tests], cwd=work)
     seconds = per_profile_seconds(work / "tests.log")

@@ -1,6 +1,7 @@
 """`rvport build` with several profiles: the VLEN matrix. Every profile's plan is made (and checked) first;
 then each profile is built and tested into OUTPUT/PROFILE/ as a build of it alone is (its plan.json,
-result.json, provenance, logs and artifacts), one after another, a failed one not stopping the next; then
+result.json, provenance, logs and artifacts), one after another (or --matrix-jobs N at a time, side by side on
+threads of their own, each profile's lines labelled), a failed one not stopping the next; then
 OUTPUT/matrix.json (rvport/engine/matrix.py), its table, and the JUnit XML and Markdown summary of the whole
 matrix. The exit code is the worst profile's; an interrupt stops the matrix, the profiles not reached are
 `not run`."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,15 +53,21 @@ def build_matrix(o: BuildArgs) -> None:
     files = tuple(f for f in (o.junit, summary) if not outputs.is_stdout(f))
     outdir.claim(o.output, outdir.Kind.MATRIX, also=(*mine, *files))
     started = time.time()
-    ended: list[record.Ended] = []
+    done: dict[str, record.Ended] = {}  # each profile's end, as it comes
+    jobs = min(o.matrix_jobs, len(planned))
     try:
-        for cell, p in planned:
-            ended.append(_one(cell, p, o, fopts, compiler_cache, Runner))
+        if jobs <= 1:
+            for cell, p in planned:
+                done[cell.profile.name] = _one(cell, p, o, fopts, compiler_cache, Runner)
+        else:
+            side_by_side(planned, jobs, done, lambda cell, p: _one(cell, p, o, fopts, compiler_cache, Runner))
     except KeyboardInterrupt:
-        ended.append(_ended(planned[len(ended)][0], ExitCode.INTERRUPTED, "interrupted"))
+        cut = next((cell for cell, _ in planned if cell.profile.name not in done), None)
+        if cut is not None:
+            done[cut.profile.name] = _ended(cut, ExitCode.INTERRUPTED, "interrupted")
         raise
     finally:
-        ended += [_ended(cell, None, None) for cell, _ in planned[len(ended) :]]
+        ended = [done.get(cell.profile.name) or _ended(cell, None, None) for cell, _ in planned]
         with proc.uninterruptible():
             doc = record.record(
                 ended,
@@ -79,12 +87,38 @@ def build_matrix(o: BuildArgs) -> None:
         )
 
 
+def side_by_side(
+    planned: Sequence[tuple[Cell, Plan]],
+    jobs: int,
+    done: dict[str, record.Ended],
+    one: Callable[[Cell, Plan], record.Ended],
+) -> None:
+    """The profiles built `jobs` at a time (engine/parallel.py: an interrupt stops every running build's
+    programs and waits for each to clean up); each profile's end goes into `done` as it comes."""
+    from rvport.engine.parallel import SideBySide
+
+    ui().err.print(f"--- {len(planned)} profiles, {jobs} side by side", markup=False, highlight=False)
+
+    def task(cell: Cell, p: Plan) -> record.Ended:
+        got = one(cell, p)
+        done[cell.profile.name] = got
+        return got
+
+    with SideBySide[str, record.Ended](jobs) as pool:
+        for cell, p in planned:
+            pool.submit(cell.profile.name, lambda cell=cell, p=p: task(cell, p))
+        for name, got in pool.results().items():
+            if isinstance(got, RvportError):  # _one keeps its errors: one here is a bug's
+                raise got
+            done[name] = got
+
+
 def _one(
     cell: Cell, p: Plan, o: BuildArgs, fopts: FetchOptions, compiler_cache: CompilerCache, runner: type
 ) -> record.Ended:
     """One profile's build, as `rvport build --profile P --output OUTPUT/P` runs it; its error is said and
     kept, not raised (an interrupt is). A result.json of an earlier run there is removed first: the row is
-    made from this run's alone."""
+    made from this run's alone. Built side by side with others (--matrix-jobs), its lines are labelled."""
     u = ui()
     u.err.print(f"--- profile {cell.profile.name}: {one_line(cell.output)}", markup=False, highlight=False)
     outdir.claim(cell.output, outdir.Kind.BUILD)
@@ -94,7 +128,7 @@ def _one(
     opts = handoff.build_options(
         o, fopts, output=cell.output, compiler_cache=compiler_cache, other_vlen=cell.other_vlen
     )
-    rep = reporter(u.err, u.ci, u.live)
+    rep = reporter(u.err, u.ci, u.live, label=cell.profile.name if o.matrix_jobs > 1 else None)
     for s in p.stages:
         rep.add(s.name, s.mode.value)
     code, error = ExitCode.OK, None

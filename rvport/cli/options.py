@@ -178,6 +178,7 @@ class BuildArgs:
     tag: str = "local"
     output: Path = Path("out")
     jobs: int | None = None
+    matrix_jobs: int = 1
     builder: str | None = None
     manylinux: str = "auto"
     python: tuple[str, ...] = ()

@@ -73,7 +73,8 @@ class Reporter:
     logs and `::group::` markers must reach the log exactly as written.
 
     `clock` and `heartbeat` are there for tests (a fake clock, a short interval); `tick()` is what the timer
-    thread calls."""
+    thread calls. `label` (a build matrix's profile, when profiles are built side by side): every line starts
+    with `[label]`, and no CI group is opened, since another profile's lines come between."""
 
     def __init__(
         self,
@@ -82,9 +83,11 @@ class Reporter:
         *,
         heartbeat: float = HEARTBEAT_S,
         clock: Callable[[], float] = time.monotonic,
+        label: str | None = None,
     ):
         self.console = console
         self.ci = ci
+        self.label = label
         self.stages: dict[str, StageView] = {}
         self._section = 0
         self.heartbeat = heartbeat
@@ -118,8 +121,15 @@ class Reporter:
         with self._lock:
             if raw:
                 self.console.file.write(raw)
+            if self.label is not None:
+                text = f"[{self.label}] {text}"
             # one line: a newline in a name or a log line cannot start a line of its own (a forged one)
             self.console.print(text.replace("\n", "\\n"), markup=False, highlight=False, soft_wrap=True)
+
+    @property
+    def _groups(self) -> str | None:
+        """The CI whose collapsible groups the lines open and close (none for a labelled reporter)."""
+        return self.ci if self.label is None else None
 
     def add(self, name: str, mode: str) -> None:
         self.stages[name] = StageView(name=name, mode=mode)
@@ -137,9 +147,9 @@ class Reporter:
             v.status, v.started = "running", v.started or self.clock()
             self._start_step(v, what)
         title = f"{name}: {what}"
-        if self.ci == "github":
+        if self._groups == "github":
             self._print(f"::group::{title}")
-        elif self.ci == "gitlab":
+        elif self._groups == "gitlab":
             self._section += 1
             self._print(
                 title,
@@ -211,9 +221,9 @@ class Reporter:
             if v.started is not None:
                 v.elapsed = self.clock() - v.started
             v.status = status
-        if self.ci == "github":
+        if self._groups == "github":
             self._print("::endgroup::")
-        elif self.ci == "gitlab":
+        elif self._groups == "gitlab":
             self._print("", raw=f"\x1b[0Ksection_end:{int(time.time())}:rvport_{self._section}\r\x1b[0K")
         self._print(f"[{self._ts()}] {name}: {status} ({v.elapsed:.1f}s)")
 
@@ -286,5 +296,9 @@ class LiveReporter(Reporter):
         self._live.console.print(text, markup=False, highlight=False)
 
 
-def reporter(console: Console, ci: str | None, live: bool) -> Reporter:
+def reporter(console: Console, ci: str | None, live: bool, label: str | None = None) -> Reporter:
+    """The live view on a terminal, else plain lines; with `label` (profiles built side by side) always plain
+    lines, each labelled: two live views cannot share one terminal."""
+    if label is not None:
+        return Reporter(console, ci, label=label)
     return LiveReporter(console, ci) if live and ci is None else Reporter(console, ci)

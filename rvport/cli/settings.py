@@ -147,6 +147,17 @@ def _check_jobs(jobs: int | None) -> None:
         )
 
 
+MATRIX_JOBS_MAX = 8  # the catalogue has four profiles; a bound on threads and engine load
+
+
+def _check_matrix_jobs(jobs: int) -> None:
+    if not 1 <= jobs <= MATRIX_JOBS_MAX:
+        raise UsageError(
+            f"--matrix-jobs {jobs}: give 1 to {MATRIX_JOBS_MAX}",
+            hint="profiles built side by side share the host's cores; 2 suits a 2-core host",
+        )
+
+
 def _check_pinned(base_image: str | None) -> None:
     """--base-image names its image by digest (no tag that could move)."""
     if base_image and "@sha256:" not in base_image:
@@ -518,6 +529,19 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="N",
         help="Parallel compile jobs, 1 or more (default: bounded by cores and memory).",
         check=_check_jobs,
+    ),
+    Setting(
+        dest="matrix_jobs",
+        verbs=frozenset({BUILD}),
+        type=int,
+        flags=("--matrix-jobs",),
+        default=1,
+        metavar="N",
+        env="RVPORT_MATRIX_JOBS",
+        env_shown=True,
+        help="With several profiles (a build matrix): build and test this many profiles side by side, each "
+        "on its own threads, its lines labelled with its profile (1: one after another).",
+        check=_check_matrix_jobs,
     ),
     Setting(
         dest="builder",

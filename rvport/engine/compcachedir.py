@@ -11,7 +11,10 @@ context and leave as output) and exports what the build left after it. Its layou
 
 An export writes a new generation beside the live one, then renames `current` over: an interrupted export or
 a full disk leaves the previous generation current and whole (the half-written one is removed, now or by the
-next export). Nothing in DIR is trusted: DIR itself must be a directory of this user, not a link and not
+next export). When another build exported the entry after this one imported it (builds side by side, such as a
+matrix's profiles with --matrix-jobs), the files of that generation the new one lacks are linked into it
+first, so neither build's objects are lost (ccache names an object by its key: the same name is the same
+object). Nothing in DIR is trusted: DIR itself must be a directory of this user, not a link and not
 writable by others, and hold the marker (or be empty); an entry whose `current` is not a generation name, or
 whose generation holds anything but regular files and directories of this user, or more than twice the size
 limit, is ignored with a message (the build starts cold and replaces it). A generation from another compiler
@@ -205,11 +208,14 @@ def export(
     *,
     max_size: int,
     copy: Callable[[Path, Path], object] = shutil.copytree,
+    imported: str | None = None,
 ) -> dict:
     """The cache a build left (`src`) made the entry's live generation, atomically: written beside the live
     one, then `current` renamed over. On any failure (a full disk, an unusable export) the previous
-    generation stays current and nothing half-written is left. Returns the record's `export`: status
-    exported, refused or failed (with the reason), files, bytes."""
+    generation stays current and nothing half-written is left. `imported`: the generation the build started
+    from; a live one of another name (exported since, by a build beside this one) has the files the new one
+    lacks linked in (`merged`: how many). Returns the record's `export`: status exported, refused or failed
+    (with the reason), files, bytes."""
     try:
         walked = walk(src, max_bytes=2 * max_size)
     except Unusable as e:
@@ -227,6 +233,7 @@ def export(
                 os.rename(src, tmp)  # the same filesystem: nothing to copy
             except OSError:
                 copy(src, tmp)
+            merged = _merge_newer(entry_dir, tmp, imported, max_size=max_size)
             os.rename(tmp, gen)
             atomic_write_text(entry_dir / CURRENT, gen_name + "\n")
         except (OSError, Unusable) as e:
@@ -241,7 +248,36 @@ def export(
             why += "; the previous cache is kept"
             return {"status": "failed", "reason": why, "files": 0, "bytes": 0}
         _sweep(entry_dir, keep=gen_name, partial_only=False)
-    return {"status": "exported", "generation": gen_name, "files": walked.files, "bytes": walked.bytes}
+    out = {"status": "exported", "generation": gen_name, "files": walked.files, "bytes": walked.bytes}
+    return {**out, "merged": merged} if merged else out
+
+
+def _merge_newer(entry_dir: Path, into: Path, imported: str | None, *, max_size: int) -> int:
+    """The files of the entry's live generation that `into` lacks, linked (or copied) into it, when that
+    generation is not the one the build imported: another build exported it meanwhile. An unusable live
+    generation is left out (the new one replaces it). How many files were added."""
+    try:
+        live = _current(entry_dir)
+        if live is None or live.name == imported:
+            return 0
+        walk(live, max_bytes=2 * max_size)
+    except (Unusable, OSError):
+        return 0
+    added = 0
+    for top, _dirs, names in os.walk(live):
+        rel = os.path.relpath(top, live)
+        dest_dir = into / rel
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            dest = dest_dir / name
+            if dest.exists() or dest.is_symlink():
+                continue
+            try:
+                os.link(os.path.join(top, name), dest)
+            except OSError:
+                shutil.copy2(os.path.join(top, name), dest)
+            added += 1
+    return added
 
 
 def _sweep(entry_dir: Path, *, keep: str | None, partial_only: bool) -> None:

@@ -706,7 +706,13 @@ class Runner:
             if exported is None:
                 done = {"status": "failed", "reason": "the build exported no cache", "files": 0, "bytes": 0}
             else:
-                done = compcachedir.export(exported, cache.directory, env.ccache_id, max_size=cache.max_size)
+                done = compcachedir.export(
+                    exported,
+                    cache.directory,
+                    env.ccache_id,
+                    max_size=cache.max_size,
+                    imported=(imported or {}).get("generation"),
+                )
                 shutil.rmtree(exported, ignore_errors=True)
             rec.compiler_cache["export"] = done
             if done["status"] != "exported":

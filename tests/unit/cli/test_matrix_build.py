@@ -272,3 +272,29 @@ def test_what_jobs_became_is_said_once_for_the_matrix(tmp_path, monkeypatch, cap
     planned, _ = planning.matrix_from_options(options(tmp_path, "rv64gc,rvv128,rvv256", jobs=64))
     assert all(p.stages[0].jobs < 64 for _, p in planned)
     assert capsys.readouterr().err.count("warning: --jobs 64") == 1
+
+
+def test_matrix_jobs_builds_profiles_side_by_side_and_keeps_the_rows_in_order(tmp_path, engine, monkeypatch):
+    """--matrix-jobs 2: two profiles' builds run at once (each waits for the other at a barrier, which a
+    sequential matrix would never pass), a failed one fails its row alone, and the rows keep --profile's
+    order."""
+    import threading
+
+    both = threading.Barrier(2, timeout=20)
+    original = StandIn.run
+
+    def together(self):
+        both.wait()
+        return original(self)
+
+    monkeypatch.setattr(StandIn, "run", together, raising=True)
+    with pytest.raises(MatrixFailed) as e:
+        build_matrix(options(tmp_path, "rvv256,rvv128", matrix_jobs=2))
+    assert e.value.exit_code == ExitCode.BUILD_FAILED and "rvv128 (exit 7)" in e.value.message
+    assert sorted(engine.ran) == ["rvv128", "rvv256"]
+    doc = json.loads((tmp_path / "out" / "matrix.json").read_text())
+    jsonschema.validate(doc, manifest.schema("matrix"))
+    assert [(r["profile"], r["exit_code"]) for r in doc["rows"]] == [("rvv256", 0), ("rvv128", 7)]
+    with pytest.raises(UsageError, match="--matrix-jobs 0"):
+        options(tmp_path, "rv64gc,rvv256", matrix_jobs=0)
+    assert options(tmp_path, "rv64gc").matrix_jobs == 1

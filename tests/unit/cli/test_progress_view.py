@@ -229,3 +229,20 @@ def test_a_phase_prints_no_line_of_its_own_and_a_new_step_has_none():
     )
     rep.step("a", "building (no network)")
     assert rep.stages["a"].phase is None
+
+
+@pytest.mark.parametrize("ci", ["github", "gitlab", None])
+def test_a_labelled_reporter_labels_every_line_and_opens_no_ci_group(ci):
+    """A matrix's profiles built side by side (--matrix-jobs): their lines interleave, so each says its
+    profile, and no collapsible group is opened that the other profile's lines would land in."""
+    rep, out = _reporter(ci, label="rvv256")
+    rep.add("vllm", "accelerated")
+    rep.begin("vllm", "building")
+    rep.line("vllm", "::endgroup::")
+    rep.step("vllm", "smoke test")
+    rep.end("vllm", "ok")
+    text = out.getvalue()
+    lines = [ln for ln in text.splitlines() if ln]
+    assert lines and all(ln.startswith("[rvv256] ") for ln in lines)
+    assert "::group::" not in text and "section_start" not in text and "section_end" not in text
+    assert ("[rvv256] \u200b::endgroup::" in text) == (ci == "github")  # a build's own line, never a command

@@ -98,6 +98,32 @@ def test_export_then_import_round_trips_and_only_the_current_generation_is_kept(
     assert (tmp_path / "ctx2" / "f" / "new").read_text() == "obj2"
 
 
+def test_two_builds_side_by_side_from_one_generation_keep_both_their_objects(tmp_path):
+    """A matrix's profiles built side by side (--matrix-jobs) import one generation and export one after the
+    other: the second export links in what the first added, so neither build's objects are lost."""
+    d = compcachedir.check_dir(tmp_path / "c")
+    base = compcachedir.export(_exported(tmp_path, "e0"), d, ENTRY, max_size=LIMIT)
+    for n in (1, 2):
+        got = compcachedir.import_into(tmp_path / f"ctx{n}", d, ENTRY, max_size=LIMIT)
+        assert got["generation"] == base["generation"]
+    first = compcachedir.export(
+        _exported(tmp_path, "e1", {"3/stats": "one", "a/b/cdef0123R": "object", "1/rv64gcR": "first"}),
+        d, ENTRY, max_size=LIMIT, imported=base["generation"],
+    )  # fmt: skip
+    assert "merged" not in first  # the live generation was the one it imported
+    second = compcachedir.export(
+        _exported(tmp_path, "e2", {"3/stats": "two", "a/b/cdef0123R": "object", "2/rvv256R": "second"}),
+        d, ENTRY, max_size=LIMIT, imported=base["generation"],
+    )  # fmt: skip
+    assert second["merged"] == 1  # the first build's new object; the shared ones and stats are its own
+    compcachedir.import_into(tmp_path / "after", d, ENTRY, max_size=LIMIT)
+    after = tmp_path / "after"
+    assert (after / "1" / "rv64gcR").read_text() == "first" and (
+        after / "2" / "rvv256R"
+    ).read_text() == "second"
+    assert (after / "3" / "stats").read_text() == "two"
+
+
 def test_a_full_disk_during_export_loses_nothing(tmp_path, monkeypatch):
     d = compcachedir.check_dir(tmp_path / "c")
     good = compcachedir.export(_exported(tmp_path, "e1"), d, ENTRY, max_size=LIMIT)

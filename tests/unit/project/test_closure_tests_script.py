@@ -19,13 +19,22 @@ printf '%s\\n' "$*" >> "$CALLS"
 case "$1" in
   plan)  out=$(echo "$@" | sed 's/.*--output \\([^ ]*\\).*/\\1/')
          mkdir -p "$out" && cp "$PLAN" "$out/plan.json" ;;
-  serve-check) for p in $FAIL; do case "$*" in *"check-$p "*) exit 10 ;; esac; done ;;
+  serve-check) echo "checking: $*"
+               if [ -n "${SIDE:-}" ]; then  # side by side: wait (10 s at most) until every check started
+                 touch "$SIDE/$$"; n=0
+                 while [ "$(ls "$SIDE" | wc -l)" -lt 2 ]; do
+                   sleep 0.1; n=$((n+1)); [ $n -lt 100 ] || exit 9
+                 done
+               fi
+               for p in $FAIL; do case "$*" in *"check-$p "*) exit 10 ;; esac; done ;;
 esac
 exit 0
 """
 
 
-def run(tmp_path: Path, *args: str, fail: str = "", recipes=None) -> tuple[int, list[str], str]:
+def run(
+    tmp_path: Path, *args: str, fail: str = "", recipes=None, env_extra=None
+) -> tuple[int, list[str], str]:
     bin_ = tmp_path / "bin"
     bin_.mkdir(exist_ok=True)
     (bin_ / "rvport").write_text(FAKE)
@@ -37,6 +46,7 @@ def run(tmp_path: Path, *args: str, fail: str = "", recipes=None) -> tuple[int, 
     calls.unlink(missing_ok=True)
     env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}", "CALLS": str(calls), "PLAN": str(plan)}
     env["FAIL"] = fail
+    env.update(env_extra or {})
     p = subprocess.run(
         ["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
     )
@@ -105,3 +115,29 @@ def test_bad_arguments_are_exit_2_with_what_to_give(tmp_path, args, said):
 def test_off_does_nothing(tmp_path):
     rc, calls, out = run(tmp_path, "vllm", "rv64gc", "b", "t", "o", "off")
     assert rc == 0 and calls == [] and "off: nothing to do" in out
+
+
+def test_matrix_jobs_checks_the_profiles_side_by_side_each_line_labelled(tmp_path):
+    side = tmp_path / "side"
+    side.mkdir()
+    extra = {"RVPORT_MATRIX_JOBS": "2", "SIDE": str(side)}
+    rc, calls, out = run(
+        tmp_path, "vllm", "rv64gc,rvv256", "b", "t", "o", "tests", fail="rvv256", env_extra=extra
+    )
+    assert rc == 10, out  # both checks started before either ended (else the stand-in exits 9)
+    assert sum(c.startswith("serve-check") for c in calls) == 2
+    assert "[rv64gc] checking: serve-check vllm --wheelhouse o/wheelhouse-rv64gc" in out
+    assert "[rvv256] checking: serve-check vllm --wheelhouse o/wheelhouse-rvv256" in out
+    ends = [ln for ln in out.splitlines() if ln.startswith("[closure-tests] rv")]
+    assert [e.split(" in ")[0] for e in ends] == [
+        "[closure-tests] rv64gc: exit 0",
+        "[closure-tests] rvv256: exit 10",
+    ]  # said after both ended, in the profiles' order
+    assert not list((tmp_path / "o").glob(".ended-*"))
+
+
+def test_a_matrix_jobs_value_out_of_bounds_is_exit_2(tmp_path):
+    rc, calls, out = run(
+        tmp_path, "vllm", "rv64gc", "b", "t", "o", "tests", env_extra={"RVPORT_MATRIX_JOBS": "x;id"}
+    )
+    assert rc == 2 and "RVPORT_MATRIX_JOBS must be 1 to 8" in out and calls == []
