@@ -19,10 +19,11 @@ the other, in this order, each with a fresh --cache-dir (no artifact cache):
             file's compiles miss, the others' can hit
     none    --no-compiler-cache, --no-cache: every compile runs (the reference)
 
-warm and change need cold (they use its DIR); change is for one recipe, and its tree is made (and --change
-checked) before the first build. --no-smoke passes --no-smoke to every build: no smoke image is made and no
-smoke test runs, so the record measures the compiles and the artifacts alone (vllm's smoke image installs
-Debian's torch under emulation); the record says so (figures.smoke).
+warm and change need cold (they use its DIR), or --compiler-cache DIR: a warm cache kept from before (say
+the one bench/pr_job.py's job left), which cold may not use (cold means new); change is for one recipe, and
+its tree is made (and --change checked) before the first build. --no-smoke passes --no-smoke to every
+build: no smoke image is made and no smoke test runs, so the record measures the compiles and the artifacts
+alone (vllm's smoke image installs Debian's torch under emulation); the record says so (figures.smoke).
 
 The record is written again after each build, so a run cut short keeps what it measured. It prints each
 build's wall time and build step, the compiler cache's hits, misses and uncacheable calls, the
@@ -78,11 +79,6 @@ def parse_runs(text: str) -> tuple[str, ...]:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise argparse.ArgumentTypeError(f"run {', '.join(twice)} named twice")
-    cold_needed = [n for n in names if n in NEEDS_COLD]
-    if cold_needed and "cold" not in names:
-        raise argparse.ArgumentTypeError(
-            f"{', '.join(cold_needed)} needs cold before it (its new compiler cache): add cold to --runs"
-        )
     return tuple(n for n in RUNS if n in names)
 
 
@@ -106,6 +102,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="the change run's file, relative to the recipe's tree (e.g. csrc/cpu/activation.cpp for vllm)",
     )
     ap.add_argument("--work", type=Path, help="keep logs and outputs here (default: a temporary directory)")
+    ap.add_argument(
+        "--compiler-cache",
+        type=Path,
+        metavar="DIR",
+        help="a warm compiler cache kept from before, for warm and change without cold (it is exported to)",
+    )
     ap.add_argument("--record", metavar="NAME", help="write the record records/compiler-cache/NAME.json")
     ap.add_argument(
         "--no-smoke",
@@ -114,6 +116,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="pass --no-smoke to every build: the compiles and the artifacts alone",
     )
     args = ap.parse_args(list(argv))
+    cold_needed = [n for n in args.runs if n in NEEDS_COLD]
+    if args.compiler_cache is not None and "cold" in args.runs:
+        ap.error("cold starts from a new compiler cache: leave --compiler-cache out, or cold out of --runs")
+    if cold_needed and "cold" not in args.runs and args.compiler_cache is None:
+        ap.error(
+            f"{', '.join(cold_needed)} needs cold before it (its new compiler cache): add cold to --runs, "
+            "or name a warm one with --compiler-cache DIR"
+        )
+    if args.compiler_cache is not None:
+        args.compiler_cache = args.compiler_cache.absolute()
     if "change" in args.runs:
         if not args.change:
             ap.error("--runs change needs --change FILE, the file to change (e.g. csrc/cpu/activation.cpp)")
@@ -327,8 +339,9 @@ def main(argv: Sequence[str]) -> int:
         print(f"  wrote {path}", flush=True)
 
     for r in args.recipes:
-        ccache = work / f"ccache-{r}"
-        shutil.rmtree(ccache, ignore_errors=True)  # cold means new
+        ccache = args.compiler_cache or work / f"ccache-{r}"
+        if args.compiler_cache is None:
+            shutil.rmtree(ccache, ignore_errors=True)  # cold means new
         kw = {"work": work, "ccache": ccache, "mirror": mirror, "mode": args.mode, "profile": args.profile}
         kw["smoke"] = args.smoke
         results.setdefault(r, {"runs": {}, "identical": {}})

@@ -76,6 +76,8 @@ def test_runs_default_to_cold_warm_none_and_run_in_their_order():
     args = bench.parse_args(["vllm", "--runs", "change, cold", "--change", "csrc/cpu/./activation.cpp"])
     assert args.runs == ("cold", "change") and args.change == "csrc/cpu/activation.cpp"
     assert bench.parse_args(["msgspec", "--runs", "none"]).runs == ("none",)
+    warm = bench.parse_args(["vllm", "--runs", "change", "--change", "a.cpp", "--compiler-cache", "cc"])
+    assert warm.runs == ("change",) and warm.compiler_cache.is_absolute()  # a warm DIR kept from before
 
 
 @pytest.mark.parametrize(
@@ -86,6 +88,7 @@ def test_runs_default_to_cold_warm_none_and_run_in_their_order():
         (["--runs", "cold,cold"], "run cold named twice"),
         (["--runs", "warm,none"], "warm needs cold"),
         (["vllm", "--runs", "change", "--change", "a.cpp"], "change needs cold"),
+        (["vllm", "--runs", "cold,change", "--compiler-cache", "/c"], "cold starts from a new"),
         (["vllm", "--runs", "cold,change"], "needs --change FILE"),
         (["vllm", "msgspec", "--runs", "cold,change", "--change", "a.cpp"], "for one recipe"),
         (["vllm", "--change", "a.cpp"], "add change to --runs"),
