@@ -21,6 +21,7 @@ that is missing, not a directory, or a link leading out of the directory that ho
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import stat
@@ -36,6 +37,18 @@ from rvport.errors import RvportError, UsageError
 MiB = 1024 * 1024
 JSON_MAX_BYTES = 64 * MiB  # a result.json of a whole catalogue is well under 1 MiB
 JSON_MAX_DEPTH = 64  # rvport's own documents nest fewer than 10 levels
+
+
+@contextlib.contextmanager
+def held_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on the file `path` (made when missing, never followed as a link), held for the block:
+    the processes and threads that take it run the block one at a time."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def umask() -> int:

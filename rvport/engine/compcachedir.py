@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import shutil
@@ -36,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rvport.errors import RvportError, UsageError
-from rvport.fileio import atomic_write_text, read_json, read_regular
+from rvport.fileio import atomic_write_text, held_lock, read_json, read_regular
 
 MARKER = "rvport-compiler-cache.json"
 MARKER_DOC = {"schema": 1, "kind": "rvport-compiler-cache", "tool": "ccache"}
@@ -98,12 +97,8 @@ def _marker_text() -> str:
 
 @contextlib.contextmanager
 def _locked(directory: Path) -> Iterator[None]:
-    fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with held_lock(directory / LOCK):
         yield
-    finally:
-        os.close(fd)
 
 
 class Unusable(Exception):

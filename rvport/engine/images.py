@@ -32,7 +32,7 @@ from rvport.catalogue.bases import BaseSpec, load_base
 from rvport.engine import bootstrap, buildx, events, rootfs_image
 from rvport.engine.events import OnPhase
 from rvport.errors import HostNotReady, RvportError
-from rvport.fileio import read_json
+from rvport.fileio import held_lock, read_json
 from rvport.host import normalize_arch
 from rvport.sources import debarchive
 from rvport.sources.cache import atomic_write_text
@@ -368,6 +368,41 @@ def _rootfs_release(rootfs: Path) -> debarchive.Release | None:
 
 
 def ensure_base(
+    spec: BaseSpec,
+    *,
+    platform: str,
+    cache_dir: Path,
+    log_path: Path,
+    on_line: Callable[[str], None] | None = None,
+    on_phase: OnPhase | None = None,
+    image_override: str | None = None,
+    allow_expired: tuple[str, ...] = (),
+    ca_bundle: Path | None = None,
+    bootstrap_forced: str | None = None,
+) -> BaseImage:
+    """The base image (_ensure_base), made by one process at a time: processes sharing the cache directory
+    take a lock of the base's (CACHE/bases/NAME-ARCH.lock), so the second finds the image the first made under
+    its tag, instead of making another and taking the tag over (the images already made on the first would
+    then no longer be found by their keys)."""
+    bases = cache_dir / "bases"
+    bases.mkdir(parents=True, exist_ok=True)
+    arch = DEBIAN_ARCH.get(platform, "unknown")
+    with held_lock(bases / f"{spec.name}-{arch}.lock"):
+        return _ensure_base(
+            spec,
+            platform=platform,
+            cache_dir=cache_dir,
+            log_path=log_path,
+            on_line=on_line,
+            on_phase=on_phase,
+            image_override=image_override,
+            allow_expired=allow_expired,
+            ca_bundle=ca_bundle,
+            bootstrap_forced=bootstrap_forced,
+        )
+
+
+def _ensure_base(
     spec: BaseSpec,
     *,
     platform: str,

@@ -7,7 +7,7 @@ import pytest
 from rvport import resources
 from rvport.catalogue.bases import BaseSpec, default_bases_dir, load_base, load_bases
 from rvport.catalogue.toolchains import load_toolchains
-from rvport.engine import bootstrap
+from rvport.engine import bootstrap, images
 from rvport.engine.images import base_key, host_debian_mirror, keep_debootstrap_log, parse_dpkg_status
 from rvport.errors import ExitCode, RecipeError
 from tests.fixtures.schemas import validate
@@ -354,3 +354,32 @@ def test_a_base_found_without_its_record_is_checked_from_its_label(fake_engine, 
     found = images.ensure_base(sid, **other, allow_expired=("sid",))
     assert found.reused and found.release_valid_until == "Fri, 06 Nov 2026 08:08:01 UTC"
     assert found.expired_release_accepted
+
+
+def test_a_base_is_made_by_one_process_at_a_time(tmp_path, monkeypatch):
+    """Two runs sharing a cache directory (two CI jobs on one host, `rvport prepare` beside a build) each
+    need the sid base: the second waits for the first's lock and then finds its image, instead of making
+    another and taking the tag over from the images already made on the first. Here the lock is taken from a
+    process of its own, as another rvport would."""
+    import subprocess
+    import sys
+    import time as _time
+
+    from rvport.catalogue.bases import load_base
+
+    spec = load_base("debian-sid")
+    lock = tmp_path / "bases" / "debian-sid-riscv64.lock"
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(1.5)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout.readline().strip() == "held"
+    entered = []
+    monkeypatch.setattr(images, "_ensure_base", lambda *a, **k: entered.append(_time.monotonic()) or "base")
+    t0 = _time.monotonic()
+    got = images.ensure_base(spec, platform="linux/riscv64", cache_dir=tmp_path, log_path=tmp_path / "log")
+    holder.wait(timeout=10)
+    assert got == "base" and entered[0] - t0 >= 1.0  # it waited for the other process's lock
