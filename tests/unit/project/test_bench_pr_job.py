@@ -77,8 +77,11 @@ def test_the_job_runs_build_then_closure_tests_with_the_ci_files_options(tmp_pat
     monkeypatch.setattr(bench.common, "work_and_mirror", lambda work, **_kw: (work, work / "mirror"))
     monkeypatch.setattr(bench.common, "stop_on_signals", lambda: None)
     monkeypatch.setattr(bench.source_change, "unpack_main_source", fake_unpack)
-    assert bench.main(["--compiler-cache", str(tmp_path / "cc"), "--work", str(tmp_path)]) == 0
-    (build, _), (tests, env) = calls
+    argv = ["--compiler-cache", str(tmp_path / "cc"), "--work", str(tmp_path), "--matrix-jobs", "2"]
+    assert bench.main(argv) == 0
+    (build, build_env), (tests, env) = calls
+    # both steps see RVPORT_MATRIX_JOBS, as the CI files set it: the two profiles side by side
+    assert build_env["RVPORT_MATRIX_JOBS"] == env["RVPORT_MATRIX_JOBS"] == "2"
     tree = str(tree_made[0])
     assert build[:6] == ["rvport", "--ci", "build", "vllm", "--source-tree", tree]
     assert "--compiler-cache" in build and build[build.index("--profile") + 1] == "rv64gc,rvv256"
