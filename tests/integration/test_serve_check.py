@@ -3,7 +3,8 @@ Debian packages (so the check runs in the sid riscv64 base itself: no apt), chec
 (a venv, pip offline with hashes), pip check and the import step run for real under QEMU with no network;
 the import fails (there is no vllm in it), which is exit 10 with result.json naming the step and its last
 lines, the steps after it not run, and the container removed. The whole check with vLLM takes hours under
-QEMU and runs where its time allows (docs/closure.md, "The serving check")."""
+QEMU and runs where its time allows (docs/closure.md, "The serving check"). The one wheel is in the check's
+environment image (closure/serveenv.py), which the install step starts from."""
 
 from __future__ import annotations
 
@@ -69,6 +70,12 @@ def test_a_check_runs_offline_in_a_riscv64_container_and_a_failed_step_is_exit_1
     after_import = ("generate", "generate-eager", "serve", "serve-eager", "guided")
     assert {steps[n]["status"] for n in after_import} == {"not-run"}
     assert (out / "logs" / "install.log").is_file() and doc["qemu_cpu"].startswith("rv64")
+    # the wheelhouse's one wheel is no vllm wheel: it is in the environment image (made under QEMU with no
+    # network, or found from an earlier run), and the install step found it there
+    environment = doc["image"]["environment"]
+    assert environment["status"] in ("made", "found") and environment["wheels"] == 1, environment
+    assert environment["left"] == [] and environment["tag"].startswith("rvport/toolchain:vllm-serve-env-")
+    assert "Requirement already satisfied: tinyserve" in (out / "logs" / "install.log").read_text()
     assert doc["container"]["network"] == "none" and doc["load_average"]["samples"] >= 1
     left = subprocess.run(
         ["docker", "ps", "-a", "-q", "--filter", f"name={doc['container']['name']}"],
