@@ -17,6 +17,7 @@ lists dpkg-query writes (base images, toolchain images, accelerated stages).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import shutil
@@ -26,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rvport import proc
 from rvport.catalogue.bases import BaseSpec, load_base
@@ -367,42 +369,24 @@ def _rootfs_release(rootfs: Path) -> debarchive.Release | None:
     return None
 
 
+def _one_process_at_a_time(make: Callable[..., BaseImage]) -> Callable[..., BaseImage]:
+    """`make` (ensure_base) run by one process at a time per base: processes sharing the cache directory take
+    the base's lock (CACHE/bases/NAME-ARCH.lock), so the second finds the image the first made under its tag,
+    instead of making another and taking the tag over (the images already made on the first would then no
+    longer be found by their keys)."""
+
+    @functools.wraps(make)
+    def locked(spec: BaseSpec, *, platform: str, cache_dir: Path, **kw: Any) -> BaseImage:
+        bases = cache_dir / "bases"
+        bases.mkdir(parents=True, exist_ok=True)
+        with held_lock(bases / f"{spec.name}-{DEBIAN_ARCH.get(platform, 'unknown')}.lock"):
+            return make(spec, platform=platform, cache_dir=cache_dir, **kw)
+
+    return locked
+
+
+@_one_process_at_a_time
 def ensure_base(
-    spec: BaseSpec,
-    *,
-    platform: str,
-    cache_dir: Path,
-    log_path: Path,
-    on_line: Callable[[str], None] | None = None,
-    on_phase: OnPhase | None = None,
-    image_override: str | None = None,
-    allow_expired: tuple[str, ...] = (),
-    ca_bundle: Path | None = None,
-    bootstrap_forced: str | None = None,
-) -> BaseImage:
-    """The base image (_ensure_base), made by one process at a time: processes sharing the cache directory
-    take a lock of the base's (CACHE/bases/NAME-ARCH.lock), so the second finds the image the first made under
-    its tag, instead of making another and taking the tag over (the images already made on the first would
-    then no longer be found by their keys)."""
-    bases = cache_dir / "bases"
-    bases.mkdir(parents=True, exist_ok=True)
-    arch = DEBIAN_ARCH.get(platform, "unknown")
-    with held_lock(bases / f"{spec.name}-{arch}.lock"):
-        return _ensure_base(
-            spec,
-            platform=platform,
-            cache_dir=cache_dir,
-            log_path=log_path,
-            on_line=on_line,
-            on_phase=on_phase,
-            image_override=image_override,
-            allow_expired=allow_expired,
-            ca_bundle=ca_bundle,
-            bootstrap_forced=bootstrap_forced,
-        )
-
-
-def _ensure_base(
     spec: BaseSpec,
     *,
     platform: str,

@@ -378,8 +378,9 @@ def test_a_base_is_made_by_one_process_at_a_time(tmp_path, monkeypatch):
     )  # fmt: skip
     assert holder.stdout.readline().strip() == "held"
     entered = []
-    monkeypatch.setattr(images, "_ensure_base", lambda *a, **k: entered.append(_time.monotonic()) or "base")
+    make = images._one_process_at_a_time(lambda *a, **k: entered.append(_time.monotonic()) or "base")
     t0 = _time.monotonic()
-    got = images.ensure_base(spec, platform="linux/riscv64", cache_dir=tmp_path, log_path=tmp_path / "log")
+    got = make(spec, platform="linux/riscv64", cache_dir=tmp_path, log_path=tmp_path / "log")
     holder.wait(timeout=10)
     assert got == "base" and entered[0] - t0 >= 1.0  # it waited for the other process's lock
+    assert images.ensure_base.__wrapped__  # the base rvport makes is made so
