@@ -105,7 +105,12 @@ def test_a_closure_of_the_recipe_alone_builds_nothing_more(tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "said"),
-    [(("vllm", "rv64gc"), "RECIPE PROFILES"), (("vllm", "a", "b", "c", "d", "x"), "MODE must be")],
+    [
+        (("vllm", "rv64gc"), "RECIPE PROFILES"),
+        (("vllm", "a", "b", "c", "d", "x"), "MODE must be"),
+        (("vllm", "rv64gc,x/;e id;s/y", "b", "t", "o", "tests"), "PROFILES must be profile names"),
+        (("vllm", "rv64gc,,rvv256", "b", "t", "o", "tests"), "PROFILES must be profile names"),
+    ],
 )
 def test_bad_arguments_are_exit_2_with_what_to_give(tmp_path, args, said):
     rc, calls, out = run(tmp_path, *args)
