@@ -228,7 +228,7 @@ def export(
                 os.rename(src, tmp)  # the same filesystem: nothing to copy
             except OSError:
                 copy(src, tmp)
-            merged = _merge_newer(entry_dir, tmp, imported, max_size=max_size)
+            merged = _merge_newer(entry_dir, tmp, imported, max_size=max_size, have=walked.bytes)
             os.rename(tmp, gen)
             atomic_write_text(entry_dir / CURRENT, gen_name + "\n")
         except (OSError, Unusable) as e:
@@ -247,15 +247,17 @@ def export(
     return {**out, "merged": merged} if merged else out
 
 
-def _merge_newer(entry_dir: Path, into: Path, imported: str | None, *, max_size: int) -> int:
+def _merge_newer(entry_dir: Path, into: Path, imported: str | None, *, max_size: int, have: int) -> int:
     """The files of the entry's live generation that `into` lacks, linked (or copied) into it, when that
     generation is not the one the build imported: another build exported it meanwhile. An unusable live
-    generation is left out (the new one replaces it). How many files were added."""
+    generation is left out (the new one replaces it), and so is one that would take the two past the most an
+    import takes (twice the size limit: `have` is the new one's bytes). How many files were added."""
     try:
         live = _current(entry_dir)
         if live is None or live.name == imported:
             return 0
-        walk(live, max_bytes=2 * max_size)
+        if have + walk(live, max_bytes=2 * max_size).bytes > 2 * max_size:
+            return 0
     except (Unusable, OSError):
         return 0
     added = 0

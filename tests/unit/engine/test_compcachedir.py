@@ -122,6 +122,11 @@ def test_two_builds_side_by_side_from_one_generation_keep_both_their_objects(tmp
         after / "2" / "rvv256R"
     ).read_text() == "second"
     assert (after / "3" / "stats").read_text() == "two"
+    # a live generation (20 bytes) that would take the merged one past what an import takes is left out
+    third = compcachedir.export(
+        _exported(tmp_path, "e3", {"9/bigR": "x" * 110}), d, ENTRY, max_size=60, imported=base["generation"]
+    )
+    assert third["status"] == "exported" and "merged" not in third
 
 
 def test_a_full_disk_during_export_loses_nothing(tmp_path, monkeypatch):
