@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from rvport.closure import wheelhouse as wheelhouses
 from rvport.engine import buildx, images, render
 from rvport.engine.stage import toolchain_tag
@@ -53,16 +55,12 @@ class EnvPlan:
     tag: str
 
 
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def plan_env(wh: wheelhouses.Wheelhouse, serve_image: str, serve_image_id: str, user: str) -> EnvPlan | None:
     """What the environment image of `wh` on the serving check's image holds; None when there is nothing to
     install beforehand (the wheelhouse has no wheel but the recipe's)."""
-    own = canonical(wh.recipe)
-    wheels = tuple(w for w in wh.doc["wheels"] if canonical(w["name"]) != own)
-    left = tuple(w["file"] for w in wh.doc["wheels"] if canonical(w["name"]) == own)
+    own = canonicalize_name(wh.recipe)
+    wheels = tuple(w for w in wh.doc["wheels"] if canonicalize_name(w["name"]) != own)
+    left = tuple(w["file"] for w in wh.doc["wheels"] if canonicalize_name(w["name"]) == own)
     if not wheels:
         return None
     for w in wheels:  # read() checked them as the wheelhouse's files; here they become paths of a context
