@@ -12,8 +12,6 @@ COPY --from=@@XTC_IMAGE@@ /opt/xtc/ /opt/xtc/
 RUN sh -eu /opt/xtc/setup.sh
 @@CCACHE_ENV@@
 ENV PATH=@@CCACHE_PATH@@/opt/xtc/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin RVPORT_ACCELERATED=@@XTC_PLATFORM@@
-COPY src/ /src/
-COPY deps/ /deps/
 COPY tools/ /rvport/tools/
 COPY rvport-build.sh /rvport/build.sh
 COPY rvport-cpuinfo.sh /rvport/cpuinfo.sh
@@ -22,7 +20,8 @@ WORKDIR /src
 # `rvport build --no-cache` gives RVPORT_FRESH a new value, so this step runs again while the cache mounts
 # keep their content (buildx's own --no-cache would hand them over empty on some engines)
 ARG RVPORT_FRESH
-RUN @@CCACHE_MOUNT@@--mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
+RUN --mount=type=bind,source=src,target=/src,rw --mount=type=bind,source=deps,target=/deps,rw \
+    @@CCACHE_MOUNT@@--mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
     @@CPUINFO_CHECK@@. /opt/xtc/stage.env && mkdir -p "$RVPORT_OUT" && sh -eu /rvport/ccache.sh start && sh -eux /rvport/build.sh && sh -eu /opt/xtc/setup.sh after-build && sh -eu /rvport/ccache.sh end
 
 FROM scratch AS export

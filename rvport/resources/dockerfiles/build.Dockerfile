@@ -8,8 +8,6 @@ FROM @@TOOLCHAIN@@ AS build
 @@ENV@@
 @@CCACHE_ENV@@
 ENV PATH=@@CCACHE_PATH@@/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-COPY src/ /src/
-COPY deps/ /deps/
 COPY tools/ /rvport/tools/
 COPY rvport-build.sh /rvport/build.sh
 COPY rvport-cpuinfo.sh /rvport/cpuinfo.sh
@@ -18,7 +16,8 @@ WORKDIR /src
 # `rvport build --no-cache` gives RVPORT_FRESH a new value, so this step runs again while the cache mounts
 # keep their content (buildx's own --no-cache would hand them over empty on some engines)
 ARG RVPORT_FRESH
-RUN @@CCACHE_MOUNT@@--mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
+RUN --mount=type=bind,source=src,target=/src,rw --mount=type=bind,source=deps,target=/deps,rw \
+    @@CCACHE_MOUNT@@--mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
     @@CPUINFO_CHECK@@mkdir -p "$RVPORT_OUT" && sh -eu /rvport/ccache.sh start && sh -eux /rvport/build.sh && sh -eu /rvport/ccache.sh end
 
 FROM scratch AS export

@@ -136,7 +136,8 @@ def test_accelerated_stages_wrap_the_prefix_native_ccache_beside_the_cross_compi
     assert path.startswith("ENV PATH=/rvport/ccache-bin:/opt/xtc/bin:")  # the links, then the compilers
     assert 'ENV RVPORT_CCACHE_PROGRAM="/opt/xtc/bin/ccache"' in lines
     assert "COPY rvport-ccache.sh /rvport/ccache.sh" in lines
-    run = r.text[r.text.index("RUN --mount=type=cache,id=rvport-ccache-accelerated-") :]
+    run = r.text[r.text.index("RUN --mount=type=bind,source=src,target=/src,rw ") :]
+    assert run.index("--mount=type=cache,id=rvport-ccache-accelerated-") < run.index("ccache.sh start")
     assert run.index("ccache.sh start") < run.index("/rvport/build.sh") < run.index("ccache.sh end")
     assert "@@" not in r.text
 

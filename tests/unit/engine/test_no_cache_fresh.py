@@ -14,9 +14,23 @@ from rvport.engine import buildx, runner
 @pytest.mark.parametrize("name", ["accelerated", "build", "cross"])
 def test_the_build_step_of_every_stage_template_takes_rvport_fresh(name):
     lines = resources.builtin("dockerfiles", f"{name}.Dockerfile").read_text().splitlines()
-    (i,) = [n for n, ln in enumerate(lines) if ln.startswith("RUN ") and "@@CCACHE_MOUNT@@" in ln]
+    (i,) = [n for n, ln in enumerate(lines) if ln.startswith("RUN ") and "@@CCACHE_MOUNT@@" in lines[n + 1]]
     assert lines[i - 1] == "ARG RVPORT_FRESH", lines[i - 1]
     assert sum(ln.startswith("ARG ") for ln in lines) == 1  # nothing else can move the step's key
+
+
+@pytest.mark.parametrize("name", ["accelerated", "build", "cross"])
+def test_the_build_step_mounts_the_sources_and_deps_and_no_layer_copies_them(name):
+    """The sources and the dependencies' artifacts are bind mounts of the build context (writable: what the
+    build writes there is dropped with the step), so a changed tree costs no layer of its own and the build's
+    objects never enter one; the mounts' content is in the step's cache key."""
+    text = resources.builtin("dockerfiles", f"{name}.Dockerfile").read_text()
+    (run,) = [ln for ln in text.splitlines() if ln.startswith("RUN ") and "source=src" in ln]
+    assert run.split()[1:3] == [
+        "--mount=type=bind,source=src,target=/src,rw",
+        "--mount=type=bind,source=deps,target=/deps,rw",
+    ]
+    assert "COPY src/" not in text and "COPY deps/" not in text
 
 
 def test_no_cache_is_a_new_rvport_fresh_each_time_and_never_buildx_no_cache(tmp_path):
