@@ -48,6 +48,7 @@ def check_recipe_pins(
         mirror=mirror,
         keyring=keyring,
         what=f"{recipe.ref}: its Debian pins",
+        names=frozenset(p.name for p in pins),
     )
     found = debarchive.check_pins(
         [debarchive.DebPin(name=p.name, version=p.version, sha256=p.sha256) for p in pins],
@@ -84,10 +85,12 @@ def signed_index(
     mirror: str | None = None,
     keyring: Path = debarchive.DEFAULT_KEYRING,
     what: str,
+    names: frozenset[str] | None = None,
 ) -> SignedIndex:
     """Debian `suite`'s riscv64 main Packages index from the host's mirror: InRelease verified with gpgv, its
     Valid-Until checked (an expired one only when accepted), Packages.xz checked against it and cached by its
-    digest. `what` names who needs it, for the messages."""
+    digest. `what` names who needs it, for the messages; with `names`, `packages` holds those packages
+    alone."""
     from rvport.engine.images import host_debian_mirror
 
     mirror = mirror or host_debian_mirror()
@@ -111,6 +114,13 @@ def signed_index(
         )
         # the index is kept in the download cache by its digest: a second stage reads it from there
         index = debarchive.fetch_packages_index(
-            mirror, suite, signed, component=COMPONENT, arch=ARCH, session=session, cache=fetch.cache
+            mirror,
+            suite,
+            signed,
+            component=COMPONENT,
+            arch=ARCH,
+            session=session,
+            cache=fetch.cache,
+            names=names,
         )
     return SignedIndex(suite=suite, mirror=mirror, signed=signed, accepted=accepted, packages=index)

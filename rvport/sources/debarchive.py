@@ -178,12 +178,20 @@ class DebPackage:
         }
 
 
-def parse_packages(text: str) -> dict[str, tuple[DebPackage, ...]]:
-    """A Packages index: package name -> every version it lists (in the index's order)."""
+def parse_packages(text: str, names: frozenset[str] | None = None) -> dict[str, tuple[DebPackage, ...]]:
+    """A Packages index: package name -> every version it lists (in the index's order). With `names`, those
+    packages alone: a stanza that opens with another one's Package line is skipped unparsed (a suite's index
+    has some 70,000 stanzas, and a recipe pins three)."""
     out: dict[str, list[DebPackage]] = {}
     for stanza in text.split("\n\n"):
+        if names is not None:
+            key, colon, value = stanza.lstrip("\n").partition("\n")[0].partition(":")
+            if colon and key == "Package" and value.strip() not in names:
+                continue
         f = _fields(stanza)
         if not f.get("Package") or not f.get("Version"):
+            continue
+        if names is not None and f["Package"] not in names:
             continue
         try:
             size = int(f.get("Size", "0"))
@@ -303,10 +311,19 @@ def fetch_release(
 
 
 def fetch_packages_index(
-    mirror: str, suite: str, signed: SignedRelease, *, component: str, arch: str, session, cache
+    mirror: str,
+    suite: str,
+    signed: SignedRelease,
+    *,
+    component: str,
+    arch: str,
+    session,
+    cache,
+    names: frozenset[str] | None = None,
 ) -> dict[str, tuple[DebPackage, ...]]:  # type: ignore[no-untyped-def]
-    """The Packages index of component/arch, its Packages.xz checked against the signed Release's SHA256 and
-    kept in the cache by that digest (fetched only when the cache lacks it)."""
+    """The Packages index of component/arch (with `names`, of those packages alone: parse_packages), its
+    Packages.xz checked against the signed Release's SHA256 and kept in the cache by that digest (fetched only
+    when the cache lacks it)."""
     import hashlib
 
     rel = f"{component}/binary-{arch}/Packages.xz"
@@ -341,4 +358,4 @@ def fetch_packages_index(
     data = blob.read_bytes()
     if hashlib.sha256(data).hexdigest() != sha:
         raise IntegrityError(f"the cached {rel} of {suite} ({blob}) is corrupt", hint=f"remove {blob}")
-    return parse_packages(lzma.decompress(data).decode("utf-8", errors="replace"))
+    return parse_packages(lzma.decompress(data).decode("utf-8", errors="replace"), names)

@@ -114,6 +114,21 @@ def test_packages_index_lists_every_version():
     assert t.sha256 == TORCH.sha256
 
 
+def test_packages_index_of_named_packages_alone_is_the_whole_index_filtered():
+    text = (
+        PACKAGES
+        + "\nPackage: python3-torch\nVersion: 2.15.0-1\nSHA256: cd\n"
+        + "\nPackage: zlib1g\nVersion: 1:1.3-1\nSHA256: ef\n"
+        # a stanza that does not open with its Package line is parsed to be told
+        + "\nVersion: 9-1\nPackage: libtorch-dev\nSHA256: 01\n"
+    )
+    whole = debarchive.parse_packages(text)
+    names = frozenset({"python3-torch", "libtorch-dev", "not-there"})
+    assert debarchive.parse_packages(text, names) == {n: v for n, v in whole.items() if n in names}
+    assert [p.version for p in debarchive.parse_packages(text, names)["libtorch-dev"]] == ["9-1"]
+    assert debarchive.parse_packages(text, frozenset()) == {}
+
+
 def test_pins_found_as_the_index_has_them():
     idx = debarchive.parse_packages(PACKAGES)
     (found,) = debarchive.check_pins([TORCH], idx, where="Debian sid (riscv64)")
