@@ -87,7 +87,10 @@ def test_vllm_flags_per_profile(cat, profile):
     assert r.template == "accelerated.Dockerfile"
     for e in (st.env, env):
         assert e["VLLM_TARGET_DEVICE"] == "cpu"
-        assert e["CMAKE_ARGS"] == f"-DVLLM_RVV_VLEN={VLEN[profile]} -DFETCHCONTENT_FULLY_DISCONNECTED=ON"
+        assert e["CMAKE_ARGS"] == (
+            f"-DVLLM_RVV_VLEN={VLEN[profile]} -DFETCHCONTENT_FULLY_DISCONNECTED=ON"
+            " -DTorch_DIR=/usr/lib/riscv64-linux-gnu/cmake/Torch"
+        )
         assert e["VLLM_RVV_VLEN"] == VLEN[profile]
         assert e["QEMU_CPU"] == p.qemu_cpu
         # vllm's base is sid (GCC 16): rvv256-bf16 gets zfbfmin back (profiles.yaml gcc_adds)
