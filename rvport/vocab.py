@@ -56,6 +56,15 @@ class OutputVlen(StrEnum):
     AGNOSTIC = "agnostic"  # it runs at any VLEN at least the profile's
 
 
+class BuildTree(StrEnum):
+    """Where a build stage's /src, the sources and all the build writes beside them, lives (`build_tree:`)."""
+
+    DISK = "disk"  # the build context bound in, written through the engine's storage driver
+    # a copy in memory (a tmpfs, at most half the host's memory): much faster for builds that write many
+    # files (objects, archives, a wheel's staging tree) on an engine whose storage driver is slow to write
+    MEMORY = "memory"
+
+
 # the output types whose `exports:` verify can check (ELF symbol tables, any archive member)
 EXPORTING_OUTPUTS = (OutputType.STATICLIB, OutputType.SHARED, OutputType.EXECUTABLE)
 

@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from rvport.catalogue import modes
-from rvport.vocab import Kind, Mode, OutputIsa, OutputType, OutputVlen
+from rvport.vocab import BuildTree, Kind, Mode, OutputIsa, OutputType, OutputVlen
 
 BUILTIN = "built-in"
 
@@ -502,6 +502,7 @@ class Recipe:
     serve_tests: UpstreamTests | None = None
     # the build modes it may be built in: `modes:`, else the registry's defaults (modes.defaults())
     modes: tuple[Mode, ...] = field(default_factory=modes.defaults)
+    build_tree: BuildTree = BuildTree.DISK  # `build_tree:`, where the stage's /src lives
     hermetic: bool = True
     is_default: bool = False
     note: str | None = None

@@ -47,7 +47,7 @@ from rvport.catalogue.profiles import load_profiles
 from rvport.catalogue.yamlsrc import LDict, line_of
 from rvport.errors import Problem
 from rvport.target import CARGO_HOME, RVPORT_DIR
-from rvport.vocab import EXPORTING_OUTPUTS, Kind, Mode, OutputIsa, OutputType, OutputVlen
+from rvport.vocab import EXPORTING_OUTPUTS, BuildTree, Kind, Mode, OutputIsa, OutputType, OutputVlen
 
 
 def _given(d: Mapping, **fields: str) -> dict:
@@ -858,6 +858,7 @@ def load_recipe_file(path: Path, root: Path, origin: str = BUILTIN) -> tuple[lis
                     v.get("serve_tests") or doc.get("serve_tests"), doc, file, problems, "serve_tests"
                 ),
                 **({"modes": tuple(Mode(m) for m in doc["modes"])} if "modes" in doc else {}),
+                **({"build_tree": BuildTree(doc["build_tree"])} if "build_tree" in doc else {}),
                 **_given(v, hermetic="hermetic", is_default="default"),
                 note=v.get("note"),
                 origin=origin,

@@ -18,7 +18,7 @@ from rvport.catalogue import layers
 from rvport.catalogue.kinds import KINDS
 from rvport.catalogue.profiles import Profile
 from rvport.fileio import read_regular
-from rvport.vocab import Kind
+from rvport.vocab import BuildTree, Kind
 
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
 
@@ -94,6 +94,23 @@ BUILD_PROLOGUE = "build-prologue.sh"
 
 def build_script(commands: list[str] | tuple[str, ...]) -> str:
     return resources.script(BUILD_PROLOGUE) + "\n".join(commands) + "\n"
+
+
+# Where the build step's /src comes from (the recipe's `build_tree:`): the build context's src/ bound in
+# (writes are dropped with the step), or copied from there into a tmpfs first (`cp -a`: the same files, modes,
+# times and links as the bind shows; dropped with the step too).
+SRC_IN = "/rvport/src-in"
+
+
+def source_mount(tree: BuildTree) -> dict[str, str]:
+    """The stage Dockerfiles' SRC_MOUNT (the build step's mounts for /src) and SRC_COPY (its first command,
+    with its `&&`, or nothing)."""
+    if tree is BuildTree.MEMORY:
+        return {
+            "SRC_MOUNT": f"--mount=type=bind,source=src,target={SRC_IN} --mount=type=tmpfs,target=/src",
+            "SRC_COPY": f"cp -a {SRC_IN}/. /src/ && ",
+        }
+    return {"SRC_MOUNT": "--mount=type=bind,source=src,target=/src,rw", "SRC_COPY": ""}
 
 
 CPUINFO_SCRIPT = "rvport-cpuinfo.sh"  # in every build context; /rvport/cpuinfo.sh in the stage

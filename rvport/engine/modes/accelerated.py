@@ -39,7 +39,7 @@ from rvport.engine.stage import StageEnv, Toolchain
 from rvport.errors import BuildFailed, HostNotReady, RecipeError
 from rvport.target import BUILD_HOSTS, DOCKER_PLATFORM, HOST_RUST_TARGET, TRIPLET
 from rvport.target import PLATFORM as RISCV64
-from rvport.vocab import Kind
+from rvport.vocab import BuildTree, Kind
 
 if TYPE_CHECKING:
     from rvport.catalogue.profiles import Profile
@@ -240,9 +240,11 @@ def render_stage(
     env: Mapping[str, str],
     profile: Profile,
     ccache: Mapping[str, str] | None = None,
+    build_tree: BuildTree = BuildTree.DISK,
 ) -> render.Rendered:
     """The build stage; a Rust prefix adds rust_env() under the stage's env (the recipe's own env wins).
-    `ccache`: the compiler cache's placeholders (StageEnv.ccache_values; none: off)."""
+    `ccache`: the compiler cache's placeholders (StageEnv.ccache_values; none: off); `build_tree`: the
+    recipe's, where /src lives."""
     full = {**rust_env(xtc.platform), **env} if xtc.rust else dict(env)
     return render.render(
         "accelerated",
@@ -253,6 +255,7 @@ def render_stage(
             "ENV": render.env_lines(full),
             "PROFILE": profile.name,
             "CPUINFO_CHECK": render.cpuinfo_check(profile),
+            **render.source_mount(build_tree),
             **(ccache or compcache.OFF_VALUES),
         },
     )
@@ -440,4 +443,11 @@ class Accelerated:
             env.record.toolchain_packages[f"xtc:{name}"] = version
         # the compiler cache is keyed by the stage's packages and the cross toolchain's (their names differ)
         ccache = env.ccache_values({**stage_packages, **xtc.packages})
-        return render_stage(toolchain=toolchain.tag, xtc=xtc, env=st.env, profile=env.profile, ccache=ccache)
+        return render_stage(
+            toolchain=toolchain.tag,
+            xtc=xtc,
+            env=st.env,
+            profile=env.profile,
+            ccache=ccache,
+            build_tree=st.recipe.build_tree,
+        )

@@ -144,6 +144,7 @@ def render_stage(
             "ENV": render.env_lines(stage.env),
             "PROFILE": profile.name,
             "CROSS_ENV": render.env_lines(toolchain_of(stage.recipe).env),
+            **render.source_mount(stage.recipe.build_tree),
             **(ccache or compcache.OFF_VALUES),
         },
     )

@@ -39,6 +39,7 @@ def render_stage(
             "ENV": render.env_lines(stage.env),
             "PROFILE": profile.name,
             "CPUINFO_CHECK": check,
+            **render.source_mount(stage.recipe.build_tree),
             **(ccache or compcache.OFF_VALUES),
         },
     )

@@ -16,9 +16,9 @@ WORKDIR /src
 # `rvport build --no-cache` gives RVPORT_FRESH a new value, so this step runs again while the cache mounts
 # keep their content (buildx's own --no-cache would hand them over empty on some engines)
 ARG RVPORT_FRESH
-RUN --mount=type=bind,source=src,target=/src,rw --mount=type=bind,source=deps,target=/deps,rw \
+RUN @@SRC_MOUNT@@ --mount=type=bind,source=deps,target=/deps,rw \
     @@CCACHE_MOUNT@@--mount=type=cache,id=rvport-go-@@PROFILE@@,target=/root/.cache/go-build \
-    @@CPUINFO_CHECK@@mkdir -p "$RVPORT_OUT" && sh -eu /rvport/ccache.sh start && sh -eux /rvport/build.sh && sh -eu /rvport/ccache.sh end
+    @@CPUINFO_CHECK@@@@SRC_COPY@@mkdir -p "$RVPORT_OUT" && sh -eu /rvport/ccache.sh start && sh -eux /rvport/build.sh && sh -eu /rvport/ccache.sh end
 
 FROM scratch AS export
 COPY --from=build /out/ /

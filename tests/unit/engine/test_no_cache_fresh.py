@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from rvport import resources
-from rvport.engine import buildx, runner
+from rvport.engine import buildx, render, runner
+from rvport.vocab import BuildTree
 
 
 @pytest.mark.parametrize("name", ["accelerated", "build", "cross"])
@@ -23,14 +24,32 @@ def test_the_build_step_of_every_stage_template_takes_rvport_fresh(name):
 def test_the_build_step_mounts_the_sources_and_deps_and_no_layer_copies_them(name):
     """The sources and the dependencies' artifacts are bind mounts of the build context (writable: what the
     build writes there is dropped with the step), so a changed tree costs no layer of its own and the build's
-    objects never enter one; the mounts' content is in the step's cache key."""
-    text = resources.builtin("dockerfiles", f"{name}.Dockerfile").read_text()
-    (run,) = [ln for ln in text.splitlines() if ln.startswith("RUN ") and "source=src" in ln]
-    assert run.split()[1:3] == [
-        "--mount=type=bind,source=src,target=/src,rw",
-        "--mount=type=bind,source=deps,target=/deps,rw",
-    ]
-    assert "COPY src/" not in text and "COPY deps/" not in text
+    objects never enter one; the mounts' content is in the step's cache key. With `build_tree: memory` the
+    sources are bound read-only elsewhere and copied into a tmpfs at /src as the step's first command (after
+    the cpuinfo check), which is dropped with the step too."""
+    template = resources.builtin("dockerfiles", f"{name}.Dockerfile").read_text()
+    assert "COPY src/" not in template and "COPY deps/" not in template
+    for tree in BuildTree:
+        text = template
+        for key, value in render.source_mount(tree).items():
+            text = text.replace(f"@@{key}@@", value)
+        (i,) = [n for n, ln in enumerate(text.splitlines()) if ln.startswith("RUN ") and "source=src" in ln]
+        lines = text.splitlines()
+        run, command = lines[i], lines[i + 2].strip()
+        if tree is BuildTree.DISK:
+            assert run.split()[1:3] == [
+                "--mount=type=bind,source=src,target=/src,rw",
+                "--mount=type=bind,source=deps,target=/deps,rw",
+            ]
+            assert "/rvport/src-in" not in text
+        else:
+            assert run.split()[1:4] == [
+                "--mount=type=bind,source=src,target=/rvport/src-in",
+                "--mount=type=tmpfs,target=/src",
+                "--mount=type=bind,source=deps,target=/deps,rw",
+            ]
+            command = command.replace("@@CPUINFO_CHECK@@", "")
+            assert command.startswith("cp -a /rvport/src-in/. /src/ && "), command
 
 
 def test_no_cache_is_a_new_rvport_fresh_each_time_and_never_buildx_no_cache(tmp_path):

@@ -24,7 +24,7 @@ from rvport.catalogue import modes
 from rvport.catalogue.model import SourceKind
 from rvport.engine.compcache import CacheUse
 from rvport.verify.policy import IsaLevel, Verdict
-from rvport.vocab import ArtifactKind, Kind, Mode, OutputIsa, OutputType, OutputVlen
+from rvport.vocab import ArtifactKind, BuildTree, Kind, Mode, OutputIsa, OutputType, OutputVlen
 
 
 def _values(enum: type) -> Callable[[], list[str]]:
@@ -44,6 +44,7 @@ MIRRORS: dict[tuple[str, str], Callable[[], list[str]]] = {
     ("recipe", "/$defs/output/properties/type/enum"): _values(OutputType),
     ("recipe", "/$defs/output/properties/isa/enum"): _values(OutputIsa),
     ("recipe", "/$defs/output/properties/vlen/enum"): _values(OutputVlen),
+    ("recipe", "/properties/build_tree/enum"): _values(BuildTree),
     ("result", "/properties/stages/items/properties/compiler_cache/properties/use/enum"): _values(CacheUse),
     ("reproduce", "/$defs/cache_used/properties/use/enum"): _values(CacheUse),
     ("verify", "/properties/isa/enum"): _values(IsaLevel),
