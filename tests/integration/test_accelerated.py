@@ -262,3 +262,79 @@ def test_lto_builds_link_through_the_native_lto_plugin_and_match_plain_emulation
             assert "mix" in symbols and "poly" not in symbols, "poly() was not inlined across files by LTO"
             code[mode] = _exec_sections(z.read(so))
     assert code["accelerated"] == code["qemu"]
+
+
+AR_RECIPE = (
+    """\
+schema: 1
+name: arext
+kind: python-wheel
+modes: [qemu, accelerated]
+build_tree: memory
+build:
+  - echo "src is $(awk '$2 == "/src" {{print $3}}' /proc/mounts)"
+  # a static library made by the archiver that PATH gives by its plain name, as CMake's and make's rules do
+  - cc -O2 -fPIC -c poly.c -o poly.o
+  - ar rcs libpoly.a poly.o
+  - ranlib libpoly.a
+  - echo "archiver $(readlink -f "$(command -v ar)") $(readlink -f "$(command -v ranlib)")"
+  - echo "archive $(sha256sum libpoly.a)"
+  - python3 -m pip wheel --no-deps --no-build-isolation --no-index --wheel-dir "$RVPORT_OUT" .
+outputs:
+  - {{glob: "*.whl", type: wheel}}
+smoke:
+  script: |
+    import arext
+    assert arext.mix(5) == 5 * 5 + {nonce_int}, arext.mix(5)
+    print("arext ok", arext.mix(5))
+"""
+    + ONE_TARBALL
+)
+AR_FILES = {
+    "setup.py": "from setuptools import Extension, setup\n"
+    "setup(name='arext', version='1.0.0',\n"
+    "      ext_modules=[Extension('arext', ['mod.c'], extra_objects=['libpoly.a'])])\n",
+    "poly.c": '__attribute__((visibility("hidden"))) long poly(long x) {{ return x * x + {nonce_int}; }}\n',
+    "mod.c": LTO_FILES["mod.c"].replace("ltoext", "arext").replace("x*x + 3x + k", "x*x + k"),
+}
+
+
+def test_the_archiver_is_the_native_one_and_writes_the_archive_of_plain_emulation(engine, tmp_path):
+    """`ar` and `ranlib` by their plain names are the prefix's native cross binutils in an accelerated stage
+    (CMake finds its archiver by name on PATH; the stage's own would archive a library's objects emulated)
+    and the stage's own in a qemu one. The archive is the same file in both, and so is the extension's
+    code. The recipe's `build_tree: memory` puts /src on a tmpfs in both modes."""
+    import uuid
+
+    nonce_int = int(uuid.uuid4().hex[:6], 16)  # new sources each run: BuildKit and the cache must build
+    mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
+    offline_mirror(mirror)
+    recipes.mkdir()
+    files = {k: v.format(nonce_int=nonce_int) if k == "poly.c" else v for k, v in AR_FILES.items()}
+    f, sha = tarball("arext-1.0.0", files, mirror)
+    (recipes / "arext.yaml").write_text(AR_RECIPE.format(fname=f, sha=sha, nonce_int=nonce_int))
+    code, archive, archiver = {}, {}, {}
+    for mode in ("accelerated", "qemu"):
+        out = tmp_path / mode
+        cp = rvport(
+            "build", "arext", "--recipes", str(recipes), "--mirror", str(mirror), "--offline",
+            "--output", str(out), "--profile", "rvv256", "--tag", "test", "--mode", mode,
+        )  # fmt: skip
+        assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-4000:]
+        (st,) = json.loads((out / "result.json").read_text())["stages"]
+        assert st["mode"] == mode and st["status"] == "ok"
+        assert st["verify"]["ok"] and st["smoke"]["status"] == "passed", st
+        log = (out / "logs" / "arext.log").read_text()
+        assert re.search(r"^#\d+ [\d.]+ src is tmpfs$", log, re.M), log[-3000:]
+        archiver[mode] = re.findall(r"^#\d+ [\d.]+ archiver (\S+) (\S+)$", log, re.M)
+        archive[mode] = re.findall(r"^#\d+ [\d.]+ archive ([0-9a-f]{64})  libpoly\.a$", log, re.M)
+        whl = next((out / "artifacts" / "arext").glob("*.whl"))
+        with zipfile.ZipFile(whl) as z:
+            (so,) = [n for n in z.namelist() if n.endswith(".so")]
+            code[mode] = _exec_sections(z.read(so))
+    xtc = "/opt/xtc/bin/riscv64-linux-gnu-"
+    assert archiver["accelerated"] == [(xtc + "ar", xtc + "ranlib")], archiver
+    (qemu_ar,) = archiver["qemu"]
+    assert not any(p.startswith("/opt/xtc/") for p in qemu_ar), archiver
+    assert len(archive["accelerated"]) == 1 and archive["accelerated"] == archive["qemu"], archive
+    assert code["accelerated"] == code["qemu"]

@@ -286,6 +286,8 @@ def test_scripts_cover_the_pitfalls():
         assert name in a
     # no unprefixed as/ld on PATH: binutils are copied with their triplet prefix only
     assert "for t in as ld ld.bfd" in a and "cp -a /usr/bin/$T-$t $P/bin/" in a
+    # but ar and ranlib are, beside the drivers: CMake finds its archiver by its plain name on PATH
+    assert 'for n in ar ranlib; do ln -s $T-$n "$n"; done' in a
     # the gcc-cross version directory is a real directory of per-file links; the LTO plugin stays native
     assert 'cp -rsL /usr/lib/gcc/$T/"$V"/. "$G"/' in s and 'rm -rf "$G"/plugin "$G"/liblto_plugin.so' in s
     # g++'s target directory for the stage's c++config.h
