@@ -271,10 +271,12 @@ name: arext
 kind: python-wheel
 modes: [qemu, accelerated]
 build_tree: memory
+env:
+  CFLAGS: -O2 ${{RVPORT_CFLAGS}}
 build:
   - echo "src is $(awk '$2 == "/src" {{print $3}}' /proc/mounts)"
   # a static library made by the archiver that PATH gives by its plain name, as CMake's and make's rules do
-  - cc -O2 -fPIC -c poly.c -o poly.o
+  - cc $CFLAGS -fPIC -c poly.c -o poly.o
   - ar rcs libpoly.a poly.o
   - ranlib libpoly.a
   - echo "archiver $(readlink -f "$(command -v ar)") $(readlink -f "$(command -v ranlib)")"
@@ -325,15 +327,16 @@ def test_the_archiver_is_the_native_one_and_writes_the_archive_of_plain_emulatio
         assert st["mode"] == mode and st["status"] == "ok"
         assert st["verify"]["ok"] and st["smoke"]["status"] == "passed", st
         log = (out / "logs" / "arext.log").read_text()
-        assert re.search(r"^#\d+ [\d.]+ src is tmpfs$", log, re.M), log[-3000:]
-        archiver[mode] = re.findall(r"^#\d+ [\d.]+ archiver (\S+) (\S+)$", log, re.M)
-        archive[mode] = re.findall(r"^#\d+ [\d.]+ archive ([0-9a-f]{64})  libpoly\.a$", log, re.M)
+        # BuildKit's log interleaves the shell's trace (stderr) and the output: a value is found in either
+        assert set(re.findall(r"src is (\S+)$", log, re.M)) == {"tmpfs"}, log[-3000:]
+        archiver[mode] = set(re.findall(r"archiver (/\S+) (/\S+)$", log, re.M))
+        archive[mode] = set(re.findall(r"archive ([0-9a-f]{64})  libpoly\.a$", log, re.M))
         whl = next((out / "artifacts" / "arext").glob("*.whl"))
         with zipfile.ZipFile(whl) as z:
             (so,) = [n for n in z.namelist() if n.endswith(".so")]
             code[mode] = _exec_sections(z.read(so))
     xtc = "/opt/xtc/bin/riscv64-linux-gnu-"
-    assert archiver["accelerated"] == [(xtc + "ar", xtc + "ranlib")], archiver
+    assert archiver["accelerated"] == {(xtc + "ar", xtc + "ranlib")}, archiver
     (qemu_ar,) = archiver["qemu"]
     assert not any(p.startswith("/opt/xtc/") for p in qemu_ar), archiver
     assert len(archive["accelerated"]) == 1 and archive["accelerated"] == archive["qemu"], archive
