@@ -213,21 +213,27 @@ PyMODINIT_FUNC PyInit_ltoext(void) { return PyModule_Create(&mod); }
 }
 
 
+def _poly_project(tmp_path: Path, name: str, recipe: str, files: dict[str, str]) -> tuple[Path, Path]:
+    """A tiny C extension's sdist in a new offline mirror and its recipe in a new recipe directory: poly.c and
+    the recipe get a constant new in every run, so BuildKit and the artifact cache must build. (mirror,
+    recipes)."""
+    import uuid
+
+    nonce_int = int(uuid.uuid4().hex[:6], 16)
+    mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
+    offline_mirror(mirror)
+    recipes.mkdir()
+    sources = {k: v.format(nonce_int=nonce_int) if k == "poly.c" else v for k, v in files.items()}
+    f, sha = tarball(f"{name}-1.0.0", sources, mirror)
+    (recipes / f"{name}.yaml").write_text(recipe.format(fname=f, sha=sha, nonce_int=nonce_int))
+    return mirror, recipes
+
+
 def test_lto_builds_link_through_the_native_lto_plugin_and_match_plain_emulation(engine, tmp_path):
     """-flto in an accelerated stage: the native cc1 writes GIMPLE objects, the native cross ld loads the
     prefix's own (native) LTO plugin, which runs the native lto-wrapper and lto1. The wheel is verified and
     smoke-tested like any other, and its code equals the plain-QEMU build's, where all of that is emulated."""
-    import uuid
-
-    nonce_int = int(
-        uuid.uuid4().hex[:6], 16
-    )  # new sources each run: BuildKit and the artifact cache must build
-    mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
-    offline_mirror(mirror)
-    recipes.mkdir()
-    files = {k: v.format(nonce_int=nonce_int) if k == "poly.c" else v for k, v in LTO_FILES.items()}
-    f, sha = tarball("ltoext-1.0.0", files, mirror)
-    (recipes / "ltoext.yaml").write_text(LTO_RECIPE.format(fname=f, sha=sha, nonce_int=nonce_int))
+    mirror, recipes = _poly_project(tmp_path, "ltoext", LTO_RECIPE, LTO_FILES)
     code = {}
     for mode in ("accelerated", "qemu"):
         out = tmp_path / mode
@@ -306,15 +312,7 @@ def test_the_archiver_is_the_native_one_and_writes_the_archive_of_plain_emulatio
     (CMake finds its archiver by name on PATH; the stage's own would archive a library's objects emulated)
     and the stage's own in a qemu one. The archive is the same file in both, and so is the extension's
     code. The recipe's `build_tree: memory` puts /src on a tmpfs in both modes."""
-    import uuid
-
-    nonce_int = int(uuid.uuid4().hex[:6], 16)  # new sources each run: BuildKit and the cache must build
-    mirror, recipes = tmp_path / "mirror", tmp_path / "recipes"
-    offline_mirror(mirror)
-    recipes.mkdir()
-    files = {k: v.format(nonce_int=nonce_int) if k == "poly.c" else v for k, v in AR_FILES.items()}
-    f, sha = tarball("arext-1.0.0", files, mirror)
-    (recipes / "arext.yaml").write_text(AR_RECIPE.format(fname=f, sha=sha, nonce_int=nonce_int))
+    mirror, recipes = _poly_project(tmp_path, "arext", AR_RECIPE, AR_FILES)
     code, archive, archiver = {}, {}, {}
     for mode in ("accelerated", "qemu"):
         out = tmp_path / mode
