@@ -60,8 +60,8 @@ class BuildTree(StrEnum):
     """Where a build stage's /src, the sources and all the build writes beside them, lives (`build_tree:`)."""
 
     DISK = "disk"  # the build context bound in, written through the engine's storage driver
-    # a copy in memory (a tmpfs, at most half the host's memory): much faster for builds that write many
-    # files (objects, archives, a wheel's staging tree) on an engine whose storage driver is slow to write
+    # a copy in memory (a tmpfs, at most half the host's memory): for builds that write many files (objects,
+    # archives, a wheel's staging tree) on an engine whose storage driver is slow to write
     MEMORY = "memory"
 
 

@@ -23,8 +23,8 @@ for n in gcc cc $T-gcc; do ln -s $T-gcc-"$V" "$n"; done
 for n in g++ c++ $T-g++; do ln -s $T-g++-"$V" "$n"; done
 ln -s $T-cpp-"$V" $T-cpp
 # ar and ranlib by their plain names too: CMake finds the archiver by name on PATH, and the stage's own would
-# run emulated over every object of a static library (a build's longest single step after its compiles).
-# They write the same archive: the same binutils source version (the version check), deterministic mode.
+# run emulated over every object of a static library. They write the same archive: the same binutils source
+# version (the version check), deterministic mode.
 for n in ar ranlib; do ln -s $T-$n "$n"; done
 if [ "$RUST" = rust ]; then
   # rustc (its librustc_driver and LLVM come with the shared libraries below), the build platform's own
