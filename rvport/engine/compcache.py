@@ -51,6 +51,12 @@ SCRIPT = "rvport-ccache.sh"  # the stage script's name in the build context (res
 REPORT_DIR = ".rvport-ccache"  # what the stage script leaves in $RVPORT_OUT, taken out by take_report
 IMPORT_DIR = "ccache-in"  # the imported cache's directory in the build context (DIR use)
 CACHE_IN_STAGE = "/rvport/ccache"  # CCACHE_DIR in the stage: the mount (ENGINE) or a directory (DIR, OFF)
+# ccache's temporary_dir in the stage: a tmpfs of its own in every use. There ccache keeps its inode cache
+# (the hashes of the headers a hit checks, per file), which it refuses to keep on a file system it does not
+# know to work, FUSE among them: on an engine whose storage driver is fuse-overlayfs, a hit of a source
+# including torch's headers then reads and hashes all of them again, every time (docs/compiler-cache.md).
+# What is there is dropped with the step; it is never part of the key.
+TEMP_IN_STAGE = "/rvport/ccache-tmp"
 DEFAULT_MAX_SIZE = 2 * GiB  # per toolchain; --compiler-cache-size
 MIN_MAX_SIZE = 16 * MiB
 MAX_MAX_SIZE = 1024 * GiB
@@ -164,6 +170,7 @@ def template_values(
         "RVPORT_CCACHE_PROGRAM": CCACHE_PROGRAM[mode],
         "RVPORT_CCACHE_NAMES": " ".join(NAMES),
         "CCACHE_DIR": CACHE_IN_STAGE,
+        "CCACHE_TEMPDIR": TEMP_IN_STAGE,
         # written by the stage script: a ccache.conf in an imported cache is never read
         "CCACHE_CONFIGPATH": "/rvport/ccache.conf",
         "CCACHE_MAXSIZE": f"{cache.max_size // MiB}M",
@@ -176,6 +183,7 @@ def template_values(
         mount = f"--mount=type=cache,id={tid},target={CACHE_IN_STAGE},sharing=shared \\\n    "
     else:
         mount = f"--mount=type=bind,source={IMPORT_DIR},target=/rvport/ccache-in \\\n    "
+    mount += f"--mount=type=tmpfs,target={TEMP_IN_STAGE} \\\n    "
     return {"CCACHE_ENV": lines, "CCACHE_PATH": "/rvport/ccache-bin:", "CCACHE_MOUNT": mount}
 
 

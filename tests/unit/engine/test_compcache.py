@@ -118,6 +118,23 @@ def test_a_cache_directory_enters_as_build_context_and_off_puts_no_ccache_on_pat
     assert _env(off) == {"CCACHE_DISABLE": "1", "RVPORT_CCACHE": "off"}
 
 
+@pytest.mark.parametrize("use", [CacheUse.DIR, CacheUse.ENGINE])
+def test_ccache_keeps_its_temporary_files_and_inode_cache_on_a_tmpfs_of_its_own(use, tmp_path):
+    """ccache keeps its inode cache (the headers' hashes) only on a file system it knows to work, which the
+    engine's storage driver may not be (fuse-overlayfs): its temporary_dir is a tmpfs mount in every use,
+    outside the cache itself, so nothing of it is exported or shared."""
+    values = compcache.template_values(
+        CompilerCache(use=use, directory=tmp_path if use is CacheUse.DIR else None),
+        mode=Mode.ACCELERATED,
+        profile=get_profile("rvv256"),
+        packages=STAGE,
+    )
+    env = _env(values)
+    assert env["CCACHE_TEMPDIR"] == compcache.TEMP_IN_STAGE == "/rvport/ccache-tmp"
+    assert not env["CCACHE_TEMPDIR"].startswith(env["CCACHE_DIR"] + "/")
+    assert f"--mount=type=tmpfs,target={compcache.TEMP_IN_STAGE} " in values["CCACHE_MOUNT"]
+
+
 def test_accelerated_stages_wrap_the_prefix_native_ccache_beside_the_cross_compilers():
     values = compcache.template_values(
         CompilerCache(), mode=Mode.ACCELERATED, profile=get_profile("rvv256"), packages={**STAGE, **XTC}
