@@ -145,7 +145,11 @@ def arm(args: argparse.Namespace, name: str, work: Path, tags_file: Path) -> dic
     )
     res["wall_s"] = round(time.monotonic() - t0, 1)
     if not res["valid"]:
-        print(f"  {name}: NOT VALID: the torch layer was not made and found as this arm needs", flush=True)
+        print(
+            f"  {name}: NOT VALID: the torch layer was not made and found as this arm needs (see the logs"
+            f" under {work}/{name}-*/logs); rerun on an engine where nothing else builds",
+            flush=True,
+        )
     return res
 
 
