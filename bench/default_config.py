@@ -76,13 +76,14 @@ def figures_of(result: dict, rc: int, seconds: float) -> dict:
 
 
 def tests_of(rec: dict | None) -> dict | None:
-    """vLLM's own tests (the tests step): the counts, and per file its status, counts and seconds; the failed
-    ids (the test ids themselves stay in result.json)."""
+    """vLLM's own tests (the tests step): the counts, each pytest run's files, status and seconds, and per
+    file its status, counts and seconds; the failed ids (the test ids themselves stay in result.json)."""
     if not rec:
         return None
     return {
         "status": rec.get("status"),
         "counts": rec.get("counts"),
+        "runs": [{k: r.get(k) for k in ("paths", "status", "seconds")} for r in rec.get("runs", [])],
         "files": [
             {k: f.get(k) for k in ("path", "select", "status", "counts", "seconds")}
             for f in rec.get("files", [])

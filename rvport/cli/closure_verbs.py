@@ -171,7 +171,7 @@ def serve_check(o: ServeCheckArgs) -> None:
     with dummy weights (time to first token, tokens per second), then `vllm serve` answering /v1/completions;
     both in vLLM's default configuration (torch.compile, with the wheelhouse's inductor-env.sh) and with
     enforce-eager (--skip-generate and --skip-serve leave them out); then the recipe's own tests (its
-    serve_tests: for the profile, from its pinned sdist or --source-tree, one pytest run per file in the
+    serve_tests: for the profile, from its pinned sdist or --source-tree, in one pytest run in the
     installed environment; --skip-tests leaves them out), and the shared objects inductor compiled verified
     for the profile.
 

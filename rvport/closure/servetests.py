@@ -11,7 +11,7 @@ step"; docs/closure.md, "The serving check").
                 (its wheels, Debian's packages) are left as it has them
     mounts      what the container is given: the copied paths and each test wheel read-only, rvport's pytest
                 plugin, and the plan (each file's pytest arguments, engine/tests.py's pytest_args)
-    read        the exports the script wrote (OUTPUT/logs/tests/: each file's exit status, seconds and JSON
+    read        the exports the script wrote (OUTPUT/logs/tests/: each run's exit status, seconds and JSON
                 records per test id), read back with engine/tests.py's bounded reader
 
 Nothing here runs a process: the container runs the step (resources/scripts/serve-check.py, `tests`).
@@ -36,7 +36,7 @@ TREE = "/rvport/tree"  # the copied paths, read-only (the script copies them int
 WHEELS = "/rvport/test-wheels"
 PLUGIN_DIR = "/rvport/plugin"
 PLAN = "/rvport/tests.json"
-EXPORT = "tests"  # OUTPUT/logs/tests/: what the script writes of each file's run
+EXPORT = "tests"  # OUTPUT/logs/tests/: what the script writes of each pytest run
 LOG = "tests.log"
 
 
@@ -171,9 +171,17 @@ def prepare(
 
 
 def plan_doc(ready: Ready) -> dict:
-    """What the script is given (PLAN): each file with its pytest arguments, the test wheels' paths."""
+    """What the script is given (PLAN): each pytest run (engine/tests.py's runs: one for all the files, or
+    one per file) with its files, timeout and arguments, the test wheels' paths."""
     return {
-        "files": [{**f, "args": upstream.pytest_args(f, "/tmp/rvport-tree")} for f in ready.planned["files"]],
+        "runs": [
+            {
+                "paths": r["paths"],
+                "timeout": r["timeout"],
+                "args": upstream.pytest_args(r, "/tmp/rvport-tree"),
+            }
+            for r in upstream.runs(ready.planned)
+        ],
         "wheels": [f"{WHEELS}/{name}" for name in sorted(ready.wheels)],
     }
 
@@ -209,9 +217,9 @@ def mounts(ready: Ready, scratch: Path) -> list[str]:
 
 
 def read(ready: Ready, logs: Path) -> dict:
-    """The step's record from the script's exports (engine/tests.py's record: per file its exit status,
-    counts and seconds, every test id with its outcome, bounded); a hostile export (a link, too big) makes a
-    failed record saying so."""
+    """The step's record from the script's exports (engine/tests.py's record: per run and per file its exit
+    status, counts and seconds, every test id with its outcome, bounded); a hostile export (a link, too big)
+    makes a failed record saying so."""
     try:
         rec = upstream.record(
             ready.ref, logs / EXPORT, ready.planned, sorted(ready.wheels), log_path=logs / LOG

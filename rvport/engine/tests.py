@@ -3,20 +3,22 @@ script, its exported records read back with bounds into stages[].tests, and the 
 
 The tests run in a build of their own FROM the stage's smoke image (resources/dockerfiles/tests.Dockerfile),
 with no network, on the profile's QEMU CPU: the stage's wheels, its dependencies' and the pinned test wheels
-installed offline without dependencies, then one pytest run per planned file (its -k selection, its timeout)
-in a copy of the source tree's `copy:` paths, with rvport's plugin (resources/scripts/pytest-record.py)
-writing one JSON line per test id. An interrupt stops the build (BuildKit removes its container) and nothing
-of the run is recorded: the record is made only from a finished run's exports.
+installed offline without dependencies, then pytest (`runs`: one run for all the planned files, each
+scoped by its -k selection, within the sum of their timeouts) in a copy of the source tree's `copy:` paths,
+with rvport's plugin (resources/scripts/pytest-record.py) writing one JSON line per test id as it ends. An
+interrupt stops the build (BuildKit removes its container) and nothing of the run is recorded: the record is
+made only from a finished run's exports.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from rvport import resources
 from rvport.catalogue.profiles import Profile
@@ -76,9 +78,49 @@ def _regular(p: Path) -> bool:
     return p.is_file() and not p.is_symlink()
 
 
+# a file name a -k expression can name as one word (pytest's identifiers, less ':', '/', '\\', '[' and ']')
+_K_WORD = re.compile(r"[A-Za-z0-9_.+-]+")
+_K_RESERVED = frozenset({"and", "or", "not", "true", "false", "none"})
+
+
+def runs(planned: Mapping) -> list[dict]:
+    """The pytest runs of the planned files, in order: one for all of them (pytest imports the project and
+    its conftest.py once, which under QEMU takes about a minute), each file's tests scoped by its own
+    selection (`-k "(NAME and (SELECT)) or NAME2 ..."`: -k matches the names of a test's module and
+    directories too), within the sum of their timeouts. One run per file when the files' names cannot scope
+    a -k expression: two of them share a name, one is part of another's name or of a directory's on their
+    paths, or one is not a -k word. Each run: files (indexes into planned files), paths, select, timeout."""
+    files = list(planned["files"])
+    names = [PurePosixPath(f["path"]).name for f in files]
+    dirs = {d.lower() for f in files for d in PurePosixPath(f["path"]).parent.parts}
+    shared = len(files) > 1
+    for j, name in enumerate(names):
+        low, others = name.lower(), dirs | {n.lower() for k, n in enumerate(names) if k != j}
+        if not _K_WORD.fullmatch(name) or low in _K_RESERVED or any(low in o for o in others):
+            shared = False
+    if not shared:
+        return [
+            {"files": [i], "paths": [f["path"]], "select": f.get("select"), "timeout": int(f["timeout"])}
+            for i, f in enumerate(files)
+        ]
+    select = " or ".join(
+        f"({name} and ({f['select']}))" if f.get("select") else name
+        for name, f in zip(names, files, strict=True)
+    )
+    return [
+        {
+            "files": list(range(len(files))),
+            "paths": [f["path"] for f in files],
+            "select": select,
+            "timeout": sum(int(f["timeout"]) for f in files),
+        }
+    ]
+
+
 def script(planned: Mapping) -> str:
-    """tests.sh: the wheels installed (smoke-install.sh, offline, no dependencies), then each file's pytest
-    run under timeout(1), its exit status and records into /rvport-tests/<i>.status and <i>.jsonl."""
+    """tests.sh: the wheels installed (smoke-install.sh, offline, no dependencies), then each pytest run
+    (`runs`) under timeout(1), its exit status, records and times into /rvport-tests/<i>.status, <i>.jsonl
+    and <i>.seconds."""
     lines = [
         "set -u",
         "cd /tmp",
@@ -95,10 +137,10 @@ def script(planned: Mapping) -> str:
         "cd /rvport/tree",
         "export PYTHONPATH=/rvport/plugin",
     ]
-    for i, f in enumerate(planned["files"]):
-        argv = ["timeout", "-k", "10", str(int(f["timeout"])), "python3", *pytest_args(f, "/rvport/tree")]
+    for i, run in enumerate(runs(planned)):
+        argv = ["timeout", "-k", "10", str(run["timeout"]), "python3", *pytest_args(run, "/rvport/tree")]
         lines += [
-            f"echo {shlex.quote('--- ' + f['path'])}",
+            f"echo {shlex.quote('--- ' + ' '.join(run['paths']))}",
             "start=$(date +%s.%N)",
             f"PYTEST_RECORD_TO=/rvport-tests/{i}.jsonl {shlex.join(argv)}; "
             f"echo $? > /rvport-tests/{i}.status",
@@ -107,10 +149,10 @@ def script(planned: Mapping) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pytest_args(f: Mapping, rootdir: str) -> list[str]:
-    """The arguments after the interpreter of one planned file's run: pytest with rvport's record plugin, no
-    cache, quiet, failures and errors summed up, the tree's top as its rootdir, the file and its -k."""
-    select = ["-k", f["select"]] if f.get("select") else []
+def pytest_args(run: Mapping, rootdir: str) -> list[str]:
+    """The arguments after the interpreter of one pytest run (`runs`): pytest with rvport's record plugin,
+    no cache, quiet, failures and errors summed up, the tree's top as its rootdir, the files and the -k."""
+    select = ["-k", run["select"]] if run.get("select") else []
     return [
         "-m",
         "pytest",
@@ -121,7 +163,7 @@ def pytest_args(f: Mapping, rootdir: str) -> list[str]:
         "-q",
         "-rfE",
         f"--rootdir={rootdir}",
-        f["path"],
+        *run["paths"],
         *select,
     ]
 
@@ -203,11 +245,19 @@ def _status(out: Path, name: str, ref: str) -> int | None:
         return -1
 
 
-def _cases(out: Path, i: int, path: str, ref: str) -> list[dict]:
+def _owner(case_id: str, paths: Sequence[str]) -> int:
+    """Which of a run's files a test id is of (its path, then `::`); an id of none (a conftest.py's
+    collection error) counts to the run's first file."""
+    return next((j for j, p in enumerate(paths) if case_id == p or case_id.startswith(p + "::")), 0)
+
+
+def _cases(out: Path, i: int, paths: Sequence[str], ref: str) -> list[dict]:
+    """A run's test ids, each with the file it is of (`_owner`); an id recorded again (the plugin writes
+    each as it ends) keeps its last line."""
     raw = _read(out / f"{i}.jsonl", RECORD_LIMIT, ref)
     if raw is None:
         return []
-    cases: list[dict] = []
+    cases: dict[str, dict] = {}
     for line in raw.decode("utf-8", errors="replace").splitlines():
         if len(cases) >= MAX_CASES:
             break
@@ -222,16 +272,18 @@ def _cases(out: Path, i: int, path: str, ref: str) -> list[dict]:
         ):
             continue
         seconds = doc.get("duration_s")
+        case_id = doc["id"][:ID_LIMIT]
         case = {
-            "id": doc["id"][:ID_LIMIT],
-            "file": path,
+            "id": case_id,
+            "file": paths[_owner(case_id, paths)],
             "outcome": doc["outcome"],
             "duration_s": round(float(seconds), 3) if isinstance(seconds, int | float) else 0.0,
         }
         if doc["outcome"] in ("failed", "error") and isinstance(doc.get("message"), str):
             case["message"] = doc["message"][:MESSAGE_LIMIT]
-        cases.append(case)
-    return cases
+        cases.pop(case_id, None)
+        cases[case_id] = case
+    return list(cases.values())
 
 
 def _seconds(out: Path, i: int, ref: str) -> float | None:
@@ -246,6 +298,37 @@ def _seconds(out: Path, i: int, ref: str) -> float | None:
 
 def _counts(cases: Sequence[Mapping]) -> dict[str, int]:
     return {o: sum(1 for c in cases if c["outcome"] == o) for o in OUTCOMES}
+
+
+def _tests_seconds(cases: Sequence[Mapping]) -> float:
+    return round(sum(float(c["duration_s"]) for c in cases), 2)
+
+
+def _file_status(
+    code: int | None,
+    word: str,
+    j: int,
+    mine: Sequence[Mapping],
+    cases: Sequence[Mapping],
+    paths: Sequence[str],
+) -> str:
+    """What the run of its files means for the j-th of them (`mine`: its ids; `cases`: the run's). A file
+    alone in its run: the run's word, or "recorded nothing" for a run that passed with no record. In a run
+    of several that ended by itself (pytest's 0 or 1): the file's own outcome, and "no tests collected" when
+    its selection matched nothing. In one that ended early (timed out, crashed, interrupted by a collection
+    error): the run's word for the file that recorded last and the files after it, and for those with no
+    record; the own outcome of each file before it."""
+    bad = any(c["outcome"] in ("failed", "error") for c in mine)
+    if len(paths) == 1:
+        return "recorded nothing" if code == 0 and not mine else word
+    if code in (0, 1):
+        if not cases and code == 0:
+            return "recorded nothing"
+        return "no tests collected" if not mine else "failed" if bad else "passed"
+    last = paths.index(cases[-1]["file"]) if cases else -1
+    if code is None or code == 5 or not mine or j >= last:
+        return word
+    return "failed" if bad else "passed"
 
 
 def record(
@@ -272,28 +355,32 @@ def record(
         doc.update(status="failed", reason=reason, counts=_counts([]))
         doc["output"] = output[-OUTPUT_LINES:]
         return doc
-    for i, f in enumerate(planned["files"]):
-        code = _status(out, str(i), ref)
-        cases = _cases(out, i, f["path"], ref)
-        counts = _counts(cases)
-        if code is None:
-            word = "not run"
-        else:
-            word = _FILE_STATUS.get(code, f"exit {code}")
-        if code == 0 and not cases:
-            word = "recorded nothing"
-        doc["files"].append(
-            {
+    files: dict[int, dict] = {}
+    doc["runs"] = []
+    for r, run in enumerate(runs(planned)):
+        code = _status(out, str(r), ref)
+        cases = _cases(out, r, run["paths"], ref)
+        seconds = _seconds(out, r, ref)
+        word = "not run" if code is None else _FILE_STATUS.get(code, f"exit {code}")
+        doc["runs"].append(
+            {"paths": run["paths"], "timeout": run["timeout"], "exit_status": code, "status": word,
+             "seconds": seconds}
+        )  # fmt: skip
+        for j, i in enumerate(run["files"]):
+            f = planned["files"][i]
+            mine = [c for c in cases if c["file"] == f["path"]]
+            files[i] = {
                 "path": f["path"],
                 "select": f.get("select"),
                 "timeout": f["timeout"],
+                "run": r,
                 "exit_status": code,
-                "status": word,
-                "counts": counts,
-                "seconds": _seconds(out, i, ref),
+                "status": _file_status(code, word, j, mine, cases, run["paths"]),
+                "counts": _counts(mine),
+                "seconds": seconds if len(run["paths"]) == 1 else _tests_seconds(mine),
             }
-        )
         doc["cases"] += cases
+    doc["files"] = [files[i] for i in sorted(files)]
     doc["counts"] = _counts(doc["cases"])
     ok = all(f["status"] == "passed" for f in doc["files"]) and not (
         doc["counts"]["failed"] or doc["counts"]["error"]
@@ -325,12 +412,18 @@ def failure_lines(rec: Mapping) -> list[str]:
     lines: list[str] = []
     if rec.get("reason"):
         lines.append(str(rec["reason"]))
+    runs_ = rec.get("runs") or []
     for f in rec.get("files", []):
         if f["status"] not in ("passed", "failed"):
+            run = runs_[f["run"]] if isinstance(f.get("run"), int) and f["run"] < len(runs_) else None
+            shared = run is not None and len(run["paths"]) > 1
             what = {
-                "no tests collected": "collected no test (pytest exit status 5): a selection that matches "
-                "nothing is a failure, not a pass",
-                "timed out": f"did not finish in its {f['timeout']} s",
+                "no tests collected": "collected no test: a selection that matches nothing is a failure, "
+                "not a pass",
+                "timed out": f"did not finish: the run of its {len(run['paths'])} files stopped at its "
+                f"{run['timeout']} s"
+                if shared
+                else f"did not finish in its {f['timeout']} s",
             }.get(f["status"], f["status"])
             lines.append(f"{f['path']}" + (f" -k {f['select']!r}" if f.get("select") else "") + f": {what}")
     bad = [c for c in rec.get("cases", []) if c["outcome"] in ("failed", "error")]
@@ -349,5 +442,6 @@ __all__ = [
     "failure_lines",
     "pytest_args",
     "record",
+    "runs",
     "script",
 ]

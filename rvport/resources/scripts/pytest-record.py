@@ -1,7 +1,9 @@
 """rvport's pytest plugin for a recipe's upstream tests (`tests:`), loaded with `-p rvport_pytest_record`:
 one JSON line per test id into $PYTEST_RECORD_TO, with its outcome (passed, failed, skipped, error), its
 seconds and, for one that did not pass, the first lines of what pytest said. A collection error is an id of
-its own (outcome error). The runner (rvport/engine/tests.py) reads the lines back with bounds."""
+its own (outcome error). Each line is written when its id has ended (its teardown reported), so a run stopped
+by its timeout keeps the ids it finished; an id written again (at the session's end) supersedes its line.
+The runner (rvport/engine/tests.py) reads the lines back with bounds."""
 
 import json
 import os
@@ -10,6 +12,7 @@ MESSAGE = 2000  # characters of a failure's text kept
 
 _seen = {}
 _order = []
+_written = {}  # id -> its line as written
 
 
 def _put(nodeid, outcome, seconds, message):
@@ -50,15 +53,34 @@ def pytest_runtest_logreport(report):
         _put(report.nodeid, "passed", seconds, "")
 
 
-def pytest_collectreport(report):
-    if report.outcome == "failed":
-        _put(report.nodeid or "(collection)", "error", 0.0, _text(report))
-
-
-def pytest_sessionfinish(session, exitstatus):
+def _write(nodeids):
     path = os.environ.get("PYTEST_RECORD_TO")
     if not path:
         return
-    with open(path, "w", encoding="utf-8") as f:
-        for nodeid in _order:
-            f.write(json.dumps(_seen[nodeid], sort_keys=True) + "\n")
+    with open(path, "a", encoding="utf-8") as f:
+        for nodeid in nodeids:
+            line = json.dumps(_seen[nodeid], sort_keys=True)
+            f.write(line + "\n")
+            _written[nodeid] = line
+
+
+def pytest_sessionstart(session):
+    path = os.environ.get("PYTEST_RECORD_TO")
+    if path:
+        open(path, "w", encoding="utf-8").close()
+
+
+def pytest_collectreport(report):
+    if report.outcome == "failed":
+        nodeid = report.nodeid or "(collection)"
+        _put(nodeid, "error", 0.0, _text(report))
+        _write([nodeid])
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if nodeid in _seen:
+        _write([nodeid])
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _write([n for n in _order if _written.get(n) != json.dumps(_seen[n], sort_keys=True)])

@@ -31,11 +31,12 @@ result and has not exited EXIT_GRACE seconds later (a failed step, never a stuck
                backend, --enforce-eager and a byte-level tokenizer of ours, then a JSON schema, a regex and a
                choice list in /v1/completions requests, each answer judged here (parsed and validated, fully
                matched, one of the choices)
-    tests      the recipe's own tests (FILE: each file's pytest arguments, the test wheels; rvport's
+    tests      the recipe's own tests (FILE: each pytest run's arguments, the test wheels; rvport's
                closure/servetests.py): the source tree's copied paths (read-only at /rvport/tree) copied to
-               /tmp/rvport-tree, the test wheels installed into the venv offline with --no-deps, then one
-               pytest run per file in the venv, each within its own timeout, after sourcing inductor-env.sh
-               as generate does, its cache in OUT/cache; rvport's plugin writes one JSON line per test id.
+               /tmp/rvport-tree, the test wheels installed into the venv offline with --no-deps, then each
+               pytest run (one for all the files, or one per file) in the venv within its own timeout, after
+               sourcing inductor-env.sh as generate does, its cache in OUT/cache; rvport's plugin writes one
+               JSON line per test id.
                What each run did goes to OUT/tests/ as engine/tests.py reads it back: I.status (pytest's
                exit status, 124 when it timed out), I.seconds, I.jsonl, and install.status (2: the test
                wheels, 3: the copy) when the run could not start
@@ -424,16 +425,20 @@ def guided_outcome(found: dict[str, dict], programs: list[dict]) -> tuple[dict, 
 
 
 def tests_programs(plan: dict, venv_py: str, env_file: Path | None) -> tuple[list[list[str]], list[dict]]:
-    """The tests step's programs: (what prepares the run: the copy of the tree, the test wheels' install
-    into the venv offline and without dependencies; each file's run: its argv, after sourcing the
-    wheelhouse's inductor settings, and its timeout)."""
+    """The tests step's programs: (what prepares the runs: the copy of the tree, the test wheels' install
+    into the venv offline and without dependencies; each pytest run, of one file or of several: its argv,
+    after sourcing the wheelhouse's inductor settings, and its timeout)."""
     prepare = [["cp", "-R", TESTS_TREE_RO, TESTS_TREE]]
     if plan.get("wheels"):
         pip = [venv_py, "-m", "pip", "install", "--no-index", "--no-deps", "--no-compile"]
         prepare.append([*pip, *plan["wheels"]])
     runs = [
-        {"argv": sourced(env_file, [venv_py, *f["args"]]), "timeout": float(f["timeout"]), "path": f["path"]}
-        for f in plan["files"]
+        {
+            "argv": sourced(env_file, [venv_py, *r["args"]]),
+            "timeout": float(r["timeout"]),
+            "path": " ".join(r["paths"]),
+        }
+        for r in plan["runs"]
     ]
     return prepare, runs
 
@@ -607,9 +612,9 @@ def run_tests(
     poll: float = 5.0,
 ) -> dict:
     """The tests step (tests_programs): the copy and the install within `timeout` together, then every
-    file's run within its own timeout, one after another whatever the one before did; each file's exit
+    pytest run within its own timeout, one after another whatever the one before did; each run's exit
     status (TIMED_OUT when it was stopped), start and end times written to OUT/tests/ for rvport to read
-    (engine/tests.py's layout). The step passes when every file's pytest exited 0; rvport judges the
+    (engine/tests.py's layout). The step passes when every run's pytest exited 0; rvport judges the
     records."""
     log, export = out / "tests.log", out / TESTS_EXPORT
     export.mkdir(exist_ok=True)
@@ -642,7 +647,7 @@ def run_tests(
             start = time.time()
             how = run_program(
                 f, log, run["argv"], run["timeout"], one, env=file_env, poll=poll, cwd=TESTS_TREE,
-                what="the file's timeout",
+                what="the run's timeout",
             )  # fmt: skip
             code = one["exit_status"] if how == "exited" else TIMED_OUT
             (export / f"{i}.status").write_text(f"{code}\n")
@@ -772,10 +777,10 @@ def run(args: argparse.Namespace, commands: dict[str, list[list[str]]] | None = 
 
 
 def read_plan(path: Path, limit: int = 1 << 20) -> dict:
-    """The tests step's plan rvport wrote (closure/servetests.py): files (path, timeout, args), wheels."""
+    """The tests step's plan rvport wrote (closure/servetests.py): runs (paths, timeout, args), wheels."""
     with open(path, "rb") as f:
         doc = json.loads(f.read(limit))
-    if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
         raise ValueError(f"{path}: not a tests plan")
     return doc
 

@@ -142,7 +142,14 @@ def test_the_step_is_made_ready_from_a_source_tree_with_the_test_wheels_checked(
     assert f"{ready.wheels[WHEEL]}:/rvport/test-wheels/{WHEEL}:ro" in binds
     plan = json.loads((scratch / "tests.json").read_text())
     assert plan["wheels"] == [f"/rvport/test-wheels/{WHEEL}"]
-    assert plan["files"][0]["args"] == upstream.pytest_args(plan["files"][0], "/tmp/rvport-tree")
+    (run,) = upstream.runs(ready.planned)
+    assert plan["runs"] == [
+        {
+            "paths": run["paths"],
+            "timeout": run["timeout"],
+            "args": upstream.pytest_args(run, "/tmp/rvport-tree"),
+        }
+    ]
     assert (scratch / "rvport_pytest_record.py").read_text() == resources.script("pytest-record.py")
     cmd = servecheck.container_command(opts(tmp_path), tests=True)
     assert cmd[cmd.index("--tests") + 1] == "/rvport/tests.json"
@@ -201,6 +208,7 @@ def test_bad():
     assert 1 == 2
 """
 SLOW = "import time\n\ndef test_slow():\n    time.sleep(30)\n"
+C = "def test_one():\n    pass\n\ndef test_two():\n    pass\n"
 PLANNED = {
     "files": [
         {"path": "tests/test_a.py", "select": None, "timeout": 60},
@@ -212,26 +220,54 @@ PLANNED = {
 }
 
 
-def run_inside(tmp_path: Path, monkeypatch) -> tuple[Path, servetests.Ready, dict]:
+def run_inside(tmp_path: Path, monkeypatch, planned: dict = PLANNED) -> tuple[Path, servetests.Ready, dict]:
     """The tests step as the script runs it, with this interpreter for the venv's and the plugin from
-    resources: the tree copied, each file's pytest run, the exports written to OUT/tests."""
-    src = tree(tmp_path, {"tests/test_a.py": A, "tests/test_slow.py": SLOW})
+    resources: the tree copied, each pytest run (PLANNED names test_a.py twice: one run per file), the exports
+    written to OUT/tests."""
+    src = tree(tmp_path, {"tests/test_a.py": A, "tests/test_slow.py": SLOW, "tests/test_c.py": C})
     plugin = tmp_path / "plugin"
     plugin.mkdir()
     (plugin / "rvport_pytest_record.py").write_text(resources.script("pytest-record.py"))
     monkeypatch.setattr(inside, "TESTS_TREE_RO", str(src))
     monkeypatch.setattr(inside, "TESTS_TREE", str(tmp_path / "copy"))
     monkeypatch.setattr(inside, "TESTS_PLUGIN", str(plugin))
-    ready = servetests.Ready(ref="vllm==0.33.0", planned=PLANNED, tree=src, where="t", source=())
+    ready = servetests.Ready(ref="vllm==0.33.0", planned=planned, tree=src, where="t", source=())
     plan = servetests.plan_doc(ready)
-    plan["files"] = [{**f, "args": upstream.pytest_args(f, str(tmp_path / "copy"))} for f in PLANNED["files"]]
+    for r, got in zip(upstream.runs(planned), plan["runs"], strict=True):
+        got["args"] = upstream.pytest_args(r, str(tmp_path / "copy"))
     prepare, runs = inside.tests_programs(plan, sys.executable, None)
     assert prepare == [["cp", "-R", str(src), str(tmp_path / "copy")]]  # no test wheel: no install
     out = tmp_path / "out" / "logs"
     out.mkdir(parents=True)
     rec = inside.run_tests(out, prepare, runs, 60.0, dict(os.environ), poll=0.2)
-    assert rec["status"] == "failed" and rec["timed_out"] is True and rec["log"] == "tests.log"
+    assert rec["log"] == "tests.log"
+    if planned is PLANNED:
+        assert rec["status"] == "failed" and rec["timed_out"] is True
     return out, ready, rec
+
+
+def test_the_files_share_one_run_where_their_names_scope_it(tmp_path, monkeypatch):
+    planned = {
+        **PLANNED,
+        "files": [
+            {"path": "tests/test_a.py", "select": "test_ok", "timeout": 60},
+            {"path": "tests/test_c.py", "select": None, "timeout": 60},
+        ],
+    }
+    logs, ready, rec = run_inside(tmp_path, monkeypatch, planned)
+    assert rec["status"] == "passed" and sorted(p.name for p in (logs / "tests").iterdir()) == [
+        "0.jsonl",
+        "0.seconds",
+        "0.status",
+    ]
+    got = servetests.read(ready, logs)
+    assert got["status"] == "passed" and [f["counts"]["passed"] for f in got["files"]] == [1, 2]
+    assert [c["id"] for c in got["cases"]] == [
+        "tests/test_a.py::test_ok",
+        "tests/test_c.py::test_one",
+        "tests/test_c.py::test_two",
+    ]
+    assert got["runs"][0]["paths"] == ["tests/test_a.py", "tests/test_c.py"] and got["runs"][0]["seconds"]
 
 
 def test_each_file_runs_under_its_timeout_and_its_records_are_read_back(tmp_path, monkeypatch):

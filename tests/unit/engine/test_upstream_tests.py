@@ -136,10 +136,61 @@ def test_missing_test_files_are_named(tmp_path):
         upstream.check_files("demo==1.0", PLANNED, tmp_path, "the local tree X")
 
 
+# the same file name in two directories: -k cannot scope them, so each file runs alone
+PER_FILE = {
+    **PLANNED,
+    "files": [
+        {"path": "tests/a/test_x.py", "select": None, "timeout": 60},
+        {"path": "tests/b/test_x.py", "select": "fast and not slow", "timeout": 30},
+    ],
+}
+
+
+def test_the_files_share_one_run_scoped_by_their_names():
+    (run,) = upstream.runs(PLANNED)
+    assert run == {
+        "files": [0, 1],
+        "paths": ["tests/test_a.py", "tests/test_b.py"],
+        "select": "test_a.py or (test_b.py and (fast and not slow))",
+        "timeout": 90,
+    }
+    assert upstream.pytest_args(run, "/t")[-4:] == [
+        "tests/test_a.py",
+        "tests/test_b.py",
+        "-k",
+        "test_a.py or (test_b.py and (fast and not slow))",
+    ]
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        ["tests/a/test_x.py", "tests/b/test_x.py"],  # one name twice
+        ["tests/test_x.py", "tests/test_x.py.d/test_y.py"],  # a name within a directory's
+        ["tests/test_x.py", "tests/test_x.pyc.py"],  # a name within another's
+        ["tests/test x.py", "tests/test_y.py"],  # not a -k word
+        ["tests/[a].py", "tests/test_y.py"],
+        ["tests/or", "tests/test_y.py"],  # a -k keyword
+    ],
+)
+def test_files_whose_names_cannot_scope_a_selection_run_one_by_one(paths):
+    planned = {**PLANNED, "files": [{"path": p, "select": "fast", "timeout": 10} for p in paths]}
+    got = upstream.runs(planned)
+    assert [r["paths"] for r in got] == [[p] for p in paths]
+    assert [r["select"] for r in got] == ["fast", "fast"] and [r["files"] for r in got] == [[0], [1]]
+
+
 def test_the_script_quotes_every_word():
     text = upstream.script(PLANNED)
-    assert "timeout -k 10 30 python3 -m pytest -p rvport_pytest_record" in text
-    assert "tests/test_b.py -k 'fast and not slow'; echo $? > /rvport-tests/1.status" in text
+    assert "timeout -k 10 90 python3 -m pytest -p rvport_pytest_record" in text
+    assert (
+        "tests/test_a.py tests/test_b.py -k 'test_a.py or (test_b.py and (fast and not slow))'; "
+        "echo $? > /rvport-tests/0.status" in text
+    )
+    assert "1.status" not in text
+    assert "tests/b/test_x.py -k 'fast and not slow'; echo $? > /rvport-tests/1.status" in upstream.script(
+        PER_FILE
+    )
     hostile = {**PLANNED, "files": [{"path": "tests/a.py", "select": "x'; rm -rf / #", "timeout": 1}]}
     assert "-k 'x'\"'\"'; rm -rf / #'" in upstream.script(hostile)
 
@@ -158,20 +209,29 @@ def _export(out: Path, statuses: dict[int, int], records: dict[int, list[dict]],
 def test_a_passing_run(tmp_path):
     out = _export(
         tmp_path / "out",
-        {0: 0, 1: 0},
+        {0: 0},
         {
-            0: [{"id": "tests/test_a.py::test_x", "outcome": "passed", "duration_s": 0.5}],
-            1: [
+            0: [
+                {"id": "tests/test_a.py::test_x", "outcome": "passed", "duration_s": 0.5},
                 {"id": "tests/test_b.py::test_y[1]", "outcome": "passed", "duration_s": 1},
-                {"id": "tests/test_b.py::test_z", "outcome": "skipped", "duration_s": 0},
+                {"id": "tests/test_b.py::test_z", "outcome": "skipped", "duration_s": 0.25},
             ],
         },
     )
     (out / "0.seconds").write_text("100.25 130.75\n")
-    (out / "1.seconds").write_text("not a time\n")
     rec = upstream.record("demo==1.0", out, PLANNED, ["pytest-9.whl"])
     assert rec["status"] == "passed"
-    assert [f["seconds"] for f in rec["files"]] == [30.5, None]
+    assert rec["runs"] == [
+        {
+            "paths": ["tests/test_a.py", "tests/test_b.py"],
+            "timeout": 90,
+            "exit_status": 0,
+            "status": "passed",
+            "seconds": 30.5,
+        }
+    ]
+    assert [f["seconds"] for f in rec["files"]] == [0.5, 1.25]  # each file's own tests
+    assert [f["counts"]["passed"] for f in rec["files"]] == [1, 1]
     assert rec["counts"] == {"passed": 2, "failed": 0, "skipped": 1, "error": 0}
     assert [f["status"] for f in rec["files"]] == ["passed", "passed"]
     assert rec["cases"][1] == {
@@ -182,10 +242,44 @@ def test_a_passing_run(tmp_path):
     }
 
 
+def test_one_file_per_run_keeps_each_runs_time(tmp_path):
+    out = _export(
+        tmp_path / "out",
+        {0: 0, 1: 0},
+        {
+            0: [{"id": "tests/a/test_x.py::test_x", "outcome": "passed", "duration_s": 0.5}],
+            1: [{"id": "tests/b/test_x.py::test_y", "outcome": "passed", "duration_s": 1}],
+        },
+    )
+    (out / "0.seconds").write_text("100.25 130.75\n")
+    (out / "1.seconds").write_text("not a time\n")
+    rec = upstream.record("demo==1.0", out, PER_FILE, [])
+    assert rec["status"] == "passed" and [f["run"] for f in rec["files"]] == [0, 1]
+    assert [f["seconds"] for f in rec["files"]] == [30.5, None]
+
+
+def test_an_id_written_again_keeps_its_last_line(tmp_path):
+    row = {"id": "tests/test_a.py::test_x", "outcome": "passed", "duration_s": 0.5}
+    out = _export(
+        tmp_path / "out",
+        {0: 1},
+        {
+            0: [
+                row,
+                {"id": "tests/test_b.py::t", "outcome": "passed", "duration_s": 1},
+                {**row, "outcome": "error", "message": "teardown"},
+            ]
+        },
+    )
+    rec = upstream.record("demo==1.0", out, PLANNED, [])
+    assert [c["outcome"] for c in rec["cases"]] == ["passed", "error"]
+    assert rec["counts"]["error"] == 1 and rec["files"][0]["status"] == "failed"
+
+
 def test_failures_name_their_ids_and_exit_7(tmp_path):
     out = _export(
         tmp_path / "out",
-        {0: 1, 1: 5},
+        {0: 1},
         {
             0: [
                 {
@@ -199,22 +293,46 @@ def test_failures_name_their_ids_and_exit_7(tmp_path):
     )
     rec = upstream.record("demo==1.0", out, PLANNED, [])
     assert rec["status"] == "failed"
-    assert rec["files"][1]["status"] == "no tests collected"
+    assert [f["status"] for f in rec["files"]] == ["failed", "no tests collected"]
     err = upstream.failure("demo==1.0", rec, tmp_path / "log")
     assert err.exit_code == ExitCode.BUILD_FAILED == 7
     text = str(err)
     assert "FAILED tests/test_a.py::test_x" in text
     assert "tests/test_b.py -k 'fast and not slow': collected no test" in text
+    alone = _export(
+        tmp_path / "alone", {0: 0, 1: 5}, {0: [{"id": "tests/a/test_x.py::t", "outcome": "passed"}]}
+    )
+    assert upstream.record("demo==1.0", alone, PER_FILE, [])["files"][1]["status"] == "no tests collected"
 
 
 def test_a_run_that_timed_out_or_never_ran_is_a_failure(tmp_path):
-    out = _export(tmp_path / "out", {0: 124}, {})
+    a = {"id": "tests/test_a.py::test_x", "outcome": "passed", "duration_s": 2}
+    b = {"id": "tests/test_b.py::test_y", "outcome": "passed", "duration_s": 2}
+    out = _export(tmp_path / "out", {0: 124}, {0: [a]})
     rec = upstream.record("demo==1.0", out, PLANNED, [])
-    assert [f["status"] for f in rec["files"]] == ["timed out", "not run"]
+    assert [f["status"] for f in rec["files"]] == ["timed out", "timed out"]
     assert rec["status"] == "failed"
+    text = str(upstream.failure("demo==1.0", rec, tmp_path / "log"))
+    assert "did not finish: the run of its 2 files stopped at its 90 s" in text
+    later = _export(tmp_path / "later", {0: 124}, {0: [a, b]})  # the ids written before the timeout count
+    assert [f["status"] for f in upstream.record("demo==1.0", later, PLANNED, [])["files"]] == [
+        "passed",
+        "timed out",
+    ]
+    crashed = _export(tmp_path / "crashed", {0: 139}, {})
+    assert [f["status"] for f in upstream.record("demo==1.0", crashed, PLANNED, [])["files"]] == [
+        "exit 139"
+    ] * 2
+    never = _export(tmp_path / "never", {}, {})
+    assert [f["status"] for f in upstream.record("demo==1.0", never, PLANNED, [])["files"]] == ["not run"] * 2
+    alone = _export(tmp_path / "alone", {0: 124}, {})
+    rec = upstream.record("demo==1.0", alone, PER_FILE, [])
+    assert [f["status"] for f in rec["files"]] == ["timed out", "not run"]
     assert "did not finish in its 60 s" in str(upstream.failure("demo==1.0", rec, tmp_path / "log"))
-    out2 = _export(tmp_path / "out2", {0: 0, 1: 0}, {})  # exit 0 but no record: nothing is known
+    out2 = _export(tmp_path / "out2", {0: 0}, {})  # exit 0 but no record: nothing is known
     assert upstream.record("demo==1.0", out2, PLANNED, [])["files"][0]["status"] == "recorded nothing"
+    out3 = _export(tmp_path / "out3", {0: 0, 1: 0}, {})
+    assert upstream.record("demo==1.0", out3, PER_FILE, [])["files"][0]["status"] == "recorded nothing"
 
 
 def test_a_failed_install_is_a_failure(tmp_path):
@@ -233,9 +351,11 @@ def test_records_are_read_with_bounds(tmp_path, monkeypatch):
     rows.append({"id": "t::y", "outcome": "exploded"})  # not an outcome: dropped
     out = _export(tmp_path / "out", {0: 0, 1: 0}, {0: rows, 1: rows})
     monkeypatch.setattr(upstream, "MAX_CASES", 3)
-    rec = upstream.record("demo==1.0", out, PLANNED, [])
-    assert len(rec["cases"]) == 6
+    rec = upstream.record("demo==1.0", out, PER_FILE, [])
+    assert len(rec["cases"]) == 6  # 3 a run
     assert all(len(c["id"]) == upstream.ID_LIMIT and c["duration_s"] == 0.0 for c in rec["cases"])
+    shared = upstream.record("demo==1.0", out, PLANNED, [])  # ids of no file count to the run's first
+    assert len(shared["cases"]) == 3 and {c["file"] for c in shared["cases"]} == {"tests/test_a.py"}
     (out / "0.jsonl").unlink()
     (out / "0.jsonl").symlink_to("/etc/passwd")
     with pytest.raises(RvportError, match="test export"):
@@ -243,8 +363,9 @@ def test_records_are_read_with_bounds(tmp_path, monkeypatch):
 
 
 def test_result_json_validates_with_tests(tmp_path):
-    out = _export(tmp_path / "out", {0: 0, 1: 1}, {1: [{"id": "b::f", "outcome": "failed", "duration_s": 1}]})
+    out = _export(tmp_path / "out", {0: 1}, {0: [{"id": "b::f", "outcome": "failed", "duration_s": 1}]})
     rec = upstream.record("demo==1.0", out, PLANNED, [])
+    assert rec["runs"] and rec["files"][0]["run"] == 0
     schema = manifest.schema("result")
     stage_schema = schema["properties"]["stages"]["items"]["properties"]["tests"]
     validate(rec, {**stage_schema, "$defs": schema["$defs"]})
@@ -253,7 +374,7 @@ def test_result_json_validates_with_tests(tmp_path):
 def test_junit_has_a_case_per_test_id(tmp_path):
     out = _export(
         tmp_path / "out",
-        {0: 1, 1: 5},
+        {0: 1},
         {
             0: [
                 {"id": "tests/test_a.py::test_ok", "outcome": "passed", "duration_s": 0.1},
@@ -340,6 +461,57 @@ def test_the_plugin_records_every_id(tmp_path):
         "test_param[1]": "passed",
         "test_param[2]": "passed",
     }
+
+
+def _pytest(tmp_path: Path, args: list[str], record: Path) -> subprocess.CompletedProcess:
+    (tmp_path / "plugin").mkdir(exist_ok=True)
+    (tmp_path / "plugin" / "rvport_pytest_record.py").write_text(resources.script("pytest-record.py"))
+    env = {"PYTHONPATH": str(tmp_path / "plugin"), "PYTEST_RECORD_TO": str(record), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+
+
+def test_one_run_selects_in_each_file_what_its_own_run_would(tmp_path):
+    """The shared run's -k, for real: each file's selection applies to that file alone."""
+    (tmp_path / "tests" / "sub").mkdir(parents=True)
+    (tmp_path / "tests" / "test_a.py").write_text("def test_fast(): pass\ndef test_slow(): pass\n")
+    (tmp_path / "tests" / "sub" / "test_b.py").write_text(
+        "import pytest\n@pytest.mark.parametrize('n', ['fast', 'x'])\ndef test_one(n): pass\n"
+        "def test_slow(): pass\n"
+    )
+    planned = {
+        **PLANNED,
+        "files": [
+            {"path": "tests/test_a.py", "select": "fast", "timeout": 60},
+            {"path": "tests/sub/test_b.py", "select": "not slow", "timeout": 60},
+        ],
+    }
+    (run,) = upstream.runs(planned)
+    out = tmp_path / "out"
+    out.mkdir()
+    cp = _pytest(tmp_path, upstream.pytest_args(run, str(tmp_path)), out / "0.jsonl")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    (out / "0.status").write_text("0\n")
+    rec = upstream.record("demo==1.0", out, planned, [])
+    assert [c["id"] for c in rec["cases"]] == [
+        "tests/test_a.py::test_fast",
+        "tests/sub/test_b.py::test_one[fast]",
+        "tests/sub/test_b.py::test_one[x]",
+    ]
+    assert [f["counts"]["passed"] for f in rec["files"]] == [1, 2] and rec["status"] == "passed"
+
+
+def test_the_plugin_writes_each_id_as_it_ends(tmp_path):
+    """A run killed in a test (as timeout(1) kills a run past its time) keeps the ids that ended before."""
+    (tmp_path / "test_k.py").write_text(
+        "import os, signal\ndef test_first(): pass\ndef test_killed(): os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    record = tmp_path / "out.jsonl"
+    record.write_text("left from an earlier run\n")
+    cp = _pytest(
+        tmp_path, ["-m", "pytest", "-p", "rvport_pytest_record", "-p", "no:cacheprovider", "-q"], record
+    )
+    assert cp.returncode == -9, cp.stdout + cp.stderr
+    assert [json.loads(x)["id"] for x in record.read_text().splitlines()] == ["test_k.py::test_first"]
 
 
 # ------------------------------------------------------------------------------------------ the runner
