@@ -32,9 +32,14 @@ def test_closure_tests_lines_give_each_profiles_exit_and_seconds(tmp_path):
 
 
 def test_the_total_is_both_steps_against_twenty_minutes():
-    got = bench.total({"build": {"wall_s": 400.0}, "tests": {"wall_s": 900.5}})
-    assert got == {"wall_s": 1300.5, "target_s": 1200, "under_target": False}
-    assert bench.total({"build": {"wall_s": 100.0}})["under_target"] is True  # a failed build: one step
+    got = bench.total({"build": {"wall_s": 400.0, "rc": 0}, "tests": {"wall_s": 900.5, "rc": 0}})
+    assert got == {"wall_s": 1300.5, "target_s": 1200, "passed": True, "under_target": False}
+    fast = bench.total({"build": {"wall_s": 400.0, "rc": 0}, "tests": {"wall_s": 700.0, "rc": 0}})
+    assert fast["passed"] is True and fast["under_target"] is True
+    failed = bench.total({"build": {"wall_s": 100.0, "rc": 7}})  # a failed build: one step, never on target
+    assert failed == {"wall_s": 100.0, "target_s": 1200, "passed": False, "under_target": False}
+    tests_failed = bench.total({"build": {"wall_s": 400.0, "rc": 0}, "tests": {"wall_s": 10.0, "rc": 7}})
+    assert tests_failed["under_target"] is False
 
 
 def test_a_change_that_is_no_kernel_source_is_refused_before_anything_runs(capsys):
